@@ -1,0 +1,278 @@
+// Exported entry points of libms_groupnorm_cpu.so.
+//
+// 1. A plain C API (MsGroupNormForward / MsGroupNormBackward) with explicit sizes,
+//    used by ctypes for kernel-only benchmarks and tests.
+// 2. MindSpore's aot ABI (GroupNorm / GroupNormGrad plus their InferShape and
+//    InferType hooks), used by mindspore.ops.Custom(func_type="aot").
+// Every entry point validates what it is handed and returns a non-zero status instead
+// of touching memory whose size it cannot vouch for.
+#include <cstring>
+
+#include "aot_extra.h"
+#include "group_norm_cpu.h"
+
+// The library is built with -fvisibility=hidden; only these entry points are exported.
+#define MS_GROUPNORM_EXPORT __attribute__((visibility("default")))
+
+namespace {
+
+using ms_groupnorm::BFloat16;
+using ms_groupnorm::GroupNormSizes;
+using ms_groupnorm::Half;
+using ms_groupnorm::OutputMask;
+
+// Status codes, shared with ms_groupnorm/_kernel_lib.py.
+enum Status : int {
+  kOk = 0,
+  kBadParamCount = 1,
+  kNullPointer = 2,
+  kBadRank = 3,
+  kBadDtype = 4,
+  kBadShape = 5,
+  kBadAttr = 6,
+};
+
+enum class DType { kFloat32, kFloat16, kBFloat16, kInvalid };
+
+DType ParseDType(const char *name) {
+  if (name == nullptr) return DType::kInvalid;
+  if (std::strcmp(name, "float32") == 0) return DType::kFloat32;
+  if (std::strcmp(name, "float16") == 0) return DType::kFloat16;
+  if (std::strcmp(name, "bfloat16") == 0) return DType::kBFloat16;
+  return DType::kInvalid;
+}
+
+// Statistics (mean, rstd, gamma, beta, dgamma, dbeta) are either in the data dtype or
+// in float32 (mixed precision).
+bool ValidDTypePair(DType data, DType stat) {
+  return data != DType::kInvalid && (stat == data || stat == DType::kFloat32);
+}
+
+bool ValidSizes(const GroupNormSizes &s) {
+  if (s.N < 0 || s.C < 0 || s.HxW < 0 || s.G <= 0 || s.C % s.G != 0) return false;
+  int64_t total;
+  return !__builtin_mul_overflow(s.N, s.C, &total) && !__builtin_mul_overflow(total, s.HxW, &total);
+}
+
+// Calls fn(T{}, U{}) with the storage types of the (data, stat) dtype pair.
+template <typename Fn>
+void DispatchDTypes(DType data, DType stat, Fn fn) {
+  const bool mixed = stat == DType::kFloat32 && data != DType::kFloat32;
+  switch (data) {
+    case DType::kFloat32:
+      fn(float{}, float{});
+      break;
+    case DType::kFloat16:
+      if (mixed) fn(Half{}, float{}); else fn(Half{}, Half{});
+      break;
+    case DType::kBFloat16:
+      if (mixed) fn(BFloat16{}, float{}); else fn(BFloat16{}, BFloat16{});
+      break;
+    case DType::kInvalid:
+      break;
+  }
+}
+
+int RunBackward(const void *dy, const void *x, const void *mean, const void *rstd, const void *gamma, void *dx,
+                void *dgamma, void *dbeta, const GroupNormSizes &s, DType data, DType stat, OutputMask mask) {
+  if (!ValidSizes(s)) return kBadShape;
+  if (!ValidDTypePair(data, stat)) return kBadDtype;
+  const bool empty = s.N * s.HxW == 0;
+  if (!empty && (dy == nullptr || x == nullptr || mean == nullptr || rstd == nullptr)) return kNullPointer;
+  if ((mask.dx && !empty && dx == nullptr) || (mask.dgamma && s.C > 0 && dgamma == nullptr) ||
+      (mask.dbeta && s.C > 0 && dbeta == nullptr)) {
+    return kNullPointer;
+  }
+  DispatchDTypes(data, stat, [&](auto t, auto u) {
+    using T = decltype(t);
+    using U = decltype(u);
+    ms_groupnorm::GroupNormBackward<T, U>(
+        static_cast<const T *>(dy), static_cast<const T *>(x), static_cast<const U *>(mean),
+        static_cast<const U *>(rstd), static_cast<const U *>(gamma), static_cast<T *>(dx), static_cast<U *>(dgamma),
+        static_cast<U *>(dbeta), s, mask);
+  });
+  return kOk;
+}
+
+int RunForward(const void *x, const void *gamma, const void *beta, void *y, void *mean, void *rstd,
+               const GroupNormSizes &s, float eps, DType data, DType stat) {
+  if (!ValidSizes(s)) return kBadShape;
+  if (!ValidDTypePair(data, stat)) return kBadDtype;
+  if (!(eps >= 0.0f)) return kBadAttr;
+  if (s.N * s.C > 0 && (mean == nullptr || rstd == nullptr)) return kNullPointer;
+  if (s.N * s.C * s.HxW > 0 && (x == nullptr || y == nullptr)) return kNullPointer;
+  DispatchDTypes(data, stat, [&](auto t, auto u) {
+    using T = decltype(t);
+    using U = decltype(u);
+    ms_groupnorm::GroupNormForward<T, U>(static_cast<const T *>(x), static_cast<const U *>(gamma),
+                                         static_cast<const U *>(beta), static_cast<T *>(y), static_cast<U *>(mean),
+                                         static_cast<U *>(rstd), s, eps);
+  });
+  return kOk;
+}
+
+// ---- helpers for the aot ABI ----
+int64_t NumElements(int ndim, const int64_t *shape) {
+  int64_t total = 1;
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] < 0 || __builtin_mul_overflow(total, shape[i], &total)) return -1;
+  }
+  return total;
+}
+
+// Checks the pointers MindSpore hands over; every tensor must have a shape and a dtype.
+bool ValidAotArguments(int nparam, int expected, void **params, int *ndims, int64_t **shapes, const char **dtypes) {
+  if (nparam != expected || params == nullptr || ndims == nullptr || shapes == nullptr || dtypes == nullptr) {
+    return false;
+  }
+  for (int i = 0; i < expected; ++i) {
+    if (ndims[i] < 0 || ndims[i] > 8 || (ndims[i] > 0 && shapes[i] == nullptr) || dtypes[i] == nullptr) return false;
+  }
+  return true;
+}
+
+// (N, C, HxW) of an (N, C, *) tensor of rank 2-8; false for anything else.
+bool SizesFromInput(int ndim, const int64_t *shape, GroupNormSizes *s) {
+  if (ndim < 2 || ndim > 8) return false;
+  s->N = shape[0];
+  s->C = shape[1];
+  s->HxW = NumElements(ndim - 2, shape + 2);
+  return s->N >= 0 && s->C >= 0 && s->HxW >= 0;
+}
+
+bool ReadIntAttr(mindspore::AotExtra *extra, const char *name, int64_t *value) {
+  if (extra == nullptr || !extra->HasAttr(name)) return false;
+  *value = extra->GetAttrInt(name);
+  return true;
+}
+
+bool ReadBoolAttr(mindspore::AotExtra *extra, const char *name, bool fallback) {
+  if (extra == nullptr || !extra->HasAttr(name)) return fallback;
+  return extra->GetAttrBool(name);
+}
+
+OutputMask ReadMask(mindspore::AotExtra *extra) {
+  return OutputMask{ReadBoolAttr(extra, "dx_is_require", true), ReadBoolAttr(extra, "dgamma_is_require", true),
+                    ReadBoolAttr(extra, "dbeta_is_require", true)};
+}
+
+// Static channel count of an (N, C, *) shape, or -1 while it is unknown.
+int64_t ChannelsOf(int ndim, const int64_t *shape) { return ndim >= 2 ? shape[1] : -1; }
+
+}  // namespace
+
+extern "C" {
+
+// ---------------------------------------------------------------- plain C API
+MS_GROUPNORM_EXPORT int MsGroupNormBackward(const void *dy, const void *x, const void *mean, const void *rstd, const void *gamma,
+                        void *dx, void *dgamma, void *dbeta, int64_t N, int64_t C, int64_t HxW, int64_t group,
+                        const char *data_dtype, const char *stat_dtype, int dx_is_require, int dgamma_is_require,
+                        int dbeta_is_require) {
+  const GroupNormSizes s{N, C, HxW, group};
+  const OutputMask mask{dx_is_require != 0, dgamma_is_require != 0, dbeta_is_require != 0};
+  return RunBackward(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, s, ParseDType(data_dtype), ParseDType(stat_dtype),
+                     mask);
+}
+
+MS_GROUPNORM_EXPORT int MsGroupNormForward(const void *x, const void *gamma, const void *beta, void *y, void *mean, void *rstd, int64_t N,
+                       int64_t C, int64_t HxW, int64_t group, float eps, const char *data_dtype,
+                       const char *stat_dtype) {
+  const GroupNormSizes s{N, C, HxW, group};
+  return RunForward(x, gamma, beta, y, mean, rstd, s, eps, ParseDType(data_dtype), ParseDType(stat_dtype));
+}
+
+// ---------------------------------------------------------------- aot: backward
+// params: dy, x, mean, rstd, gamma | dx, dgamma, dbeta. An empty gamma means ones.
+// attrs: group, dx_is_require, dgamma_is_require, dbeta_is_require.
+MS_GROUPNORM_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void * /*stream*/,
+                  void *extra_ptr) {
+  if (!ValidAotArguments(nparam, 8, params, ndims, shapes, dtypes)) return kBadParamCount;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
+  enum { kDy, kX, kMean, kRstd, kGamma, kDx, kDgamma, kDbeta };
+  GroupNormSizes s;
+  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
+  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
+  if (!ValidSizes(s)) return kBadShape;
+  const OutputMask mask = ReadMask(extra);
+
+  const DType data = ParseDType(dtypes[kX]);
+  const DType stat = ParseDType(dtypes[kMean]);
+  if (ParseDType(dtypes[kDy]) != data || ParseDType(dtypes[kDx]) != data) return kBadDtype;
+  for (int i : {kRstd, kGamma, kDgamma, kDbeta}) {
+    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
+  }
+  const int64_t numel = s.N * s.C * s.HxW;
+  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
+  if (NumElements(ndims[kDy], shapes[kDy]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
+      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G || (gamma_numel != s.C && gamma_numel != 0) ||
+      (mask.dx && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
+      (mask.dgamma && NumElements(ndims[kDgamma], shapes[kDgamma]) != s.C) ||
+      (mask.dbeta && NumElements(ndims[kDbeta], shapes[kDbeta]) != s.C)) {
+    return kBadShape;
+  }
+  const void *gamma = gamma_numel == 0 ? nullptr : params[kGamma];
+  return RunBackward(params[kDy], params[kX], params[kMean], params[kRstd], gamma, params[kDx], params[kDgamma],
+                     params[kDbeta], s, data, stat, mask);
+}
+
+// dx has x's shape, dgamma/dbeta are (C,); an output whose mask bit is off is (0,).
+MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormGradInferShape(int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
+  const OutputMask mask = ReadMask(extra);
+  const std::vector<int64_t> x_shape(shapes[1], shapes[1] + ndims[1]);
+  const std::vector<int64_t> channels{ChannelsOf(ndims[1], shapes[1])};
+  const std::vector<int64_t> none{0};
+  return {mask.dx ? x_shape : none, mask.dgamma ? channels : none, mask.dbeta ? channels : none};
+}
+
+MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormGradInferType(std::vector<mindspore::TypeId> types,
+                                                      mindspore::AotExtra * /*extra*/) {
+  return {types[1], types[2], types[2]};  // dx follows x; dgamma, dbeta follow mean
+}
+
+// ---------------------------------------------------------------- aot: forward
+// params: x, gamma, beta | y, mean, rstd. Empty gamma/beta mean ones/zeros.
+// attrs: group, eps. mean/rstd have shape (N, group) and gamma's dtype.
+MS_GROUPNORM_EXPORT int GroupNorm(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void * /*stream*/,
+              void *extra_ptr) {
+  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
+  enum { kX, kGamma, kBeta, kY, kMean, kRstd };
+  GroupNormSizes s;
+  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
+  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
+  if (!ValidSizes(s)) return kBadShape;
+  if (!extra->HasAttr("eps")) return kBadAttr;
+  const float eps = extra->GetAttrFloat("eps");
+
+  const DType data = ParseDType(dtypes[kX]);
+  const DType stat = ParseDType(dtypes[kGamma]);
+  if (ParseDType(dtypes[kY]) != data) return kBadDtype;
+  for (int i : {kBeta, kMean, kRstd}) {
+    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
+  }
+  const int64_t numel = s.N * s.C * s.HxW;
+  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
+  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
+  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
+      NumElements(ndims[kY], shapes[kY]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
+      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G) {
+    return kBadShape;
+  }
+  return RunForward(params[kX], gamma_numel == 0 ? nullptr : params[kGamma], beta_numel == 0 ? nullptr : params[kBeta],
+                    params[kY], params[kMean], params[kRstd], s, eps, data, stat);
+}
+
+MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormInferShape(int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
+  int64_t group = -1;
+  ReadIntAttr(extra, "group", &group);
+  const int64_t batch = ndims[0] >= 2 ? shapes[0][0] : -1;  // [-2] is an unknown rank
+  const std::vector<int64_t> stats{batch, group};
+  return {std::vector<int64_t>(shapes[0], shapes[0] + ndims[0]), stats, stats};
+}
+
+MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormInferType(std::vector<mindspore::TypeId> types,
+                                                  mindspore::AotExtra * /*extra*/) {
+  return {types[0], types[1], types[1]};  // y follows x; mean, rstd follow gamma
+}
+
+}  // extern "C"

@@ -1,0 +1,129 @@
+"""Locating the compiled CPU kernel library and calling its plain C API.
+
+MindSpore loads the library itself through ``ops.Custom("<path>:<function>")``;
+ctypes is used only for kernel-only calls (tests and benchmarks), which bypass the
+framework entirely.
+"""
+import ctypes
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+LIBRARY_NAME = "libms_groupnorm_cpu.so"
+ENV_OVERRIDE = "MS_GROUPNORM_CPU_LIB"
+
+# Status codes returned by every exported entry point (kernels/cpu/group_norm_aot.cc).
+STATUS_NAMES = {
+    0: "ok",
+    1: "bad parameter count or null argument arrays",
+    2: "null tensor pointer",
+    3: "bad rank",
+    4: "bad dtype",
+    5: "inconsistent shapes or group",
+    6: "missing or invalid attribute",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def library_path():
+    """Absolute path of the CPU kernel library: $MS_GROUPNORM_CPU_LIB, else the packaged one."""
+    override = os.environ.get(ENV_OVERRIDE)
+    if override:
+        path = Path(override)
+    else:
+        path = Path(__file__).resolve().parent / "_lib" / LIBRARY_NAME
+    if not path.is_file():
+        raise ImportError(
+            f"ms_groupnorm: the CPU kernel library {path} is missing. Install the package with "
+            f"`pip install .` (or `pip install -e .` in a checkout), which compiles kernels/cpu/, "
+            f"or point ${ENV_OVERRIDE} at a built {LIBRARY_NAME}."
+        )
+    return str(path)
+
+
+def aot_func(name):
+    """The ``func`` string of ``ops.Custom(func_type="aot")`` for an exported kernel."""
+    return f"{library_path()}:{name}"
+
+
+@functools.lru_cache(maxsize=None)
+def _cdll():
+    lib = ctypes.CDLL(library_path())
+    ptr, i64, cstr = ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p
+    lib.MsGroupNormBackward.restype = ctypes.c_int
+    lib.MsGroupNormBackward.argtypes = [ptr] * 8 + [i64] * 4 + [cstr, cstr] + [ctypes.c_int] * 3
+    lib.MsGroupNormForward.restype = ctypes.c_int
+    lib.MsGroupNormForward.argtypes = [ptr] * 6 + [i64] * 4 + [ctypes.c_float, cstr, cstr]
+    return lib
+
+
+def cdll():
+    """The library loaded with ctypes, argument types declared."""
+    return _cdll()
+
+
+class KernelError(RuntimeError):
+    def __init__(self, function, status):
+        super().__init__(f"{function} returned {status} ({STATUS_NAMES.get(status, 'unknown status')})")
+        self.status = status
+
+
+def _dtype_name(array):
+    """MindSpore's dtype string for a numpy array (bfloat16 travels as uint16 bit patterns)."""
+    if array.dtype == np.float32:
+        return "float32"
+    if array.dtype == np.float16:
+        return "float16"
+    raise TypeError(f"unsupported numpy dtype {array.dtype}")
+
+
+def _ptr(array):
+    return None if array is None else array.ctypes.data
+
+
+def backward(dy, x, mean, rstd, gamma, group, output_mask=(True, True, True), data_dtype=None, stat_dtype=None):
+    """Kernel-only backward on contiguous numpy arrays of shape (N, C, *).
+
+    ``data_dtype``/``stat_dtype`` default to the arrays' dtypes; pass "bfloat16" with
+    uint16 arrays holding bf16 bit patterns. Returns (dx, dgamma, dbeta), None where masked.
+    """
+    x = np.ascontiguousarray(x)
+    dy = np.ascontiguousarray(dy)
+    N, C = x.shape[0], x.shape[1]
+    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    data_dtype = data_dtype or _dtype_name(x)
+    stat_dtype = stat_dtype or _dtype_name(mean)
+    mean, rstd = np.ascontiguousarray(mean), np.ascontiguousarray(rstd)
+    gamma = None if gamma is None else np.ascontiguousarray(gamma)
+    dx = np.empty_like(x) if output_mask[0] else None
+    dgamma = np.empty((C,), mean.dtype) if output_mask[1] else None
+    dbeta = np.empty((C,), mean.dtype) if output_mask[2] else None
+    status = cdll().MsGroupNormBackward(
+        _ptr(dy), _ptr(x), _ptr(mean), _ptr(rstd), _ptr(gamma), _ptr(dx), _ptr(dgamma), _ptr(dbeta),
+        N, C, hxw, group, data_dtype.encode(), stat_dtype.encode(), *[int(bool(m)) for m in output_mask])
+    if status:
+        raise KernelError("MsGroupNormBackward", status)
+    return dx, dgamma, dbeta
+
+
+def forward(x, gamma, beta, group, eps=1e-5, stat_dtype=None, data_dtype=None):
+    """Kernel-only forward on a contiguous numpy array of shape (N, C, *): (y, mean, rstd)."""
+    x = np.ascontiguousarray(x)
+    N, C = x.shape[0], x.shape[1]
+    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    data_dtype = data_dtype or _dtype_name(x)
+    stat_np = x.dtype if gamma is None else gamma.dtype
+    stat_dtype = stat_dtype or _dtype_name(np.empty(0, stat_np))
+    y = np.empty_like(x)
+    mean = np.empty((N, group), stat_np)
+    rstd = np.empty((N, group), stat_np)
+    gamma = None if gamma is None else np.ascontiguousarray(gamma)
+    beta = None if beta is None else np.ascontiguousarray(beta)
+    status = cdll().MsGroupNormForward(
+        _ptr(x), _ptr(gamma), _ptr(beta), _ptr(y), _ptr(mean), _ptr(rstd), N, C, hxw, group, eps,
+        data_dtype.encode(), stat_dtype.encode())
+    if status:
+        raise KernelError("MsGroupNormForward", status)
+    return y, mean, rstd

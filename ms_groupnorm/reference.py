@@ -1,0 +1,56 @@
+"""Float64 numpy reference of GroupNorm forward and backward: the oracle of tests,
+benchmarks and the demo. Arrays are (N, C, *); mean and rstd are (N, G).
+
+Backward (the formula CANN's kernels and PyTorch's native_group_norm_backward compute,
+not the one in the public aclnn document), per group of M = (C/G)*HxW elements:
+    xhat   = (x - mean) * rstd
+    dbeta  = sum over N, HxW of dy
+    dgamma = sum over N, HxW of dy * xhat
+    dx     = rstd * (gamma*dy - mean_g(gamma*dy) - xhat * mean_g(gamma*dy*xhat))
+where mean_g averages over the group.
+"""
+import numpy as np
+
+
+def _grouped(a, N, G):
+    return a.reshape(N, G, -1)
+
+
+def forward(x, gamma, beta, num_groups, eps=1e-5):
+    """(y, mean, rstd) in float64; gamma/beta None mean ones/zeros. Biased variance."""
+    x = np.asarray(x, np.float64)
+    N, C = x.shape[:2]
+    grouped = _grouped(x, N, num_groups)
+    mean = grouped.mean(axis=2)
+    var = ((grouped - mean[..., None]) ** 2).mean(axis=2)
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = ((grouped - mean[..., None]) * rstd[..., None]).reshape(x.shape)
+    bshape = (1, C) + (1,) * (x.ndim - 2)
+    gamma = np.ones(C) if gamma is None else np.asarray(gamma, np.float64)
+    beta = np.zeros(C) if beta is None else np.asarray(beta, np.float64)
+    y = xhat * gamma.reshape(bshape) + beta.reshape(bshape)
+    return y, mean, rstd
+
+
+def backward(dy, x, mean, rstd, gamma, num_groups):
+    """(dx, dgamma, dbeta) in float64 from the saved mean/rstd; gamma None means ones."""
+    x = np.asarray(x, np.float64)
+    dy = np.asarray(dy, np.float64).reshape(x.shape)
+    N, C = x.shape[:2]
+    G = num_groups
+    mean = np.asarray(mean, np.float64).reshape(N, G)
+    rstd = np.asarray(rstd, np.float64).reshape(N, G)
+    gamma = np.ones(C) if gamma is None else np.asarray(gamma, np.float64).reshape(C)
+    x3 = x.reshape(N, C, -1)
+    dy3 = dy.reshape(N, C, -1)
+    per_channel_mean = np.repeat(mean, C // G, axis=1)[..., None]
+    per_channel_rstd = np.repeat(rstd, C // G, axis=1)[..., None]
+    xhat = (x3 - per_channel_mean) * per_channel_rstd
+    dbeta = dy3.sum(axis=(0, 2))
+    dgamma = (dy3 * xhat).sum(axis=(0, 2))
+    gdy = _grouped(dy3 * gamma[None, :, None], N, G)
+    gxhat = _grouped(xhat, N, G)
+    term1 = gdy.mean(axis=2, keepdims=True)
+    term2 = (gdy * gxhat).mean(axis=2, keepdims=True)
+    dx = rstd[..., None] * (gdy - term1 - gxhat * term2)
+    return dx.reshape(x.shape), dgamma, dbeta
