@@ -52,6 +52,9 @@ def group_norm_forward(input, gamma, beta, N, C, HxW, group, eps=1e-5):
     """
     _checks.check_forward(_spec(input), _spec(gamma), _spec(beta), N, C, HxW, group, eps)
     stat_dtype = input.dtype if gamma is None else gamma.dtype
+    if N * C * HxW == 0:  # empty input: nothing to launch (aclnn: mean 0, rstd NaN)
+        return (ops.zeros(input.shape, input.dtype), ops.zeros((N, group), stat_dtype),
+                ops.full((N, group), float("nan"), dtype=stat_dtype))
     op = _ops.forward_op(group, float(eps), (True, gamma is not None, beta is not None))
     x = _nchw_view(input, N, C, HxW)
     out, mean, rstd = op(x, _absent(stat_dtype) if gamma is None else gamma,
@@ -71,6 +74,10 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, ou
     output_mask = tuple(output_mask) if isinstance(output_mask, list) else output_mask
     _checks.check_backward(_spec(grad_out), _spec(input), _spec(mean), _spec(rstd), _spec(gamma),
                            N, C, HxW, group, output_mask)
+    if N * HxW == 0:  # empty input: nothing to launch; the parameter gradients are zeros
+        return (ops.zeros(input.shape, input.dtype) if output_mask[0] else None,
+                ops.zeros((C,), mean.dtype) if output_mask[1] else None,
+                ops.zeros((C,), mean.dtype) if output_mask[2] else None)
     x = _nchw_view(input, N, C, HxW)
     dy = grad_out if tuple(grad_out.shape) == tuple(x.shape) else ops.reshape(grad_out, x.shape)
     gamma = _absent(mean.dtype) if gamma is None else gamma

@@ -13,7 +13,8 @@ import numpy as np
 
 
 def _grouped(a, N, G):
-    return a.reshape(N, G, -1)
+    """(N, C, *) -> (N, G, D*HxW); explicit sizes so that empty arrays reshape too."""
+    return a.reshape(N, G, a.size // max(N * G, 1))
 
 
 def forward(x, gamma, beta, num_groups, eps=1e-5):
@@ -41,8 +42,9 @@ def backward(dy, x, mean, rstd, gamma, num_groups):
     mean = np.asarray(mean, np.float64).reshape(N, G)
     rstd = np.asarray(rstd, np.float64).reshape(N, G)
     gamma = np.ones(C) if gamma is None else np.asarray(gamma, np.float64).reshape(C)
-    x3 = x.reshape(N, C, -1)
-    dy3 = dy.reshape(N, C, -1)
+    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    x3 = x.reshape(N, C, hxw)
+    dy3 = dy.reshape(N, C, hxw)
     per_channel_mean = np.repeat(mean, C // G, axis=1)[..., None]
     per_channel_rstd = np.repeat(rstd, C // G, axis=1)[..., None]
     xhat = (x3 - per_channel_mean) * per_channel_rstd
@@ -50,7 +52,8 @@ def backward(dy, x, mean, rstd, gamma, num_groups):
     dgamma = (dy3 * xhat).sum(axis=(0, 2))
     gdy = _grouped(dy3 * gamma[None, :, None], N, G)
     gxhat = _grouped(xhat, N, G)
-    term1 = gdy.mean(axis=2, keepdims=True)
-    term2 = (gdy * gxhat).mean(axis=2, keepdims=True)
+    group_size = max(gdy.shape[2], 1)  # an empty group has no terms (and no dx)
+    term1 = gdy.sum(axis=2, keepdims=True) / group_size
+    term2 = (gdy * gxhat).sum(axis=2, keepdims=True) / group_size
     dx = rstd[..., None] * (gdy - term1 - gxhat * term2)
     return dx.reshape(x.shape), dgamma, dbeta
