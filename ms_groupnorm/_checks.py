@@ -117,3 +117,14 @@ def check_forward(input, gamma, beta, N, C, HxW, group, eps):
     for name, arg in (("gamma", gamma), ("beta", beta)):
         if arg is not None:
             _check_numel(name, arg[0], C, "C")
+
+
+@functools.lru_cache(maxsize=4096)
+def check_group_norm(input, gamma, beta, num_groups, eps):
+    """check_forward for an (N, C, *) input whose sizes come from its shape; dimensions
+    still unknown (negative, GRAPH_MODE dynamic shapes) are left to the kernel."""
+    shape = input[0]
+    if any(dim < 0 for dim in shape):
+        return
+    N, C, HxW = (shape[0], shape[1], _numel(shape[2:])) if len(shape) >= 2 else (0, 0, 0)
+    check_forward(input, gamma, beta, N, C, HxW, num_groups, eps)

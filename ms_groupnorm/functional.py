@@ -35,7 +35,7 @@ def group_norm(x, num_groups, gamma=None, beta=None, eps=1e-5):
     gamma/beta of shape (C,) may be None (ones/zeros); they may be float32 while x is
     float16/bfloat16 (mixed precision). Returns y with x's shape and dtype.
     """
-    N, C = x.shape[0], x.shape[1]
+    _checks.check_group_norm(_spec(x), _spec(gamma), _spec(beta), num_groups, eps)
     stat_dtype = x.dtype if gamma is None else gamma.dtype
     op = _ops.forward_op(num_groups, float(eps), (True, gamma is not None, beta is not None))
     gamma = _absent(stat_dtype) if gamma is None else gamma

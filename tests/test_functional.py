@@ -127,3 +127,23 @@ def test_group_norm_gradients(mode, rng, affine, data_dtype, stat_dtype):
         assert_close(dbeta, want[2], stat_dtype, "dbeta")
     else:  # gamma/beta are not used: their gradients are zero
         assert not np.any(to_numpy(dgamma)) and not np.any(to_numpy(dbeta))
+
+
+class GroupNormOnly(nn.Cell):
+    def __init__(self, G):
+        super().__init__()
+        self.G = G
+
+    def construct(self, x, gamma):
+        return group_norm(x, self.G, gamma)
+
+
+@pytest.mark.parametrize("shape,gamma,G,message", [
+    ((2, 6, 4), (6,), 4, "C=6 is not divisible by group=4"),
+    ((12,), (12,), 3, r"input has rank 1, but the rank must be in \[2, 8\]"),
+    ((2, 6, 4), (5,), 3, r"numel\(gamma\)=5"),
+])
+def test_group_norm_checks_its_arguments(mode, shape, gamma, G, message):
+    from ms_groupnorm import ParamInvalidError
+    with pytest.raises(ParamInvalidError, match=message):
+        GroupNormOnly(G)(tensor(np.ones(shape), ms.float32), tensor(np.ones(gamma), ms.float32))
