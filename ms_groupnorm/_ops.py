@@ -13,6 +13,7 @@ hooks (out_shape/out_dtype None): that is what lets GRAPH_MODE run with dynamic 
 and it needs a reg_info carrying an op name.
 """
 import functools
+import os
 
 from mindspore import ops
 from mindspore.ops import CustomRegOp, DataType
@@ -35,11 +36,49 @@ def _reg_info(op_name, inputs, outputs, attrs):
     return reg.target("CPU").get_op_info()
 
 
-@functools.lru_cache(maxsize=None)
+BACKEND_ENV = "MS_GROUPNORM_BACKEND"
+CPU_BACKENDS = ("cpu", "ascendc_twin")
+
+
+def backend_name():
+    """Which backward runs: "ascend" when MindSpore's device target is Ascend, else
+    $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu) or "ascendc_twin" (the AscendC
+    kernel's source run by its CPU twin, see ms_groupnorm.ascend)."""
+    from mindspore import context
+
+    if context.get_context("device_target") == "Ascend":
+        return "ascend"
+    name = os.environ.get(BACKEND_ENV, "cpu") or "cpu"
+    if name not in CPU_BACKENDS:
+        raise ValueError(f"ms_groupnorm: ${BACKEND_ENV} must be one of {CPU_BACKENDS}, got {name!r}")
+    return name
+
+
+# NB: an lru_cache wrapper that caches nothing. functional.py calls backward_op inside
+# GRAPH_MODE functions; MindSpore's graph compiler calls such a C-level wrapper in Python
+# at compile time (as it did when backward_op itself was cached) instead of parsing the
+# body, which reads the environment. The caching happens per backend in _backward_op.
+@functools.lru_cache(maxsize=0)
 def backward_op(group, mask=FULL_MASK):
-    """The backward Custom op for ``group`` groups and output mask (dx, dgamma, dbeta)."""
+    """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
+    ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
+    return _backward_op(int(group), tuple(bool(m) for m in mask), backend_name())
+
+
+@functools.lru_cache(maxsize=None)
+def _backward_op(group, mask, backend):
+    if backend == "ascend":
+        # The AscendC operator takes CANN's order (dy, mean, rstd, x, gamma); the Cell adapts.
+        from . import ascend
+        return ascend.AscendBackward(group, mask)
+    if backend == "ascendc_twin":
+        from . import ascend
+        func = ascend.twin_aot_func("GroupNormGrad")  # same aot ABI as the CPU kernel
+    else:
+        func = _kernel_lib.aot_func("GroupNormGrad")
+    # Distinct op names: MindSpore registers reg_info per op name.
     reg = _reg_info(
-        "GroupNormGradMs",
+        "GroupNormGradMs" if backend == "cpu" else "GroupNormGradMsTwin",
         ["dy", "x", "mean", "rstd", "gamma"],
         ["dx", "dgamma", "dbeta"],
         [("group", "int", int(group)),
@@ -47,18 +86,26 @@ def backward_op(group, mask=FULL_MASK):
          ("dgamma_is_require", "bool", bool(mask[1])),
          ("dbeta_is_require", "bool", bool(mask[2]))],
     )
-    return ops.Custom(_kernel_lib.aot_func("GroupNormGrad"), out_shape=None, out_dtype=None,
-                      func_type="aot", reg_info=reg)
+    return ops.Custom(func, out_shape=None, out_dtype=None, func_type="aot", reg_info=reg)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=0)  # caches nothing: see backward_op
 def forward_op(group, eps, mask=FULL_MASK):
-    """The forward Custom op; its bprop runs ``backward_op(group, mask)``.
+    """The forward Custom op; its bprop runs ``backward_op(group, mask)`` of the current
+    backend (so the cache is per backend too).
 
     ``mask`` says which of x, gamma, beta are real inputs whose gradient is wanted: a
     gamma or beta passed as the empty "none" tensor gets an empty gradient.
     """
-    backward = backward_op(group, mask)
+    return _forward_op(int(group), float(eps), tuple(bool(m) for m in mask), backend_name())
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_op(group, eps, mask, backend):
+    backward = _backward_op(group, mask, backend)
+    if backend == "ascend":
+        from . import ascend
+        return ascend.AscendForward(group, eps, backward)
 
     def bprop(x, gamma, beta, out, dout):
         # Only y's gradient flows back: mean and rstd are saved statistics.
@@ -69,7 +116,7 @@ def forward_op(group, eps, mask=FULL_MASK):
         "GroupNormMs",
         ["x", "gamma", "beta"],
         ["y", "mean", "rstd"],
-        [("group", "int", int(group)), ("eps", "float", float(eps))],
+        [("group", "int", group), ("eps", "float", eps)],
     )
     return ops.Custom(_kernel_lib.aot_func("GroupNorm"), out_shape=None, out_dtype=None,
                       func_type="aot", bprop=bprop, reg_info=reg)

@@ -1,0 +1,199 @@
+// Host tiling of GroupNormGradMs (see group_norm_grad_ms_tiling.h).
+//
+// The kernel allocates, in this order, with every buffer rounded up to 32 bytes:
+//   phase 1: dy, x (VECIN) and dx (VECOUT) queues of 2 x K data elements each;
+//            numFloatBufs fp32 work buffers of K elements; the ReduceSum dst + work buffer;
+//            mode 0-2: three per-group fp32 arrays (db, dg, gamma) + one VECIN staging buffer;
+//            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW');
+//            mode 3: a VECIN buffer for K gamma elements.
+//   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of P channels, 2 fp32 accumulators,
+//            2 output staging buffers of P statistics elements.
+// Phase1Bytes / Stage2Bytes below mirror that order exactly; the CPU twin checks the
+// kernel's real InitBuffer calls against the configured UB size.
+#include "group_norm_grad_ms_tiling.h"
+
+#include <algorithm>
+
+namespace gnms {
+namespace {
+
+constexpr int64_t kBlockBytes = 32;
+constexpr int64_t kBufferNum = 2;        // double-buffered queues
+constexpr int64_t kElemAlign = 16;       // 16 elements are 32 bytes of fp16/bf16 and 64 bytes of fp32
+constexpr int64_t kReduceDstFloats = 8;  // one 32-byte block receives the ReduceSum result
+constexpr int64_t kMinUbBytes = 16 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+int64_t AlignBytes(int64_t bytes) { return AlignUp(bytes, kBlockBytes); }
+
+int64_t BytesOf(ScalarType t) { return t == ScalarType::kFloat32 ? 4 : 2; }
+
+int64_t ReduceWorkElems(int64_t maxCount) {
+  // ReduceSum keeps one fp32 partial per 64-element repeat, rounded up to a block.
+  return AlignUp(std::max<int64_t>(CeilDiv(maxCount, 64), 1), 8);
+}
+
+struct Layout {
+  int64_t mode;
+  int64_t K;
+  int64_t numFloatBufs;
+  int64_t statElems;
+  int64_t residentStride;
+  int64_t D;
+};
+
+int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
+  int64_t total = 3 * kBufferNum * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
+  total += AlignBytes(l.numFloatBufs * l.K * 4);
+  total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
+  if (l.statElems > 0) {
+    total += AlignBytes(3 * l.statElems * 4);  // db, dg, gamma arrays
+    total += AlignBytes(l.statElems * 4);      // staging for gamma / workspace rows
+  }
+  if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
+  if (l.mode == GNG_MODE_HW_ONE) total += AlignBytes(l.K * statBytes);
+  return total;
+}
+
+int64_t Stage2Bytes(int64_t pieceElems, int64_t statBytes) {
+  return kBufferNum * AlignBytes(pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
+         kBufferNum * AlignBytes(pieceElems * statBytes);
+}
+
+// The largest multiple of `align` in [align, limit] for which fits(value) holds, or 0.
+template <typename Fits>
+int64_t LargestFitting(int64_t limit, int64_t align, Fits fits) {
+  int64_t lo = 0;
+  int64_t hi = limit / align;  // in units of align
+  while (lo < hi) {            // binary search on a monotone predicate
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (fits(mid * align)) lo = mid; else hi = mid - 1;
+  }
+  return lo * align;
+}
+
+void SplitTasks(int64_t numTasks, int64_t coreNum, GroupNormGradMsTilingData *t) {
+  t->numTasks = numTasks;
+  t->phase1Cores = std::min(numTasks, coreNum);
+  t->tasksPerCore = t->phase1Cores > 0 ? numTasks / t->phase1Cores : 0;
+  t->tailCores = t->phase1Cores > 0 ? numTasks % t->phase1Cores : 0;
+}
+
+}  // namespace
+
+int64_t TilingKeyFor(ScalarType data, ScalarType stat) {
+  if (stat == data) {
+    switch (data) {
+      case ScalarType::kFloat32: return GNG_KEY_FP32;
+      case ScalarType::kFloat16: return GNG_KEY_FP16;
+      case ScalarType::kBFloat16: return GNG_KEY_BF16;
+    }
+  }
+  if (stat == ScalarType::kFloat32 && data == ScalarType::kFloat16) return GNG_KEY_FP16_FP32;
+  if (stat == ScalarType::kFloat32 && data == ScalarType::kBFloat16) return GNG_KEY_BF16_FP32;
+  return -1;
+}
+
+const char *ModeName(int64_t mode) {
+  switch (mode) {
+    case GNG_MODE_GROUP_RESIDENT: return "group_resident";
+    case GNG_MODE_CHANNEL: return "channel_two_pass";
+    case GNG_MODE_HW_CHUNKS: return "hw_chunks";
+    case GNG_MODE_HW_ONE: return "hw_one";
+    default: return "unknown";
+  }
+}
+
+int64_t UserWorkspaceBytes(const GroupNormGradMsTilingData &t) {
+  return t.needWorkspace ? 2 * t.N * t.C * static_cast<int64_t>(sizeof(float)) : 0;
+}
+
+int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
+  if (in.N < 0 || in.C < 0 || in.HxW < 0 || in.G <= 0 || in.C % in.G != 0) return kTilingBadShape;
+  if (TilingKeyFor(in.dataType, in.statType) < 0) return kTilingBadDtype;
+  if (in.ubBytes < kMinUbBytes || in.coreNum < 1) return kTilingBadPlatform;
+
+  GroupNormGradMsTilingData t{};
+  t.N = in.N;
+  t.C = in.C;
+  t.HxW = in.HxW;
+  t.G = in.G;
+  t.D = in.C / in.G;
+  t.dxRequired = in.dxRequired;
+  t.dgammaRequired = in.dgammaRequired;
+  t.dbetaRequired = in.dbetaRequired;
+  const int64_t dataBytes = BytesOf(in.dataType);
+  const int64_t statBytes = BytesOf(in.statType);
+  const int64_t L = in.HxW;
+  const int64_t D = t.D;
+  const bool empty = in.N * L == 0 || in.C == 0;
+  const bool wantsStats = in.dgammaRequired || in.dbetaRequired;
+
+  Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D};
+  auto fits = [&](const Layout &l) { return Phase1Bytes(l, dataBytes, statBytes) <= in.ubBytes; };
+
+  if (!empty && (in.dxRequired || wantsStats)) {
+    if (L == 1) {
+      // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
+      layout = Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D};
+      const int64_t maxElems = LargestFitting(in.C + kElemAlign, kElemAlign, [&](int64_t k) {
+        Layout l = layout;
+        l.K = k;
+        return fits(l);
+      });
+      if (maxElems < D) return kTilingNoFit;
+      const int64_t groupsFit = std::min<int64_t>(maxElems / D, in.G);
+      // Enough tasks to occupy the cores when the problem allows it.
+      const int64_t groupsForCores = std::max<int64_t>(1, in.N * in.G / in.coreNum);
+      t.groupsPerTask = std::max<int64_t>(1, std::min(groupsFit, groupsForCores));
+      layout.K = AlignUp(t.groupsPerTask * D, kElemAlign);
+      SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
+    } else {
+      const int64_t Lp = AlignUp(L, kElemAlign);
+      t.splitByChannel = (in.N * in.G < in.coreNum && D > 1) ? 1 : 0;
+      Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D};
+      Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D};
+      if (!t.splitByChannel && fits(resident)) {
+        layout = resident;
+      } else if (fits(channel)) {
+        layout = channel;
+      } else {
+        layout = Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D};
+        layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
+          Layout l = layout;
+          l.K = k;
+          return fits(l);
+        });
+        if (layout.K == 0) return kTilingNoFit;
+      }
+      t.chunksPerChannel = CeilDiv(L, layout.K);
+      t.residentStride = layout.residentStride;
+      t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
+      SplitTasks(t.splitByChannel ? in.N * in.C : in.N * in.G, in.coreNum, &t);
+    }
+    t.mode = layout.mode;
+    t.chunkElems = layout.K;
+    t.numFloatBufs = layout.numFloatBufs;
+    t.statElems = layout.statElems;
+    t.reduceWorkElems = ReduceWorkElems(layout.K);
+    t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
+    t.needWorkspace = (t.splitByChannel || wantsStats) ? 1 : 0;
+  }
+
+  if (wantsStats && in.C > 0) {
+    t.reduceRows = empty ? 0 : in.N;
+    t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
+    t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
+    t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
+      return Stage2Bytes(p, statBytes) <= in.ubBytes;
+    });
+    if (t.stage2PieceElems == 0) return kTilingNoFit;
+    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, statBytes);
+  }
+  t.blockDim = std::max<int64_t>({1, t.phase1Cores, t.stage2Cores});
+  *out = t;
+  return kTilingOk;
+}
+
+}  // namespace gnms

@@ -1,0 +1,64 @@
+// Tiling data of GroupNormGradMs, shared by the host tiling function and the kernel.
+//
+// A plain struct of int64 fields (CANN's "standard C++ tiling struct": the host fills
+// it, the kernel reads it with GET_TILING_DATA_WITH_STRUCT). Every UB buffer size the
+// kernel passes to InitBuffer is computed here on the host, so the host's UB budget
+// and the kernel's allocations cannot drift apart.
+#ifndef GROUP_NORM_GRAD_MS_TILING_DATA_H
+#define GROUP_NORM_GRAD_MS_TILING_DATA_H
+
+#include <cstdint>
+
+// Tiling modes: the ladder, chosen by what fits in the unified buffer (UB).
+constexpr int64_t GNG_MODE_GROUP_RESIDENT = 0;  // a whole (n, g) group stays in UB: x and dy read once
+constexpr int64_t GNG_MODE_CHANNEL = 1;         // one channel fits: two passes over GM (sums, then dx)
+constexpr int64_t GNG_MODE_HW_CHUNKS = 2;       // one channel does not fit: HxW in chunks, cascade sums
+constexpr int64_t GNG_MODE_HW_ONE = 3;          // HxW == 1: runs of whole groups as flat vectors
+
+// Tiling keys: the (data, statistics) dtype pair.
+constexpr int64_t GNG_KEY_FP32 = 1;       // float / float
+constexpr int64_t GNG_KEY_FP16 = 2;       // half / half
+constexpr int64_t GNG_KEY_BF16 = 3;       // bfloat16 / bfloat16
+constexpr int64_t GNG_KEY_FP16_FP32 = 4;  // half data, float statistics
+constexpr int64_t GNG_KEY_BF16_FP32 = 5;  // bfloat16 data, float statistics
+
+struct GroupNormGradMsTilingData {
+  // sizes
+  int64_t N;
+  int64_t C;
+  int64_t HxW;
+  int64_t G;
+  int64_t D;  // C / G
+  // what to compute
+  int64_t mode;
+  int64_t splitByChannel;  // 1: phase-1 tasks are (n, c) channels, else (n, g) groups (or group runs in mode 3)
+  int64_t dxRequired;
+  int64_t dgammaRequired;
+  int64_t dbetaRequired;
+  int64_t needWorkspace;  // per-(n, c) sums go to the fp32 workspace (stage 2 and/or channel split need them)
+  // phase-1 work split: tasks [0, numTasks) over phase1Cores blocks, the first tailCores get one more
+  int64_t numTasks;
+  int64_t phase1Cores;
+  int64_t tasksPerCore;
+  int64_t tailCores;
+  int64_t blockDim;  // max(phase1Cores, stage2Cores), at least 1
+  // phase-1 UB layout
+  int64_t chunkElems;        // K: elements per staging buffer (multiple of 16)
+  int64_t chunksPerChannel;  // ceil(HxW / K) in modes 1 and 2
+  int64_t residentStride;    // mode 0: elements between channels in the resident buffers (HxW rounded up to 16)
+  int64_t groupsPerTask;     // mode 3: groups per task
+  int64_t numFloatBufs;      // fp32 work buffers of K elements
+  int64_t statElems;         // per-group arrays (db, dg, gamma) of D elements, rounded up to 16
+  int64_t reduceWorkElems;   // ReduceSum work buffer
+  int64_t copyAligned;       // 1: every GM row is a 32-byte multiple, so plain DataCopy is legal
+  // stage 2 (dgamma/dbeta: reduce the workspace over N)
+  int64_t reduceRows;        // rows of the workspace to sum (N, or 0 when x is empty)
+  int64_t stage2SliceElems;  // channels per stage-2 block
+  int64_t stage2Cores;
+  int64_t stage2PieceElems;  // channels per UB load in stage 2
+  // bookkeeping for tests and logs: UB bytes the two phases allocate
+  int64_t ubBytesPhase1;
+  int64_t ubBytesStage2;
+};
+
+#endif  // GROUP_NORM_GRAD_MS_TILING_DATA_H

@@ -1,0 +1,114 @@
+// C API of the CPU twin for ctypes: the host tiling function and a launch of the
+// unmodified GroupNormGradMs kernel on the twin, with the launch's buffers, tiling and
+// device configuration given explicitly so that tests can also make broken launches.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../op_host/group_norm_grad_ms_tiling.h"
+#include "kernel_operator.h"
+#include "twin_launch.h"
+
+extern "C" void group_norm_grad_ms(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
+                                   GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace, GM_ADDR tiling);
+
+#define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// Field names of GroupNormGradMsTilingData, in declaration order (all int64).
+const char *const kTilingFields =
+    "N,C,HxW,G,D,mode,splitByChannel,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
+    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,groupsPerTask,numFloatBufs,statElems,"
+    "reduceWorkElems,copyAligned,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,ubBytesPhase1,ubBytesStage2";
+constexpr int kTilingFieldCount = 30;
+static_assert(sizeof(GroupNormGradMsTilingData) == kTilingFieldCount * sizeof(int64_t), "update kTilingFields");
+
+void CopyError(const std::string &message, char *error, int errorLen) {
+  if (error == nullptr || errorLen <= 0) return;
+  std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
+  error[errorLen - 1] = '\0';
+}
+
+}  // namespace
+
+namespace gnms_twin {
+
+int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &tiling, int64_t tilingKey,
+                 const twin::Config &config, std::string *error) {
+  // What the framework provides: the tiling data and the workspace live in GM too.
+  std::vector<uint8_t> tilingGm(sizeof tiling);
+  std::memcpy(tilingGm.data(), &tiling, sizeof tiling);
+  std::vector<float> workspace(static_cast<size_t>(gnms::UserWorkspaceBytes(tiling) / sizeof(float)) + 1);
+  const size_t workspaceBytes = static_cast<size_t>(gnms::UserWorkspaceBytes(tiling));
+  static const char *const kNames[8] = {"dy", "mean", "rstd", "x", "gamma", "dx", "dgamma", "dbeta"};
+  std::vector<twin::GmRegion> regions;
+  for (int i = 0; i < 8; ++i) {
+    if (buffers.ptr[i] != nullptr && buffers.bytes[i] > 0) {
+      regions.push_back({buffers.ptr[i], static_cast<size_t>(buffers.bytes[i]), kNames[i]});
+    }
+  }
+  regions.push_back({tilingGm.data(), tilingGm.size(), "tiling"});
+  if (workspaceBytes > 0) regions.push_back({workspace.data(), workspaceBytes, "workspace"});
+  auto gm = [&](int i) { return static_cast<GM_ADDR>(buffers.ptr[i]); };
+  return twin::Launch(
+      config, tiling.blockDim, tilingKey, regions,
+      [&] {
+        group_norm_grad_ms(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), gm(6), gm(7),
+                           reinterpret_cast<GM_ADDR>(workspace.data()), tilingGm.data());
+      },
+      error);
+}
+
+}  // namespace gnms_twin
+
+GNMS_TWIN_EXPORT const char *GnmsTwinTilingFields() { return kTilingFields; }
+
+// dataType/statType: 0 float32, 1 float16, 2 bfloat16. Returns a gnms::TilingStatus.
+GNMS_TWIN_EXPORT int GnmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G, int dataType, int statType,
+                                    int64_t ubBytes, int64_t coreNum, int dxRequired, int dgammaRequired,
+                                    int dbetaRequired, int64_t *tilingOut, int64_t *tilingKeyOut) {
+  gnms::TilingInput in;
+  in.N = N;
+  in.C = C;
+  in.HxW = HxW;
+  in.G = G;
+  in.dataType = static_cast<gnms::ScalarType>(dataType);
+  in.statType = static_cast<gnms::ScalarType>(statType);
+  in.ubBytes = ubBytes;
+  in.coreNum = coreNum;
+  in.dxRequired = dxRequired != 0;
+  in.dgammaRequired = dgammaRequired != 0;
+  in.dbetaRequired = dbetaRequired != 0;
+  if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return gnms::kTilingBadDtype;
+  GroupNormGradMsTilingData t;
+  const int status = gnms::ComputeTiling(in, &t);
+  if (status != gnms::kTilingOk) return status;
+  std::memcpy(tilingOut, &t, sizeof t);
+  *tilingKeyOut = gnms::TilingKeyFor(in.dataType, in.statType);
+  return gnms::kTilingOk;
+}
+
+// Runs the kernel on the twin. buffers: dy, mean, rstd, x, gamma, dx, dgamma, dbeta with
+// their sizes in bytes (what the launch hands the device: GM accesses outside them fault).
+// Returns 0, or 1 with the fault message in `error`.
+GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferBytes, const int64_t *tiling,
+                                    int64_t tilingKey, int64_t ubBytes, int64_t coreNum, int policy, uint64_t seed,
+                                    char *error, int errorLen) {
+  gnms_twin::LaunchBuffers launch;
+  for (int i = 0; i < 8; ++i) {
+    launch.ptr[i] = buffers[i];
+    launch.bytes[i] = bufferBytes[i];
+  }
+  GroupNormGradMsTilingData t;
+  std::memcpy(&t, tiling, sizeof t);
+  twin::Config config;
+  config.ubBytes = ubBytes;
+  config.coreNum = coreNum;
+  config.policy = policy;
+  config.seed = seed;
+  std::string message;
+  const int status = gnms_twin::LaunchKernel(launch, t, tilingKey, config, &message);
+  CopyError(message, error, errorLen);
+  return status;
+}

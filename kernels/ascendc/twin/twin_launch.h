@@ -1,0 +1,26 @@
+// Launching the GroupNormGradMs kernel on the CPU twin (shared by the ctypes C API and
+// the MindSpore aot shim).
+#ifndef GNMS_TWIN_LAUNCH_H
+#define GNMS_TWIN_LAUNCH_H
+
+#include <cstdint>
+#include <string>
+
+#include "../op_kernel/group_norm_grad_ms_tiling_data.h"
+#include "twin_runtime.h"
+
+namespace gnms_twin {
+
+// The kernel's GM arguments in CANN order: dy, mean, rstd, x, gamma, dx, dgamma, dbeta.
+struct LaunchBuffers {
+  void *ptr[8] = {};
+  int64_t bytes[8] = {};
+};
+
+// Allocates the tiling GM copy and the workspace, then runs the kernel's blocks.
+int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &tiling, int64_t tilingKey,
+                 const twin::Config &config, std::string *error);
+
+}  // namespace gnms_twin
+
+#endif  // GNMS_TWIN_LAUNCH_H

@@ -1,0 +1,75 @@
+// Runtime of the CPU twin: runs the blocks of one kernel launch as threads and checks
+// the rules real Ascend hardware imposes (see kernel_operator.h for the API side).
+//
+// Blocks run under a scheduling policy so that tests can try several orders and
+// interleavings of the same launch:
+//   kConcurrent  every block is a free-running thread; SyncAll is a real barrier;
+//   kForward     one block at a time, in index order, switching only at SyncAll / exit;
+//   kReverse     the same in reverse index order;
+//   kShuffle     the same in a random order, redrawn after every SyncAll (seeded);
+//   kInterleave  one block at a time, but every API call may hand over to a random
+//                other block (seeded), which interleaves the blocks at fine grain.
+// A launch stops at the first rule violation: Fail() records the message, wakes every
+// block and unwinds them; Launch() returns non-zero with the message.
+#ifndef GNMS_TWIN_RUNTIME_H
+#define GNMS_TWIN_RUNTIME_H
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace twin {
+
+enum Policy : int { kConcurrent = 0, kForward = 1, kReverse = 2, kShuffle = 3, kInterleave = 4 };
+
+struct Config {
+  int64_t ubBytes = 196608;  // unified buffer per vector core
+  int64_t coreNum = 48;      // vector cores
+  int policy = kConcurrent;
+  uint64_t seed = 0;
+};
+
+// A global-memory buffer handed to the launch; every GM access must fall inside one.
+struct GmRegion {
+  const void *ptr;
+  size_t bytes;
+  std::string name;
+};
+
+// Thrown (and caught by the launcher) when the kernel breaks a rule.
+struct KernelFault {};
+
+[[noreturn]] void Fail(const std::string &message);
+
+// Called by every API entry point: stops the block if the launch was aborted and, under
+// kInterleave, may hand the core over to another block.
+void Checkpoint();
+
+// Per-block state the API needs.
+struct BlockState {
+  int64_t blockIdx = 0;
+  int64_t blockNum = 0;
+  std::vector<uint8_t> ub;  // this core's unified buffer, filled with 0xFF garbage at start
+  bool atomicAdd = false;   // SetAtomicAdd<float>() in effect
+};
+BlockState &Block();
+int64_t TilingKey();
+const Config &CurrentConfig();
+
+// Throws a fault unless [ptr, ptr + bytes) lies inside one region of the launch.
+void CheckGm(const void *ptr, size_t bytes, const char *what);
+// Serialises atomic read-modify-writes to GM across blocks.
+void LockAtomics();
+void UnlockAtomics();
+
+void SyncAllBlocks();
+
+// Runs body() once per block. Returns 0, or 1 with *error set to the first fault.
+int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std::vector<GmRegion> &regions,
+           const std::function<void()> &body, std::string *error);
+
+}  // namespace twin
+
+#endif  // GNMS_TWIN_RUNTIME_H

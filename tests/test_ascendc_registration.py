@@ -1,0 +1,99 @@
+"""What ms_groupnorm registers on Ascend must match the AscendC operator definition
+(kernels/ascendc/op_host/group_norm_grad_ms.cpp) and the kernel entry: op type, input,
+output and attribute names and order, dtype combinations. Ascend itself is not available
+here, so the adapter Cell is exercised with the CPU twin standing in for the operator."""
+import re
+
+import mindspore as ms
+import numpy as np
+import pytest
+from mindspore import nn
+
+from ms_groupnorm import _ops, ascend, reference
+
+OP_HOST = ascend.ascendc_dir() / "op_host" / "group_norm_grad_ms.cpp"
+OP_KERNEL = ascend.ascendc_dir() / "op_kernel" / "group_norm_grad_ms.cpp"
+GE_DTYPE = {"ge::DT_FLOAT": "float32", "ge::DT_FLOAT16": "float16", "ge::DT_BF16": "bfloat16"}
+
+
+def op_definition():
+    """Parses the OpDef source: class name, OP_ADD, inputs, outputs, attrs, dtype columns."""
+    source = OP_HOST.read_text()
+    columns = {name: [GE_DTYPE[t.strip()] for t in body.split(",")]
+               for name, body in re.findall(r"const std::vector<ge::DataType> (\w+) = \{([^}]*)\}", source)}
+    return {
+        "class": re.search(r"class (\w+) : public OpDef", source).group(1),
+        "op_add": re.search(r"OP_ADD\((\w+)\)", source).group(1),
+        "inputs": re.findall(r'this->Input\("(\w+)"\)\.ParamType\(REQUIRED\)\.DataType\((\w+)\)', source),
+        "outputs": re.findall(r'this->Output\("(\w+)"\)\.ParamType\(REQUIRED\)\.DataType\((\w+)\)', source),
+        "attrs": re.findall(r'this->Attr\("(\w+)"\)\.AttrType\(\w+\)\.(Int|Bool)\(', source),
+        "columns": columns,
+    }
+
+
+def test_op_type_and_parameter_order_match_the_op_definition():
+    op = op_definition()
+    assert op["class"] == op["op_add"] == ascend.OP_TYPE == "GroupNormGradMs"
+    assert tuple(name for name, _ in op["inputs"]) == ascend.ASCEND_OP.inputs == ("dy", "mean", "rstd", "x", "gamma")
+    assert tuple(name for name, _ in op["outputs"]) == ascend.ASCEND_OP.outputs == ("dx", "dgamma", "dbeta")
+    assert tuple((n, t.lower()) for n, t in op["attrs"]) == ascend.ASCEND_OP.attrs
+
+
+def test_reg_info_matches_the_op_definition():
+    op = op_definition()
+    info = ascend.ascend_reg_info()
+    assert info["op_name"] == ascend.OP_TYPE and info["target"] == "Ascend"
+    assert [i["name"] for i in sorted(info["inputs"], key=lambda i: i["index"])] == [n for n, _ in op["inputs"]]
+    assert [o["name"] for o in sorted(info["outputs"], key=lambda o: o["index"])] == [n for n, _ in op["outputs"]]
+    assert [(a["name"], a["type"]) for a in info["attr"]] == [(n, t.lower()) for n, t in op["attrs"]]
+    # One dtype_format row per OpDef column, tensor by tensor.
+    params = op["inputs"] + op["outputs"]
+    want_rows = [[op["columns"][column][k] for _, column in params] for k in range(5)]
+    got_rows = [[dtype for dtype, _ in row] for row in info["dtype_format"]]
+    assert got_rows == want_rows
+
+
+def test_kernel_entry_takes_the_op_definition_order():
+    source = OP_KERNEL.read_text()
+    signature = re.search(r"void group_norm_grad_ms\(([^)]*)\)", source).group(1)
+    names = re.findall(r"GM_ADDR (\w+)", signature)
+    op = op_definition()
+    assert names == [n for n, _ in op["inputs"]] + [n for n, _ in op["outputs"]] + ["workspace", "tiling"]
+
+
+class TwinInCannOrder(nn.Cell):
+    """Stands in for the Ascend operator: CANN's argument order and call-time attributes."""
+
+    def __init__(self, group, calls):
+        super().__init__()
+        self.inner = _ops._backward_op(group, (True, True, True), "ascendc_twin")
+        self.calls = calls
+
+    def construct(self, dy, mean, rstd, x, gamma, num_groups, dx_req, dgamma_req, dbeta_req):
+        self.calls.append((tuple(x.shape), tuple(mean.shape), tuple(gamma.shape), num_groups,
+                           dx_req, dgamma_req, dbeta_req))
+        return self.inner(dy, x, mean, rstd, gamma)
+
+
+@pytest.mark.parametrize("mask,with_gamma", [((True, True, True), True), ((True, False, False), False)])
+def test_ascend_adapter_reorders_fills_gamma_and_masks(mask, with_gamma):
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    rng = np.random.default_rng(2)
+    N, C, HxW, G = 2, 6, 10, 3
+    x = rng.standard_normal((N, C, HxW)).astype(np.float32)
+    dy = rng.standard_normal((N, C, HxW)).astype(np.float32)
+    _, mean, rstd = reference.forward(x, None, None, G)
+    gamma = rng.standard_normal(C).astype(np.float32) if with_gamma else None
+    calls = []
+    cell = ascend.AscendBackward(G, mask, op=TwinInCannOrder(G, calls))
+    gamma_in = ms.Tensor(gamma) if with_gamma else ms.Tensor(np.zeros((0,), np.float32))
+    dx, dgamma, dbeta = cell(ms.Tensor(dy), ms.Tensor(x), ms.Tensor(mean.astype(np.float32)),
+                             ms.Tensor(rstd.astype(np.float32)), gamma_in)
+    assert calls == [((N, C, HxW), (N, G), (C,), G) + mask]
+    want = reference.backward(dy, x, mean.astype(np.float32), rstd.astype(np.float32), gamma, G)
+    np.testing.assert_allclose(dx.asnumpy(), want[0], rtol=1e-4, atol=1e-5)
+    for got, ref, wanted in ((dgamma, want[1], mask[1]), (dbeta, want[2], mask[2])):
+        if wanted:
+            np.testing.assert_allclose(got.asnumpy(), ref, rtol=1e-4, atol=1e-4)
+        else:
+            assert got.shape == (0,)

@@ -1,0 +1,121 @@
+"""The host tiling function of GroupNormGradMs (the plain C++ function the CANN wrapper
+calls), through the twin library: the mode ladder for several UB sizes, the work split,
+and the UB budget."""
+import pytest
+
+from ms_groupnorm import ascend
+
+# Unified-buffer bytes per vector core: Atlas A2 (910B) has 192 KiB; 256 KiB as on the
+# Atlas training/inference parts with a larger UB (910, 310P); 64 KiB as a small bound.
+UB_SIZES = {"ub192k_910b": 196608, "ub256k": 262144, "ub64k": 65536}
+FP32_CHANNEL_BYTES_PER_ELEM = 36  # 3 double-buffered staging queues (24) + 3 fp32 work buffers (12)
+
+
+def tiling(N, C, HxW, G, ub, cores=48, dtype="float32", stat=None, mask=(True, True, True)):
+    return ascend.twin_tiling(N, C, HxW, G, dtype, stat, ub, cores, mask)
+
+
+@pytest.mark.parametrize("ub", list(UB_SIZES.values()), ids=list(UB_SIZES))
+def test_mode_ladder_follows_what_fits(ub):
+    # A small group stays resident.
+    t = tiling(8, 32, 64, 8, ub)
+    assert ascend.MODE_NAMES[t["mode"]] == "group_resident"
+    # One channel fits (0.75 of the UB) but a group of 8 channels does not.
+    t = tiling(8, 64, ub // 48, 8, ub)
+    assert ascend.MODE_NAMES[t["mode"]] == "channel_two_pass"
+    assert t["chunkElems"] >= t["HxW"] and t["chunksPerChannel"] == 1
+    # A single channel is larger than the UB: HxW in chunks, as large as fit.
+    t = tiling(8, 64, ub // 20, 8, ub)
+    assert ascend.MODE_NAMES[t["mode"]] == "hw_chunks"
+    assert t["chunksPerChannel"] == -(-t["HxW"] // t["chunkElems"]) >= 2
+    assert ub - t["ubBytesPhase1"] < 16 * FP32_CHANNEL_BYTES_PER_ELEM + 64  # one more step of 16 would not fit
+    # HxW == 1.
+    t = tiling(8, 64, 1, 8, ub)
+    assert ascend.MODE_NAMES[t["mode"]] == "hw_one"
+
+
+@pytest.mark.parametrize("ub", list(UB_SIZES.values()), ids=list(UB_SIZES))
+@pytest.mark.parametrize("dtype,stat", [("float32", None), ("float16", None), ("bfloat16", "float32")])
+@pytest.mark.parametrize("shape", [(8, 32, 64, 8), (8, 64, 3000, 8), (2, 8, 100000, 2), (4, 4096, 1, 32),
+                                   (1, 960, 7, 32), (3, 6, 1, 3)])
+def test_every_plan_fits_in_the_ub(shape, dtype, stat, ub):
+    t = tiling(*shape, ub, dtype=dtype, stat=stat)
+    assert 0 < t["ubBytesPhase1"] <= ub
+    assert 0 < t["ubBytesStage2"] <= ub
+    assert t["chunkElems"] % 16 == 0
+
+
+def test_the_same_shape_descends_the_ladder_as_the_ub_shrinks():
+    modes = [ascend.MODE_NAMES[tiling(2, 16, 1500, 2, ub, cores=4)["mode"]] for ub in (196608, 65536, 32768)]
+    assert modes == ["group_resident", "channel_two_pass", "hw_chunks"]
+
+
+def test_group_split_when_groups_occupy_the_cores():
+    t = tiling(4, 64, 100, 16, 196608, cores=48)  # N*G = 64 >= 48
+    assert t["splitByChannel"] == 0 and t["numTasks"] == 64
+    assert t["phase1Cores"] == 48 and t["tasksPerCore"] == 1 and t["tailCores"] == 16
+
+
+def test_channel_split_when_groups_are_fewer_than_cores():
+    t = tiling(1, 64, 100, 4, 196608, cores=48)  # N*G = 4 < 48
+    assert t["splitByChannel"] == 1 and t["numTasks"] == 64
+    assert t["phase1Cores"] == 48 and t["blockDim"] == 48
+    assert t["needWorkspace"] == 1  # dx needs the group sums from the workspace, after SyncAll
+
+
+@pytest.mark.parametrize("shape,cores", [((5, 30, 10, 3), 7), ((1, 1000, 9, 10), 48), ((3, 12, 1, 3), 48),
+                                         ((2, 2, 20000, 1), 3)])
+def test_tasks_and_stage2_slices_cover_everything_once(shape, cores):
+    t = tiling(*shape, 196608, cores=cores)
+    assert t["blockDim"] <= cores
+    assert t["tasksPerCore"] * t["phase1Cores"] + t["tailCores"] == t["numTasks"]
+    assert 0 <= t["tailCores"] < t["phase1Cores"]
+    assert t["stage2SliceElems"] * t["stage2Cores"] >= t["C"] > t["stage2SliceElems"] * (t["stage2Cores"] - 1)
+    assert t["stage2SliceElems"] % 8 == 0  # 32-byte fp32 slices
+
+
+def test_hw_one_groups_per_task_occupy_the_cores():
+    t = tiling(2, 256, 1, 64, 196608, cores=48)
+    assert t["groupsPerTask"] == 2 and t["numTasks"] == 64
+    t = tiling(1, 8, 1, 8, 196608, cores=48)
+    assert t["groupsPerTask"] == 1 and t["numTasks"] == 8
+
+
+def test_mask_skips_the_workspace_and_stage2():
+    t = tiling(8, 32, 64, 8, 196608, mask=(True, False, False))
+    assert t["needWorkspace"] == 0 and t["stage2Cores"] == 0
+    t = tiling(8, 32, 64, 8, 196608, mask=(False, True, False))
+    assert t["needWorkspace"] == 1 and t["stage2Cores"] > 0 and t["dxRequired"] == 0
+    t = tiling(8, 32, 64, 8, 196608, mask=(False, False, False))
+    assert t["numTasks"] == 0 and t["stage2Cores"] == 0 and t["blockDim"] == 1
+
+
+def test_copy_alignment_flag():
+    assert tiling(2, 8, 64, 2, 196608, cores=2)["copyAligned"] == 1       # 256 bytes per fp32 row
+    assert tiling(2, 8, 9, 2, 196608, cores=2)["copyAligned"] == 0        # 36 bytes
+    assert tiling(2, 8, 16, 2, 196608, cores=2, dtype="float16")["copyAligned"] == 1  # 32 bytes
+
+
+def test_tiling_keys():
+    keys = {(d, s): tiling(2, 4, 8, 2, 196608, dtype=d, stat=s)["key"]
+            for d, s in [("float32", None), ("float16", None), ("bfloat16", None), ("float16", "float32"),
+                         ("bfloat16", "float32")]}
+    assert sorted(keys.values()) == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("args,reason", [
+    ((2, 6, 4, 4, 196608), "bad shape"),                     # C % G != 0
+    ((2, 6, 4, 0, 196608), "bad shape"),                     # G == 0
+    ((2, 6, 4, 3, 1024), "bad platform"),                    # UB too small to be real
+    ((1, 20000, 1, 1, 65536), "does not fit"),               # HxW == 1 with C/G = 20000: a group exceeds 64 KiB
+])
+def test_tiling_rejects(args, reason):
+    with pytest.raises(ValueError, match=reason):
+        tiling(*args)
+
+
+def test_statistics_dtype_must_be_data_or_fp32():
+    with pytest.raises(ValueError, match="bad dtype"):
+        tiling(2, 4, 8, 2, 196608, dtype="float16", stat="bfloat16")
+    with pytest.raises(ValueError, match="bad dtype"):
+        tiling(2, 4, 8, 2, 196608, dtype="float32", stat="float16")

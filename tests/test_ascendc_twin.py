@@ -1,0 +1,170 @@
+"""The AscendC GroupNormGradMs kernel, run on the CPU twin, against the float64 reference:
+every tiling mode x fp32/fp16/bf16/mixed x output masks, plus bit-identical results
+under several block orders and interleavings (the determinism claim)."""
+import numpy as np
+import pytest
+
+from ms_groupnorm import ascend, reference
+
+# (data dtype, stat dtype, tolerance on dx, tolerance on dgamma/dbeta), tolerances relative
+# to max(1, max |reference|). The reference sees the same rounded inputs as the kernel, so
+# the error is fp32 arithmetic plus the rounding of the stored outputs.
+DTYPES = {
+    "fp32": ("float32", "float32", 2e-5, 2e-5),
+    "fp16": ("float16", "float16", 1e-3, 1e-3),
+    "bf16": ("bfloat16", "bfloat16", 6e-3, 6e-3),
+    "fp16_fp32": ("float16", "float32", 1e-3, 2e-5),
+    "bf16_fp32": ("bfloat16", "float32", 6e-3, 2e-5),
+}
+
+# (N, C, HxW, G, core_num, expected mode, expected split by channel): the core count is
+# part of the case because it decides between the group and the channel split.
+CASES = {
+    "resident_unaligned_hw": (2, 8, 9, 2, 2, "group_resident", 0),
+    "resident_aligned_hw": (3, 6, 32, 3, 4, "group_resident", 0),
+    "resident_c_per_g_1": (2, 4, 7, 4, 4, "group_resident", 0),
+    "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass", 0),
+    "channel_split_n1": (1, 8, 50, 2, 48, "channel_two_pass", 1),
+    "hw_chunks_larger_than_ub": (2, 2, 20000, 1, 2, "hw_chunks", 0),
+    "hw_chunks_unaligned_n3": (3, 2, 12347, 2, 6, "hw_chunks", 0),
+    "hw_chunks_channel_split": (1, 4, 9001, 2, 48, "hw_chunks", 1),
+    "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
+    "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
+    "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
+}
+
+
+def to_bf16_bits(values):
+    """float values -> bfloat16 bit patterns (round to nearest even)."""
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def storage(values, dtype):
+    if dtype == "bfloat16":
+        return to_bf16_bits(values)
+    return np.ascontiguousarray(values, {"float32": np.float32, "float16": np.float16}[dtype])
+
+
+def as_float64(array, dtype):
+    if array is None:
+        return None
+    if dtype == "bfloat16":
+        return (array.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return array.astype(np.float64)
+
+
+def make_inputs(shape, G, data_dtype, stat_dtype, seed):
+    """Kernel storage arrays and their exact float64 values (mean/rstd from the reference
+    forward of a non-zero-mean x, so xhat is not trivially small)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape) * 1.5 + 0.75
+    dy = rng.standard_normal(shape)
+    gamma = rng.standard_normal(shape[1]) + 1.0
+    arrays = {"x": storage(x, data_dtype), "dy": storage(dy, data_dtype), "gamma": storage(gamma, stat_dtype)}
+    _, mean, rstd = reference.forward(as_float64(arrays["x"], data_dtype), None, None, G)
+    arrays["mean"] = storage(mean, stat_dtype)
+    arrays["rstd"] = storage(rstd, stat_dtype)
+    exact = {name: as_float64(a, data_dtype if name in ("x", "dy") else stat_dtype) for name, a in arrays.items()}
+    return arrays, exact
+
+
+def relative_error(got, want, dtype):
+    got = as_float64(got, dtype)
+    return float(np.max(np.abs(got - want), initial=0.0) / max(1.0, float(np.max(np.abs(want), initial=0.0))))
+
+
+def run_case(shape, G, dtype_key, mask=(True, True, True), core_num=48, policy="concurrent", seed=0,
+             ub_bytes=ascend.UB_910B, data_seed=7):
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, data_seed)
+    dx, dgamma, dbeta, tiling = ascend.twin_backward(
+        arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G, mask=mask,
+        data_dtype=data_dtype, stat_dtype=stat_dtype, ub_bytes=ub_bytes, core_num=core_num, policy=policy,
+        seed=seed)
+    want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    return (dx, dgamma, dbeta), want, tiling
+
+
+def check_against_reference(got, want, dtype_key, mask):
+    data_dtype, stat_dtype, tol_dx, tol_stat = DTYPES[dtype_key]
+    for name, out, ref, dtype, tol, wanted in (("dx", got[0], want[0], data_dtype, tol_dx, mask[0]),
+                                              ("dgamma", got[1], want[1], stat_dtype, tol_stat, mask[1]),
+                                              ("dbeta", got[2], want[2], stat_dtype, tol_stat, mask[2])):
+        if not wanted:
+            assert out is None
+            continue
+        err = relative_error(out, ref.reshape(-1).reshape(out.shape), dtype)
+        assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
+
+
+@pytest.mark.parametrize("dtype_key", list(DTYPES))
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_mode_and_dtype_matches_reference(case, dtype_key):
+    N, C, HxW, G, cores, mode, split = CASES[case]
+    got, want, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores)
+    assert ascend.MODE_NAMES[tiling["mode"]] == mode
+    assert tiling["splitByChannel"] == split
+    check_against_reference(got, want, dtype_key, (True, True, True))
+
+
+MASKS = [(True, False, False), (False, True, True), (False, True, False), (False, False, True)]
+
+
+@pytest.mark.parametrize("mask", MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
+@pytest.mark.parametrize("case", ["resident_unaligned_hw", "channel_split_n1", "hw_chunks_unaligned_n3", "hw_one"])
+def test_output_mask(case, mask):
+    N, C, HxW, G, cores, _, _ = CASES[case]
+    got, want, tiling = run_case((N, C, HxW), G, "fp16_fp32", mask=mask, core_num=cores)
+    check_against_reference(got, want, "fp16_fp32", mask)
+    # Skipped work: no workspace and no stage 2 unless dgamma/dbeta (or the channel split) need them.
+    assert (tiling["stage2Cores"] > 0) == (mask[1] or mask[2])
+    assert tiling["needWorkspace"] == int(mask[1] or mask[2] or tiling["splitByChannel"] == 1)
+
+
+def test_masked_outputs_are_not_written():
+    """The launch gets no dgamma/dbeta buffers at all: a write would be a GM fault."""
+    data, exact = make_inputs((2, 8, 9), 2, "float32", "float32", 3)
+    tiling = ascend.twin_tiling(2, 8, 9, 2, "float32", mask=(True, False, False), core_num=2)
+    dx = np.zeros_like(data["x"])
+    ascend.twin_launch([data["dy"], data["mean"], data["rstd"], data["x"], data["gamma"], dx, None, None], tiling,
+                       core_num=2)
+    want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], 2)[0]
+    assert relative_error(dx, want, "float32") < 2e-5
+
+
+@pytest.mark.parametrize("shape", [(0, 4, 5), (2, 4, 0)], ids=["N0", "HxW0"])
+def test_empty_input_gives_zero_dgamma_dbeta(shape):
+    data = {k: np.zeros(s, np.float32) for k, s in
+            {"x": shape, "dy": shape, "mean": (shape[0], 2), "rstd": (shape[0], 2), "gamma": (4,)}.items()}
+    dx, dgamma, dbeta, _ = ascend.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], data["gamma"], 2)
+    assert dx.size == 0
+    np.testing.assert_array_equal(dgamma, 0.0)
+    np.testing.assert_array_equal(dbeta, 0.0)
+
+
+def test_gamma_none_means_ones():
+    data, exact = make_inputs((2, 6, 10), 3, "float32", "float32", 5)
+    got = ascend.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], None, 3)
+    want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, 3)
+    for out, ref in zip(got[:3], want):
+        assert relative_error(out, ref.reshape(out.shape), "float32") < 2e-5
+
+
+# Block orders and interleavings of the twin; interleave hands over at every API call.
+SCHEDULES = [("concurrent", 0), ("forward", 0), ("reverse", 0), ("shuffle", 1), ("shuffle", 2), ("interleave", 3),
+             ("interleave", 4)]
+
+
+@pytest.mark.parametrize("case", ["resident_unaligned_hw", "channel_split_n1", "hw_chunks_unaligned_n3", "hw_one"])
+@pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
+def test_outputs_are_bit_identical_across_block_schedules(case, dtype_key):
+    N, C, HxW, G, cores, _, _ = CASES[case]
+    cores = min(cores, 8)  # few blocks keep the interleaved runs quick; still several blocks per SyncAll
+    results = []
+    for policy, seed in SCHEDULES:
+        got, _, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores, policy=policy, seed=seed)
+        results.append([o.tobytes() for o in got])
+    assert tiling["blockDim"] > 1
+    for (policy, seed), result in zip(SCHEDULES[1:], results[1:]):
+        assert result == results[0], f"{policy}/{seed} differs from the concurrent run"
