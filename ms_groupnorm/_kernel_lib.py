@@ -56,6 +56,13 @@ def _cdll():
     lib.MsGroupNormBackward.argtypes = [ptr] * 8 + [i64] * 4 + [cstr, cstr] + [ctypes.c_int] * 3
     lib.MsGroupNormForward.restype = ctypes.c_int
     lib.MsGroupNormForward.argtypes = [ptr] * 6 + [i64] * 4 + [ctypes.c_float, cstr, cstr]
+    # Run-time controls (kernels/cpu/runtime_controls.cc): thread count and ISA build.
+    lib.MsGroupNormSetNumThreads.argtypes = [ctypes.c_int]
+    lib.MsGroupNormSetNumThreads.restype = None
+    lib.MsGroupNormGetNumThreads.restype = ctypes.c_int
+    lib.MsGroupNormActiveIsa.restype = ctypes.c_char_p
+    lib.MsGroupNormSelectIsa.argtypes = [cstr]
+    lib.MsGroupNormSelectIsa.restype = ctypes.c_int
     return lib
 
 

@@ -121,7 +121,7 @@ def AscendBackward(group, mask, op=None):  # noqa: N802 (a Cell factory; MindSpo
 
 
 def _forward_cell_class():
-    from mindspore import nn, ops
+    from mindspore import nn
     from mindspore.ops.auto_generate import group_norm_op
 
     class AscendForward(nn.Cell):

@@ -3,7 +3,6 @@ exercised on CPU where that primitive also runs, with the CPU backward standing 
 the AscendC operator."""
 import mindspore as ms
 import numpy as np
-import pytest
 from mindspore import Parameter, Tensor, nn
 
 from cases import assert_close

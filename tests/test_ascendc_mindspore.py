@@ -4,7 +4,7 @@ op_kernel source on the twin AscendC API) behind ops.Custom(func_type="aot")."""
 import mindspore as ms
 import numpy as np
 import pytest
-from mindspore import nn, ops
+from mindspore import nn
 
 import ms_groupnorm
 from ms_groupnorm import _ops, ascend, reference

@@ -49,7 +49,7 @@ def test_gm_out_of_bounds_is_caught(index, name):
     sizes = [b.nbytes for b in buffers]
     sizes[index] -= 4
     tiling = ascend.twin_tiling(2, 8, 33, 2, core_num=4)
-    with pytest.raises(TwinFault, match=rf"outside every buffer the launch was given"):
+    with pytest.raises(TwinFault, match="outside every buffer the launch was given"):
         ascend.twin_launch(buffers, tiling, core_num=4, buffer_bytes=sizes)
 
 

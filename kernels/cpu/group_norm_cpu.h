@@ -13,12 +13,18 @@
 //   on the saved mean before multiplying keeps ds free of cancellation when |mean| is
 //   large compared with the spread of x.
 //
-// Determinism: every sum runs in an order fixed by the shapes alone (16 float lanes
-// over blocks of 2048 elements, folded into double), per channel. Threads only decide
-// *which* channel or group a core handles, never how a sum is split, and the reduction
-// over N for dgamma/dbeta is a serial loop per channel. So the outputs are
-// bit-identical for any thread count, and the group-wise and channel-wise schedules
-// below give identical bits too.
+// Determinism: every sum runs in an order fixed by the shapes alone (kLanes float
+// lanes over blocks of kBlock elements, folded into double; see row_kernels.h), per
+// channel. Threads only decide *which* channel or group a core handles, never how a
+// sum is split, and the reduction over N for dgamma/dbeta is a serial loop per
+// channel. So the outputs are bit-identical for any thread count, the group-wise and
+// channel-wise schedules below give identical bits too, and so do the portable,
+// AVX2 and AVX-512 builds of the row loops.
+//
+// Memory traffic: the group-wise schedule reads a group's dy and x once from memory;
+// the dx pass re-reads them from L2, where the reduction just left them (a group of
+// the anchor shapes is at most a few hundred KiB), so the backward moves about 12
+// bytes per fp32 element instead of 20 for two streaming passes.
 #pragma once
 
 #include <omp.h>
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "half_types.h"
+#include "row_kernels.h"
 
 namespace ms_groupnorm {
 
@@ -49,61 +56,23 @@ struct OutputMask {
 
 namespace detail {
 
-constexpr int kLanes = 16;
-constexpr int64_t kBlock = 2048;
+// Below this many elements per thread, a second thread costs more (fork/join, a
+// few microseconds) than it saves. Only the schedule changes, never the bits.
+constexpr int64_t kMinElementsPerThread = 16384;
 
-inline double FoldLanes(const float *lanes) {
-  double sum = 0.0;
-  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
-  return sum;
-}
-
-// sum_i term(i) for i in [0, n): float lanes inside a block, double across blocks.
-template <typename Term>
-inline double LaneSum(int64_t n, Term term) {
-  double total = 0.0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t end = std::min(n, start + kBlock);
-    float lanes[kLanes] = {};
-    int64_t i = start;
-    for (; i + kLanes <= end; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
-    }
-    for (int l = 0; i < end; ++i, ++l) lanes[l] += term(i);
-    total += FoldLanes(lanes);
-  }
-  return total;
-}
-
-// Two sums over the same elements in one pass: (sum_i first(i), sum_i second(i)).
-template <typename First, typename Second>
-inline void LaneSum2(int64_t n, First first, Second second, double *first_total, double *second_total) {
-  double total1 = 0.0, total2 = 0.0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t end = std::min(n, start + kBlock);
-    float lanes1[kLanes] = {};
-    float lanes2[kLanes] = {};
-    int64_t i = start;
-    for (; i + kLanes <= end; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) {
-        lanes1[l] += first(i + l);
-        lanes2[l] += second(i + l);
-      }
-    }
-    for (int l = 0; i < end; ++i, ++l) {
-      lanes1[l] += first(i);
-      lanes2[l] += second(i);
-    }
-    total1 += FoldLanes(lanes1);
-    total2 += FoldLanes(lanes2);
-  }
-  *first_total = total1;
-  *second_total = total2;
+inline int ThreadsFor(int64_t elements) {
+  const int64_t useful = std::max<int64_t>(1, elements / kMinElementsPerThread);
+  return static_cast<int>(std::min<int64_t>(KernelThreads(), useful));
 }
 
 // Groups are the natural unit of work (a group's second pass then hits the cache its
 // first pass filled); when there are fewer groups than threads, split by channel.
-inline bool SplitByChannel(int64_t groups) { return groups < static_cast<int64_t>(omp_get_max_threads()); }
+inline bool SplitByChannel(int64_t groups, int threads) { return groups < threads; }
+
+template <typename T>
+inline bool StreamOutput(const GroupNormSizes &s) {
+  return s.N * s.C * s.HxW * static_cast<int64_t>(sizeof(T)) >= kStreamMinBytes;
+}
 
 template <typename U>
 inline float GammaAt(const U *gamma, int64_t c) {
@@ -122,55 +91,50 @@ class BackwardKernel {
   BackwardKernel(const T *dy, const T *x, const U *mean, const U *rstd, const U *gamma, T *dx, U *dgamma, U *dbeta,
                  GroupNormSizes sizes, OutputMask mask)
       : dy_(dy), x_(x), mean_(mean), rstd_(rstd), gamma_(gamma), dx_(dx), dgamma_(dgamma), dbeta_(dbeta), s_(sizes),
-        mask_(mask), need_ds_(mask.dx || mask.dgamma), db_(sizes.N * sizes.C), ds_(need_ds_ ? sizes.N * sizes.C : 0) {}
+        mask_(mask), need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)),
+        rows_(ActiveRowKernels().For<T>()), db_(sizes.N * sizes.C), ds_(need_ds_ ? sizes.N * sizes.C : 0),
+        a_(mask.dx ? sizes.N * sizes.C : 0) {}
 
   void Run() {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    if (SplitByChannel(N * G)) {
-#pragma omp parallel for schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) ReduceChannel(nc / C, nc % C);
+    const int threads = ThreadsFor(N * C * s_.HxW);
+    if (SplitByChannel(N * G, threads)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) Reduce(nc / C, nc % C, 1);
       if (mask_.dx) {
-#pragma omp parallel for schedule(static)
-        for (int64_t nc = 0; nc < N * C; ++nc) {
-          const int64_t n = nc / C, c = nc % C;
-          double b, c0;
-          GroupCoefficients(n, c / D, &b, &c0);
-          InputGradChannel(n, c, b, c0);
-        }
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t nc = 0; nc < N * C; ++nc) InputGrad(nc / C, nc % C, 1);
       }
     } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t ng = 0; ng < N * G; ++ng) {
         const int64_t n = ng / G, g = ng % G;
-        for (int64_t c = g * D; c < (g + 1) * D; ++c) ReduceChannel(n, c);
-        if (!mask_.dx) continue;
-        double b, c0;
-        GroupCoefficients(n, g, &b, &c0);
-        for (int64_t c = g * D; c < (g + 1) * D; ++c) InputGradChannel(n, c, b, c0);
+        Reduce(n, g * D, D);
+        if (mask_.dx) InputGrad(n, g * D, D);
       }
     }
-    if (mask_.dgamma || mask_.dbeta) ReduceOverBatch();
+    if (mask_.dgamma || mask_.dbeta) ReduceOverBatch(threads);
   }
 
  private:
-  // db[n, c] and (when needed) ds[n, c] for one channel.
-  void ReduceChannel(int64_t n, int64_t c) {
-    const int64_t offset = (n * s_.C + c) * s_.HxW;
-    const T *dy = dy_ + offset;
-    const T *x = x_ + offset;
+  // db[n, c] and (when needed) ds[n, c] for `rows` channels of one group from c_first.
+  void Reduce(int64_t n, int64_t c_first, int64_t rows) {
+    const int64_t offset = (n * s_.C + c_first) * s_.HxW;
+    const int64_t nc = n * s_.C + c_first;
     if (need_ds_) {
-      const float mu = ToFloat(mean_[n * s_.G + c / s_.D()]);
-      LaneSum2(
-          s_.HxW, [dy](int64_t i) { return ToFloat(dy[i]); },
-          [dy, x, mu](int64_t i) { return ToFloat(dy[i]) * (ToFloat(x[i]) - mu); }, &db_[n * s_.C + c],
-          &ds_[n * s_.C + c]);
+      const float mu = ToFloat(mean_[n * s_.G + c_first / s_.D()]);
+      rows_.reduce_grad(dy_ + offset, x_ + offset, mu, s_.HxW, rows, &db_[nc], &ds_[nc]);
     } else {  // dbeta alone never needs x
-      db_[n * s_.C + c] = LaneSum(s_.HxW, [dy](int64_t i) { return ToFloat(dy[i]); });
+      rows_.sum(dy_ + offset, s_.HxW, rows, &db_[nc]);
     }
   }
 
-  void GroupCoefficients(int64_t n, int64_t g, double *b, double *c0) const {
-    const int64_t D = s_.D();
+  // dx = a_c * dy + b * (x - mu) + c0 with a_c = rstd * gamma_c and, for the group,
+  // b = -rstd^3 * sum_c gamma_c ds_c / M and c0 = -rstd * sum_c gamma_c db_c / M.
+  // Every call recomputes b and c0 from the whole group in the same order, so the
+  // channel-wise schedule gets the same bits as the group-wise one.
+  void InputGrad(int64_t n, int64_t c_first, int64_t rows) {
+    const int64_t D = s_.D(), g = c_first / D;
     double s1 = 0.0, t2 = 0.0;
     for (int64_t c = g * D; c < (g + 1) * D; ++c) {
       const double gamma = GammaAt(gamma_, c);
@@ -179,28 +143,19 @@ class BackwardKernel {
     }
     const double r = ToFloat(rstd_[n * s_.G + g]);
     const double inv_m = 1.0 / static_cast<double>(D * s_.HxW);
-    *b = -r * r * r * t2 * inv_m;
-    *c0 = -r * s1 * inv_m;
-  }
-
-  void InputGradChannel(int64_t n, int64_t c, double b, double c0) {
-    const int64_t g = c / s_.D();
-    const int64_t offset = (n * s_.C + c) * s_.HxW;
-    const T *dy = dy_ + offset;
-    const T *x = x_ + offset;
-    T *dx = dx_ + offset;
-    const float a = static_cast<float>(static_cast<double>(ToFloat(rstd_[n * s_.G + g])) * GammaAt(gamma_, c));
-    const float mu = ToFloat(mean_[n * s_.G + g]);
-    const float bf = static_cast<float>(b), cf = static_cast<float>(c0);
-    for (int64_t i = 0; i < s_.HxW; ++i) {
-      dx[i] = FromFloat<T>(a * ToFloat(dy[i]) + bf * (ToFloat(x[i]) - mu) + cf);
-    }
+    const float b = static_cast<float>(-r * r * r * t2 * inv_m);
+    const float c0 = static_cast<float>(-r * s1 * inv_m);
+    float *a = &a_[n * s_.C + c_first];
+    for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * GammaAt(gamma_, c_first + k));
+    const int64_t offset = (n * s_.C + c_first) * s_.HxW;
+    rows_.affine_grad(dy_ + offset, x_ + offset, dx_ + offset, s_.HxW, rows, a, b, ToFloat(mean_[n * s_.G + g]), c0,
+                      stream_);
   }
 
   // dgamma[c] = sum_n rstd[n, g] * ds[n, c], dbeta[c] = sum_n db[n, c], n ascending.
-  void ReduceOverBatch() {
+  void ReduceOverBatch(int threads) {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t c = 0; c < C; ++c) {
       double dgamma = 0.0, dbeta = 0.0;
       for (int64_t n = 0; n < N; ++n) {
@@ -223,38 +178,47 @@ class BackwardKernel {
   GroupNormSizes s_;
   OutputMask mask_;
   bool need_ds_;
+  bool stream_;
+  const RowKernels<T> &rows_;
   std::vector<double> db_;  // (N, C) partial sums: O(N*C) scratch, nothing full-size
   std::vector<double> ds_;
+  std::vector<float> a_;  // (N, C) dx coefficients rstd * gamma
 };
 
 // ------------------------------------------------------------------ forward
+// Three passes per group (sum, centred squares, normalise); the last two read x from
+// L2 in the group-wise schedule, so memory sees one read of x and one write of y.
 template <typename T, typename U>
 class ForwardKernel {
  public:
   ForwardKernel(const T *x, const U *gamma, const U *beta, T *y, U *mean, U *rstd, GroupNormSizes sizes, float eps)
       : x_(x), gamma_(gamma), beta_(beta), y_(y), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps),
-        channel_sum_(sizes.N * sizes.C), group_mean_(sizes.N * sizes.G), group_rstd_(sizes.N * sizes.G) {}
+        stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()), channel_sum_(sizes.N * sizes.C),
+        group_mean_(sizes.N * sizes.G), group_rstd_(sizes.N * sizes.G), scale_(sizes.N * sizes.C), shift_(sizes.C) {
+    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta_, c);
+  }
 
   void Run() {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    if (SplitByChannel(N * G)) {
-#pragma omp parallel for schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSum(nc / C, nc % C);
+    const int threads = ThreadsFor(N * C * s_.HxW);
+    if (SplitByChannel(N * G, threads)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSums(nc / C, nc % C, 1);
       for (int64_t ng = 0; ng < N * G; ++ng) GroupMean(ng / G, ng % G);
-#pragma omp parallel for schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSquares(nc / C, nc % C);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSquares(nc / C, nc % C, 1);
       for (int64_t ng = 0; ng < N * G; ++ng) GroupRstd(ng / G, ng % G);
-#pragma omp parallel for schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannel(nc / C, nc % C);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannels(nc / C, nc % C, 1);
     } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t ng = 0; ng < N * G; ++ng) {
         const int64_t n = ng / G, g = ng % G;
-        for (int64_t c = g * D; c < (g + 1) * D; ++c) ChannelSum(n, c);
+        ChannelSums(n, g * D, D);
         GroupMean(n, g);
-        for (int64_t c = g * D; c < (g + 1) * D; ++c) ChannelSquares(n, c);
+        ChannelSquares(n, g * D, D);
         GroupRstd(n, g);
-        for (int64_t c = g * D; c < (g + 1) * D; ++c) NormalizeChannel(n, c);
+        NormalizeChannels(n, g * D, D);
       }
     }
   }
@@ -262,9 +226,9 @@ class ForwardKernel {
  private:
   const T *Channel(int64_t n, int64_t c) const { return x_ + (n * s_.C + c) * s_.HxW; }
 
-  void ChannelSum(int64_t n, int64_t c) {
-    const T *x = Channel(n, c);
-    channel_sum_[n * s_.C + c] = LaneSum(s_.HxW, [x](int64_t i) { return ToFloat(x[i]); });
+  // Per-channel sums of `rows` channels of one group, from c_first.
+  void ChannelSums(int64_t n, int64_t c_first, int64_t rows) {
+    rows_.sum(Channel(n, c_first), s_.HxW, rows, &channel_sum_[n * s_.C + c_first]);
   }
 
   // The mean is rounded to the stored dtype first, so that the variance, y and the
@@ -279,13 +243,9 @@ class ForwardKernel {
     group_mean_[n * s_.G + g] = ToFloat(stored);
   }
 
-  void ChannelSquares(int64_t n, int64_t c) {
-    const T *x = Channel(n, c);
-    const float mu = group_mean_[n * s_.G + c / s_.D()];
-    channel_sum_[n * s_.C + c] = LaneSum(s_.HxW, [x, mu](int64_t i) {
-      const float d = ToFloat(x[i]) - mu;
-      return d * d;
-    });
+  void ChannelSquares(int64_t n, int64_t c_first, int64_t rows) {
+    const float mu = group_mean_[n * s_.G + c_first / s_.D()];
+    rows_.centered_squares(Channel(n, c_first), mu, s_.HxW, rows, &channel_sum_[n * s_.C + c_first]);
   }
 
   void GroupRstd(int64_t n, int64_t g) {
@@ -300,14 +260,12 @@ class ForwardKernel {
     group_rstd_[n * s_.G + g] = ToFloat(stored);
   }
 
-  void NormalizeChannel(int64_t n, int64_t c) {
-    const T *x = Channel(n, c);
-    T *y = y_ + (n * s_.C + c) * s_.HxW;
-    const int64_t g = c / s_.D();
-    const float mu = group_mean_[n * s_.G + g];
-    const float scale = group_rstd_[n * s_.G + g] * GammaAt(gamma_, c);
-    const float shift = BetaAt(beta_, c);
-    for (int64_t i = 0; i < s_.HxW; ++i) y[i] = FromFloat<T>((ToFloat(x[i]) - mu) * scale + shift);
+  void NormalizeChannels(int64_t n, int64_t c_first, int64_t rows) {
+    const int64_t g = c_first / s_.D();
+    float *scale = &scale_[n * s_.C + c_first];
+    for (int64_t k = 0; k < rows; ++k) scale[k] = group_rstd_[n * s_.G + g] * GammaAt(gamma_, c_first + k);
+    rows_.normalize(Channel(n, c_first), y_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows, group_mean_[n * s_.G + g],
+                    scale, &shift_[c_first], stream_);
   }
 
   const T *x_;
@@ -318,9 +276,13 @@ class ForwardKernel {
   U *rstd_;
   GroupNormSizes s_;
   float eps_;
+  bool stream_;
+  const RowKernels<T> &rows_;
   std::vector<double> channel_sum_;  // (N, C) scratch
   std::vector<float> group_mean_;    // (N, G): the stored mean/rstd, read back as float
   std::vector<float> group_rstd_;
+  std::vector<float> scale_;  // (N, C) rstd * gamma
+  std::vector<float> shift_;  // (C,) beta as float
 };
 
 }  // namespace detail

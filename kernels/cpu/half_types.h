@@ -58,7 +58,9 @@ inline Half ToHalf(float f) {
   const uint32_t u = FloatBits(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};  // NaN
+  // NaN: quieted, payload truncated to its top 10 bits, exactly as the F16C
+  // instructions do, so the scalar and vector paths give the same bits.
+  if (a > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu))};
   if (a >= 0x47800000u) return Half{static_cast<uint16_t>(sign | 0x7c00u)};  // >= 65536 (or inf): inf
   if (a >= 0x38800000u) {  // a normal half (>= 2^-14); a carry out of the mantissa correctly bumps the exponent
     const uint32_t rounded = a + 0xfffu + ((a >> 13) & 1u);

@@ -1,0 +1,93 @@
+// The inner loops of the GroupNorm kernels, one contiguous channel row at a time,
+// behind a table of function pointers chosen once at run time by the CPU's ISA.
+//
+// Three builds of the same loops exist (row_kernels_impl.h): portable C++ (any CPU),
+// AVX2+F16C and AVX-512. They are bit-identical by construction:
+//  * every sum uses kLanes float lanes inside a block of kBlock elements (lane l
+//    takes the elements l, l + kLanes, ... of the block; the block's tail goes to
+//    lanes 0, 1, ... in order), the lanes are folded into a double by a fixed tree and
+//    the blocks are added in order. A vector build only maps the 32 lanes onto
+//    registers (2 zmm, 4 ymm, or arrays), so it adds the same numbers in the same order;
+//  * no build fuses a multiply and an add (fp-contract is off in the vector builds);
+//  * the fp16/bf16 conversions round to nearest even and treat subnormals, inf and
+//    NaN the same in scalar and vector form (see half_types.h).
+// Element-wise loops (dx, y) have no order to keep, only the same operations.
+#pragma once
+
+#include <cstdint>
+
+#include "half_types.h"
+
+namespace ms_groupnorm {
+
+constexpr int kLanes = 32;       // float lanes per running sum
+constexpr int64_t kBlock = 2048; // elements per float-lane block (folded into double)
+
+// Outputs bigger than this are written with non-temporal stores: they cannot stay
+// in cache together with their inputs anyway, and streaming them saves the
+// read-for-ownership traffic (12 instead of 16 bytes per fp32 element in backward).
+constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+
+// Each function handles `rows` consecutive channel rows of `hxw` elements (one row
+// when the schedule splits by channel, a group's D rows otherwise), writing one
+// result per row. Doing a group per call keeps the per-channel overhead (a call, an
+// index division) out of shapes with small HxW such as 8x8. A row's result never
+// depends on `rows`.
+template <typename T>
+struct RowKernels {
+  // sum_dy[r] = sum_i dy[r][i], sum_dyxc[r] = sum_i dy[r][i] * (x[r][i] - mu)
+  void (*reduce_grad)(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, double *sum_dy,
+                      double *sum_dyxc);
+  // sums[r] = sum_i x[r][i]
+  void (*sum)(const T *x, int64_t hxw, int64_t rows, double *sums);
+  // sums[r] = sum_i (x[r][i] - mu)^2
+  void (*centered_squares)(const T *x, float mu, int64_t hxw, int64_t rows, double *sums);
+  // dx[r][i] = (a[r] * dy[r][i] + b * (x[r][i] - mu)) + c
+  void (*affine_grad)(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const float *a, float b, float mu,
+                      float c, bool stream);
+  // y[r][i] = (x[r][i] - mu) * scale[r] + shift[r]
+  void (*normalize)(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
+                    bool stream);
+};
+
+struct RowKernelSet {
+  const char *isa;
+  RowKernels<float> f32;
+  RowKernels<Half> f16;
+  RowKernels<BFloat16> bf16;
+
+  template <typename T>
+  const RowKernels<T> &For() const;
+};
+
+template <>
+inline const RowKernels<float> &RowKernelSet::For<float>() const {
+  return f32;
+}
+template <>
+inline const RowKernels<Half> &RowKernelSet::For<Half>() const {
+  return f16;
+}
+template <>
+inline const RowKernels<BFloat16> &RowKernelSet::For<BFloat16>() const {
+  return bf16;
+}
+
+// The builds; the vector ones return nullptr when they were not compiled in (non-x86).
+const RowKernelSet &PortableRowKernels();
+const RowKernelSet *Avx2RowKernels();
+const RowKernelSet *Avx512RowKernels();
+
+// The set in use: the widest the CPU supports, unless $MS_GROUPNORM_CPU_ISA
+// ("portable", "avx2", "avx512") or SelectRowKernels asked for a narrower one.
+const RowKernelSet &ActiveRowKernels();
+// Selects a build by name; false (nothing changed) if unknown or unsupported here.
+bool SelectRowKernels(const char *isa);
+
+// Threads the kernels use: SetKernelThreads(n > 0) fixes it for every caller thread
+// (MindSpore launches kernels from its own threads, whose OpenMP settings a caller
+// cannot reach); 0 restores OpenMP's default.
+void SetKernelThreads(int threads);
+int KernelThreads();
+
+}  // namespace ms_groupnorm

@@ -1,0 +1,91 @@
+// The AVX2 build of the row loops: 8 float lanes per ymm register, F16C fp16
+// conversions, bf16 rounding in integer arithmetic. For CPUs without AVX-512.
+// Only the code between push_options and pop_options is compiled for AVX2 + F16C;
+// the function that checks the CPU stays baseline so it is safe to call anywhere.
+#include <cstdint>
+
+#include "row_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+#include "fp_contract_off.h"
+
+namespace ms_groupnorm {
+namespace isa_avx2 {
+
+struct V {
+  static constexpr int kWidth = 8;
+  using reg = __m256;
+  static reg Zero() { return _mm256_setzero_ps(); }
+  static reg Set1(float s) { return _mm256_set1_ps(s); }
+  static reg Add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static reg Sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
+  static reg Mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+
+  static reg Load(const float *p) { return _mm256_loadu_ps(p); }
+  static reg Load(const Half *p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
+  static reg Load(const BFloat16 *p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+
+  // Round to nearest even; NaN is quieted and payload-truncated like the scalar ToHalf.
+  static __m128i HalfBits(reg v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // The scalar ToBFloat16 in integer lanes (see the AVX-512 build).
+  static __m128i BFloat16Bits(reg v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    const __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m256i top = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quiet, nan), 16);
+    // Every lane is <= 0xffff, so the unsigned saturating pack is exact.
+    return _mm_packus_epi32(_mm256_castsi256_si128(top), _mm256_extracti128_si256(top, 1));
+  }
+
+  static void Store(float *p, reg v) { _mm256_storeu_ps(p, v); }
+  static void Store(Half *p, reg v) { _mm_storeu_si128(reinterpret_cast<__m128i *>(p), HalfBits(v)); }
+  static void Store(BFloat16 *p, reg v) { _mm_storeu_si128(reinterpret_cast<__m128i *>(p), BFloat16Bits(v)); }
+  static void Stream(float *p, reg v) { _mm256_stream_ps(p, v); }
+  static void Stream(Half *p, reg v) { _mm_stream_si128(reinterpret_cast<__m128i *>(p), HalfBits(v)); }
+  static void Stream(BFloat16 *p, reg v) { _mm_stream_si128(reinterpret_cast<__m128i *>(p), BFloat16Bits(v)); }
+  template <typename T>
+  static constexpr int StreamAlign() { return static_cast<int>(sizeof(T)) * kWidth; }
+  static void StoreLanes(float *p, reg v) { _mm256_storeu_ps(p, v); }
+  static void Fence() { _mm_sfence(); }
+};
+
+#include "row_kernels_impl.h"
+
+}  // namespace isa_avx2
+}  // namespace ms_groupnorm
+
+#pragma GCC pop_options
+
+namespace ms_groupnorm {
+
+namespace isa_avx2 {
+static const RowKernelSet &Set() {
+  static const RowKernelSet set{"avx2", MakeRowKernels<float>(), MakeRowKernels<Half>(),
+                                MakeRowKernels<BFloat16>()};
+  return set;
+}
+}  // namespace isa_avx2
+
+const RowKernelSet *Avx2RowKernels() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? &isa_avx2::Set() : nullptr;
+}
+
+}  // namespace ms_groupnorm
+
+#else  // not x86-64 with GCC/Clang: no AVX2 build
+
+namespace ms_groupnorm {
+const RowKernelSet *Avx2RowKernels() { return nullptr; }
+}  // namespace ms_groupnorm
+
+#endif

@@ -1,0 +1,178 @@
+// The row loops of row_kernels.h, written once over a vector type V and compiled once
+// per ISA: each row_kernels_<isa>.cc includes this file inside its own namespace
+// after choosing the target ISA, so nothing here may include a header (a standard
+// header's inline functions compiled for AVX-512 could replace the baseline copies
+// at link time).
+//
+// V provides: reg, kWidth (16 * kWidth == kLanes * ... divides kLanes), Zero, Set1,
+// Add, Sub, Mul, Load/Store/Stream for float, Half and BFloat16, StoreLanes (floats
+// to memory), Fence (after streaming stores), and StreamAlign<T>() in bytes.
+
+constexpr int kRegs = kLanes / V::kWidth;
+static_assert(kRegs * V::kWidth == kLanes, "a vector width must divide the lane count");
+static_assert(kBlock % kLanes == 0, "blocks hold whole lane rows");
+
+// The lanes' sum in double, by a fixed tree: 8 partial sums of every 8th lane, then
+// halved three times. (A serial chain of 32 double adds cost more than the data of a
+// small channel, e.g. 64 elements.) Exact conversions, so only the tree sets the bits.
+constexpr int kFoldWidth = 8;
+static_assert(kLanes % kFoldWidth == 0, "lanes fold in rows of 8");
+
+inline double FoldLanes(const float *lanes) {
+  double part[kFoldWidth];
+  for (int k = 0; k < kFoldWidth; ++k) part[k] = lanes[k];
+  for (int row = 1; row < kLanes / kFoldWidth; ++row) {
+    for (int k = 0; k < kFoldWidth; ++k) part[k] += lanes[row * kFoldWidth + k];
+  }
+  for (int width = kFoldWidth / 2; width > 0; width /= 2) {
+    for (int k = 0; k < width; ++k) part[k] += part[k + width];
+  }
+  return part[0];
+}
+
+template <typename T>
+void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu, int64_t n, double *sum_dy,
+                   double *sum_dyxc) {
+  double total_dy = 0.0, total_dyxc = 0.0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = n - start < kBlock ? n : start + kBlock;
+    typename V::reg acc_dy[kRegs], acc_dyxc[kRegs];
+    for (int r = 0; r < kRegs; ++r) acc_dy[r] = acc_dyxc[r] = V::Zero();
+    int64_t i = start;
+    for (; i + kLanes <= end; i += kLanes) {
+      for (int r = 0; r < kRegs; ++r) {
+        const typename V::reg d = V::Load(dy + i + r * V::kWidth);
+        const typename V::reg xc = V::Sub(V::Load(x + i + r * V::kWidth), vmu);
+        acc_dy[r] = V::Add(acc_dy[r], d);
+        acc_dyxc[r] = V::Add(acc_dyxc[r], V::Mul(d, xc));
+      }
+    }
+    float lanes_dy[kLanes], lanes_dyxc[kLanes];
+    for (int r = 0; r < kRegs; ++r) {
+      V::StoreLanes(lanes_dy + r * V::kWidth, acc_dy[r]);
+      V::StoreLanes(lanes_dyxc + r * V::kWidth, acc_dyxc[r]);
+    }
+    for (int l = 0; i < end; ++i, ++l) {
+      const float d = ToFloat(dy[i]);
+      lanes_dy[l] += d;
+      lanes_dyxc[l] += d * (ToFloat(x[i]) - mu);
+    }
+    total_dy += FoldLanes(lanes_dy);
+    total_dyxc += FoldLanes(lanes_dyxc);
+  }
+  *sum_dy = total_dy;
+  *sum_dyxc = total_dyxc;
+}
+
+template <typename T>
+void ReduceGrad(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, double *sum_dy, double *sum_dyxc) {
+  const typename V::reg vmu = V::Set1(mu);
+  for (int64_t r = 0; r < rows; ++r) {
+    ReduceGradRow(dy + r * hxw, x + r * hxw, vmu, mu, hxw, sum_dy + r, sum_dyxc + r);
+  }
+}
+
+// sum_i term(x[i]) for one row; `vector_term`/`scalar_term` compute the same thing.
+template <typename T, typename VectorTerm, typename ScalarTerm>
+double SumRow(const T *x, int64_t n, VectorTerm vector_term, ScalarTerm scalar_term) {
+  double total = 0.0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = n - start < kBlock ? n : start + kBlock;
+    typename V::reg acc[kRegs];
+    for (int r = 0; r < kRegs; ++r) acc[r] = V::Zero();
+    int64_t i = start;
+    for (; i + kLanes <= end; i += kLanes) {
+      for (int r = 0; r < kRegs; ++r) acc[r] = V::Add(acc[r], vector_term(V::Load(x + i + r * V::kWidth)));
+    }
+    float lanes[kLanes];
+    for (int r = 0; r < kRegs; ++r) V::StoreLanes(lanes + r * V::kWidth, acc[r]);
+    for (int l = 0; i < end; ++i, ++l) lanes[l] += scalar_term(ToFloat(x[i]));
+    total += FoldLanes(lanes);
+  }
+  return total;
+}
+
+template <typename T>
+void Sum(const T *x, int64_t hxw, int64_t rows, double *sums) {
+  auto vector_term = [](typename V::reg v) { return v; };
+  auto scalar_term = [](float v) { return v; };
+  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_term, scalar_term);
+}
+
+template <typename T>
+void CenteredSquares(const T *x, float mu, int64_t hxw, int64_t rows, double *sums) {
+  const typename V::reg vmu = V::Set1(mu);
+  auto vector_term = [vmu](typename V::reg v) {
+    const typename V::reg d = V::Sub(v, vmu);
+    return V::Mul(d, d);
+  };
+  auto scalar_term = [mu](float v) {
+    const float d = v - mu;
+    return d * d;
+  };
+  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_term, scalar_term);
+}
+
+// Scalar elements before the first aligned vector store (streaming needs alignment).
+template <typename T>
+inline int64_t UnalignedHead(const T *out, int64_t n, bool stream) {
+  if (!stream) return 0;
+  const uintptr_t align = static_cast<uintptr_t>(V::template StreamAlign<T>());
+  int64_t head = 0;
+  while (head < n && reinterpret_cast<uintptr_t>(out + head) % align != 0) ++head;
+  return head;
+}
+
+// out[i] = op(i) over one row: scalar up to alignment, vectors, scalar tail.
+template <typename T, typename VectorOp, typename ScalarOp>
+inline void MapRow(T *out, int64_t n, bool stream, VectorOp vector_op, ScalarOp scalar_op) {
+  const int64_t head = UnalignedHead(out, n, stream);
+  int64_t i = 0;
+  for (; i < head; ++i) out[i] = FromFloat<T>(scalar_op(i));
+  if (stream) {
+    for (; i + V::kWidth <= n; i += V::kWidth) V::Stream(out + i, vector_op(i));
+  } else {
+    for (; i + V::kWidth <= n; i += V::kWidth) V::Store(out + i, vector_op(i));
+  }
+  for (; i < n; ++i) out[i] = FromFloat<T>(scalar_op(i));
+}
+
+template <typename T>
+void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const float *a, float b, float mu, float c,
+                bool stream) {
+  const typename V::reg vb = V::Set1(b), vmu = V::Set1(mu), vc = V::Set1(c);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *dy_row = dy + r * hxw;
+    const T *x_row = x + r * hxw;
+    const float ar = a[r];
+    const typename V::reg va = V::Set1(ar);
+    auto vector_op = [=](int64_t i) {
+      const typename V::reg ady = V::Mul(va, V::Load(dy_row + i));
+      const typename V::reg bxc = V::Mul(vb, V::Sub(V::Load(x_row + i), vmu));
+      return V::Add(V::Add(ady, bxc), vc);
+    };
+    auto scalar_op = [=](int64_t i) { return ar * ToFloat(dy_row[i]) + b * (ToFloat(x_row[i]) - mu) + c; };
+    MapRow(dx + r * hxw, hxw, stream, vector_op, scalar_op);
+  }
+  if (stream) V::Fence();
+}
+
+template <typename T>
+void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
+               bool stream) {
+  const typename V::reg vmu = V::Set1(mu);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *x_row = x + r * hxw;
+    const float s = scale[r], t = shift[r];
+    const typename V::reg vs = V::Set1(s), vt = V::Set1(t);
+    auto vector_op = [=](int64_t i) { return V::Add(V::Mul(V::Sub(V::Load(x_row + i), vmu), vs), vt); };
+    auto scalar_op = [=](int64_t i) { return (ToFloat(x_row[i]) - mu) * s + t; };
+    MapRow(y + r * hxw, hxw, stream, vector_op, scalar_op);
+  }
+  if (stream) V::Fence();
+}
+
+template <typename T>
+RowKernels<T> MakeRowKernels() {
+  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>};
+}

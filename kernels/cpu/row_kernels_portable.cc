@@ -1,0 +1,111 @@
+// The portable build of the row loops (any CPU, plain C++), the run-time choice of
+// build, and the kernels' thread count.
+#include <omp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "row_kernels.h"
+
+#include "fp_contract_off.h"
+
+namespace ms_groupnorm {
+namespace isa_portable {
+
+// Four float lanes per "register"; the compiler turns the loops into SSE2 or NEON code.
+struct V {
+  static constexpr int kWidth = 4;
+  struct reg {
+    float v[kWidth];
+  };
+  static reg Zero() { return Set1(0.0f); }
+  static reg Set1(float s) { return reg{{s, s, s, s}}; }
+  static reg Add(reg a, reg b) {
+    for (int k = 0; k < kWidth; ++k) a.v[k] += b.v[k];
+    return a;
+  }
+  static reg Sub(reg a, reg b) {
+    for (int k = 0; k < kWidth; ++k) a.v[k] -= b.v[k];
+    return a;
+  }
+  static reg Mul(reg a, reg b) {
+    for (int k = 0; k < kWidth; ++k) a.v[k] *= b.v[k];
+    return a;
+  }
+  template <typename T>
+  static reg Load(const T *p) {
+    reg r;
+    for (int k = 0; k < kWidth; ++k) r.v[k] = ToFloat(p[k]);
+    return r;
+  }
+  template <typename T>
+  static void Store(T *p, reg r) {
+    for (int k = 0; k < kWidth; ++k) p[k] = FromFloat<T>(r.v[k]);
+  }
+  template <typename T>
+  static void Stream(T *p, reg r) { Store(p, r); }
+  static void StoreLanes(float *p, reg r) { std::memcpy(p, r.v, sizeof r.v); }
+  static void Fence() {}
+  template <typename T>
+  static constexpr int StreamAlign() { return 1; }
+};
+
+#include "row_kernels_impl.h"
+
+}  // namespace isa_portable
+
+const RowKernelSet &PortableRowKernels() {
+  static const RowKernelSet set{"portable", isa_portable::MakeRowKernels<float>(),
+                                isa_portable::MakeRowKernels<Half>(), isa_portable::MakeRowKernels<BFloat16>()};
+  return set;
+}
+
+namespace {
+
+const RowKernelSet *ByName(const char *isa) {
+  if (isa == nullptr) return nullptr;
+  if (std::strcmp(isa, "portable") == 0) return &PortableRowKernels();
+  if (std::strcmp(isa, "avx2") == 0) return Avx2RowKernels();
+  if (std::strcmp(isa, "avx512") == 0) return Avx512RowKernels();
+  return nullptr;
+}
+
+const RowKernelSet *Widest() {
+  if (const RowKernelSet *set = Avx512RowKernels()) return set;
+  if (const RowKernelSet *set = Avx2RowKernels()) return set;
+  return &PortableRowKernels();
+}
+
+const RowKernelSet *Initial() {
+  const RowKernelSet *requested = ByName(std::getenv("MS_GROUPNORM_CPU_ISA"));
+  return requested != nullptr ? requested : Widest();
+}
+
+std::atomic<const RowKernelSet *> &Active() {
+  static std::atomic<const RowKernelSet *> active{Initial()};
+  return active;
+}
+
+std::atomic<int> g_threads{0};
+
+}  // namespace
+
+const RowKernelSet &ActiveRowKernels() { return *Active().load(std::memory_order_acquire); }
+
+bool SelectRowKernels(const char *isa) {
+  const RowKernelSet *set = ByName(isa);
+  if (set == nullptr) return false;
+  Active().store(set, std::memory_order_release);
+  return true;
+}
+
+void SetKernelThreads(int threads) { g_threads.store(threads > 0 ? threads : 0, std::memory_order_relaxed); }
+
+int KernelThreads() {
+  const int threads = g_threads.load(std::memory_order_relaxed);
+  return threads > 0 ? threads : omp_get_max_threads();
+}
+
+}  // namespace ms_groupnorm

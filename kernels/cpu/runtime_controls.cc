@@ -1,0 +1,22 @@
+// Exported run-time controls of the CPU kernels: the thread count and the ISA build.
+// Benchmarks and tests use them through ctypes; ordinary callers never need them.
+#include "row_kernels.h"
+
+#define MS_GROUPNORM_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+// Threads every kernel call uses from now on, whichever thread launches it
+// (omp_set_num_threads would only reach the calling thread). 0 = OpenMP's default.
+MS_GROUPNORM_EXPORT void MsGroupNormSetNumThreads(int threads) { ms_groupnorm::SetKernelThreads(threads); }
+
+MS_GROUPNORM_EXPORT int MsGroupNormGetNumThreads() { return ms_groupnorm::KernelThreads(); }
+
+// Name of the row-loop build in use: "avx512", "avx2" or "portable".
+MS_GROUPNORM_EXPORT const char *MsGroupNormActiveIsa() { return ms_groupnorm::ActiveRowKernels().isa; }
+
+// Switches to the named build; returns 0, or 1 when the name is unknown or the CPU
+// lacks the ISA (nothing changes then). Not meant to be called while kernels run.
+MS_GROUPNORM_EXPORT int MsGroupNormSelectIsa(const char *isa) { return ms_groupnorm::SelectRowKernels(isa) ? 0 : 1; }
+
+}  // extern "C"

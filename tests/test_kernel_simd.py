@@ -1,0 +1,193 @@
+"""The vectorised CPU fast paths: every ISA build of the row loops (portable, AVX2,
+AVX-512; those this CPU runs) must give the same bits as the others, for any thread
+count, on awkward sizes (vector tails, block tails, channel-wise schedule, streamed
+outputs), and the fp16/bf16 stores must round like numpy / IEEE (ties to even,
+subnormals, overflow, inf, NaN)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ms_groupnorm import _kernel_lib
+
+
+def _lib():
+    return _kernel_lib.cdll()
+
+
+def _cpu_flags():
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def _expected_widest():
+    flags = _cpu_flags()
+    if "avx512f" in flags:
+        return "avx512"
+    if "avx2" in flags and "f16c" in flags:
+        return "avx2"
+    return "portable"
+
+
+def _available_isas():
+    lib = _lib()
+    before = lib.MsGroupNormActiveIsa()
+    isas = [name for name in ("portable", "avx2", "avx512") if lib.MsGroupNormSelectIsa(name.encode()) == 0]
+    lib.MsGroupNormSelectIsa(before)
+    return isas
+
+
+@pytest.fixture
+def isa_control():
+    """Selects builds and thread counts; restores the defaults afterwards."""
+    lib = _lib()
+    before = lib.MsGroupNormActiveIsa()
+    yield lib
+    lib.MsGroupNormSelectIsa(before)
+    lib.MsGroupNormSetNumThreads(0)
+
+
+def test_default_build_is_the_widest_the_cpu_supports(isa_control):
+    assert isa_control.MsGroupNormActiveIsa().decode() == _expected_widest()
+    assert "portable" in _available_isas()
+
+
+def test_unknown_or_unsupported_build_is_refused(isa_control):
+    before = isa_control.MsGroupNormActiveIsa()
+    assert isa_control.MsGroupNormSelectIsa(b"sse9") == 1
+    assert isa_control.MsGroupNormActiveIsa() == before
+
+
+def _bf16(values):
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _data(rng, shape, dtype):
+    values = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    if dtype == "float16":
+        flat = values.reshape(-1)
+        flat[::97] = 3e-6  # fp16 subnormals in the inputs
+        flat[1::101] = -6e-8
+        return values.astype(np.float16)
+    if dtype == "bfloat16":
+        return _bf16(values)
+    return values
+
+
+# (N, C, HxW, G): vector tails (HxW % 32 != 0), several 2048-blocks with a tail,
+# HxW below one vector, the channel-wise schedule (N*G < threads), many tiny channels.
+SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32)]
+# Outputs of >= 8 MiB are written with non-temporal stores; one case crosses that.
+STREAMED = (1, 4, 1 << 19, 2)
+DTYPES = ["float32", "float16", "bfloat16"]
+
+
+def _run_all(lib, sizes, dtype, stat_dtype, seed=7):
+    """forward and backward outputs as raw bytes, for one build/thread setting."""
+    N, C, hxw, G = sizes
+    rng = np.random.default_rng(seed)
+    x = _data(rng, (N, C, hxw), dtype)
+    dy = _data(rng, (N, C, hxw), dtype)
+    stat = np.float32 if stat_dtype == "float32" else x.dtype
+    gamma_f = (1 + 0.2 * rng.standard_normal(C)).astype(np.float32)
+    beta_f = (0.3 * rng.standard_normal(C)).astype(np.float32)
+    if stat_dtype == "bfloat16":
+        gamma, beta = _bf16(gamma_f), _bf16(beta_f)
+    else:
+        gamma, beta = gamma_f.astype(stat), beta_f.astype(stat)
+    y, mean, rstd = _kernel_lib.forward(x, gamma, beta, G, 1e-5, stat_dtype=stat_dtype, data_dtype=dtype)
+    dx, dgamma, dbeta = _kernel_lib.backward(dy, x, mean, rstd, gamma, G, data_dtype=dtype, stat_dtype=stat_dtype)
+    _, _, dbeta_only = _kernel_lib.backward(dy, x, mean, rstd, gamma, G, (False, False, True), data_dtype=dtype,
+                                            stat_dtype=stat_dtype)
+    return [a.tobytes() for a in (y, mean, rstd, dx, dgamma, dbeta, dbeta_only)]
+
+
+@pytest.mark.parametrize("dtype,stat_dtype", [("float32", "float32"), ("float16", "float16"),
+                                               ("float16", "float32"), ("bfloat16", "bfloat16"),
+                                               ("bfloat16", "float32")])
+def test_builds_and_thread_counts_agree_bit_for_bit(isa_control, dtype, stat_dtype):
+    isas = _available_isas()
+    for sizes in SIZES:
+        results = {}
+        for isa in isas:
+            isa_control.MsGroupNormSelectIsa(isa.encode())
+            for threads in (1, 2, 3):
+                isa_control.MsGroupNormSetNumThreads(threads)
+                results[(isa, threads)] = _run_all(isa_control, sizes, dtype, stat_dtype)
+        first_key = next(iter(results))
+        for key, outputs in results.items():
+            for name, got, want in zip(["y", "mean", "rstd", "dx", "dgamma", "dbeta", "dbeta only"], outputs,
+                                       results[first_key]):
+                assert got == want, f"{name} differs: {key} vs {first_key}, sizes {sizes}, {dtype}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_streamed_outputs_agree_with_cached_stores(isa_control, dtype):
+    """The >= 8 MiB case takes the non-temporal path in the vector builds, never in the
+    portable one: same bits, and the same as a 1-thread run."""
+    isas = _available_isas()
+    results = {}
+    for isa in isas:
+        isa_control.MsGroupNormSelectIsa(isa.encode())
+        for threads in (1, 2):
+            isa_control.MsGroupNormSetNumThreads(threads)
+            results[(isa, threads)] = _run_all(isa_control, STREAMED, dtype, dtype, seed=3)
+    first = results[("portable", 1)]
+    for key, outputs in results.items():
+        assert outputs == first, f"{key} differs from the portable 1-thread run ({dtype})"
+
+
+# Values whose fp16 / bf16 rounding is delicate: ties (to even), just above/below
+# ties, the largest finite, overflow to inf, the smallest normal, subnormals and
+# their ties, values that round to zero, inf and NaN.
+EDGE_VALUES = np.array([
+    1.0, 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -11 + 2.0 ** -20, 65504.0, 65519.0, 65520.0, 1e6,
+    2.0 ** -14, 2.0 ** -14 * (1 - 2.0 ** -11), 2.0 ** -24, 2.0 ** -25, 2.0 ** -25 * 1.0001, 3 * 2.0 ** -25,
+    2.0 ** -26, 5.96e-8, 1e-9, -1.5 * 2.0 ** -24, -7.0, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8,
+    1.0 + 2.0 ** -8 + 2.0 ** -16, 3.3895e38, -3.4e38, np.inf, -np.inf, np.nan,
+], dtype=np.float32)
+
+
+def _stores_through_forward(lib, values, dtype, hxw=37):
+    """y = (x - mean) * 0 + beta with fp32 beta: every element of channel c is the
+    kernel's float->dtype store of values[c] (vector body and scalar tail)."""
+    C = values.size
+    x = np.zeros((1, C, hxw), np.float16 if dtype == "float16" else np.uint16)
+    gamma = np.zeros(C, np.float32)
+    y, _, _ = _kernel_lib.forward(x, gamma, values, C, 1e-5, stat_dtype="float32", data_dtype=dtype)
+    return y.view(np.uint16)
+
+
+@pytest.mark.parametrize("isa", ["portable", "avx2", "avx512"])
+def test_fp16_and_bf16_stores_round_to_nearest_even(isa_control, isa):
+    if isa not in _available_isas():
+        pytest.skip(f"this CPU cannot run the {isa} build")
+    isa_control.MsGroupNormSelectIsa(isa.encode())
+    half = _stores_through_forward(isa_control, EDGE_VALUES, "float16")
+    with np.errstate(over="ignore"):  # overflow to inf is one of the cases
+        want_half = EDGE_VALUES.astype(np.float16).view(np.uint16)
+    nan = np.isnan(EDGE_VALUES)
+    assert np.array_equal(half[0][~nan], np.broadcast_to(want_half[~nan, None], half[0][~nan].shape))
+    assert np.all(np.isnan(half[0][nan].view(np.float16)))
+    bf = _stores_through_forward(isa_control, EDGE_VALUES, "bfloat16")
+    want_bf = _bf16(EDGE_VALUES)
+    assert np.array_equal(bf[0][~nan], np.broadcast_to(want_bf[~nan, None], bf[0][~nan].shape))
+    assert np.all(np.isnan((bf[0][nan].astype(np.uint32) << 16).view(np.float32)))
+    # spot checks of the bf16 rule that do not lean on _bf16
+    assert want_bf[EDGE_VALUES.tolist().index(1.0 + 2.0 ** -8)] == 0x3F80  # tie -> even (1.0)
+    assert want_bf[EDGE_VALUES.tolist().index(1.0 + 3 * 2.0 ** -8)] == 0x3F82  # tie -> even (up)
+
+
+def test_nan_bits_agree_across_builds(isa_control):
+    """NaN payloads are truncated and quieted the same way by scalar and vector stores."""
+    payloads = np.array([0x7FC00000, 0x7F800001, 0xFFC12345, 0x7FBFFFFF, 0x7FE00000], np.uint32).view(np.float32)
+    outputs = {}
+    for isa in _available_isas():
+        isa_control.MsGroupNormSelectIsa(isa.encode())
+        outputs[isa] = (_stores_through_forward(isa_control, payloads, "float16").tobytes(),
+                        _stores_through_forward(isa_control, payloads, "bfloat16").tobytes())
+    assert len(set(outputs.values())) == 1, outputs.keys()
