@@ -3,7 +3,9 @@ kernels (aclnnGroupNorm / aclnnGroupNormBackward contracts), plugged in through
 ``mindspore.ops.Custom(func_type="aot")``."""
 __version__ = "0.1.0"
 
+from . import mint
 from .cell import GroupNorm
+from .convert import convert_group_norm
 from .errors import GroupNormParamError, ParamInvalidError, ParamNullptrError
 from .functional import group_norm, group_norm_backward, group_norm_forward
 
@@ -12,7 +14,9 @@ __all__ = [
     "GroupNormParamError",
     "ParamInvalidError",
     "ParamNullptrError",
+    "convert_group_norm",
     "group_norm",
     "group_norm_backward",
     "group_norm_forward",
+    "mint",
 ]

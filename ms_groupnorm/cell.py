@@ -5,8 +5,8 @@ from mindspore import dtype as mstype
 from mindspore.common.initializer import initializer
 from mindspore.ops.primitive import _primexpr
 
-from . import _ops
-from ._checks import DATA_DTYPES, MAX_RANK
+from ms_groupnorm import _ops  # absolute: MindSpore amp O1 re-imports this file as a top-level module
+from ms_groupnorm._checks import DATA_DTYPES, MAX_RANK
 
 
 @_primexpr

@@ -1,0 +1,55 @@
+"""``ms_groupnorm.mint.GroupNorm``: a drop-in for ``mindspore.mint.nn.GroupNorm``.
+
+The mint layer differs from ``mindspore.nn.GroupNorm`` only in its interface: no
+gamma_init/beta_init, ``dtype=None`` meaning float32, and parameters named ``weight`` and
+``bias`` instead of ``gamma`` and ``beta``. Keeping those names is what lets code that
+reads ``layer.weight`` and checkpoints saved from a mint network keep working, so this
+is a separate class rather than an alias of :class:`ms_groupnorm.GroupNorm`; the
+computation (kernels, mixed-precision rule) is the same.
+"""
+from mindspore import Parameter, nn, ops
+from mindspore import _checkparam as validator  # MindSpore's own checker: identical messages
+from mindspore import dtype as mstype
+from mindspore.common.initializer import initializer
+
+from ms_groupnorm import _ops  # absolute: MindSpore amp O1 re-imports this file as a top-level module
+from ms_groupnorm.cell import _check_input
+
+
+class GroupNorm(nn.Cell):
+    r"""Group Normalization over an (N, C, \*) input with ``mindspore.mint.nn.GroupNorm``'s
+    signature and parameter names (``weight``, ``bias``), computed by this project's kernels.
+
+    Parameters may stay float32 while the input is float16/bfloat16; statistics and
+    parameter gradients are then computed in float32.
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-05, affine=True, dtype=None):
+        super().__init__()
+        param_dtype = mstype.float32 if dtype is None else dtype
+        self.num_groups = validator.check_positive_int(num_groups, "num_groups", self.cls_name)
+        self.num_channels = validator.check_positive_int(num_channels, "num_channels", self.cls_name)
+        if num_channels % num_groups != 0:
+            raise ValueError(f"For '{self.cls_name}', the 'num_channels' must be divided by 'num_groups', "
+                             f"but got 'num_channels': {num_channels}, 'num_groups': {num_groups}.")
+        self.eps = validator.check_value_type('eps', eps, (float,), type(self).__name__)
+        self.affine = validator.check_bool(affine, arg_name="affine", prim_name=self.cls_name)
+        self.weight = Parameter(initializer('ones', self.num_channels, dtype=param_dtype), name="weight",
+                                requires_grad=affine)
+        self.bias = Parameter(initializer('zeros', self.num_channels, dtype=param_dtype), name="bias",
+                              requires_grad=affine)
+        self._group_norm = _ops.forward_op(self.num_groups, self.eps)
+
+    def construct(self, input):  # pylint: disable=redefined-builtin  (mint's argument name)
+        _check_input(input.shape, input.dtype, self.num_channels, self.cls_name)
+        weight, bias = self.weight, self.bias
+        # Same rule as ms_groupnorm.GroupNorm: parameters in input's dtype or float32 go to
+        # the kernel as they are; any other dtype is cast to input's.
+        if weight.dtype != input.dtype and weight.dtype != mstype.float32:
+            weight = ops.cast(weight, input.dtype)
+            bias = ops.cast(bias, input.dtype)
+        return self._group_norm(input, weight, bias)[0]
+
+    def extend_repr(self):
+        return 'num_groups={}, num_channels={}, eps={}, affine={}'.format(
+            self.num_groups, self.num_channels, self.eps, self.affine)
