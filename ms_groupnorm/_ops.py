@@ -49,8 +49,6 @@ def backend_name():
     """Which backward runs: "ascend" when MindSpore's device target is Ascend, else
     $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu) or "ascendc_twin" (the AscendC
     kernel's source run by its CPU twin, see ms_groupnorm.ascend)."""
-    from mindspore import context
-
     if context.get_context("device_target") == "Ascend":
         return "ascend"
     name = os.environ.get(BACKEND_ENV, "cpu") or "cpu"

@@ -466,7 +466,15 @@ def overhead_round(rnd, kernel, timer, raw, sync):
     _, mean, rstd = F.group_norm_forward(x, gamma, None, N, C, H * W, G)
     ours = lambda: F.group_norm_backward(dy, x, mean, rstd, gamma, N, C, H * W, G)
     builtin = lambda: group_norm_grad_op(dy, x, mean, rstd, gamma, G, True, True, True)
-    for impl, fn in (("overhead/ours_pynative", ours), ("overhead/ms_pynative", builtin)):
+    impls = [("overhead/ours_pynative", ours), ("overhead/ms_pynative", builtin)]
+    from ms_groupnorm import _pyboost
+    fast = _pyboost.backward(G, (True, True, True)) if _pyboost.enabled() else None
+    if fast is not None:  # $MS_GROUPNORM_PYBOOST=1: the bare ops of both PyNative paths too
+        from ms_groupnorm import _ops
+        aot = _ops._backward_op(G, (True, True, True), "cpu")
+        impls += [("overhead/ours_aot_op", lambda: aot(dy, x, mean, rstd, gamma)),
+                  ("overhead/ours_pyboost_op", lambda: fast(dy, x, mean, rstd, gamma))]
+    for impl, fn in impls:
         raw.append((rnd, TINY, "float32", 0, impl, timer(fn, sync)))
         pause()
 
@@ -710,6 +718,10 @@ def targets(summary, raw, shapes, dtypes, threads_list):
         out.append(f"* per-call overhead, group_norm_backward {shape_name(TINY[:3])} G={TINY[4]}: "
                    f"{over['overhead/ours_pynative']['ms']:.3f} ms vs GroupNormGrad "
                    f"{over['overhead/ms_pynative']['ms']:.3f} ms = {r:.2f}× (target ≤ 1.5×): {verdict(r <= 1.5)}")
+        for impl in ("overhead/ours_aot_op", "overhead/ours_pyboost_op"):
+            if impl in over:
+                out.append(f"  * bare {impl.split('/')[1]}: {over[impl]['ms']:.3f} ms = "
+                           f"{ratio(over, 'overhead/ms_pynative', impl):.2f}× the built-in call")
     for threads in threads_list:
         g_ms = geomean([geo("fwd/ours_kernel", "fwd/ms_pynative", d, threads) for d in dtypes if d != "bfloat16"])
         g_t = geomean([geo("fwd/ours_kernel", "fwd/torch", d, threads) for d in dtypes])
