@@ -41,6 +41,12 @@ def _reg_info(op_name, inputs, outputs, attrs):
     return reg.target("CPU").get_op_info()
 
 
+def _device_target():
+    # The same value as context.get_context("device_target") in ~1 us instead of ~10 us:
+    # this runs on every PyNative call of the ops.
+    return context._context().get_param(context.ms_ctx_param.device_target)
+
+
 BACKEND_ENV = "MS_GROUPNORM_BACKEND"
 CPU_BACKENDS = ("cpu", "ascendc_twin")
 
@@ -49,7 +55,7 @@ def backend_name():
     """Which backward runs: "ascend" when MindSpore's device target is Ascend, else
     $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu) or "ascendc_twin" (the AscendC
     kernel's source run by its CPU twin, see ms_groupnorm.ascend)."""
-    if context.get_context("device_target") == "Ascend":
+    if _device_target() == "Ascend":
         return "ascend"
     name = os.environ.get(BACKEND_ENV, "cpu") or "cpu"
     if name not in CPU_BACKENDS:

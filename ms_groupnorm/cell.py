@@ -46,7 +46,6 @@ class GroupNorm(nn.Cell):
                                requires_grad=affine)
         self.beta = Parameter(initializer(beta_init, self.num_channels, dtype=dtype), name="beta",
                               requires_grad=affine)
-        self._group_norm = _ops.forward_op(self.num_groups, self.eps)
 
     def construct(self, x):
         _check_input(x.shape, x.dtype, self.num_channels, self.cls_name)
@@ -55,7 +54,10 @@ class GroupNorm(nn.Cell):
         if gamma.dtype != x.dtype and gamma.dtype != mstype.float32:
             gamma = ops.cast(gamma, x.dtype)
             beta = ops.cast(beta, x.dtype)
-        return self._group_norm(x, gamma, beta)[0]
+        # The op is looked up per call (a cached dictionary lookup; in GRAPH_MODE once, while
+        # compiling), not fixed in __init__: a cell created in PyNative may later run in a
+        # graph, and the op that suits each mode differs (see _ops._op_backend).
+        return _ops.forward_op(self.num_groups, self.eps)(x, gamma, beta)[0]
 
     def extend_repr(self):
         return 'num_groups={}, num_channels={}'.format(self.num_groups, self.num_channels)
