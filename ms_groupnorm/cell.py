@@ -23,6 +23,18 @@ def _check_input(shape, dtype, num_channels, cls_name):
                         f"but got {dtype}.")
 
 
+def _affine_group_norm(x, gamma, beta, num_groups, eps):
+    """y of GroupNorm with parameters gamma/beta, for the GroupNorm layers' construct."""
+    # The kernel takes parameters in x's dtype or in float32; anything else is cast.
+    if gamma.dtype != x.dtype and gamma.dtype != mstype.float32:
+        gamma = ops.cast(gamma, x.dtype)
+        beta = ops.cast(beta, x.dtype)
+    # The op is looked up per call (a cached dictionary lookup; in GRAPH_MODE once, while
+    # compiling), not fixed in __init__: a cell created in PyNative may later run in a
+    # graph, and the op that suits each mode differs (see _ops._op_backend).
+    return _ops.forward_op(num_groups, eps)(x, gamma, beta)[0]
+
+
 class GroupNorm(nn.Cell):
     r"""Group Normalization over an (N, C, \*) input, computed by this project's kernels.
 
@@ -49,15 +61,7 @@ class GroupNorm(nn.Cell):
 
     def construct(self, x):
         _check_input(x.shape, x.dtype, self.num_channels, self.cls_name)
-        gamma, beta = self.gamma, self.beta
-        # The kernel takes parameters in x's dtype or in float32; anything else is cast.
-        if gamma.dtype != x.dtype and gamma.dtype != mstype.float32:
-            gamma = ops.cast(gamma, x.dtype)
-            beta = ops.cast(beta, x.dtype)
-        # The op is looked up per call (a cached dictionary lookup; in GRAPH_MODE once, while
-        # compiling), not fixed in __init__: a cell created in PyNative may later run in a
-        # graph, and the op that suits each mode differs (see _ops._op_backend).
-        return _ops.forward_op(self.num_groups, self.eps)(x, gamma, beta)[0]
+        return _affine_group_norm(x, self.gamma, self.beta, self.num_groups, self.eps)
 
     def extend_repr(self):
         return 'num_groups={}, num_channels={}'.format(self.num_groups, self.num_channels)

@@ -7,13 +7,13 @@ reads ``layer.weight`` and checkpoints saved from a mint network keep working, s
 is a separate class rather than an alias of :class:`ms_groupnorm.GroupNorm`; the
 computation (kernels, mixed-precision rule) is the same.
 """
-from mindspore import Parameter, nn, ops
+from mindspore import Parameter, nn
 from mindspore import _checkparam as validator  # MindSpore's own checker: identical messages
 from mindspore import dtype as mstype
 from mindspore.common.initializer import initializer
 
-from ms_groupnorm import _ops  # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm.cell import _check_input
+# absolute: MindSpore amp O1 re-imports this file as a top-level module
+from ms_groupnorm.cell import _affine_group_norm, _check_input
 
 
 class GroupNorm(nn.Cell):
@@ -38,17 +38,10 @@ class GroupNorm(nn.Cell):
                                 requires_grad=affine)
         self.bias = Parameter(initializer('zeros', self.num_channels, dtype=param_dtype), name="bias",
                               requires_grad=affine)
-        self._group_norm = _ops.forward_op(self.num_groups, self.eps)
 
     def construct(self, input):  # pylint: disable=redefined-builtin  (mint's argument name)
         _check_input(input.shape, input.dtype, self.num_channels, self.cls_name)
-        weight, bias = self.weight, self.bias
-        # Same rule as ms_groupnorm.GroupNorm: parameters in input's dtype or float32 go to
-        # the kernel as they are; any other dtype is cast to input's.
-        if weight.dtype != input.dtype and weight.dtype != mstype.float32:
-            weight = ops.cast(weight, input.dtype)
-            bias = ops.cast(bias, input.dtype)
-        return self._group_norm(input, weight, bias)[0]
+        return _affine_group_norm(input, self.weight, self.bias, self.num_groups, self.eps)
 
     def extend_repr(self):
         return 'num_groups={}, num_channels={}, eps={}, affine={}'.format(
