@@ -23,6 +23,18 @@ def _check_input(shape, dtype, num_channels, cls_name):
                         f"but got {dtype}.")
 
 
+def _set_checked_arguments(cell, num_groups, num_channels, eps, affine):
+    """Checks the GroupNorm layers' arguments as mindspore.nn.GroupNorm does (same
+    messages) and stores them on ``cell``."""
+    cell.num_groups = validator.check_positive_int(num_groups, "num_groups", cell.cls_name)
+    cell.num_channels = validator.check_positive_int(num_channels, "num_channels", cell.cls_name)
+    if num_channels % num_groups != 0:
+        raise ValueError(f"For '{cell.cls_name}', the 'num_channels' must be divided by 'num_groups', "
+                         f"but got 'num_channels': {num_channels}, 'num_groups': {num_groups}.")
+    cell.eps = validator.check_value_type('eps', eps, (float,), type(cell).__name__)
+    cell.affine = validator.check_bool(affine, arg_name="affine", prim_name=cell.cls_name)
+
+
 def _affine_group_norm(x, gamma, beta, num_groups, eps):
     """y of GroupNorm with parameters gamma/beta, for the GroupNorm layers' construct."""
     # The kernel takes parameters in x's dtype or in float32; anything else is cast.
@@ -47,13 +59,7 @@ class GroupNorm(nn.Cell):
     def __init__(self, num_groups, num_channels, eps=1e-05, affine=True, gamma_init='ones', beta_init='zeros',
                  dtype=mstype.float32):
         super().__init__()
-        self.num_groups = validator.check_positive_int(num_groups, "num_groups", self.cls_name)
-        self.num_channels = validator.check_positive_int(num_channels, "num_channels", self.cls_name)
-        if num_channels % num_groups != 0:
-            raise ValueError(f"For '{self.cls_name}', the 'num_channels' must be divided by 'num_groups', "
-                             f"but got 'num_channels': {num_channels}, 'num_groups': {num_groups}.")
-        self.eps = validator.check_value_type('eps', eps, (float,), type(self).__name__)
-        self.affine = validator.check_bool(affine, arg_name="affine", prim_name=self.cls_name)
+        _set_checked_arguments(self, num_groups, num_channels, eps, affine)
         self.gamma = Parameter(initializer(gamma_init, self.num_channels, dtype=dtype), name="gamma",
                                requires_grad=affine)
         self.beta = Parameter(initializer(beta_init, self.num_channels, dtype=dtype), name="beta",

@@ -4,7 +4,6 @@ import functools
 
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore import dtype as mstype
 
 from . import _checks, _ops
 

@@ -8,12 +8,11 @@ is a separate class rather than an alias of :class:`ms_groupnorm.GroupNorm`; the
 computation (kernels, mixed-precision rule) is the same.
 """
 from mindspore import Parameter, nn
-from mindspore import _checkparam as validator  # MindSpore's own checker: identical messages
 from mindspore import dtype as mstype
 from mindspore.common.initializer import initializer
 
 # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm.cell import _affine_group_norm, _check_input
+from ms_groupnorm.cell import _affine_group_norm, _check_input, _set_checked_arguments
 
 
 class GroupNorm(nn.Cell):
@@ -27,13 +26,7 @@ class GroupNorm(nn.Cell):
     def __init__(self, num_groups, num_channels, eps=1e-05, affine=True, dtype=None):
         super().__init__()
         param_dtype = mstype.float32 if dtype is None else dtype
-        self.num_groups = validator.check_positive_int(num_groups, "num_groups", self.cls_name)
-        self.num_channels = validator.check_positive_int(num_channels, "num_channels", self.cls_name)
-        if num_channels % num_groups != 0:
-            raise ValueError(f"For '{self.cls_name}', the 'num_channels' must be divided by 'num_groups', "
-                             f"but got 'num_channels': {num_channels}, 'num_groups': {num_groups}.")
-        self.eps = validator.check_value_type('eps', eps, (float,), type(self).__name__)
-        self.affine = validator.check_bool(affine, arg_name="affine", prim_name=self.cls_name)
+        _set_checked_arguments(self, num_groups, num_channels, eps, affine)
         self.weight = Parameter(initializer('ones', self.num_channels, dtype=param_dtype), name="weight",
                                 requires_grad=affine)
         self.bias = Parameter(initializer('zeros', self.num_channels, dtype=param_dtype), name="bias",
