@@ -60,6 +60,8 @@ def _cdll():
     lib.MsGroupNormSetNumThreads.argtypes = [ctypes.c_int]
     lib.MsGroupNormSetNumThreads.restype = None
     lib.MsGroupNormGetNumThreads.restype = ctypes.c_int
+    lib.MsGroupNormSetMinElementsPerThread.argtypes = [i64]
+    lib.MsGroupNormSetMinElementsPerThread.restype = None
     lib.MsGroupNormActiveIsa.restype = ctypes.c_char_p
     lib.MsGroupNormSelectIsa.argtypes = [cstr]
     lib.MsGroupNormSelectIsa.restype = ctypes.c_int

@@ -121,17 +121,23 @@ def rounded32(a):
 DETERMINISM_SCRIPT = textwrap.dedent("""
     import hashlib, numpy as np
     from ms_groupnorm import _kernel_lib
-    rng = np.random.default_rng(5)
     digest = hashlib.sha256()
-    # (1,3,...,1): one group, so 2 threads split by channel while 1 thread goes group-wise.
-    for shape, G in [((1, 3, 224, 224), 1), ((3, 60, 17, 19), 6), ((8, 32, 40, 40), 4), ((2, 6, 5000), 3)]:
-        for dt in (np.float32, np.float16):
-            x = (rng.standard_normal(shape) * 2 + 1).astype(dt)
-            dy = rng.standard_normal(shape).astype(dt)
-            gamma = rng.standard_normal(shape[1]).astype(np.float32)
-            y, mean, rstd = _kernel_lib.forward(x, gamma, gamma, G, data_dtype=None)
-            for out in (y, mean, rstd) + _kernel_lib.backward(dy, x, mean, rstd, gamma, G):
-                digest.update(out.tobytes())
+    # Once with every call free to use all threads (minimum 1 element per thread), so the
+    # small shapes run the threaded schedules too, then with the default minimum.
+    for minimum in (1, 0):
+        _kernel_lib.cdll().MsGroupNormSetMinElementsPerThread(minimum)
+        rng = np.random.default_rng(5)
+        # (1,3,...,1) and (1,4,512,512): one group, so 2 threads split by channel while
+        # 1 thread goes group-wise.
+        for shape, G in [((1, 3, 224, 224), 1), ((3, 60, 17, 19), 6), ((8, 32, 40, 40), 4), ((2, 6, 5000), 3),
+                         ((1, 4, 512, 512), 1)]:
+            for dt in (np.float32, np.float16):
+                x = (rng.standard_normal(shape) * 2 + 1).astype(dt)
+                dy = rng.standard_normal(shape).astype(dt)
+                gamma = rng.standard_normal(shape[1]).astype(np.float32)
+                y, mean, rstd = _kernel_lib.forward(x, gamma, gamma, G, data_dtype=None)
+                for out in (y, mean, rstd) + _kernel_lib.backward(dy, x, mean, rstd, gamma, G):
+                    digest.update(out.tobytes())
     print(digest.hexdigest())
 """)
 

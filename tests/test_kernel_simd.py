@@ -42,12 +42,16 @@ def _available_isas():
 
 @pytest.fixture
 def isa_control():
-    """Selects builds and thread counts; restores the defaults afterwards."""
+    """Selects builds and thread counts; restores the defaults afterwards. Every call may
+    use all the threads it is given (no minimum size per thread), so that the small
+    shapes below really run the multi-threaded schedules."""
     lib = _lib()
     before = lib.MsGroupNormActiveIsa()
+    lib.MsGroupNormSetMinElementsPerThread(1)
     yield lib
     lib.MsGroupNormSelectIsa(before)
     lib.MsGroupNormSetNumThreads(0)
+    lib.MsGroupNormSetMinElementsPerThread(0)
 
 
 def test_default_build_is_the_widest_the_cpu_supports(isa_control):

@@ -56,12 +56,9 @@ struct OutputMask {
 
 namespace detail {
 
-// Below this many elements per thread, a second thread costs more (fork/join, a
-// few microseconds) than it saves. Only the schedule changes, never the bits.
-constexpr int64_t kMinElementsPerThread = 16384;
-
+// At most one thread per MinElementsPerThread() elements (row_kernels.h says why).
 inline int ThreadsFor(int64_t elements) {
-  const int64_t useful = std::max<int64_t>(1, elements / kMinElementsPerThread);
+  const int64_t useful = std::max<int64_t>(1, elements / MinElementsPerThread());
   return static_cast<int>(std::min<int64_t>(KernelThreads(), useful));
 }
 

@@ -90,4 +90,14 @@ bool SelectRowKernels(const char *isa);
 void SetKernelThreads(int threads);
 int KernelThreads();
 
+// A kernel call uses one thread per this many elements at most (so small calls stay on
+// one thread). Measured on the 2-core reference machine (scripts/bench_group_norm.py):
+// a second thread only paid off from about 10^6 elements, because waking it (OpenMP
+// threads sleep between calls that are far apart) costs more than it saves below that.
+// Only the schedule depends on it, never the bits. SetMinElementsPerThread(n > 0)
+// changes it (tests use 1 to run every schedule on small shapes); 0 restores the default.
+constexpr int64_t kDefaultMinElementsPerThread = int64_t{1} << 19;
+void SetMinElementsPerThread(int64_t elements);
+int64_t MinElementsPerThread();
+
 }  // namespace ms_groupnorm

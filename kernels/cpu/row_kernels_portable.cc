@@ -108,4 +108,14 @@ int KernelThreads() {
   return threads > 0 ? threads : omp_get_max_threads();
 }
 
+namespace {
+std::atomic<int64_t> g_min_elements_per_thread{kDefaultMinElementsPerThread};
+}  // namespace
+
+void SetMinElementsPerThread(int64_t elements) {
+  g_min_elements_per_thread.store(elements > 0 ? elements : kDefaultMinElementsPerThread, std::memory_order_relaxed);
+}
+
+int64_t MinElementsPerThread() { return g_min_elements_per_thread.load(std::memory_order_relaxed); }
+
 }  // namespace ms_groupnorm

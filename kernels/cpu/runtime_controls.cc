@@ -12,6 +12,11 @@ MS_GROUPNORM_EXPORT void MsGroupNormSetNumThreads(int threads) { ms_groupnorm::S
 
 MS_GROUPNORM_EXPORT int MsGroupNormGetNumThreads() { return ms_groupnorm::KernelThreads(); }
 
+// Smallest number of elements per thread before a call uses another thread; 0 = default.
+MS_GROUPNORM_EXPORT void MsGroupNormSetMinElementsPerThread(int64_t elements) {
+  ms_groupnorm::SetMinElementsPerThread(elements);
+}
+
 // Name of the row-loop build in use: "avx512", "avx2" or "portable".
 MS_GROUPNORM_EXPORT const char *MsGroupNormActiveIsa() { return ms_groupnorm::ActiveRowKernels().isa; }
 
