@@ -14,7 +14,7 @@ import numpy as np
 LIBRARY_NAME = "libms_groupnorm_cpu.so"
 ENV_OVERRIDE = "MS_GROUPNORM_CPU_LIB"
 
-# Status codes returned by every exported entry point (kernels/cpu/group_norm_aot.cc).
+# Status codes returned by every exported entry point (kernels/cpu/aot_status.h).
 STATUS_NAMES = {
     0: "ok",
     1: "bad parameter count or null argument arrays",
@@ -23,6 +23,7 @@ STATUS_NAMES = {
     4: "bad dtype",
     5: "inconsistent shapes or group",
     6: "missing or invalid attribute",
+    7: "kernel fault (AscendC twin)",
 }
 
 

@@ -162,7 +162,8 @@ _TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_launch.cc", "twin/twin_aot.c
                  "op_kernel/group_norm_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
 _TWIN_HEADERS = ("twin/kernel_operator.h", "twin/twin_runtime.h", "twin/twin_launch.h",
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
-                 "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h")
+                 "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
+                 "../cpu/aot_status.h")
 _TWIN_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0",
                "-fvisibility=hidden", "-Wall", "-Wextra")
 

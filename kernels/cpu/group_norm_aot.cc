@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "aot_extra.h"
+#include "aot_status.h"
 #include "group_norm_cpu.h"
 
 // The library is built with -fvisibility=hidden; only these entry points are exported.
@@ -16,21 +17,7 @@
 
 namespace {
 
-using ms_groupnorm::BFloat16;
-using ms_groupnorm::GroupNormSizes;
-using ms_groupnorm::Half;
-using ms_groupnorm::OutputMask;
-
-// Status codes, shared with ms_groupnorm/_kernel_lib.py.
-enum Status : int {
-  kOk = 0,
-  kBadParamCount = 1,
-  kNullPointer = 2,
-  kBadRank = 3,
-  kBadDtype = 4,
-  kBadShape = 5,
-  kBadAttr = 6,
-};
+using namespace ms_groupnorm;  // NOLINT: storage types, sizes, masks and the status codes of aot_status.h
 
 enum class DType { kFloat32, kFloat16, kBFloat16, kInvalid };
 

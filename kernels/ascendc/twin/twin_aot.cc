@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../../cpu/aot_extra.h"
+#include "../../cpu/aot_status.h"
 #include "../op_host/group_norm_grad_ms_tiling.h"
 #include "twin_launch.h"
 
@@ -21,15 +22,7 @@
 
 namespace {
 
-enum Status : int {
-  kOk = 0,
-  kBadParamCount = 1,
-  kBadRank = 3,
-  kBadDtype = 4,
-  kBadShape = 5,
-  kBadAttr = 6,
-  kKernelFault = 7,
-};
+using namespace ms_groupnorm;  // NOLINT: the status codes of aot_status.h
 
 bool ParseType(const char *name, gnms::ScalarType *t) {
   if (name == nullptr) return false;
