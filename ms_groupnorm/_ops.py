@@ -54,7 +54,7 @@ CPU_BACKENDS = ("cpu", "ascendc_twin")
 def backend_name():
     """Which backward runs: "ascend" when MindSpore's device target is Ascend, else
     $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu) or "ascendc_twin" (the AscendC
-    kernel's source run by its CPU twin, see ms_groupnorm.ascend)."""
+    kernel's source run by its CPU twin, see ms_groupnorm.ascendc_twin)."""
     if _device_target() == "Ascend":
         return "ascend"
     name = os.environ.get(BACKEND_ENV, "cpu") or "cpu"
@@ -105,8 +105,8 @@ def _backward_op(group, mask, backend):
         from . import ascend
         return ascend.AscendBackward(group, mask)
     if backend == "ascendc_twin":
-        from . import ascend
-        func = ascend.twin_aot_func("GroupNormGrad")  # same aot ABI as the CPU kernel
+        from . import ascendc_twin
+        func = ascendc_twin.twin_aot_func("GroupNormGrad")  # same aot ABI as the CPU kernel
     else:
         func = _kernel_lib.aot_func("GroupNormGrad")
     # Distinct op names: MindSpore registers reg_info per op name.

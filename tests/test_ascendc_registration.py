@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from mindspore import nn
 
-from ms_groupnorm import _ops, ascend, reference
+from ms_groupnorm import _ops, ascend, ascendc_twin, reference
 
-OP_HOST = ascend.ascendc_dir() / "op_host" / "group_norm_grad_ms.cpp"
-OP_KERNEL = ascend.ascendc_dir() / "op_kernel" / "group_norm_grad_ms.cpp"
+OP_HOST = ascendc_twin.ascendc_dir() / "op_host" / "group_norm_grad_ms.cpp"
+OP_KERNEL = ascendc_twin.ascendc_dir() / "op_kernel" / "group_norm_grad_ms.cpp"
 GE_DTYPE = {"ge::DT_FLOAT": "float32", "ge::DT_FLOAT16": "float16", "ge::DT_BF16": "bfloat16"}
 
 

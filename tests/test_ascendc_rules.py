@@ -6,8 +6,8 @@ barrier or an order-dependent reduction, which is what gives the determinism tes
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascend, reference
-from ms_groupnorm.ascend import TwinFault
+from ms_groupnorm import ascendc_twin, reference
+from ms_groupnorm.ascendc_twin import TwinFault
 
 
 def kernel_buffers(N, C, HxW, G, seed=0):
@@ -23,23 +23,23 @@ def kernel_buffers(N, C, HxW, G, seed=0):
 # ---------------------------------------------------------------- the real kernel, broken launches
 def test_good_launch_runs():
     buffers = kernel_buffers(4, 16, 200, 4)
-    ascend.twin_launch(buffers, ascend.twin_tiling(4, 16, 200, 4, core_num=8), core_num=8)
+    ascendc_twin.twin_launch(buffers, ascendc_twin.twin_tiling(4, 16, 200, 4, core_num=8), core_num=8)
     assert np.all(np.isfinite(buffers[5]))
 
 
 def test_ub_overuse_is_caught():
     # Tiled for a 192 KiB UB (the whole group resident), launched on a core with 96 KiB.
-    tiling = ascend.twin_tiling(4, 32, 1500, 4, ub_bytes=196608, core_num=8)
-    assert ascend.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["ubBytesPhase1"] > 98304
+    tiling = ascendc_twin.twin_tiling(4, 32, 1500, 4, ub_bytes=196608, core_num=8)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["ubBytesPhase1"] > 98304
     with pytest.raises(TwinFault, match=r"UB overflow: .* above the 98304-byte unified buffer"):
-        ascend.twin_launch(kernel_buffers(4, 32, 1500, 4), tiling, ub_bytes=98304, core_num=8)
+        ascendc_twin.twin_launch(kernel_buffers(4, 32, 1500, 4), tiling, ub_bytes=98304, core_num=8)
 
 
 def test_too_many_blocks_is_caught():
-    tiling = ascend.twin_tiling(4, 16, 64, 16, core_num=48)  # 64 groups -> 48 blocks
+    tiling = ascendc_twin.twin_tiling(4, 16, 64, 16, core_num=48)  # 64 groups -> 48 blocks
     assert tiling["blockDim"] == 48
     with pytest.raises(TwinFault, match=r"launch of 48 blocks on a device with 40 vector cores"):
-        ascend.twin_launch(kernel_buffers(4, 16, 64, 16), tiling, core_num=40)
+        ascendc_twin.twin_launch(kernel_buffers(4, 16, 64, 16), tiling, core_num=40)
 
 
 @pytest.mark.parametrize("index,name", [(3, "x"), (0, "dy"), (5, "dx"), (6, "dgamma"), (1, "mean")])
@@ -48,38 +48,38 @@ def test_gm_out_of_bounds_is_caught(index, name):
     buffers = kernel_buffers(2, 8, 33, 2)
     sizes = [b.nbytes for b in buffers]
     sizes[index] -= 4
-    tiling = ascend.twin_tiling(2, 8, 33, 2, core_num=4)
+    tiling = ascendc_twin.twin_tiling(2, 8, 33, 2, core_num=4)
     with pytest.raises(TwinFault, match="outside every buffer the launch was given"):
-        ascend.twin_launch(buffers, tiling, core_num=4, buffer_bytes=sizes)
+        ascendc_twin.twin_launch(buffers, tiling, core_num=4, buffer_bytes=sizes)
 
 
 def test_unaligned_datacopy_length_is_caught():
     # A tiling that claims 32-byte rows for HxW = 33 fp32 (132 bytes) makes the kernel use
     # plain DataCopy where only DataCopyPad is legal.
-    tiling = ascend.twin_tiling(2, 8, 33, 2, core_num=4)
+    tiling = ascendc_twin.twin_tiling(2, 8, 33, 2, core_num=4)
     assert tiling["copyAligned"] == 0
     tiling["copyAligned"] = 1
     with pytest.raises(TwinFault, match=r"not a multiple of 32 bytes \(unaligned transfers need DataCopyPad\)"):
-        ascend.twin_launch(kernel_buffers(2, 8, 33, 2), tiling, core_num=4)
+        ascendc_twin.twin_launch(kernel_buffers(2, 8, 33, 2), tiling, core_num=4)
 
 
 def test_unaligned_ub_address_is_caught():
     # Resident channels packed at a stride of HxW = 9 floats instead of a 16-element multiple.
-    tiling = ascend.twin_tiling(2, 8, 9, 2, core_num=2)
-    assert ascend.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["residentStride"] == 16
+    tiling = ascendc_twin.twin_tiling(2, 8, 9, 2, core_num=2)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["residentStride"] == 16
     tiling["residentStride"] = 9
     with pytest.raises(TwinFault, match=r"UB operand address \d+ is not 32-byte aligned"):
-        ascend.twin_launch(kernel_buffers(2, 8, 9, 2), tiling, core_num=2)
+        ascendc_twin.twin_launch(kernel_buffers(2, 8, 9, 2), tiling, core_num=2)
 
 
 def test_ub_buffer_overrun_is_caught():
     # Chunks claimed longer than the staging buffers the kernel allocates.
-    tiling = ascend.twin_tiling(2, 2, 20000, 1, core_num=2)
-    assert ascend.MODE_NAMES[tiling["mode"]] == "hw_chunks"
+    tiling = ascendc_twin.twin_tiling(2, 2, 20000, 1, core_num=2)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "hw_chunks"
     tiling["chunkElems"] += 16
     tiling["chunksPerChannel"] = -(-20000 // tiling["chunkElems"])
     with pytest.raises(TwinFault, match=r"UB overflow|overrun the buffer"):
-        ascend.twin_launch(kernel_buffers(2, 2, 20000, 1), tiling, core_num=2)
+        ascendc_twin.twin_launch(kernel_buffers(2, 2, 20000, 1), tiling, core_num=2)
 
 
 # ---------------------------------------------------------------- broken mini kernels
@@ -100,37 +100,37 @@ def test_ub_buffer_overrun_is_caught():
 @pytest.mark.parametrize("policy", ["concurrent", "forward"])
 def test_broken_kernels_are_caught(probe, message, policy):
     with pytest.raises(TwinFault, match=message):
-        ascend.twin_probe(probe, block_dim=3, policy=policy)
+        ascendc_twin.twin_probe(probe, block_dim=3, policy=policy)
 
 
 @pytest.mark.parametrize("policy", ["concurrent", "forward", "reverse", "shuffle", "interleave"])
 def test_syncall_skipped_by_one_block_is_caught(policy):
     with pytest.raises(TwinFault, match=r"SyncAll mismatch"):
-        ascend.twin_probe("syncall_skipped", block_dim=4, policy=policy, seed=5)
+        ascendc_twin.twin_probe("syncall_skipped", block_dim=4, policy=policy, seed=5)
 
 
 @pytest.mark.parametrize("policy,seed", [("concurrent", 0), ("forward", 0), ("reverse", 0), ("shuffle", 1),
                                          ("interleave", 2), ("interleave", 3)])
 def test_syncall_is_a_real_barrier(policy, seed):
     n = 6
-    out = ascend.twin_probe("exchange_with_syncall", block_dim=n, policy=policy, seed=seed, out_len=2 * n)
+    out = ascendc_twin.twin_probe("exchange_with_syncall", block_dim=n, policy=policy, seed=seed, out_len=2 * n)
     np.testing.assert_array_equal(out[n:], [(b + 1) % n + 1 for b in range(n)])
 
 
 def test_missing_barrier_shows_up_under_different_orders():
     n = 6
-    forward = ascend.twin_probe("exchange_without_syncall", block_dim=n, policy="forward", out_len=2 * n)
-    reverse = ascend.twin_probe("exchange_without_syncall", block_dim=n, policy="reverse", out_len=2 * n)
+    forward = ascendc_twin.twin_probe("exchange_without_syncall", block_dim=n, policy="forward", out_len=2 * n)
+    reverse = ascendc_twin.twin_probe("exchange_without_syncall", block_dim=n, policy="reverse", out_len=2 * n)
     assert not np.array_equal(forward[n:], reverse[n:])
 
 
 def test_order_dependent_reduction_shows_up_under_different_orders():
     # fp32 atomic adds of 1e8, 3, -1e8, 5, ...: the rounding depends on the order.
-    results = {ascend.twin_probe("atomic_accumulate", block_dim=8, policy=p, seed=s, out_len=8)[0]
+    results = {ascendc_twin.twin_probe("atomic_accumulate", block_dim=8, policy=p, seed=s, out_len=8)[0]
                for p, s in [("forward", 0), ("reverse", 0), ("shuffle", 1), ("shuffle", 2), ("shuffle", 3)]}
     assert len(results) > 1
 
 
 def test_the_device_checks_core_count_for_probes_too():
     with pytest.raises(TwinFault, match="blockDim must be in"):
-        ascend.twin_probe("exchange_with_syncall", block_dim=9, core_num=8, out_len=18)
+        ascendc_twin.twin_probe("exchange_with_syncall", block_dim=9, core_num=8, out_len=18)

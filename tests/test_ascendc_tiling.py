@@ -3,7 +3,7 @@ calls), through the twin library: the mode ladder for several UB sizes, the work
 and the UB budget."""
 import pytest
 
-from ms_groupnorm import ascend
+from ms_groupnorm import ascendc_twin
 
 # Unified-buffer bytes per vector core: Atlas A2 (910B) has 192 KiB; 256 KiB as on the
 # Atlas training/inference parts with a larger UB (910, 310P); 64 KiB as a small bound.
@@ -12,26 +12,26 @@ FP32_CHANNEL_BYTES_PER_ELEM = 36  # 3 double-buffered staging queues (24) + 3 fp
 
 
 def tiling(N, C, HxW, G, ub, cores=48, dtype="float32", stat=None, mask=(True, True, True)):
-    return ascend.twin_tiling(N, C, HxW, G, dtype, stat, ub, cores, mask)
+    return ascendc_twin.twin_tiling(N, C, HxW, G, dtype, stat, ub, cores, mask)
 
 
 @pytest.mark.parametrize("ub", list(UB_SIZES.values()), ids=list(UB_SIZES))
 def test_mode_ladder_follows_what_fits(ub):
     # A small group stays resident.
     t = tiling(8, 32, 64, 8, ub)
-    assert ascend.MODE_NAMES[t["mode"]] == "group_resident"
+    assert ascendc_twin.MODE_NAMES[t["mode"]] == "group_resident"
     # One channel fits (0.75 of the UB) but a group of 8 channels does not.
     t = tiling(8, 64, ub // 48, 8, ub)
-    assert ascend.MODE_NAMES[t["mode"]] == "channel_two_pass"
+    assert ascendc_twin.MODE_NAMES[t["mode"]] == "channel_two_pass"
     assert t["chunkElems"] >= t["HxW"] and t["chunksPerChannel"] == 1
     # A single channel is larger than the UB: HxW in chunks, as large as fit.
     t = tiling(8, 64, ub // 20, 8, ub)
-    assert ascend.MODE_NAMES[t["mode"]] == "hw_chunks"
+    assert ascendc_twin.MODE_NAMES[t["mode"]] == "hw_chunks"
     assert t["chunksPerChannel"] == -(-t["HxW"] // t["chunkElems"]) >= 2
     assert ub - t["ubBytesPhase1"] < 16 * FP32_CHANNEL_BYTES_PER_ELEM + 64  # one more step of 16 would not fit
     # HxW == 1.
     t = tiling(8, 64, 1, 8, ub)
-    assert ascend.MODE_NAMES[t["mode"]] == "hw_one"
+    assert ascendc_twin.MODE_NAMES[t["mode"]] == "hw_one"
 
 
 @pytest.mark.parametrize("ub", list(UB_SIZES.values()), ids=list(UB_SIZES))
@@ -46,7 +46,7 @@ def test_every_plan_fits_in_the_ub(shape, dtype, stat, ub):
 
 
 def test_the_same_shape_descends_the_ladder_as_the_ub_shrinks():
-    modes = [ascend.MODE_NAMES[tiling(2, 16, 1500, 2, ub, cores=4)["mode"]] for ub in (196608, 65536, 32768)]
+    modes = [ascendc_twin.MODE_NAMES[tiling(2, 16, 1500, 2, ub, cores=4)["mode"]] for ub in (196608, 65536, 32768)]
     assert modes == ["group_resident", "channel_two_pass", "hw_chunks"]
 
 

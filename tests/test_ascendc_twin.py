@@ -4,7 +4,7 @@ under several block orders and interleavings (the determinism claim)."""
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascend, reference
+from ms_groupnorm import ascendc_twin, reference
 
 # (data dtype, stat dtype, tolerance on dx, tolerance on dgamma/dbeta), tolerances relative
 # to max(1, max |reference|). The reference sees the same rounded inputs as the kernel, so
@@ -75,10 +75,10 @@ def relative_error(got, want, dtype):
 
 
 def run_case(shape, G, dtype_key, mask=(True, True, True), core_num=48, policy="concurrent", seed=0,
-             ub_bytes=ascend.UB_910B, data_seed=7):
+             ub_bytes=ascendc_twin.UB_910B, data_seed=7):
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, data_seed)
-    dx, dgamma, dbeta, tiling = ascend.twin_backward(
+    dx, dgamma, dbeta, tiling = ascendc_twin.twin_backward(
         arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G, mask=mask,
         data_dtype=data_dtype, stat_dtype=stat_dtype, ub_bytes=ub_bytes, core_num=core_num, policy=policy,
         seed=seed)
@@ -103,7 +103,7 @@ def check_against_reference(got, want, dtype_key, mask):
 def test_every_mode_and_dtype_matches_reference(case, dtype_key):
     N, C, HxW, G, cores, mode, split = CASES[case]
     got, want, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores)
-    assert ascend.MODE_NAMES[tiling["mode"]] == mode
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == mode
     assert tiling["splitByChannel"] == split
     check_against_reference(got, want, dtype_key, (True, True, True))
 
@@ -125,9 +125,9 @@ def test_output_mask(case, mask):
 def test_masked_outputs_are_not_written():
     """The launch gets no dgamma/dbeta buffers at all: a write would be a GM fault."""
     data, exact = make_inputs((2, 8, 9), 2, "float32", "float32", 3)
-    tiling = ascend.twin_tiling(2, 8, 9, 2, "float32", mask=(True, False, False), core_num=2)
+    tiling = ascendc_twin.twin_tiling(2, 8, 9, 2, "float32", mask=(True, False, False), core_num=2)
     dx = np.zeros_like(data["x"])
-    ascend.twin_launch([data["dy"], data["mean"], data["rstd"], data["x"], data["gamma"], dx, None, None], tiling,
+    ascendc_twin.twin_launch([data["dy"], data["mean"], data["rstd"], data["x"], data["gamma"], dx, None, None], tiling,
                        core_num=2)
     want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], 2)[0]
     assert relative_error(dx, want, "float32") < 2e-5
@@ -137,7 +137,7 @@ def test_masked_outputs_are_not_written():
 def test_empty_input_gives_zero_dgamma_dbeta(shape):
     data = {k: np.zeros(s, np.float32) for k, s in
             {"x": shape, "dy": shape, "mean": (shape[0], 2), "rstd": (shape[0], 2), "gamma": (4,)}.items()}
-    dx, dgamma, dbeta, _ = ascend.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], data["gamma"], 2)
+    dx, dgamma, dbeta, _ = ascendc_twin.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], data["gamma"], 2)
     assert dx.size == 0
     np.testing.assert_array_equal(dgamma, 0.0)
     np.testing.assert_array_equal(dbeta, 0.0)
@@ -145,7 +145,7 @@ def test_empty_input_gives_zero_dgamma_dbeta(shape):
 
 def test_gamma_none_means_ones():
     data, exact = make_inputs((2, 6, 10), 3, "float32", "float32", 5)
-    got = ascend.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], None, 3)
+    got = ascendc_twin.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], None, 3)
     want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, 3)
     for out, ref in zip(got[:3], want):
         assert relative_error(out, ref.reshape(out.shape), "float32") < 2e-5

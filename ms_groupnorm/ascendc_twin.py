@@ -1,0 +1,193 @@
+"""The CPU twin of the AscendC GroupNormGradMs kernel: build it and call it.
+
+* ``twin_library_path`` builds (g++, cached by a hash of the sources) the CPU twin:
+  kernels/ascendc/op_kernel compiled unmodified against kernels/ascendc/twin's AscendC
+  stand-in, plus the host tiling function and an aot shim with the same ABI as the CPU
+  backward (``twin_aot_func("GroupNormGrad")``).
+* ``twin_tiling``/``twin_launch``/``twin_backward``/``twin_probe`` call the twin with ctypes
+  (kernel-only; tests use them to make both good and deliberately broken launches).
+
+The operator's registration on a real Ascend device is ``ascend``.
+"""
+import ctypes
+import functools
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+# ---------------------------------------------------------------- the CPU twin: build
+ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
+TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
+_TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_launch.cc", "twin/twin_aot.cc", "twin/twin_probes.cc",
+                 "op_kernel/group_norm_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
+_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/twin_runtime.h", "twin/twin_launch.h",
+                 "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
+                 "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
+                 "../cpu/aot_status.h")
+_TWIN_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0",
+               "-fvisibility=hidden", "-Wall", "-Wextra")
+
+
+def ascendc_dir():
+    """kernels/ascendc of the source checkout (the twin is built from source)."""
+    override = os.environ.get(ASCENDC_DIR_ENV)
+    path = Path(override) if override else Path(__file__).resolve().parent.parent / "kernels" / "ascendc"
+    if not (path / "op_kernel" / "group_norm_grad_ms.cpp").is_file():
+        raise ImportError(f"ms_groupnorm: the AscendC sources are not at {path}; the CPU twin needs a source "
+                          f"checkout (or ${ASCENDC_DIR_ENV} pointing at kernels/ascendc).")
+    return path
+
+
+def _cache_dir():
+    override = os.environ.get(TWIN_CACHE_ENV)
+    candidates = [Path(override)] if override else []
+    candidates += [Path(__file__).resolve().parent / "_lib",
+                   Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ms_groupnorm"]
+    for path in candidates:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(path, os.W_OK):
+            return path
+    return Path(tempfile.gettempdir())
+
+
+@functools.lru_cache(maxsize=None)
+def twin_library_path():
+    """Path of the twin library, compiled with g++ on first use and cached by source hash."""
+    root = ascendc_dir()
+    digest = hashlib.sha256(" ".join(_TWIN_FLAGS).encode())
+    for name in _TWIN_SOURCES + _TWIN_HEADERS:
+        digest.update(name.encode())
+        digest.update((root / name).read_bytes())
+    target = _cache_dir() / f"libms_groupnorm_ascendc_twin-{digest.hexdigest()[:16]}.so"
+    if target.is_file():
+        return str(target)
+    scratch = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    command = ["g++", *_TWIN_FLAGS, f"-I{root / 'twin'}", f"-I{root / 'op_kernel'}",
+               *[str(root / s) for s in _TWIN_SOURCES], "-o", str(scratch)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError("ms_groupnorm: building the AscendC CPU twin failed:\n" + " ".join(command) + "\n" +
+                           result.stderr[-4000:])
+    os.replace(scratch, target)  # atomic: concurrent builders never see a half-written file
+    for stale in target.parent.glob("libms_groupnorm_ascendc_twin-*.so"):
+        if stale != target:  # builds of older sources
+            try:
+                stale.unlink()
+            except OSError:
+                pass
+    return str(target)
+
+
+def twin_aot_func(name="GroupNormGrad"):
+    """``func`` string of ``ops.Custom(func_type="aot")`` for an entry point of the twin."""
+    return f"{twin_library_path()}:{name}"
+
+
+# ---------------------------------------------------------------- the CPU twin: ctypes calls
+POLICIES = {"concurrent": 0, "forward": 1, "reverse": 2, "shuffle": 3, "interleave": 4}
+DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+MODE_NAMES = {0: "group_resident", 1: "channel_two_pass", 2: "hw_chunks", 3: "hw_one"}
+TILING_STATUS = {1: "bad shape", 2: "bad dtype pair", 3: "bad platform", 4: "does not fit in UB"}
+UB_910B = 196608  # Atlas A2 (Ascend910B) vector core UB, 192 KiB
+
+
+class TwinFault(RuntimeError):
+    """The twin stopped a launch for breaking a hardware rule."""
+
+
+@functools.lru_cache(maxsize=None)
+def _twin_cdll():
+    lib = ctypes.CDLL(twin_library_path())
+    i64, ptr, cint = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
+    lib.GnmsTwinTilingFields.restype = ctypes.c_char_p
+    lib.GnmsTwinTiling.restype = cint
+    lib.GnmsTwinTiling.argtypes = [i64] * 4 + [cint, cint, i64, i64, cint, cint, cint, ptr, ptr]
+    lib.GnmsTwinLaunch.restype = cint
+    lib.GnmsTwinLaunch.argtypes = [ptr, ptr, ptr, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p, cint]
+    lib.GnmsTwinProbe.restype = cint
+    lib.GnmsTwinProbe.argtypes = [ctypes.c_char_p, i64, i64, i64, cint, ctypes.c_uint64, ptr, i64,
+                                  ctypes.c_char_p, cint]
+    return lib
+
+
+def tiling_fields():
+    return _twin_cdll().GnmsTwinTilingFields().decode().split(",")
+
+
+def twin_tiling(N, C, HxW, G, data_dtype="float32", stat_dtype=None, ub_bytes=UB_910B, core_num=48,
+                mask=(True, True, True)):
+    """The host tiling function's result as a dict (plus "key"); raises ValueError on failure."""
+    stat_dtype = stat_dtype or data_dtype
+    out = np.zeros(len(tiling_fields()), np.int64)
+    key = ctypes.c_int64(0)
+    status = _twin_cdll().GnmsTwinTiling(N, C, HxW, G, DTYPE_CODES[data_dtype], DTYPE_CODES[stat_dtype], ub_bytes,
+                                         core_num, *[int(bool(m)) for m in mask], out.ctypes.data,
+                                         ctypes.byref(key))
+    if status:
+        raise ValueError(f"tiling failed: {TILING_STATUS.get(status, status)}")
+    tiling = dict(zip(tiling_fields(), (int(v) for v in out)))
+    tiling["key"] = key.value
+    return tiling
+
+
+def _raw(array):
+    return None if array is None else array.ctypes.data
+
+
+def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, buffer_bytes=None):
+    """Runs the kernel on the twin. ``buffers``: dy, mean, rstd, x, gamma, dx, dgamma, dbeta
+    (numpy arrays or None); ``buffer_bytes`` overrides the sizes the launch declares."""
+    ptrs = (ctypes.c_void_p * 8)(*[_raw(b) for b in buffers])
+    sizes = np.array(buffer_bytes if buffer_bytes is not None else
+                     [0 if b is None else b.nbytes for b in buffers], np.int64)
+    fields = np.array([tiling[name] for name in tiling_fields()], np.int64)
+    error = ctypes.create_string_buffer(2048)
+    status = _twin_cdll().GnmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data, tiling["key"], ub_bytes,
+                                         core_num, POLICIES[policy], seed, error, len(error))
+    if status:
+        raise TwinFault(error.value.decode())
+
+
+def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data_dtype=None, stat_dtype=None,
+                  ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0):
+    """Kernel-only backward on the twin, our interface: returns (dx, dgamma, dbeta, tiling).
+    bf16 travels as uint16 bit patterns (pass data_dtype/stat_dtype "bfloat16"); gamma None means ones."""
+    x = np.ascontiguousarray(x)
+    dy = np.ascontiguousarray(dy)
+    mean, rstd = np.ascontiguousarray(mean), np.ascontiguousarray(rstd)
+    N, C = x.shape[:2]
+    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    names = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
+    data_dtype = data_dtype or names[x.dtype]
+    stat_dtype = stat_dtype or names[mean.dtype]
+    if gamma is None:
+        one = {"float32": np.float32(1), "float16": np.float16(1), "bfloat16": np.uint16(0x3F80)}[stat_dtype]
+        gamma = np.full((C,), one)
+    gamma = np.ascontiguousarray(gamma)
+    tiling = twin_tiling(N, C, hxw, group, data_dtype, stat_dtype, ub_bytes, core_num, mask)
+    dx = np.full_like(x, 0x7F) if mask[0] else None  # garbage where the kernel must write
+    dgamma = np.full((C,), 0x7F, mean.dtype) if mask[1] else None
+    dbeta = np.full((C,), 0x7F, mean.dtype) if mask[2] else None
+    twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta], tiling, ub_bytes, core_num, policy, seed)
+    return dx, dgamma, dbeta, tiling
+
+
+def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurrent", seed=0, out_len=64):
+    """Runs one of twin_probes.cc's mini kernels; returns its GM buffer, raises TwinFault."""
+    out = np.zeros(out_len, np.float32)
+    error = ctypes.create_string_buffer(2048)
+    status = _twin_cdll().GnmsTwinProbe(name.encode(), block_dim, core_num, ub_bytes, POLICIES[policy], seed,
+                                        out.ctypes.data, out_len, error, len(error))
+    if status == 2:
+        raise KeyError(name)
+    if status:
+        raise TwinFault(error.value.decode())
+    return out
