@@ -284,3 +284,24 @@ def test_op_definition_uses_no_deprecated_call():
     source = OP_HOST.read_text()
     used = [name for name in DEPRECATED_OPDEF_CALLS if re.search(rf"\.{name}\s*\(", source)]
     assert used == []
+
+
+# ---------------------------------------------------------------- check_on_ascend.sh
+CHECK_SH = ASCENDC / "check_on_ascend.sh"
+
+
+def test_check_on_ascend_without_cann_exits_2_with_a_message(tmp_path):
+    env = dict(os.environ, ASCEND_HOME_PATH=str(tmp_path / "no_cann"))
+    result = subprocess.run(["bash", str(CHECK_SH)], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "CANN was not found" in result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "VERDICT: NOT RUN (no CANN)"
+
+
+def test_check_on_ascend_stops_with_a_verdict_when_the_build_fails(fake_cann, tmp_path):
+    env, record = fake_cann
+    compiler_setup = next((tmp_path / "mindspore").rglob("setup.py"))
+    compiler_setup.write_text("import sys\nsys.exit('custom_compiler: build failed')\n")
+    result = subprocess.run(["bash", str(CHECK_SH)], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stdout.strip().splitlines()[-1].startswith("VERDICT: FAIL (build.sh could not build")
