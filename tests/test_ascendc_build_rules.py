@@ -81,6 +81,17 @@ def test_twin_accepts_literal_tiling_keys_and_macros_expanding_to_them(case, tmp
     assert result.returncode == 0, result.stderr[-2000:]
 
 
+@pytest.mark.parametrize("key,accepted", [("1", True), ("KEY_FP32", False)])
+def test_twin_applies_the_literal_rule_to_per_key_kernel_types(key, accepted, tmp_path):
+    source = ("#include \"kernel_operator.h\"\nconstexpr int64_t KEY_FP32 = 1;\n"
+              "extern \"C\" __global__ __aicore__ void probe() {\n"
+              f"  KERNEL_TASK_TYPE({key}, KERNEL_TYPE_MIX_AIV_1_0);\n}}\n")
+    result = compile_only(source, tmp_path)
+    assert (result.returncode == 0) == accepted, result.stderr[-2000:]
+    if not accepted:
+        assert "KERNEL_TASK_TYPE(key, type): after macro expansion the key must be" in result.stderr
+
+
 def test_kernel_entry_uses_numeric_tiling_keys(tmp_path):
     """The operator's kernel entry compiles against the twin, whose TILING_KEY_IS refuses
     anything but numeric literals (CANN: 'can not be processed as numeric variables')."""

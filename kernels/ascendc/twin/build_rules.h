@@ -10,6 +10,9 @@
 //    Kernel-Tiling/TILING_KEY_IS.md). The twin expands k exactly as the preprocessor
 //    does and refuses to compile unless the expanded text is a decimal literal (with
 //    an optional u/U/l/L suffix).
+//  * KERNEL_TASK_TYPE(key, type) takes the same literal key (CANN pastes it into the name
+//    __enable_feature_for_compile_<key> and reads the digits back: kernel_info_infer.py,
+//    find_kernel_type).
 //  * KERNEL_TASK_TYPE_DEFAULT / KERNEL_TASK_TYPE record the declared kernel type of the
 //    block (names and order of asc-devkit's KernelMetaType, impl/basic_api/utils/
 //    kernel_utils_macros.h). SyncAll fails the launch under KERNEL_TYPE_AIV_ONLY or
@@ -90,7 +93,13 @@ inline void DeclareDefault(int type, const char *name) {
   if (!d.declared) d = DeclaredType{true, type, name};  // a per-key KERNEL_TASK_TYPE takes precedence
 }
 
+template <bool keyIsNumericLiteral>
 inline void DeclareForKey(uint64_t key, int type, const char *name) {
+  // CANN pastes the key into a symbol name (__enable_feature_for_compile_<key>) and reads
+  // it back as digits: the same literal rule as TILING_KEY_IS.
+  static_assert(keyIsNumericLiteral,
+                "KERNEL_TASK_TYPE(key, type): after macro expansion the key must be a non-negative decimal "
+                "literal, as for TILING_KEY_IS.");
   if (static_cast<uint64_t>(::twin::TilingKey()) == key) Declared() = DeclaredType{true, type, name};
 }
 
@@ -113,6 +122,7 @@ inline void CheckSyncAllKernelType() {
 #define TILING_KEY_IS(key) \
   (::twin_rules::TilingKeyIs<::twin_rules::IsNumericKeyText(GNMS_TWIN_EXPANDED_TEXT_(key))>((key)))
 #define KERNEL_TASK_TYPE_DEFAULT(type) ::twin_rules::DeclareDefault((type), #type)
-#define KERNEL_TASK_TYPE(key, type) ::twin_rules::DeclareForKey((key), (type), #type)
+#define KERNEL_TASK_TYPE(key, type) \
+  ::twin_rules::DeclareForKey<::twin_rules::IsNumericKeyText(GNMS_TWIN_EXPANDED_TEXT_(key))>((key), (type), #type)
 
 #endif  // GNMS_TWIN_BUILD_RULES_H
