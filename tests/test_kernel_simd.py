@@ -83,8 +83,12 @@ def _data(rng, shape, dtype):
 
 
 # (N, C, HxW, G): vector tails (HxW % 32 != 0), several 2048-blocks with a tail,
-# HxW below one vector, the channel-wise schedule (N*G < threads), many tiny channels.
-SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32)]
+# HxW below one vector, the channel-wise schedule (N*G < threads), many tiny channels,
+# rows that end with a single vector after the pairs of vectors (56 = 3 * 16 + 8 for
+# AVX2, 32 + 16 + 8 for AVX-512), and rows with no tail at all (64: sums folded
+# straight from the registers).
+SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32),
+         (2, 8, 56, 4), (2, 8, 64, 2)]
 # Outputs of >= 8 MiB are written with non-temporal stores; one case crosses that.
 STREAMED = (1, 4, 1 << 19, 2)
 DTYPES = ["float32", "float16", "bfloat16"]

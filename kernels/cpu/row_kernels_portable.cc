@@ -46,13 +46,35 @@ struct V {
   }
   template <typename T>
   static void Stream(T *p, reg r) { Store(p, r); }
+  // Pairs in memory order (row_kernels_impl.h).
+  template <typename T>
+  static void LoadPair(const T *p, reg &a, reg &b) {
+    a = Load(p);
+    b = Load(p + kWidth);
+  }
+  template <typename T>
+  static void StorePair(T *p, reg a, reg b) {
+    Store(p, a);
+    Store(p + kWidth, b);
+  }
+  template <typename T>
+  static void StreamPair(T *p, reg a, reg b) { StorePair(p, a, b); }
+  template <typename T>
+  static void Unpair(const T *, reg &, reg &) {}
   static void StoreLanes(float *p, reg r) { std::memcpy(p, r.v, sizeof r.v); }
+  static double FoldRegs(const reg *acc);  // after row_kernels_impl.h, which defines FoldLanes
   static void Fence() {}
   template <typename T>
   static constexpr int StreamAlign() { return 1; }
 };
 
 #include "row_kernels_impl.h"
+
+double V::FoldRegs(const reg *acc) {
+  float lanes[kLanes];
+  for (int r = 0; r < kRegs; ++r) StoreLanes(lanes + r * kWidth, acc[r]);
+  return FoldLanes(lanes);
+}
 
 }  // namespace isa_portable
 
