@@ -23,10 +23,18 @@ namespace ms_groupnorm {
 constexpr int kLanes = 32;       // float lanes per running sum
 constexpr int64_t kBlock = 2048; // elements per float-lane block (folded into double)
 
-// Outputs bigger than this are written with non-temporal stores: they cannot stay
-// in cache together with their inputs anyway, and streaming them saves the
-// read-for-ownership traffic (12 instead of 16 bytes per fp32 element in backward).
-constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+// Outputs of at least this many bytes are written with non-temporal stores: they
+// cannot stay in cache together with their inputs anyway, and streaming them saves
+// the read-for-ownership traffic (12 instead of 16 bytes per fp32 element in
+// backward). Below it, cached stores win: measured on a Zen 3 (32 MiB L3) with
+// scripts/bench_kernel_backward.py, a 20 MiB output (8x320x64x64 in fp16/bf16) and a
+// 12 MiB one (16x128x56x56) were as fast or up to 2x faster with cached stores,
+// while 24.5 and 40 MiB fp32 outputs were as fast or faster streamed. Only the store
+// instruction depends on it, never the bits. SetStreamMinBytes(n > 0) changes it
+// (tests use 1 to stream every output); 0 restores the default.
+constexpr int64_t kDefaultStreamMinBytes = int64_t{24} << 20;
+void SetStreamMinBytes(int64_t bytes);
+int64_t StreamMinBytes();
 
 // Each function handles `rows` consecutive channel rows of `hxw` elements (one row
 // when the schedule splits by channel, a group's D rows otherwise), writing one

@@ -140,4 +140,14 @@ void SetMinElementsPerThread(int64_t elements) {
 
 int64_t MinElementsPerThread() { return g_min_elements_per_thread.load(std::memory_order_relaxed); }
 
+namespace {
+std::atomic<int64_t> g_stream_min_bytes{kDefaultStreamMinBytes};
+}  // namespace
+
+void SetStreamMinBytes(int64_t bytes) {
+  g_stream_min_bytes.store(bytes > 0 ? bytes : kDefaultStreamMinBytes, std::memory_order_relaxed);
+}
+
+int64_t StreamMinBytes() { return g_stream_min_bytes.load(std::memory_order_relaxed); }
+
 }  // namespace ms_groupnorm
