@@ -98,13 +98,17 @@ bool SelectRowKernels(const char *isa);
 void SetKernelThreads(int threads);
 int KernelThreads();
 
-// A kernel call uses one thread per this many elements at most (so small calls stay on
-// one thread). Measured on the 2-core reference machine (scripts/bench_group_norm.py):
-// a second thread only paid off from about 10^6 elements, because waking it (OpenMP
-// threads sleep between calls that are far apart) costs more than it saves below that.
+// A kernel call uses one thread per this many elements at most (so tiny calls stay on
+// one thread). Kernel-only, back to back, on a 2-core Zen 3 (scripts/bench_kernel_backward.py
+// and interleaved 1- vs 2-thread runs of the same build), a second thread already paid
+// off at 131072 elements (2x64x32x32: 0.061 vs 0.082 ms fp32, 0.038 vs 0.061 ms bf16)
+// and torch uses it there; at 58140 (3x60x17x19) one thread was as fast as torch's two.
+// (The earlier 2^19 came from timings through MindSpore, where calls are far apart and
+// the sleeping OpenMP thread must be woken on every call; scripts/bench_group_norm.py's
+// PyNative columns show what that costs now.)
 // Only the schedule depends on it, never the bits. SetMinElementsPerThread(n > 0)
 // changes it (tests use 1 to run every schedule on small shapes); 0 restores the default.
-constexpr int64_t kDefaultMinElementsPerThread = int64_t{1} << 19;
+constexpr int64_t kDefaultMinElementsPerThread = int64_t{1} << 16;
 void SetMinElementsPerThread(int64_t elements);
 int64_t MinElementsPerThread();
 
