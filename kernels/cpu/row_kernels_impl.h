@@ -66,7 +66,15 @@ void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu,
       V::Unpair(dy, acc_dy[r], acc_dy[r + 1]);
       V::Unpair(dy, acc_dyxc[r], acc_dyxc[r + 1]);
     }
-    if (i == end) {  // no tail: fold straight from the registers (same tree, same bits)
+    // The block's tail goes to lanes 0, 1, ...: whole vectors first (one add per lane,
+    // as in the scalar loop below), then the rest lane by lane.
+    int tail_regs = 0;
+    for (; i + V::kWidth <= end; i += V::kWidth, ++tail_regs) {
+      const typename V::reg d = V::Load(dy + i);
+      acc_dy[tail_regs] = V::Add(acc_dy[tail_regs], d);
+      acc_dyxc[tail_regs] = V::Add(acc_dyxc[tail_regs], V::Mul(d, V::Sub(V::Load(x + i), vmu)));
+    }
+    if (i == end) {  // fold straight from the registers (same tree, same bits)
       total_dy += V::FoldRegs(acc_dy);
       total_dyxc += V::FoldRegs(acc_dyxc);
       continue;
@@ -76,7 +84,7 @@ void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu,
       V::StoreLanes(lanes_dy + r * V::kWidth, acc_dy[r]);
       V::StoreLanes(lanes_dyxc + r * V::kWidth, acc_dyxc[r]);
     }
-    for (int l = 0; i < end; ++i, ++l) {
+    for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) {
       const float d = ToFloat(dy[i]);
       lanes_dy[l] += d;
       lanes_dyxc[l] += d * (ToFloat(x[i]) - mu);
@@ -108,13 +116,17 @@ double SumRow(const T *x, int64_t n, VectorTerm vector_term, ScalarTerm scalar_t
     for (; i + kLanes <= end; i += kLanes) {
       for (int r = 0; r < kRegs; ++r) acc[r] = V::Add(acc[r], vector_term(V::Load(x + i + r * V::kWidth)));
     }
+    int tail_regs = 0;  // the tail as in ReduceGradRow: whole vectors, then lane by lane
+    for (; i + V::kWidth <= end; i += V::kWidth, ++tail_regs) {
+      acc[tail_regs] = V::Add(acc[tail_regs], vector_term(V::Load(x + i)));
+    }
     if (i == end) {
       total += V::FoldRegs(acc);
       continue;
     }
     float lanes[kLanes];
     for (int r = 0; r < kRegs; ++r) V::StoreLanes(lanes + r * V::kWidth, acc[r]);
-    for (int l = 0; i < end; ++i, ++l) lanes[l] += scalar_term(ToFloat(x[i]));
+    for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) lanes[l] += scalar_term(ToFloat(x[i]));
     total += FoldLanes(lanes);
   }
   return total;
