@@ -6,8 +6,11 @@
 //  * every sum uses kLanes float lanes inside a block of kBlock elements (lane l
 //    takes the elements l, l + kLanes, ... of the block; the block's tail goes to
 //    lanes 0, 1, ... in order), the lanes are folded into a double by a fixed tree and
-//    the blocks are added in order. A vector build only maps the 32 lanes onto
-//    registers (2 zmm, 4 ymm, or arrays), so it adds the same numbers in the same order;
+//    the blocks are added in order (the backward's per-channel sums first add the four
+//    rows of 8 lanes in float, (row 0 + row 1) + (row 2 + row 3), and fold those 8 in
+//    double: FoldLanesViaFloat). A vector build only maps the 32 lanes onto registers
+//    (2 zmm, 4 ymm, or arrays; bf16 pairs are unpaired before the fold), so it adds
+//    the same numbers in the same order;
 //  * no build fuses a multiply and an add (fp-contract is off in the vector builds);
 //  * the fp16/bf16 conversions round to nearest even and treat subnormals, inf and
 //    NaN the same in scalar and vector form (see half_types.h).

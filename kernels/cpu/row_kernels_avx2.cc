@@ -119,6 +119,14 @@ struct V {
     const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));  // part[k] += part[k + 2]
     return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // part[0] += part[1]
   }
+  // FoldLanesViaFloat on acc[0..3]: the four rows added in float, then the same tree.
+  static double FoldRegsViaFloat(const reg *acc) {
+    const reg quad = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    const __m256d w4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(quad)),
+                                     _mm256_cvtps_pd(_mm256_extractf128_ps(quad, 1)));                // k += k + 4
+    const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));  // k += k + 2
+    return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
+  }
   static void Fence() { _mm_sfence(); }
 };
 static_assert(kLanes == 4 * V::kWidth, "FoldRegs folds four registers");

@@ -112,6 +112,18 @@ struct V {
     const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));           // k += k + 2
     return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                                    // k += k + 1
   }
+  // FoldLanesViaFloat on acc[0..1]: register r holds rows 2r and 2r + 1 of 8 lanes, so
+  // (row 0 + row 1) + (row 2 + row 3) in float, then the same tree as FoldRegs.
+  static __m256 LowerHalf(reg v) { return _mm512_castps512_ps256(v); }
+  static __m256 UpperHalf(reg v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+  static double FoldRegsViaFloat(const reg *acc) {
+    const __m256 quad = _mm256_add_ps(_mm256_add_ps(LowerHalf(acc[0]), UpperHalf(acc[0])),
+                                      _mm256_add_ps(LowerHalf(acc[1]), UpperHalf(acc[1])));
+    const __m256d w4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(quad)),
+                                     _mm256_cvtps_pd(_mm256_extractf128_ps(quad, 1)));                // k += k + 4
+    const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));  // k += k + 2
+    return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
+  }
   static void Fence() { _mm_sfence(); }
 };
 static_assert(kLanes == 2 * V::kWidth, "FoldRegs folds two registers");

@@ -5,8 +5,9 @@
 // at link time).
 //
 // V provides: reg, kWidth (divides kLanes), Zero, Set1, Add, Sub, Mul, Load/Store/Stream
-// for float, Half and BFloat16, StoreLanes (floats to memory), FoldRegs (FoldLanes
-// below on the kLanes/kWidth registers, without the trip through memory), Fence
+// for float, Half and BFloat16, StoreLanes (floats to memory), FoldRegs and
+// FoldRegsViaFloat (FoldLanes and FoldLanesViaFloat below on the kLanes/kWidth
+// registers, without the trip through memory), Fence
 // (after streaming stores), and StreamAlign<T>() in bytes (enough for Stream and
 // StreamPair).
 //
@@ -42,6 +43,25 @@ inline double FoldLanes(const float *lanes) {
   return part[0];
 }
 
+// The backward's per-channel sums fold their lanes more cheaply (a 64-element row is
+// mostly fold otherwise): the four rows of 8 lanes are added in float as
+// (row 0 + row 1) + (row 2 + row 3), and the 8 results in double by the halving tree
+// above. A lane already holds a float sum of up to kBlock / kLanes elements, so the two
+// extra float roundings do not change the accuracy that matters.
+inline double FoldLanesViaFloat(const float *lanes) {
+  float quad[kFoldWidth];
+  for (int k = 0; k < kFoldWidth; ++k) {
+    quad[k] = (lanes[k] + lanes[kFoldWidth + k]) + (lanes[2 * kFoldWidth + k] + lanes[3 * kFoldWidth + k]);
+  }
+  double part[kFoldWidth];
+  for (int k = 0; k < kFoldWidth; ++k) part[k] = quad[k];
+  for (int width = kFoldWidth / 2; width > 0; width /= 2) {
+    for (int k = 0; k < width; ++k) part[k] += part[k + width];
+  }
+  return part[0];
+}
+static_assert(kLanes == 4 * kFoldWidth, "FoldLanesViaFloat adds four rows of lanes");
+
 template <typename T>
 void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu, int64_t n, double *sum_dy,
                    double *sum_dyxc) {
@@ -75,8 +95,8 @@ void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu,
       acc_dyxc[tail_regs] = V::Add(acc_dyxc[tail_regs], V::Mul(d, V::Sub(V::Load(x + i), vmu)));
     }
     if (i == end) {  // fold straight from the registers (same tree, same bits)
-      total_dy += V::FoldRegs(acc_dy);
-      total_dyxc += V::FoldRegs(acc_dyxc);
+      total_dy += V::FoldRegsViaFloat(acc_dy);
+      total_dyxc += V::FoldRegsViaFloat(acc_dyxc);
       continue;
     }
     float lanes_dy[kLanes], lanes_dyxc[kLanes];
@@ -89,8 +109,8 @@ void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu,
       lanes_dy[l] += d;
       lanes_dyxc[l] += d * (ToFloat(x[i]) - mu);
     }
-    total_dy += FoldLanes(lanes_dy);
-    total_dyxc += FoldLanes(lanes_dyxc);
+    total_dy += FoldLanesViaFloat(lanes_dy);
+    total_dyxc += FoldLanesViaFloat(lanes_dyxc);
   }
   *sum_dy = total_dy;
   *sum_dyxc = total_dyxc;

@@ -63,6 +63,7 @@ struct V {
   static void Unpair(const T *, reg &, reg &) {}
   static void StoreLanes(float *p, reg r) { std::memcpy(p, r.v, sizeof r.v); }
   static double FoldRegs(const reg *acc);  // after row_kernels_impl.h, which defines FoldLanes
+  static double FoldRegsViaFloat(const reg *acc);
   static void Fence() {}
   template <typename T>
   static constexpr int StreamAlign() { return 1; }
@@ -74,6 +75,12 @@ double V::FoldRegs(const reg *acc) {
   float lanes[kLanes];
   for (int r = 0; r < kRegs; ++r) StoreLanes(lanes + r * kWidth, acc[r]);
   return FoldLanes(lanes);
+}
+
+double V::FoldRegsViaFloat(const reg *acc) {
+  float lanes[kLanes];
+  for (int r = 0; r < kRegs; ++r) StoreLanes(lanes + r * kWidth, acc[r]);
+  return FoldLanesViaFloat(lanes);
 }
 
 }  // namespace isa_portable
