@@ -63,6 +63,8 @@ def _cdll():
     lib.MsGroupNormGetNumThreads.restype = ctypes.c_int
     lib.MsGroupNormSetMinElementsPerThread.argtypes = [i64]
     lib.MsGroupNormSetMinElementsPerThread.restype = None
+    lib.MsGroupNormSetStreamMinBytes.argtypes = [i64]
+    lib.MsGroupNormSetStreamMinBytes.restype = None
     lib.MsGroupNormActiveIsa.restype = ctypes.c_char_p
     lib.MsGroupNormSelectIsa.argtypes = [cstr]
     lib.MsGroupNormSelectIsa.restype = ctypes.c_int

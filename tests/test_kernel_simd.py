@@ -52,6 +52,7 @@ def isa_control():
     lib.MsGroupNormSelectIsa(before)
     lib.MsGroupNormSetNumThreads(0)
     lib.MsGroupNormSetMinElementsPerThread(0)
+    lib.MsGroupNormSetStreamMinBytes(0)
 
 
 def test_default_build_is_the_widest_the_cpu_supports(isa_control):
@@ -83,9 +84,14 @@ def _data(rng, shape, dtype):
 
 
 # (N, C, HxW, G): vector tails (HxW % 32 != 0), several 2048-blocks with a tail,
-# HxW below one vector, the channel-wise schedule (N*G < threads), many tiny channels.
-SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32)]
-# Outputs of >= 8 MiB are written with non-temporal stores; one case crosses that.
+# HxW below one vector, the channel-wise schedule (N*G < threads), many tiny channels,
+# rows that end with a single vector after the pairs of vectors (56 = 3 * 16 + 8 for
+# AVX2, 32 + 16 + 8 for AVX-512), and rows with no tail at all (64: sums folded
+# straight from the registers).
+SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32),
+         (2, 8, 56, 4), (2, 8, 64, 2)]
+# Outputs of >= 24 MiB are written with non-temporal stores by default; the streaming
+# test forces them on every size here and on this larger one too.
 STREAMED = (1, 4, 1 << 19, 2)
 DTYPES = ["float32", "float16", "bfloat16"]
 
@@ -131,18 +137,22 @@ def test_builds_and_thread_counts_agree_bit_for_bit(isa_control, dtype, stat_dty
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_streamed_outputs_agree_with_cached_stores(isa_control, dtype):
-    """The >= 8 MiB case takes the non-temporal path in the vector builds, never in the
-    portable one: same bits, and the same as a 1-thread run."""
+    """Non-temporal stores (forced here on every output, rows starting at any alignment)
+    in the vector builds give the bits of the portable build's plain stores, for 1 and 2
+    threads."""
     isas = _available_isas()
-    results = {}
-    for isa in isas:
-        isa_control.MsGroupNormSelectIsa(isa.encode())
-        for threads in (1, 2):
-            isa_control.MsGroupNormSetNumThreads(threads)
-            results[(isa, threads)] = _run_all(isa_control, STREAMED, dtype, dtype, seed=3)
-    first = results[("portable", 1)]
-    for key, outputs in results.items():
-        assert outputs == first, f"{key} differs from the portable 1-thread run ({dtype})"
+    for sizes in SIZES + [STREAMED]:
+        isa_control.MsGroupNormSelectIsa(b"portable")
+        isa_control.MsGroupNormSetNumThreads(1)
+        isa_control.MsGroupNormSetStreamMinBytes(0)
+        want = _run_all(isa_control, sizes, dtype, dtype, seed=3)
+        isa_control.MsGroupNormSetStreamMinBytes(1)
+        for isa in isas:
+            isa_control.MsGroupNormSelectIsa(isa.encode())
+            for threads in (1, 2):
+                isa_control.MsGroupNormSetNumThreads(threads)
+                got = _run_all(isa_control, sizes, dtype, dtype, seed=3)
+                assert got == want, f"{isa}, {threads} threads, streamed, differs from portable ({sizes}, {dtype})"
 
 
 # Values whose fp16 / bf16 rounding is delicate: ties (to even), just above/below

@@ -68,7 +68,7 @@ inline bool SplitByChannel(int64_t groups, int threads) { return groups < thread
 
 template <typename T>
 inline bool StreamOutput(const GroupNormSizes &s) {
-  return s.N * s.C * s.HxW * static_cast<int64_t>(sizeof(T)) >= kStreamMinBytes;
+  return s.N * s.C * s.HxW * static_cast<int64_t>(sizeof(T)) >= StreamMinBytes();
 }
 
 template <typename U>

@@ -6,8 +6,11 @@
 //  * every sum uses kLanes float lanes inside a block of kBlock elements (lane l
 //    takes the elements l, l + kLanes, ... of the block; the block's tail goes to
 //    lanes 0, 1, ... in order), the lanes are folded into a double by a fixed tree and
-//    the blocks are added in order. A vector build only maps the 32 lanes onto
-//    registers (2 zmm, 4 ymm, or arrays), so it adds the same numbers in the same order;
+//    the blocks are added in order (the backward's per-channel sums first add the four
+//    rows of 8 lanes in float, (row 0 + row 1) + (row 2 + row 3), and fold those 8 in
+//    double: FoldLanesViaFloat). A vector build only maps the 32 lanes onto registers
+//    (2 zmm, 4 ymm, or arrays; bf16 pairs are unpaired before the fold), so it adds
+//    the same numbers in the same order;
 //  * no build fuses a multiply and an add (fp-contract is off in the vector builds);
 //  * the fp16/bf16 conversions round to nearest even and treat subnormals, inf and
 //    NaN the same in scalar and vector form (see half_types.h).
@@ -23,10 +26,18 @@ namespace ms_groupnorm {
 constexpr int kLanes = 32;       // float lanes per running sum
 constexpr int64_t kBlock = 2048; // elements per float-lane block (folded into double)
 
-// Outputs bigger than this are written with non-temporal stores: they cannot stay
-// in cache together with their inputs anyway, and streaming them saves the
-// read-for-ownership traffic (12 instead of 16 bytes per fp32 element in backward).
-constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+// Outputs of at least this many bytes are written with non-temporal stores: they
+// cannot stay in cache together with their inputs anyway, and streaming them saves
+// the read-for-ownership traffic (12 instead of 16 bytes per fp32 element in
+// backward). Below it, cached stores win: measured on a Zen 3 (32 MiB L3) with
+// scripts/bench_kernel_backward.py, a 20 MiB output (8x320x64x64 in fp16/bf16) and a
+// 12 MiB one (16x128x56x56) were as fast or up to 2x faster with cached stores,
+// while 24.5 and 40 MiB fp32 outputs were as fast or faster streamed. Only the store
+// instruction depends on it, never the bits. SetStreamMinBytes(n > 0) changes it
+// (tests use 1 to stream every output); 0 restores the default.
+constexpr int64_t kDefaultStreamMinBytes = int64_t{24} << 20;
+void SetStreamMinBytes(int64_t bytes);
+int64_t StreamMinBytes();
 
 // Each function handles `rows` consecutive channel rows of `hxw` elements (one row
 // when the schedule splits by channel, a group's D rows otherwise), writing one
@@ -90,13 +101,17 @@ bool SelectRowKernels(const char *isa);
 void SetKernelThreads(int threads);
 int KernelThreads();
 
-// A kernel call uses one thread per this many elements at most (so small calls stay on
-// one thread). Measured on the 2-core reference machine (scripts/bench_group_norm.py):
-// a second thread only paid off from about 10^6 elements, because waking it (OpenMP
-// threads sleep between calls that are far apart) costs more than it saves below that.
+// A kernel call uses one thread per this many elements at most (so tiny calls stay on
+// one thread). Kernel-only, back to back, on a 2-core Zen 3 (scripts/bench_kernel_backward.py
+// and interleaved 1- vs 2-thread runs of the same build), a second thread already paid
+// off at 131072 elements (2x64x32x32: 0.061 vs 0.082 ms fp32, 0.038 vs 0.061 ms bf16)
+// and torch uses it there; at 58140 (3x60x17x19) one thread was as fast as torch's two.
+// (The earlier 2^19 came from timings through MindSpore, where calls are far apart and
+// the sleeping OpenMP thread must be woken on every call; scripts/bench_group_norm.py's
+// PyNative columns show what that costs now.)
 // Only the schedule depends on it, never the bits. SetMinElementsPerThread(n > 0)
 // changes it (tests use 1 to run every schedule on small shapes); 0 restores the default.
-constexpr int64_t kDefaultMinElementsPerThread = int64_t{1} << 19;
+constexpr int64_t kDefaultMinElementsPerThread = int64_t{1} << 16;
 void SetMinElementsPerThread(int64_t elements);
 int64_t MinElementsPerThread();
 

@@ -34,16 +34,25 @@ struct V {
 
   // Round to nearest even; NaN is quieted and payload-truncated like the scalar ToHalf.
   static __m128i HalfBits(reg v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  // The scalar ToBFloat16 in integer lanes (see the AVX-512 build).
-  static __m128i BFloat16Bits(reg v) {
+  // The scalar ToBFloat16 in integer lanes: the bf16 bits end up in the upper half of
+  // each 32-bit lane (the lower half is left over). Add 0x7fff + lsb; a NaN keeps its
+  // top bits with the quiet bit set.
+  static __m256i BFloat16InUpperHalf(reg v) {
     const __m256i u = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     const __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
     const __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    const __m256i top = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quiet, nan), 16);
+    return _mm256_blendv_epi8(rounded, quiet, nan);
+  }
+  static __m128i BFloat16Bits(reg v) {
+    const __m256i top = _mm256_srli_epi32(BFloat16InUpperHalf(v), 16);
     // Every lane is <= 0xffff, so the unsigned saturating pack is exact.
     return _mm_packus_epi32(_mm256_castsi256_si128(top), _mm256_extracti128_si256(top, 1));
+  }
+  // 16 bf16 of a pair: even elements in the low halves, odd ones in the high halves.
+  static __m256i BFloat16PairBits(reg even, reg odd) {
+    return _mm256_blend_epi16(_mm256_srli_epi32(BFloat16InUpperHalf(even), 16), BFloat16InUpperHalf(odd), 0xaa);
   }
 
   static void Store(float *p, reg v) { _mm256_storeu_ps(p, v); }
@@ -52,11 +61,75 @@ struct V {
   static void Stream(float *p, reg v) { _mm256_stream_ps(p, v); }
   static void Stream(Half *p, reg v) { _mm_stream_si128(reinterpret_cast<__m128i *>(p), HalfBits(v)); }
   static void Stream(BFloat16 *p, reg v) { _mm_stream_si128(reinterpret_cast<__m128i *>(p), BFloat16Bits(v)); }
+  // Pairs (row_kernels_impl.h): memory order for float and fp16; for bf16 the even
+  // elements in a and the odd ones in b, so that a load is one 32-byte load, a shift
+  // and a mask, and a store a blend.
   template <typename T>
-  static constexpr int StreamAlign() { return static_cast<int>(sizeof(T)) * kWidth; }
+  static void LoadPair(const T *p, reg &a, reg &b) {
+    a = Load(p);
+    b = Load(p + kWidth);
+  }
+  static void LoadPair(const BFloat16 *p, reg &a, reg &b) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+    a = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    b = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
+  template <typename T>
+  static void StorePair(T *p, reg a, reg b) {
+    Store(p, a);
+    Store(p + kWidth, b);
+  }
+  static void StorePair(BFloat16 *p, reg a, reg b) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), BFloat16PairBits(a, b));
+  }
+  template <typename T>
+  static void StreamPair(T *p, reg a, reg b) {
+    Stream(p, a);
+    Stream(p + kWidth, b);
+  }
+  static void StreamPair(BFloat16 *p, reg a, reg b) {
+    _mm256_stream_si256(reinterpret_cast<__m256i *>(p), BFloat16PairBits(a, b));
+  }
+  // One 32-byte non-temporal store rather than two 16-byte ones (half-filled
+  // write-combining buffers were slow on Zen 3).
+  static void StreamPair(Half *p, reg a, reg b) {
+    _mm256_stream_si256(reinterpret_cast<__m256i *>(p), _mm256_set_m128i(HalfBits(b), HalfBits(a)));
+  }
+  template <typename T>
+  static void Unpair(const T *, reg &, reg &) {}
+  static void Unpair(const BFloat16 *, reg &a, reg &b) {
+    const reg lo = _mm256_unpacklo_ps(a, b);  // elements 0-3 | 8-11
+    const reg hi = _mm256_unpackhi_ps(a, b);  // elements 4-7 | 12-15
+    a = _mm256_permute2f128_ps(lo, hi, 0x20);
+    b = _mm256_permute2f128_ps(lo, hi, 0x31);
+  }
+  // Stream needs kWidth elements' alignment, StreamPair of bf16 32 bytes.
+  template <typename T>
+  static constexpr int StreamAlign() { return static_cast<int>(sizeof(T)) * kWidth < 32 ? 32 : static_cast<int>(sizeof(T)) * kWidth; }
   static void StoreLanes(float *p, reg v) { _mm256_storeu_ps(p, v); }
+  // FoldLanes on acc[0..3]: register r holds lanes 8r..8r+7, one row of the fold.
+  static double FoldRegs(const reg *acc) {
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(acc[0]));  // part[0..3]
+    __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(acc[0], 1));  // part[4..7]
+    for (int r = 1; r < 4; ++r) {
+      lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(acc[r])));
+      hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(acc[r], 1)));
+    }
+    const __m256d w4 = _mm256_add_pd(lo, hi);                                                 // part[k] += part[k + 4]
+    const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));  // part[k] += part[k + 2]
+    return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // part[0] += part[1]
+  }
+  // FoldLanesViaFloat on acc[0..3]: the four rows added in float, then the same tree.
+  static double FoldRegsViaFloat(const reg *acc) {
+    const reg quad = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    const __m256d w4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(quad)),
+                                     _mm256_cvtps_pd(_mm256_extractf128_ps(quad, 1)));                // k += k + 4
+    const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));  // k += k + 2
+    return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
+  }
   static void Fence() { _mm_sfence(); }
 };
+static_assert(kLanes == 4 * V::kWidth, "FoldRegs folds four registers");
 
 #include "row_kernels_impl.h"
 

@@ -34,15 +34,21 @@ struct V {
 
   // Round to nearest even; NaN is quieted and payload-truncated like the scalar ToHalf.
   static __m256i HalfBits(reg v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  // The scalar ToBFloat16 in integer lanes: add 0x7fff + lsb, keep the top half; NaN
-  // keeps its top bits with the quiet bit set.
-  static __m256i BFloat16Bits(reg v) {
+  // The scalar ToBFloat16 in integer lanes: add 0x7fff + lsb; NaN keeps its top bits
+  // with the quiet bit set. The bf16 bits end up in the upper half of each 32-bit lane.
+  static __m512i BFloat16InUpperHalf(reg v) {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    rounded = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
-    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded, 16));
+    return _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
+  }
+  static __m256i BFloat16Bits(reg v) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(BFloat16InUpperHalf(v), 16)); }
+  // 32 bf16 of a pair: even elements in the low halves, odd ones in the high halves.
+  static __m512i BFloat16PairBits(reg even, reg odd) {
+    const __m512i low = _mm512_srli_epi32(BFloat16InUpperHalf(even), 16);
+    const __m512i high = _mm512_and_si512(BFloat16InUpperHalf(odd), _mm512_set1_epi32(static_cast<int>(0xffff0000u)));
+    return _mm512_or_si512(low, high);
   }
 
   static void Store(float *p, reg v) { _mm512_storeu_ps(p, v); }
@@ -51,11 +57,76 @@ struct V {
   static void Stream(float *p, reg v) { _mm512_stream_ps(p, v); }
   static void Stream(Half *p, reg v) { _mm256_stream_si256(reinterpret_cast<__m256i *>(p), HalfBits(v)); }
   static void Stream(BFloat16 *p, reg v) { _mm256_stream_si256(reinterpret_cast<__m256i *>(p), BFloat16Bits(v)); }
+  // Pairs (row_kernels_impl.h): memory order for float and fp16; for bf16 the even
+  // elements in a and the odd ones in b (one 64-byte load, a shift and a mask).
   template <typename T>
-  static constexpr int StreamAlign() { return static_cast<int>(sizeof(T)) * kWidth; }
+  static void LoadPair(const T *p, reg &a, reg &b) {
+    a = Load(p);
+    b = Load(p + kWidth);
+  }
+  static void LoadPair(const BFloat16 *p, reg &a, reg &b) {
+    const __m512i w = _mm512_loadu_si512(p);
+    a = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    b = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
+  template <typename T>
+  static void StorePair(T *p, reg a, reg b) {
+    Store(p, a);
+    Store(p + kWidth, b);
+  }
+  static void StorePair(BFloat16 *p, reg a, reg b) { _mm512_storeu_si512(p, BFloat16PairBits(a, b)); }
+  template <typename T>
+  static void StreamPair(T *p, reg a, reg b) {
+    Stream(p, a);
+    Stream(p + kWidth, b);
+  }
+  static void StreamPair(BFloat16 *p, reg a, reg b) {
+    _mm512_stream_si512(reinterpret_cast<__m512i *>(p), BFloat16PairBits(a, b));
+  }
+  template <typename T>
+  static void Unpair(const T *, reg &, reg &) {}
+  // 128-bit chunk c of lo holds elements 8c..8c+3, of hi 8c+4..8c+7.
+  static void Unpair(const BFloat16 *, reg &a, reg &b) {
+    const reg lo = _mm512_unpacklo_ps(a, b);
+    const reg hi = _mm512_unpackhi_ps(a, b);
+    const reg first = _mm512_shuffle_f32x4(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));   // lo0 lo1 hi0 hi1
+    const reg second = _mm512_shuffle_f32x4(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));  // lo2 lo3 hi2 hi3
+    a = _mm512_shuffle_f32x4(first, first, _MM_SHUFFLE(3, 1, 2, 0));            // lo0 hi0 lo1 hi1
+    b = _mm512_shuffle_f32x4(second, second, _MM_SHUFFLE(3, 1, 2, 0));          // lo2 hi2 lo3 hi3
+  }
+  // Stream needs kWidth elements' alignment, StreamPair of bf16 64 bytes.
+  template <typename T>
+  static constexpr int StreamAlign() { return static_cast<int>(sizeof(T)) * kWidth < 64 ? 64 : static_cast<int>(sizeof(T)) * kWidth; }
   static void StoreLanes(float *p, reg v) { _mm512_storeu_ps(p, v); }
+  // FoldLanes on acc[0..1]: each register holds two rows of the fold (lanes 16r..16r+7
+  // and 16r+8..16r+15), converted to 8 doubles each and added row by row.
+  static __m512d LowerRow(reg v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+  static __m512d UpperRow(reg v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  }
+  static double FoldRegs(const reg *acc) {
+    __m512d part = _mm512_add_pd(LowerRow(acc[0]), UpperRow(acc[0]));
+    part = _mm512_add_pd(part, LowerRow(acc[1]));
+    part = _mm512_add_pd(part, UpperRow(acc[1]));
+    const __m256d w4 = _mm256_add_pd(_mm512_castpd512_pd256(part), _mm512_extractf64x4_pd(part, 1));  // k += k + 4
+    const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));           // k += k + 2
+    return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                                    // k += k + 1
+  }
+  // FoldLanesViaFloat on acc[0..1]: register r holds rows 2r and 2r + 1 of 8 lanes, so
+  // (row 0 + row 1) + (row 2 + row 3) in float, then the same tree as FoldRegs.
+  static __m256 LowerHalf(reg v) { return _mm512_castps512_ps256(v); }
+  static __m256 UpperHalf(reg v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+  static double FoldRegsViaFloat(const reg *acc) {
+    const __m256 quad = _mm256_add_ps(_mm256_add_ps(LowerHalf(acc[0]), UpperHalf(acc[0])),
+                                      _mm256_add_ps(LowerHalf(acc[1]), UpperHalf(acc[1])));
+    const __m256d w4 = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(quad)),
+                                     _mm256_cvtps_pd(_mm256_extractf128_ps(quad, 1)));                // k += k + 4
+    const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));  // k += k + 2
+    return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
+  }
   static void Fence() { _mm_sfence(); }
 };
+static_assert(kLanes == 2 * V::kWidth, "FoldRegs folds two registers");
 
 #include "row_kernels_impl.h"
 

@@ -4,12 +4,25 @@
 // header's inline functions compiled for AVX-512 could replace the baseline copies
 // at link time).
 //
-// V provides: reg, kWidth (16 * kWidth == kLanes * ... divides kLanes), Zero, Set1,
-// Add, Sub, Mul, Load/Store/Stream for float, Half and BFloat16, StoreLanes (floats
-// to memory), Fence (after streaming stores), and StreamAlign<T>() in bytes.
+// V provides: reg, kWidth (divides kLanes), Zero, Set1, Add, Sub, Mul, Load/Store/Stream
+// for float, Half and BFloat16, StoreLanes (floats to memory), FoldRegs and
+// FoldRegsViaFloat (FoldLanes and FoldLanesViaFloat below on the kLanes/kWidth
+// registers, without the trip through memory), Fence
+// (after streaming stores), and StreamAlign<T>() in bytes (enough for Stream and
+// StreamPair).
+//
+// Pairs: LoadPair(p, a, b) loads 2 * kWidth elements into two registers in a layout of
+// the build's choosing, StorePair/StreamPair(p, a, b) store such a pair back in memory
+// order, and Unpair(p, a, b) turns a pair (of sums, say) into memory order: a holds
+// elements 0..kWidth-1, b the rest (p only selects the type). Element-wise code never
+// needs Unpair; the sums unpair their lanes once per block. For float and fp16 the
+// layout is memory order; for bf16 the vector builds put the even elements in a and
+// the odd ones in b, which makes a bf16 load one load plus a shift and a mask (the
+// bf16 is the top half of a float), and a store a blend of two registers.
 
 constexpr int kRegs = kLanes / V::kWidth;
 static_assert(kRegs * V::kWidth == kLanes, "a vector width must divide the lane count");
+static_assert(kRegs % 2 == 0, "the sums load their lanes in pairs of registers");
 static_assert(kBlock % kLanes == 0, "blocks hold whole lane rows");
 
 // The lanes' sum in double, by a fixed tree: 8 partial sums of every 8th lane, then
@@ -30,6 +43,25 @@ inline double FoldLanes(const float *lanes) {
   return part[0];
 }
 
+// The backward's per-channel sums fold their lanes more cheaply (a 64-element row is
+// mostly fold otherwise): the four rows of 8 lanes are added in float as
+// (row 0 + row 1) + (row 2 + row 3), and the 8 results in double by the halving tree
+// above. A lane already holds a float sum of up to kBlock / kLanes elements, so the two
+// extra float roundings do not change the accuracy that matters.
+inline double FoldLanesViaFloat(const float *lanes) {
+  float quad[kFoldWidth];
+  for (int k = 0; k < kFoldWidth; ++k) {
+    quad[k] = (lanes[k] + lanes[kFoldWidth + k]) + (lanes[2 * kFoldWidth + k] + lanes[3 * kFoldWidth + k]);
+  }
+  double part[kFoldWidth];
+  for (int k = 0; k < kFoldWidth; ++k) part[k] = quad[k];
+  for (int width = kFoldWidth / 2; width > 0; width /= 2) {
+    for (int k = 0; k < width; ++k) part[k] += part[k + width];
+  }
+  return part[0];
+}
+static_assert(kLanes == 4 * kFoldWidth, "FoldLanesViaFloat adds four rows of lanes");
+
 template <typename T>
 void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu, int64_t n, double *sum_dy,
                    double *sum_dyxc) {
@@ -40,25 +72,45 @@ void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu,
     for (int r = 0; r < kRegs; ++r) acc_dy[r] = acc_dyxc[r] = V::Zero();
     int64_t i = start;
     for (; i + kLanes <= end; i += kLanes) {
-      for (int r = 0; r < kRegs; ++r) {
-        const typename V::reg d = V::Load(dy + i + r * V::kWidth);
-        const typename V::reg xc = V::Sub(V::Load(x + i + r * V::kWidth), vmu);
-        acc_dy[r] = V::Add(acc_dy[r], d);
-        acc_dyxc[r] = V::Add(acc_dyxc[r], V::Mul(d, xc));
+      for (int r = 0; r < kRegs; r += 2) {
+        typename V::reg d0, d1, x0, x1;
+        V::LoadPair(dy + i + r * V::kWidth, d0, d1);
+        V::LoadPair(x + i + r * V::kWidth, x0, x1);
+        acc_dy[r] = V::Add(acc_dy[r], d0);
+        acc_dy[r + 1] = V::Add(acc_dy[r + 1], d1);
+        acc_dyxc[r] = V::Add(acc_dyxc[r], V::Mul(d0, V::Sub(x0, vmu)));
+        acc_dyxc[r + 1] = V::Add(acc_dyxc[r + 1], V::Mul(d1, V::Sub(x1, vmu)));
       }
+    }
+    for (int r = 0; r < kRegs; r += 2) {  // lane l of the block back in register l / kWidth
+      V::Unpair(dy, acc_dy[r], acc_dy[r + 1]);
+      V::Unpair(dy, acc_dyxc[r], acc_dyxc[r + 1]);
+    }
+    // The block's tail goes to lanes 0, 1, ...: whole vectors first (one add per lane,
+    // as in the scalar loop below), then the rest lane by lane.
+    int tail_regs = 0;
+    for (; i + V::kWidth <= end; i += V::kWidth, ++tail_regs) {
+      const typename V::reg d = V::Load(dy + i);
+      acc_dy[tail_regs] = V::Add(acc_dy[tail_regs], d);
+      acc_dyxc[tail_regs] = V::Add(acc_dyxc[tail_regs], V::Mul(d, V::Sub(V::Load(x + i), vmu)));
+    }
+    if (i == end) {  // fold straight from the registers (same tree, same bits)
+      total_dy += V::FoldRegsViaFloat(acc_dy);
+      total_dyxc += V::FoldRegsViaFloat(acc_dyxc);
+      continue;
     }
     float lanes_dy[kLanes], lanes_dyxc[kLanes];
     for (int r = 0; r < kRegs; ++r) {
       V::StoreLanes(lanes_dy + r * V::kWidth, acc_dy[r]);
       V::StoreLanes(lanes_dyxc + r * V::kWidth, acc_dyxc[r]);
     }
-    for (int l = 0; i < end; ++i, ++l) {
+    for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) {
       const float d = ToFloat(dy[i]);
       lanes_dy[l] += d;
       lanes_dyxc[l] += d * (ToFloat(x[i]) - mu);
     }
-    total_dy += FoldLanes(lanes_dy);
-    total_dyxc += FoldLanes(lanes_dyxc);
+    total_dy += FoldLanesViaFloat(lanes_dy);
+    total_dyxc += FoldLanesViaFloat(lanes_dyxc);
   }
   *sum_dy = total_dy;
   *sum_dyxc = total_dyxc;
@@ -84,9 +136,17 @@ double SumRow(const T *x, int64_t n, VectorTerm vector_term, ScalarTerm scalar_t
     for (; i + kLanes <= end; i += kLanes) {
       for (int r = 0; r < kRegs; ++r) acc[r] = V::Add(acc[r], vector_term(V::Load(x + i + r * V::kWidth)));
     }
+    int tail_regs = 0;  // the tail as in ReduceGradRow: whole vectors, then lane by lane
+    for (; i + V::kWidth <= end; i += V::kWidth, ++tail_regs) {
+      acc[tail_regs] = V::Add(acc[tail_regs], vector_term(V::Load(x + i)));
+    }
+    if (i == end) {
+      total += V::FoldRegs(acc);
+      continue;
+    }
     float lanes[kLanes];
     for (int r = 0; r < kRegs; ++r) V::StoreLanes(lanes + r * V::kWidth, acc[r]);
-    for (int l = 0; i < end; ++i, ++l) lanes[l] += scalar_term(ToFloat(x[i]));
+    for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) lanes[l] += scalar_term(ToFloat(x[i]));
     total += FoldLanes(lanes);
   }
   return total;
@@ -123,15 +183,25 @@ inline int64_t UnalignedHead(const T *out, int64_t n, bool stream) {
   return head;
 }
 
-// out[i] = op(i) over one row: scalar up to alignment, vectors, scalar tail.
-template <typename T, typename VectorOp, typename ScalarOp>
-inline void MapRow(T *out, int64_t n, bool stream, VectorOp vector_op, ScalarOp scalar_op) {
+// out[i] = op(i) over one row: scalar up to alignment, pairs of vectors, one vector,
+// scalar tail. pair_op(i, a, b) computes the pair of vectors from i in LoadPair's layout.
+template <typename T, typename PairOp, typename VectorOp, typename ScalarOp>
+inline void MapRow(T *out, int64_t n, bool stream, PairOp pair_op, VectorOp vector_op, ScalarOp scalar_op) {
   const int64_t head = UnalignedHead(out, n, stream);
   int64_t i = 0;
   for (; i < head; ++i) out[i] = FromFloat<T>(scalar_op(i));
+  typename V::reg a, b;
   if (stream) {
+    for (; i + 2 * V::kWidth <= n; i += 2 * V::kWidth) {
+      pair_op(i, a, b);
+      V::StreamPair(out + i, a, b);
+    }
     for (; i + V::kWidth <= n; i += V::kWidth) V::Stream(out + i, vector_op(i));
   } else {
+    for (; i + 2 * V::kWidth <= n; i += 2 * V::kWidth) {
+      pair_op(i, a, b);
+      V::StorePair(out + i, a, b);
+    }
     for (; i + V::kWidth <= n; i += V::kWidth) V::Store(out + i, vector_op(i));
   }
   for (; i < n; ++i) out[i] = FromFloat<T>(scalar_op(i));
@@ -146,13 +216,19 @@ void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const
     const T *x_row = x + r * hxw;
     const float ar = a[r];
     const typename V::reg va = V::Set1(ar);
-    auto vector_op = [=](int64_t i) {
-      const typename V::reg ady = V::Mul(va, V::Load(dy_row + i));
-      const typename V::reg bxc = V::Mul(vb, V::Sub(V::Load(x_row + i), vmu));
-      return V::Add(V::Add(ady, bxc), vc);
+    auto op = [=](typename V::reg d, typename V::reg xv) {
+      return V::Add(V::Add(V::Mul(va, d), V::Mul(vb, V::Sub(xv, vmu))), vc);
     };
+    auto pair_op = [=](int64_t i, typename V::reg &out0, typename V::reg &out1) {
+      typename V::reg d0, d1, x0, x1;
+      V::LoadPair(dy_row + i, d0, d1);
+      V::LoadPair(x_row + i, x0, x1);
+      out0 = op(d0, x0);
+      out1 = op(d1, x1);
+    };
+    auto vector_op = [=](int64_t i) { return op(V::Load(dy_row + i), V::Load(x_row + i)); };
     auto scalar_op = [=](int64_t i) { return ar * ToFloat(dy_row[i]) + b * (ToFloat(x_row[i]) - mu) + c; };
-    MapRow(dx + r * hxw, hxw, stream, vector_op, scalar_op);
+    MapRow(dx + r * hxw, hxw, stream, pair_op, vector_op, scalar_op);
   }
   if (stream) V::Fence();
 }
@@ -165,9 +241,16 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
     const T *x_row = x + r * hxw;
     const float s = scale[r], t = shift[r];
     const typename V::reg vs = V::Set1(s), vt = V::Set1(t);
-    auto vector_op = [=](int64_t i) { return V::Add(V::Mul(V::Sub(V::Load(x_row + i), vmu), vs), vt); };
+    auto op = [=](typename V::reg xv) { return V::Add(V::Mul(V::Sub(xv, vmu), vs), vt); };
+    auto pair_op = [=](int64_t i, typename V::reg &out0, typename V::reg &out1) {
+      typename V::reg x0, x1;
+      V::LoadPair(x_row + i, x0, x1);
+      out0 = op(x0);
+      out1 = op(x1);
+    };
+    auto vector_op = [=](int64_t i) { return op(V::Load(x_row + i)); };
     auto scalar_op = [=](int64_t i) { return (ToFloat(x_row[i]) - mu) * s + t; };
-    MapRow(y + r * hxw, hxw, stream, vector_op, scalar_op);
+    MapRow(y + r * hxw, hxw, stream, pair_op, vector_op, scalar_op);
   }
   if (stream) V::Fence();
 }

@@ -46,13 +46,42 @@ struct V {
   }
   template <typename T>
   static void Stream(T *p, reg r) { Store(p, r); }
+  // Pairs in memory order (row_kernels_impl.h).
+  template <typename T>
+  static void LoadPair(const T *p, reg &a, reg &b) {
+    a = Load(p);
+    b = Load(p + kWidth);
+  }
+  template <typename T>
+  static void StorePair(T *p, reg a, reg b) {
+    Store(p, a);
+    Store(p + kWidth, b);
+  }
+  template <typename T>
+  static void StreamPair(T *p, reg a, reg b) { StorePair(p, a, b); }
+  template <typename T>
+  static void Unpair(const T *, reg &, reg &) {}
   static void StoreLanes(float *p, reg r) { std::memcpy(p, r.v, sizeof r.v); }
+  static double FoldRegs(const reg *acc);  // after row_kernels_impl.h, which defines FoldLanes
+  static double FoldRegsViaFloat(const reg *acc);
   static void Fence() {}
   template <typename T>
   static constexpr int StreamAlign() { return 1; }
 };
 
 #include "row_kernels_impl.h"
+
+double V::FoldRegs(const reg *acc) {
+  float lanes[kLanes];
+  for (int r = 0; r < kRegs; ++r) StoreLanes(lanes + r * kWidth, acc[r]);
+  return FoldLanes(lanes);
+}
+
+double V::FoldRegsViaFloat(const reg *acc) {
+  float lanes[kLanes];
+  for (int r = 0; r < kRegs; ++r) StoreLanes(lanes + r * kWidth, acc[r]);
+  return FoldLanesViaFloat(lanes);
+}
 
 }  // namespace isa_portable
 
@@ -117,5 +146,15 @@ void SetMinElementsPerThread(int64_t elements) {
 }
 
 int64_t MinElementsPerThread() { return g_min_elements_per_thread.load(std::memory_order_relaxed); }
+
+namespace {
+std::atomic<int64_t> g_stream_min_bytes{kDefaultStreamMinBytes};
+}  // namespace
+
+void SetStreamMinBytes(int64_t bytes) {
+  g_stream_min_bytes.store(bytes > 0 ? bytes : kDefaultStreamMinBytes, std::memory_order_relaxed);
+}
+
+int64_t StreamMinBytes() { return g_stream_min_bytes.load(std::memory_order_relaxed); }
 
 }  // namespace ms_groupnorm

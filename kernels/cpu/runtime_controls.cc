@@ -1,4 +1,5 @@
-// Exported run-time controls of the CPU kernels: the thread count and the ISA build.
+// Exported run-time controls of the CPU kernels: the thread count, the sizes that get a
+// second thread or non-temporal stores, and the ISA build.
 // Benchmarks and tests use them through ctypes; ordinary callers never need them.
 #include "row_kernels.h"
 
@@ -16,6 +17,9 @@ MS_GROUPNORM_EXPORT int MsGroupNormGetNumThreads() { return ms_groupnorm::Kernel
 MS_GROUPNORM_EXPORT void MsGroupNormSetMinElementsPerThread(int64_t elements) {
   ms_groupnorm::SetMinElementsPerThread(elements);
 }
+
+// Smallest output (bytes) written with non-temporal stores; 0 = default.
+MS_GROUPNORM_EXPORT void MsGroupNormSetStreamMinBytes(int64_t bytes) { ms_groupnorm::SetStreamMinBytes(bytes); }
 
 // Name of the row-loop build in use: "avx512", "avx2" or "portable".
 MS_GROUPNORM_EXPORT const char *MsGroupNormActiveIsa() { return ms_groupnorm::ActiveRowKernels().isa; }

@@ -15,6 +15,8 @@ int MsGroupNormBackward(const void *, const void *, const void *, const void *, 
                         int64_t, int64_t, int64_t, int64_t, const char *, const char *, int, int, int);
 int MsGroupNormForward(const void *, const void *, const void *, void *, void *, void *, int64_t, int64_t, int64_t,
                        int64_t, float, const char *, const char *);
+void MsGroupNormSetMinElementsPerThread(int64_t);
+void MsGroupNormSetStreamMinBytes(int64_t);
 }
 
 namespace {
@@ -106,12 +108,21 @@ int main() {
                                {11, 6, 9, 3}, {2, 64, 33, 32},  {0, 4, 5, 2}, {2, 4, 0, 2},    {1, 32, 2049, 4},
                                {5, 1, 17, 1}, {2, 4, 16, 4},    {3, 9, 1, 9}, {1, 2, 4097, 2}, {7, 10, 5, 5}};
   int cases = 0;
-  for (auto &shape : shapes)
-    for (auto &combo : combos)
-      for (int mask = 0; mask < 8; ++mask) {
-        RunCase(shape[0], shape[1], shape[2], shape[3], combo[0], combo[1], mask, mask != 5, rng);
-        ++cases;
-      }
+  // Twice: with the default schedule and stores, then with every call threaded (as far
+  // as the thread count allows) and every output streamed (non-temporal stores with
+  // their alignment heads), which the default sizes here would never reach.
+  for (int forced = 0; forced < 2; ++forced) {
+    MsGroupNormSetMinElementsPerThread(forced ? 1 : 0);
+    MsGroupNormSetStreamMinBytes(forced ? 1 : 0);
+    for (auto &shape : shapes)
+      for (auto &combo : combos)
+        for (int mask = 0; mask < 8; ++mask) {
+          RunCase(shape[0], shape[1], shape[2], shape[3], combo[0], combo[1], mask, mask != 5, rng);
+          ++cases;
+        }
+  }
+  MsGroupNormSetMinElementsPerThread(0);
+  MsGroupNormSetStreamMinBytes(0);
   // Broken calls must return an error without touching memory.
   float one = 1.0f;
   Expect(MsGroupNormBackward(&one, &one, &one, &one, nullptr, &one, &one, &one, 1, 1, 1, 0, "float32", "float32", 1,

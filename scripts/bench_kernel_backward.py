@@ -1,0 +1,194 @@
+#!/usr/bin/env python
+"""Kernel-only GroupNorm backward: our CPU kernel (ctypes, preallocated outputs)
+against torch.ops.aten.native_group_norm_backward, interleaved in one process.
+
+For each round, shape, dtype and thread count the implementations are timed in
+alternation (the order rotates every sample): each sample is k back-to-back calls,
+k chosen so a sample lasts at least --sample-ms. Per round each implementation's
+time is its fastest sample (--stat min: on a shared machine the fastest sample is
+the least disturbed one) or its median sample; the table gives, per configuration,
+the median over rounds of the per-round ratio torch / ours (> 1 = ours faster). With --baseline PATH a second build
+of the library (e.g. the one before a change) is timed in the same rounds, so
+before/after ratios come from the same machine state.
+
+    python scripts/bench_kernel_backward.py                       # all anchor shapes
+    python scripts/bench_kernel_backward.py --baseline /tmp/old/libms_groupnorm_cpu.so
+    python scripts/bench_kernel_backward.py --shapes 4x1280x8x8x32 --dtypes bfloat16 --threads 1
+
+It loads the library directly (no MindSpore import, so no MindSpore thread pools).
+Times are per call; torch allocates its outputs on every call, which is what a
+torch user pays (its .out overload is a wrapper around the same call and is slower).
+"""
+import argparse
+import ctypes
+import math
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ANCHOR_SHAPES = ["2x64x32x32x32", "8x320x64x64x32", "16x128x56x56x32", "32x32x28x28x8", "4x1280x8x8x32",
+                 "1x3x224x224x1", "3x60x17x19x6"]
+DEFAULT_LIB = Path(__file__).resolve().parents[1] / "ms_groupnorm" / "_lib" / "libms_groupnorm_cpu.so"
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def load(path):
+    lib = ctypes.CDLL(str(path))
+    ptr, i64, cstr = ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p
+    lib.MsGroupNormBackward.restype = ctypes.c_int
+    lib.MsGroupNormBackward.argtypes = [ptr] * 8 + [i64] * 4 + [cstr, cstr] + [ctypes.c_int] * 3
+    lib.MsGroupNormForward.restype = ctypes.c_int
+    lib.MsGroupNormForward.argtypes = [ptr] * 6 + [i64] * 4 + [ctypes.c_float, cstr, cstr]
+    lib.MsGroupNormSetNumThreads.argtypes = [ctypes.c_int]
+    lib.MsGroupNormSetNumThreads.restype = None
+    lib.MsGroupNormActiveIsa.restype = ctypes.c_char_p
+    lib.MsGroupNormSelectIsa.argtypes = [cstr]
+    lib.MsGroupNormSelectIsa.restype = ctypes.c_int
+    return lib
+
+
+class Case:
+    """One (shape, dtype): torch tensors and, per library, numpy buffers and bound calls."""
+
+    def __init__(self, shape, dtype, libs):
+        N, C, H, W, G = shape
+        self.N, self.C, self.HxW, self.G = N, C, H * W, G
+        rng = np.random.default_rng(0)
+        tdtype = TORCH_DTYPES[dtype]
+        self.t_x = torch.from_numpy((rng.standard_normal((N, C, H, W)) * 2 + 0.5).astype(np.float32)).to(tdtype)
+        self.t_dy = torch.from_numpy(rng.standard_normal((N, C, H, W)).astype(np.float32)).to(tdtype)
+        self.t_g = torch.from_numpy((1 + 0.1 * rng.standard_normal(C)).astype(np.float32)).to(tdtype)
+        t_b = torch.zeros(C, dtype=tdtype)
+        _, self.t_mean, self.t_rstd = torch.ops.aten.native_group_norm(self.t_x, self.t_g, t_b, N, C, self.HxW, G,
+                                                                       1e-5)
+        view = np.uint16 if dtype == "bfloat16" else None
+        as_np = lambda t: (t.view(torch.int16).numpy().view(np.uint16) if view else t.numpy()).copy()
+        self.x, self.dy, self.gamma = as_np(self.t_x), as_np(self.t_dy), as_np(self.t_g)
+        self.mean, self.rstd = as_np(self.t_mean.to(tdtype)), as_np(self.t_rstd.to(tdtype))
+        self.calls = {}
+        for name, lib in libs.items():
+            dx = np.empty_like(self.x)
+            dgamma, dbeta = np.empty_like(self.gamma), np.empty_like(self.gamma)
+            p = lambda a: a.ctypes.data
+            args = (p(self.dy), p(self.x), p(self.mean), p(self.rstd), p(self.gamma), p(dx), p(dgamma), p(dbeta),
+                    N, C, self.HxW, G, dtype.encode(), dtype.encode(), 1, 1, 1)
+            fn = lib.MsGroupNormBackward
+            call = lambda fn=fn, args=args: fn(*args)
+            assert call() == 0
+            self.calls[name] = (call, (dx, dgamma, dbeta))
+        self.calls["torch"] = (self.torch_backward, None)
+
+    def torch_backward(self):
+        return torch.ops.aten.native_group_norm_backward(self.t_dy, self.t_x, self.t_mean, self.t_rstd, self.t_g,
+                                                         self.N, self.C, self.HxW, self.G, [True, True, True])
+
+
+def time_interleaved(calls, samples, sample_s, warmup_s, stat):
+    """Seconds per call of each callable (`stat` of its samples), sampled in rotating alternation."""
+    names = list(calls)
+    ks = {}
+    for name in names:
+        fn = calls[name]
+        n, start = 0, time.perf_counter()
+        while n < 3 or time.perf_counter() - start < warmup_s:
+            fn()
+            n += 1
+        per_call = (time.perf_counter() - start) / n
+        ks[name] = max(1, math.ceil(sample_s / per_call))
+    times = {name: [] for name in names}
+    for s in range(samples):
+        for j in range(len(names)):
+            name = names[(s + j) % len(names)]
+            fn, k = calls[name], ks[name]
+            start = time.perf_counter()
+            for _ in range(k):
+                fn()
+            times[name].append((time.perf_counter() - start) / k)
+    return {name: stat(v) for name, v in times.items()}
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lib", default=str(DEFAULT_LIB), help="the library to measure (default: this checkout's)")
+    parser.add_argument("--baseline", action="append", default=[], metavar="[NAME=]PATH",
+                        help="another build of the library, timed in the same rounds (repeatable)")
+    parser.add_argument("--isa", help="row-loop build to select in every library (portable/avx2/avx512)")
+    parser.add_argument("--shapes", default=",".join(ANCHOR_SHAPES))
+    parser.add_argument("--dtypes", default="float32,bfloat16,float16")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument("--sample-ms", type=float, default=2.0)
+    parser.add_argument("--stat", choices=["min", "median"], default="min",
+                        help="per implementation and round: the fastest sample (default; the least disturbed "
+                             "on a shared machine) or the median sample")
+    parser.add_argument("--warmup-ms", type=float, default=30.0)
+    args = parser.parse_args()
+
+    libs = {"ours": load(args.lib)}
+    for k, spec in enumerate(args.baseline):
+        name, _, path = spec.rpartition("=")
+        libs[name or ("base" if k == 0 else f"base{k}")] = load(path)
+    for name, lib in libs.items():
+        if args.isa and lib.MsGroupNormSelectIsa(args.isa.encode()) != 0:
+            raise SystemExit(f"{name}: ISA build {args.isa} is not available on this CPU")
+    isas = {name: lib.MsGroupNormActiveIsa().decode() for name, lib in libs.items()}
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    dtypes = args.dtypes.split(",")
+    threads_list = [int(t) for t in args.threads.split(",")]
+    print(f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); ours ISA {isas}; "
+          f"{args.rounds} rounds x {args.samples} samples of >= {args.sample_ms} ms, {args.stat} sample", flush=True)
+
+    cases = {(s, d): Case(s, d, libs) for s in shapes for d in dtypes}
+    ratios = {}  # (shape, dtype, threads, name) -> [torch/name per round]
+    ms = {}
+    t0 = time.time()
+    for rnd in range(args.rounds):
+        for threads in threads_list:
+            torch.set_num_threads(threads)
+            for lib in libs.values():
+                lib.MsGroupNormSetNumThreads(threads)
+            for (shape, dtype), case in cases.items():
+                calls = {name: fn for name, (fn, _) in case.calls.items()}
+                t = time_interleaved(calls, args.samples, args.sample_ms / 1e3, args.warmup_ms / 1e3,
+                                     min if args.stat == "min" else statistics.median)
+                for name in libs:
+                    ratios.setdefault((shape, dtype, threads, name), []).append(t["torch"] / t[name])
+                    ms.setdefault((shape, dtype, threads, name), []).append(t[name] * 1e3)
+                ms.setdefault((shape, dtype, threads, "torch"), []).append(t["torch"] * 1e3)
+                time.sleep(0.01)
+        print(f"round {rnd + 1} done ({time.time() - t0:.0f} s)", flush=True)
+
+    names = list(libs)
+    head = "| shape | dtype | thr | torch ms | " + " | ".join(f"{n} ms | {n} vs torch" for n in names) + " |"
+    print("\n" + head)
+    print("|" + "---|" * (3 + 1 + 2 * len(names)))
+    for threads in threads_list:
+        for dtype in dtypes:
+            for shape in shapes:
+                key = (shape, dtype, threads)
+                cells = [f"{statistics.median(ms[key + ('torch',)]):.4g}"]
+                for n in names:
+                    cells += [f"{statistics.median(ms[key + (n,)]):.4g}",
+                              f"{statistics.median(ratios[key + (n,)]):.2f}x"]
+                print(f"| {'x'.join(map(str, shape))} | {dtype} | {threads} | " + " | ".join(cells) + " |")
+    print()
+    for threads in threads_list:
+        for dtype in dtypes:
+            parts = []
+            for n in names:
+                r = [statistics.median(ratios[(s, dtype, threads, n)]) for s in shapes]
+                parts.append(f"{n}: geo-mean {geomean(r):.2f}x, min {min(r):.2f}x")
+            print(f"{dtype} {threads}T: " + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    main()
