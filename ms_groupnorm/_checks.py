@@ -75,7 +75,7 @@ def _check_stat_dtype(name, dtype, data_name, data_dtype):
             f"({_dtype_name(data_dtype)}) or be float32")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_mask):
     """Check aclnnGroupNormBackward arguments, given as (shape, dtype) pairs or None."""
     for name, arg in (("grad_out", grad_out), ("input", input), ("mean", mean), ("rstd", rstd)):
@@ -101,7 +101,7 @@ def check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_
         _check_numel("gamma", gamma[0], C, "C")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def check_forward(input, gamma, beta, N, C, HxW, group, eps):
     """Check aclnnGroupNorm arguments, given as (shape, dtype) pairs or None."""
     if input is None:
@@ -136,7 +136,7 @@ def _known_numel(shape):
     return _numel(shape)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def check_group_norm(input, weight, bias, num_groups, eps):
     """Checks group_norm's arguments (``ops.group_norm``'s rules; float64 included) given
     as (shape, dtype) pairs or None.
