@@ -74,7 +74,8 @@ def _copy_cell_settings(layer, new):
     if precision:
         new.add_flags(**precision)
     _copy_recompute(layer, new)
-    if layer._cell_backward_hook is not None or layer._cell_backward_pre_hook is not None:  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    if layer._cell_backward_hook is not None or layer._cell_backward_pre_hook is not None:
         warnings.warn(f"convert_group_norm: the backward hooks of {type(layer).__name__} are not carried over to "
                       f"its replacement; register them on the new layer.", RuntimeWarning, stacklevel=3)
 
