@@ -139,12 +139,37 @@ def _known_numel(shape):
 @functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def check_group_norm(input, weight, bias, num_groups, eps):
     """Checks group_norm's arguments (``ops.group_norm``'s rules; float64 included) given
-    as (shape, dtype) pairs or None.
+    as (shape, dtype) pairs or None. Returns (the dtype to compute the statistics in,
+    whether the input is float64): cached, so that a call costs one lookup (comparing
+    MindSpore dtypes costs ~2 us each).
 
     In GRAPH_MODE with dynamic shapes a dimension may be None or negative and the shape
     itself None (dynamic rank): what is unknown is checked by the kernel at run time, what
     is known (dtypes, scalars, rank, C) is checked now.
     """
+    _check_group_norm_args(input, weight, bias, num_groups, eps)
+    return stat_dtype_for(input[1]), input[1] == mstype.float64
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def check_layer_input(shape, dtype, num_channels, cls_name):
+    """The GroupNorm layers' input check, with nn.GroupNorm's exception types and message
+    style; shape as in check_group_norm (None entries unknown, None rank unknown).
+    Returns what check_group_norm returns."""
+    if shape is not None:
+        if not 2 <= len(shape) <= MAX_RANK:
+            raise ValueError(f"For '{cls_name}', the input must have rank 2 to {MAX_RANK} (N, C, *), "
+                             f"but got shape {shape}.")
+        if shape[1] is not None and shape[1] >= 0 and shape[1] != num_channels:
+            raise ValueError(f"For '{cls_name}', the channel (the second dim of the input 'x') must be equal "
+                             f"to num_channels, but got channel: {shape[1]}, num_channels: {num_channels}.")
+    if dtype not in LAYER_DTYPES:
+        raise TypeError(f"For '{cls_name}', the input dtype must be float32, float16, bfloat16 or float64, "
+                        f"but got {dtype}.")
+    return stat_dtype_for(dtype), dtype == mstype.float64
+
+
+def _check_group_norm_args(input, weight, bias, num_groups, eps):
     if input is None:
         raise ParamNullptrError("input is a required tensor and must not be None")
     x_shape, x_dtype = input

@@ -4,7 +4,6 @@ import functools
 
 import numpy as np
 from mindspore import Tensor, ops
-from mindspore import dtype as mstype
 from mindspore.ops.primitive import constexpr
 
 from . import _checks, _ops
@@ -33,12 +32,13 @@ def _nchw_view(tensor, N, C, HxW):
 
 @constexpr(check=False)  # runs in Python, also while a graph compiles (unknown dims arrive as None)
 def _check_group_norm(shape, dtype, weight_spec, bias_spec, num_groups, eps):
-    _checks.check_group_norm((None if shape is None else tuple(shape), dtype), weight_spec, bias_spec,
-                             num_groups, eps)
-    if dtype == mstype.float64 and _ops.backend_name() != "cpu":
+    """Checks group_norm's arguments; returns the dtype of the statistics (see _run_group_norm)."""
+    stat_dtype, is_float64 = _checks.check_group_norm((None if shape is None else tuple(shape), dtype), weight_spec,
+                                                      bias_spec, num_groups, eps)
+    if is_float64 and _ops.backend_name() != "cpu":
         raise ParamTypeError(f"input has dtype Float64, which only the CPU kernels support (this backend is "
                              f"{_ops.backend_name()!r}); use float32")
-    return True
+    return stat_dtype
 
 
 @constexpr(check=False)
@@ -46,15 +46,10 @@ def _param_spec(shape, dtype):
     return None if shape is None else tuple(shape), dtype
 
 
-@constexpr
-def _stat_dtype(dtype):
-    return _checks.stat_dtype_for(dtype)
-
-
-def _run_group_norm(input, num_groups, weight, bias, eps, mask):
-    """y of GroupNorm after the checks: statistics in float32 for float16/bfloat16 input
-    (weight/bias are cast up, their gradients cast back), in the input's dtype otherwise."""
-    stat_dtype = _stat_dtype(input.dtype)
+def _run_group_norm(input, num_groups, weight, bias, eps, mask, stat_dtype):
+    """y of GroupNorm after the checks: statistics in ``stat_dtype``, float32 for
+    float16/bfloat16 input (weight/bias are cast up, their gradients cast back), the input's
+    dtype otherwise."""
     weight = _absent(stat_dtype) if weight is None else weight
     bias = _absent(stat_dtype) if bias is None else bias
     if weight.dtype != stat_dtype:
@@ -75,9 +70,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint:
     rstd are computed, used and saved for the backward in float32, whatever weight's
     dtype. Returns y with input's shape and dtype.
     """
-    _check_group_norm(input.shape, input.dtype, None if weight is None else _param_spec(weight.shape, weight.dtype),
-                      None if bias is None else _param_spec(bias.shape, bias.dtype), num_groups, eps)
-    return _run_group_norm(input, num_groups, weight, bias, eps, (True, weight is not None, bias is not None))
+    stat_dtype = _check_group_norm(input.shape, input.dtype,
+                                   None if weight is None else _param_spec(weight.shape, weight.dtype),
+                                   None if bias is None else _param_spec(bias.shape, bias.dtype), num_groups, eps)
+    return _run_group_norm(input, num_groups, weight, bias, eps, (True, weight is not None, bias is not None),
+                           stat_dtype)
 
 
 def group_norm_forward(input, gamma, beta, N, C, HxW, group, eps=1e-5):
