@@ -111,7 +111,7 @@ def measure(shape=(4, 32, 16, 16), groups=8, means=(0.0, 100.0), with_torch=True
                 try:
                     rows.append((dtype_name, mean, name, errors(run(), want, dtype)))
                 except Exception as error:  # pylint: disable=broad-except  (reported in the table)
-                    rows.append((dtype_name, mean, name, f"failed: {type(error).__name__}: {str(error)[:80]}"))
+                    rows.append((dtype_name, mean, name, f"failed: {type(error).__name__}: {str(error).strip().splitlines()[0][:80]}"))
     return rows
 
 
