@@ -10,9 +10,13 @@ import math
 
 from mindspore import dtype as mstype
 
-from .errors import ParamInvalidError, ParamNullptrError
+from .errors import ParamInvalidError, ParamNullptrError, ParamTypeError
 
 DATA_DTYPES = (mstype.float32, mstype.float16, mstype.bfloat16)
+# What the layers and group_norm take, as mindspore.nn.GroupNorm / ops.group_norm do on
+# CPU: the contract's dtypes plus float64 (computed in double by the CPU kernels).
+LAYER_DTYPES = DATA_DTYPES + (mstype.float64,)
+LOW_PRECISION = (mstype.float16, mstype.bfloat16)
 MAX_RANK = 8
 
 
@@ -53,12 +57,12 @@ def _check_numel(name, shape, expected, rule):
 
 def _check_data_dtype(name, dtype):
     if dtype not in DATA_DTYPES:
-        raise ParamInvalidError(f"{name} has dtype {_dtype_name(dtype)}, but it must be float32, float16 or bfloat16")
+        raise ParamTypeError(f"{name} has dtype {_dtype_name(dtype)}, but it must be float32, float16 or bfloat16")
 
 
 def _check_same_dtype(name, dtype, other_name, other_dtype):
     if dtype != other_dtype:
-        raise ParamInvalidError(
+        raise ParamTypeError(
             f"{name} has dtype {_dtype_name(dtype)}, but it must equal the dtype of {other_name} "
             f"({_dtype_name(other_dtype)})")
 
@@ -66,12 +70,12 @@ def _check_same_dtype(name, dtype, other_name, other_dtype):
 def _check_stat_dtype(name, dtype, data_name, data_dtype):
     """Statistics follow the data dtype, or are float32 with float16/bfloat16 data."""
     if dtype != data_dtype and dtype != mstype.float32:
-        raise ParamInvalidError(
+        raise ParamTypeError(
             f"{name} has dtype {_dtype_name(dtype)}, but it must equal the dtype of {data_name} "
             f"({_dtype_name(data_dtype)}) or be float32")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_mask):
     """Check aclnnGroupNormBackward arguments, given as (shape, dtype) pairs or None."""
     for name, arg in (("grad_out", grad_out), ("input", input), ("mean", mean), ("rstd", rstd)):
@@ -97,7 +101,7 @@ def check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_
         _check_numel("gamma", gamma[0], C, "C")
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def check_forward(input, gamma, beta, N, C, HxW, group, eps):
     """Check aclnnGroupNorm arguments, given as (shape, dtype) pairs or None."""
     if input is None:
@@ -119,12 +123,80 @@ def check_forward(input, gamma, beta, N, C, HxW, group, eps):
             _check_numel(name, arg[0], C, "C")
 
 
-@functools.lru_cache(maxsize=4096)
-def check_group_norm(input, gamma, beta, num_groups, eps):
-    """check_forward for an (N, C, *) input whose sizes come from its shape; dimensions
-    still unknown (negative, GRAPH_MODE dynamic shapes) are left to the kernel."""
-    shape = input[0]
-    if any(dim < 0 for dim in shape):
+def stat_dtype_for(data_dtype):
+    """The dtype of the statistics the layers and group_norm compute in: float32 for
+    float16/bfloat16 data (never a rounded statistic), else the data dtype."""
+    return mstype.float32 if data_dtype in LOW_PRECISION else data_dtype
+
+
+def _known_numel(shape):
+    """numel of ``shape``, or None while a dimension (or the rank) is still unknown."""
+    if shape is None or any(dim is None or dim < 0 for dim in shape):
+        return None
+    return _numel(shape)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
+def check_group_norm(input, weight, bias, num_groups, eps):
+    """Checks group_norm's arguments (``ops.group_norm``'s rules; float64 included) given
+    as (shape, dtype) pairs or None. Returns (the dtype to compute the statistics in,
+    whether the input is float64): cached, so that a call costs one lookup (comparing
+    MindSpore dtypes costs ~2 us each).
+
+    In GRAPH_MODE with dynamic shapes a dimension may be None or negative and the shape
+    itself None (dynamic rank): what is unknown is checked by the kernel at run time, what
+    is known (dtypes, scalars, rank, C) is checked now.
+    """
+    _check_group_norm_args(input, weight, bias, num_groups, eps)
+    return stat_dtype_for(input[1]), input[1] == mstype.float64
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def check_layer_input(shape, dtype, num_channels, cls_name):
+    """The GroupNorm layers' input check, with nn.GroupNorm's exception types and message
+    style; shape as in check_group_norm (None entries unknown, None rank unknown).
+    Returns what check_group_norm returns."""
+    if shape is not None:
+        if not 2 <= len(shape) <= MAX_RANK:
+            raise ValueError(f"For '{cls_name}', the input must have rank 2 to {MAX_RANK} (N, C, *), "
+                             f"but got shape {shape}.")
+        if shape[1] is not None and shape[1] >= 0 and shape[1] != num_channels:
+            raise ValueError(f"For '{cls_name}', the channel (the second dim of the input 'x') must be equal "
+                             f"to num_channels, but got channel: {shape[1]}, num_channels: {num_channels}.")
+    if dtype not in LAYER_DTYPES:
+        raise TypeError(f"For '{cls_name}', the input dtype must be float32, float16, bfloat16 or float64, "
+                        f"but got {dtype}.")
+    return stat_dtype_for(dtype), dtype == mstype.float64
+
+
+def _check_group_norm_args(input, weight, bias, num_groups, eps):
+    if input is None:
+        raise ParamNullptrError("input is a required tensor and must not be None")
+    x_shape, x_dtype = input
+    if x_dtype not in LAYER_DTYPES:
+        raise ParamTypeError(f"input has dtype {_dtype_name(x_dtype)}, but it must be float32, float16, "
+                             f"bfloat16 or float64")
+    for name, arg in (("weight", weight), ("bias", bias)):
+        if arg is None:
+            continue
+        allowed = (x_dtype, mstype.float32) if x_dtype in LOW_PRECISION else (x_dtype,)
+        if arg[1] not in allowed:
+            raise ParamTypeError(f"{name} has dtype {_dtype_name(arg[1])}, but with a {_dtype_name(x_dtype)} input "
+                                 f"it must be " + " or ".join(_dtype_name(d) for d in allowed))
+    if not isinstance(num_groups, int) or isinstance(num_groups, bool):
+        raise ParamTypeError(f"num_groups={num_groups!r} must be an int")
+    if num_groups <= 0:
+        raise ParamInvalidError(f"num_groups={num_groups} must be > 0")
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool):
+        raise ParamTypeError(f"eps={eps!r} must be a float")
+    if x_shape is None:  # rank unknown until run time
         return
-    N, C, HxW = (shape[0], shape[1], _numel(shape[2:])) if len(shape) >= 2 else (0, 0, 0)
-    check_forward(input, gamma, beta, N, C, HxW, num_groups, eps)
+    _check_rank("input", x_shape, 2)
+    C = x_shape[1]
+    if C is None or C < 0:
+        return
+    if C % num_groups != 0:
+        raise ParamInvalidError(f"C={C} (the input's dimension 1) is not divisible by num_groups={num_groups}")
+    for name, arg in (("weight", weight), ("bias", bias)):
+        if arg is not None and _known_numel(arg[0]) not in (None, C):
+            raise ParamInvalidError(f"numel({name})={_numel(arg[0])} (shape {tuple(arg[0])}) must equal C={C}")

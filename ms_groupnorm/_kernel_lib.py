@@ -88,6 +88,8 @@ def _dtype_name(array):
         return "float32"
     if array.dtype == np.float16:
         return "float16"
+    if array.dtype == np.float64:
+        return "float64"  # the layers' float64 path (the aclnn contract itself rejects it)
     raise TypeError(f"unsupported numpy dtype {array.dtype}")
 
 

@@ -3,24 +3,27 @@ from mindspore import Parameter, nn, ops
 from mindspore import _checkparam as validator  # MindSpore's own checker: identical messages
 from mindspore import dtype as mstype
 from mindspore.common.initializer import initializer
-from mindspore.ops.primitive import _primexpr
+from mindspore.ops.primitive import constexpr
 
 from ms_groupnorm import _ops  # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm._checks import DATA_DTYPES, MAX_RANK
+from ms_groupnorm._checks import check_layer_input
 
 
-@_primexpr
+@constexpr(check=False)
 def _check_input(shape, dtype, num_channels, cls_name):
-    # Runs at graph compile time in GRAPH_MODE (shapes are constants there).
-    if not 2 <= len(shape) <= MAX_RANK:
-        raise ValueError(f"For '{cls_name}', the input must have rank 2 to {MAX_RANK} (N, C, *), "
-                         f"but got shape {shape}.")
-    if shape[1] != num_channels and shape[1] != -1:
-        raise ValueError(f"For '{cls_name}', the channel (the second dim of the input 'x') must be equal "
-                         f"to num_channels, but got channel: {shape[1]}, num_channels: {num_channels}.")
-    if dtype not in DATA_DTYPES:
-        raise TypeError(f"For '{cls_name}', the input dtype must be float32, float16 or bfloat16, "
-                        f"but got {dtype}.")
+    """Checks what is known of the input while a graph compiles (or per call in PyNative)
+    and returns the dtype to compute the statistics in.
+
+    A constexpr, not a primexpr: with a dynamic shape it still runs in Python, with None
+    for the unknown dimensions (or for the whole shape when the rank is unknown), instead
+    of being compiled into the graph, which STRICT syntax cannot do (a primexpr returning
+    nothing broke STRICT graphs)."""
+    stat_dtype, is_float64 = check_layer_input(None if shape is None else tuple(shape), dtype, num_channels,
+                                               cls_name)
+    if is_float64 and _ops.backend_name() != "cpu":
+        raise TypeError(f"For '{cls_name}', float64 input runs on the CPU kernels only (the backend is "
+                        f"{_ops.backend_name()!r}); use float32.")
+    return stat_dtype
 
 
 def _set_checked_arguments(cell, num_groups, num_channels, eps, affine):
@@ -35,15 +38,24 @@ def _set_checked_arguments(cell, num_groups, num_channels, eps, affine):
     cell.affine = validator.check_bool(affine, arg_name="affine", prim_name=cell.cls_name)
 
 
-def _affine_group_norm(x, gamma, beta, num_groups, eps):
-    """y of GroupNorm with parameters gamma/beta, for the GroupNorm layers' construct."""
-    # The kernel takes parameters in x's dtype or in float32; anything else is cast.
-    if gamma.dtype != x.dtype and gamma.dtype != mstype.float32:
-        gamma = ops.cast(gamma, x.dtype)
-        beta = ops.cast(beta, x.dtype)
+def _affine_group_norm(x, gamma, beta, num_groups, eps, stat_dtype):
+    """y of GroupNorm with parameters gamma/beta, for the GroupNorm layers' construct.
+
+    ``stat_dtype`` comes from _check_input. Statistics are float32 for float16/bfloat16
+    input, whatever the parameters' dtype
+    (float16/bfloat16 parameters are cast up and their gradients cast back): the forward
+    normalises with float32 mean/rstd and the backward gets exactly those. For float32 and
+    float64 input the parameters are cast to the input's dtype, as nn.GroupNorm does.
+    """
     # The op is looked up per call (a cached dictionary lookup; in GRAPH_MODE once, while
     # compiling), not fixed in __init__: a cell created in PyNative may later run in a
     # graph, and the op that suits each mode differs (see _ops._op_backend).
+    # Written out here rather than calling functional._run_group_norm: amp O1 copies the
+    # Python functions a layer calls into its rewritten network, without their helpers.
+    if gamma.dtype != stat_dtype:
+        gamma = ops.cast(gamma, stat_dtype)
+    if beta.dtype != stat_dtype:
+        beta = ops.cast(beta, stat_dtype)
     return _ops.forward_op(num_groups, eps)(x, gamma, beta)[0]
 
 
@@ -51,9 +63,10 @@ class GroupNorm(nn.Cell):
     r"""Group Normalization over an (N, C, \*) input, computed by this project's kernels.
 
     Same signature, parameters (``gamma``, ``beta``), argument errors and repr as
-    :class:`mindspore.nn.GroupNorm`; inputs of rank 2 to 8. Parameters may stay float32
-    while the input is float16/bfloat16: statistics and parameter gradients are then
-    computed and returned in float32.
+    :class:`mindspore.nn.GroupNorm`; inputs of rank 2 to 8 in float32, float16, bfloat16 or
+    float64 (CPU). With float16/bfloat16 input the statistics are float32 (also with
+    float16/bfloat16 parameters); parameters may stay float32 while the input is
+    float16/bfloat16, and their gradients are then float32.
     """
 
     def __init__(self, num_groups, num_channels, eps=1e-05, affine=True, gamma_init='ones', beta_init='zeros',
@@ -66,8 +79,8 @@ class GroupNorm(nn.Cell):
                               requires_grad=affine)
 
     def construct(self, x):
-        _check_input(x.shape, x.dtype, self.num_channels, self.cls_name)
-        return _affine_group_norm(x, self.gamma, self.beta, self.num_groups, self.eps)
+        stat_dtype = _check_input(x.shape, x.dtype, self.num_channels, self.cls_name)
+        return _affine_group_norm(x, self.gamma, self.beta, self.num_groups, self.eps, stat_dtype)
 
     def extend_repr(self):
         return 'num_groups={}, num_channels={}'.format(self.num_groups, self.num_channels)

@@ -12,6 +12,8 @@ class so that attribute access such as ``layer.weight`` keeps working too.
 Only those two exact classes are replaced: a user subclass may override ``construct``,
 and swapping it would silently drop that behaviour.
 """
+import copy
+import logging
 import warnings
 
 from mindspore import mint, nn
@@ -19,16 +21,68 @@ from mindspore import mint, nn
 from .cell import GroupNorm
 from .mint import GroupNorm as MintGroupNorm
 
+logger = logging.getLogger(__name__)
+
 # original class -> (replacement class, names of its two parameters)
 _REPLACEMENTS = {
     nn.GroupNorm: (GroupNorm, ("gamma", "beta")),
     mint.nn.GroupNorm: (MintGroupNorm, ("weight", "bias")),
 }
 
+# Cell state that belongs to one instance and is rebuilt, not copied: its parameters and
+# children, identity and compile caches, and what _copy_recompute sets up again.
+_NOT_COPIED = frozenset({
+    "_params", "_cells", "_buffers", "_params_list", "_primitives", "_create_time", "_id", "_phase_cache",
+    "_compile_cache", "_compile_phase", "_compiled", "_exist_objs", "_exist_names", "_recompute_cell",
+    "_has_config_recompute", "_scope", "arguments_key", "cls_name", "_cell_init_args", "_cell_backward_hook",
+    "_cell_backward_pre_hook", "_lazy_construct_sig", "_jit_graph_name",
+})
+_MIXED_PRECISION_FLAGS = ("fp16", "fp32", "bf16")
+
+
+def _copy_recompute(layer, new):
+    """Sets up ``new.recompute(...)`` as ``layer`` was set up (the recompute wrapper is
+    bound to the old layer's construct, so it cannot be shared)."""
+    if not layer._has_config_recompute:  # pylint: disable=protected-access
+        return
+    wrapper = layer._recompute_cell  # pylint: disable=protected-access
+    flags = getattr(layer, "_func_graph_flags", {})
+    if wrapper is None:  # configured through a recomputed parent: same scope, no wrapper of its own
+        new._recompute(False, flags.get("output_recompute", True))  # pylint: disable=protected-access
+        return
+    if isinstance(wrapper, nn.Cell):  # use_reentrant=True
+        new.recompute()
+        return
+    # use_reentrant=False: a closure holding early_stop, context_fn, output_recompute.
+    closure = dict(zip(wrapper.__code__.co_freevars, (cell.cell_contents for cell in wrapper.__closure__ or ())))
+    new.recompute(use_reentrant=False, output_recompute=bool(closure.get("output_recompute", False)),
+                  early_stop=closure.get("early_stop", True), context_fn=closure.get("context_fn"))
+
+
+def _copy_cell_settings(layer, new):
+    """Gives ``new`` every Cell setting of ``layer``: to_float / mixed-precision type (also
+    on MindSpore's C++ side), other add_flags flags, requires_grad, training, recompute,
+    forward hooks, jit config, shard strategies, set_inputs and user attributes."""
+    flags = dict(getattr(layer, "_func_graph_flags", {}))
+    flags.pop("output_recompute", None)  # set by _copy_recompute
+    for key, value in layer.__dict__.items():
+        if key not in _NOT_COPIED and key not in flags:
+            new.__dict__[key] = copy.copy(value)  # containers (hooks, dicts) shallow-copied
+    # add_flags, not a dict copy: it also sets the mixed-precision type of the C++ cell.
+    precision = {k: flags.pop(k) for k in _MIXED_PRECISION_FLAGS if k in flags}
+    new.add_flags(**flags)
+    if precision:
+        new.add_flags(**precision)
+    _copy_recompute(layer, new)
+    # pylint: disable-next=protected-access
+    if layer._cell_backward_hook is not None or layer._cell_backward_pre_hook is not None:
+        warnings.warn(f"convert_group_norm: the backward hooks of {type(layer).__name__} are not carried over to "
+                      f"its replacement; register them on the new layer.", RuntimeWarning, stacklevel=3)
+
 
 def _replacement_for(layer):
-    """The ms_groupnorm layer equivalent to ``layer``, sharing its Parameters; None if
-    ``layer`` is not one of the replaced classes."""
+    """The ms_groupnorm layer equivalent to ``layer``, sharing its Parameters and settings;
+    None if ``layer`` is not one of the replaced classes."""
     entry = _REPLACEMENTS.get(type(layer))
     if entry is None:
         return None
@@ -40,8 +94,18 @@ def _replacement_for(layer):
         # A Parameter that already has a name keeps it when assigned to a cell
         # (Cell.insert_param_to_cell only names unnamed ones), so checkpoint keys survive.
         setattr(new, name, getattr(layer, name))
-    new.set_train(layer.training)
+    _copy_cell_settings(layer, new)
     return new
+
+
+def _report(cell, converted, subclasses):
+    skipped = f"; {subclasses} subclass layer(s) left alone" if subclasses else ""
+    if converted:
+        logger.info("convert_group_norm: replaced %d GroupNorm layer(s) in %s%s", converted,
+                    type(cell).__name__, skipped)
+    else:
+        warnings.warn(f"convert_group_norm: no mindspore.nn.GroupNorm or mindspore.mint.nn.GroupNorm found in "
+                      f"{type(cell).__name__}{skipped}; nothing was converted.", UserWarning, stacklevel=3)
 
 
 def convert_group_norm(cell):
@@ -54,6 +118,11 @@ def convert_group_norm(cell):
     If ``cell`` itself is a GroupNorm, its replacement is returned (nothing to modify in
     place).
 
+    The replacements keep every Cell setting of the layers they replace (``to_float``,
+    ``recompute``, ``set_grad``, flags, forward hooks, ...; see ``_copy_cell_settings``).
+    The number of layers replaced is logged (logger ``ms_groupnorm.convert``, INFO); a
+    ``UserWarning`` says so when nothing was replaced.
+
     Convert before the network first runs in GRAPH_MODE and before
     ``mindspore.amp.auto_mixed_precision``: a graph already compiled from ``cell`` (or
     from a wrapper such as TrainOneStepCell) keeps running the old layers. A warning is
@@ -61,13 +130,17 @@ def convert_group_norm(cell):
     """
     top = _replacement_for(cell)
     if top is not None:
+        _report(cell, 1, 0)
         return top
     replaced = {}  # id(original layer) -> its replacement, so shared layers stay shared
+    subclasses = set()
     for _, parent in list(cell.cells_and_names()):
         for child_name, child in list(parent.name_cells().items()):
             if id(child) not in replaced:
                 new = _replacement_for(child)
                 if new is None:
+                    if isinstance(child, tuple(_REPLACEMENTS)):
+                        subclasses.add(id(child))
                     continue
                 replaced[id(child)] = new
             # insert_child_to_cell rebinds the registered child without renaming any
@@ -79,4 +152,5 @@ def convert_group_norm(cell):
         warnings.warn("convert_group_norm: this network was already compiled in GRAPH_MODE; the "
                       "compiled graph still runs the replaced layers. Convert before the first call "
                       "(or rebuild the network and its wrappers).", RuntimeWarning, stacklevel=2)
+    _report(cell, len(replaced), len(subclasses))
     return cell

@@ -1,6 +1,7 @@
 """Parameter errors of the aclnnGroupNorm(Backward) contract.
 
-Both classes subclass ValueError and carry the aclnn status code in ``.code``; their
+Both classes subclass ValueError (dtype and type errors are ``ParamTypeError``, also a
+TypeError) and carry the aclnn status code in ``.code``; their
 messages start with the status name and code, then name the parameter and the rule:
 ``ACLNN_ERR_PARAM_INVALID (161002): C=6 is not divisible by group=4``.
 """
@@ -29,6 +30,14 @@ class ParamInvalidError(GroupNormParamError):
 
     status = "ACLNN_ERR_PARAM_INVALID"
     code = 161002
+
+
+class ParamTypeError(ParamInvalidError, TypeError):
+    """A tensor has a dtype the contract does not allow, or a scalar has the wrong type.
+
+    Still ``ACLNN_ERR_PARAM_INVALID`` (161002) and a :class:`ParamInvalidError`, and also a
+    ``TypeError``: the exception type MindSpore's own GroupNorm raises for the same mistakes.
+    """
 
 
 ERROR_CLASSES = {cls.code: cls for cls in (ParamNullptrError, ParamInvalidError)}

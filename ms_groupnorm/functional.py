@@ -4,8 +4,10 @@ import functools
 
 import numpy as np
 from mindspore import Tensor, ops
+from mindspore.ops.primitive import constexpr
 
 from . import _checks, _ops
+from .errors import ParamTypeError
 
 FULL_MASK = _ops.FULL_MASK
 
@@ -28,18 +30,51 @@ def _nchw_view(tensor, N, C, HxW):
     return ops.reshape(tensor, (N, C, HxW))
 
 
-def group_norm(x, num_groups, gamma=None, beta=None, eps=1e-5):
-    """GroupNorm of an (N, C, *) tensor, differentiable through this project's kernels.
+@constexpr(check=False)  # runs in Python, also while a graph compiles (unknown dims arrive as None)
+def _check_group_norm(shape, dtype, weight_spec, bias_spec, num_groups, eps):
+    """Checks group_norm's arguments; returns the dtype of the statistics (see _run_group_norm)."""
+    stat_dtype, is_float64 = _checks.check_group_norm((None if shape is None else tuple(shape), dtype), weight_spec,
+                                                      bias_spec, num_groups, eps)
+    if is_float64 and _ops.backend_name() != "cpu":
+        raise ParamTypeError(f"input has dtype Float64, which only the CPU kernels support (this backend is "
+                             f"{_ops.backend_name()!r}); use float32")
+    return stat_dtype
 
-    gamma/beta of shape (C,) may be None (ones/zeros); they may be float32 while x is
-    float16/bfloat16 (mixed precision). Returns y with x's shape and dtype.
+
+@constexpr(check=False)
+def _param_spec(shape, dtype):
+    return None if shape is None else tuple(shape), dtype
+
+
+def _run_group_norm(input, num_groups, weight, bias, eps, mask, stat_dtype):
+    """y of GroupNorm after the checks: statistics in ``stat_dtype``, float32 for
+    float16/bfloat16 input (weight/bias are cast up, their gradients cast back), the input's
+    dtype otherwise."""
+    weight = _absent(stat_dtype) if weight is None else weight
+    bias = _absent(stat_dtype) if bias is None else bias
+    if weight.dtype != stat_dtype:
+        weight = ops.cast(weight, stat_dtype)
+    if bias.dtype != stat_dtype:
+        bias = ops.cast(bias, stat_dtype)
+    return _ops.forward_op(num_groups, float(eps), mask)(input, weight, bias)[0]
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint: disable=redefined-builtin
+    """GroupNorm of an (N, C, *) tensor, differentiable through this project's kernels;
+    the signature of ``mindspore.ops.group_norm`` and ``mint.nn.functional.group_norm``.
+
+    ``input``: float32, float16, bfloat16 or float64 (CPU), rank 2-8. ``weight``/``bias``
+    of C elements may be None (ones/zeros); in input's dtype, or float32 with a
+    float16/bfloat16 input. ``eps``: any float, as in MindSpore (a negative eps larger
+    than a group's variance gives NaN there). With a float16/bfloat16 input the mean and
+    rstd are computed, used and saved for the backward in float32, whatever weight's
+    dtype. Returns y with input's shape and dtype.
     """
-    _checks.check_group_norm(_spec(x), _spec(gamma), _spec(beta), num_groups, eps)
-    stat_dtype = x.dtype if gamma is None else gamma.dtype
-    op = _ops.forward_op(num_groups, float(eps), (True, gamma is not None, beta is not None))
-    gamma = _absent(stat_dtype) if gamma is None else gamma
-    beta = _absent(stat_dtype) if beta is None else beta
-    return op(x, gamma, beta)[0]
+    stat_dtype = _check_group_norm(input.shape, input.dtype,
+                                   None if weight is None else _param_spec(weight.shape, weight.dtype),
+                                   None if bias is None else _param_spec(bias.shape, bias.dtype), num_groups, eps)
+    return _run_group_norm(input, num_groups, weight, bias, eps, (True, weight is not None, bias is not None),
+                           stat_dtype)
 
 
 def group_norm_forward(input, gamma, beta, N, C, HxW, group, eps=1e-5):

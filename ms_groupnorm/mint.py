@@ -33,8 +33,8 @@ class GroupNorm(nn.Cell):
                               requires_grad=affine)
 
     def construct(self, input):  # pylint: disable=redefined-builtin  (mint's argument name)
-        _check_input(input.shape, input.dtype, self.num_channels, self.cls_name)
-        return _affine_group_norm(input, self.weight, self.bias, self.num_groups, self.eps)
+        stat_dtype = _check_input(input.shape, input.dtype, self.num_channels, self.cls_name)
+        return _affine_group_norm(input, self.weight, self.bias, self.num_groups, self.eps, stat_dtype)
 
     def extend_repr(self):
         return 'num_groups={}, num_channels={}, eps={}, affine={}'.format(

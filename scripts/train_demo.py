@@ -10,10 +10,18 @@ end-to-end check of the forward and backward kernels).
 The data is scikit-learn's ``load_digits`` (1797 8x8 images shipped inside the
 package: nothing is downloaded).
 
+It needs ms_groupnorm installed (``pip install -e ".[demo]"`` in the checkout): the
+script imports the installed package, never the source tree next to it.
+
 Single process:  python scripts/train_demo.py [--mode graph|pynative]
-Data parallel:   msrun --worker_num=2 --local_worker_num=2 scripts/train_demo.py --distributed
+Data parallel:   msrun --worker_num=2 --local_worker_num=2 --join=True --log_dir=msrun_logs \
+                     scripts/train_demo.py --distributed
                  (each rank trains on its own shard; gradients are averaged over ranks
-                 through MindSpore's collective backend, MCCL on CPU.)
+                 through MindSpore's collective backend, MCCL on CPU. msrun prints the
+                 workers' output, keeps it in msrun_logs/worker_<rank>.log and exits
+                 non-zero when a rank fails.)
+
+The last line printed is the verdict: "PASS: ..." or "FAIL: ...".
 """
 import argparse
 import os
@@ -23,13 +31,16 @@ import time
 import numpy as np
 
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
-# Run from a source checkout without installing: the package sits one level up.
-sys.path.insert(0, os.path.dirname(SCRIPT_DIR))
+DEVICES = ("CPU", "GPU", "Ascend")
 
 import mindspore as ms  # noqa: E402
 from mindspore import Tensor, nn, ops  # noqa: E402
 
-import ms_groupnorm  # noqa: E402
+try:
+    import ms_groupnorm  # noqa: E402
+except ImportError as error:  # e.g. the CPU kernel library was never built
+    sys.exit(f"FAIL: cannot import ms_groupnorm ({error}). Install it first: pip install -e \".[demo]\" "
+             f"in the checkout.")
 
 # Why 1e-2: both copies compute the same maths in float32 but sum in different orders,
 # so the first losses differ by ~1e-7 and the weights drift apart by rounding that SGD
@@ -47,7 +58,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=["graph", "pynative"], default="graph",
                         help="MindSpore execution mode (default: graph)")
-    parser.add_argument("--device", default="CPU", help="device target (default: CPU)")
+    parser.add_argument("--device", default="CPU", choices=DEVICES,
+                        help="device to train on; it must be available to this MindSpore build (default: CPU)")
     parser.add_argument("--epochs", type=int, default=4, help="passes over the training set (default: 4)")
     parser.add_argument("--max-steps", type=int, default=None,
                         help="stop after this many steps in total (for quick checks)")
@@ -76,8 +88,12 @@ def parse_args(argv=None):
 # ---------------------------------------------------------------------------- data
 def load_digits_split(seed, test_fraction=0.2):
     """(x_train, y_train, x_test, y_test): 8x8 digits as float32 (N, 1, 8, 8) in [0, 1]."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    try:
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
+    except ImportError:
+        raise SystemExit("FAIL: the demo's data comes from scikit-learn, which is not installed. "
+                         "Install it with: pip install -e \".[demo]\" (or pip install scikit-learn matplotlib)")
 
     digits = load_digits()
     images = (digits.images / 16.0).astype(np.float32)[:, None, :, :]
@@ -220,7 +236,12 @@ def max_difference_across_ranks(net):
 def main(argv=None):
     args = parse_args(argv)
     mode = ms.GRAPH_MODE if args.mode == "graph" else ms.PYNATIVE_MODE
-    ms.set_context(mode=mode, device_target=args.device)
+    if not ms.hal.is_available(args.device):
+        print(f"FAIL: --device {args.device} is not available to this MindSpore build "
+              f"(available: {', '.join(d for d in DEVICES if ms.hal.is_available(d))})", file=sys.stderr)
+        return 2
+    ms.set_context(mode=mode)
+    ms.set_device(args.device)
     rank, size = init_distributed() if args.distributed else (0, 1)
     is_main = rank == 0
     say = print if is_main else (lambda *a, **k: None)
@@ -271,7 +292,8 @@ def main(argv=None):
     diffs = np.abs(np.asarray(history["loss_ms"]) - np.asarray(history["loss_ref"]))
     worst = int(np.argmax(diffs))
     failures = []
-    say(f"trained {total} steps in {elapsed:.1f} s ({args.mode} mode, compile included)")
+    say(f"trained {total} steps in {elapsed:.1f} s ("
+        + ("graph mode, compile included)" if args.mode == "graph" else "pynative mode)"))
     say(f"held-out accuracy: ms_groupnorm.GroupNorm {acc_ms:.2%}, mindspore.nn.GroupNorm {acc_ref:.2%}")
     say(f"largest loss difference: {diffs[worst]:.3g} at step {worst + 1} (tolerance {args.tolerance:g})")
     if not diffs[worst] <= args.tolerance:  # also catches NaN
@@ -302,8 +324,20 @@ def main(argv=None):
         say(f"plot saved to {os.path.abspath(path)}")
     for failure in failures:
         print(f"FAILED (rank {rank}): {failure}", file=sys.stderr)
-    return 1 if failures else 0
-
+    failed_ranks = [rank] if failures else []
+    if args.distributed:
+        # Every rank learns which ranks failed, so that rank 0 can give the job's verdict
+        # and no rank exits (making msrun stop the others) before all are done.
+        flags = ops.AllGather()(Tensor(np.array([len(failures)], np.int32))).asnumpy()
+        failed_ranks = [r for r, count in enumerate(flags) if count]
+    if failed_ranks:
+        say("FAIL: " + ("; ".join(failures) if failed_ranks == [rank] else
+                        f"rank(s) {failed_ranks} failed (each rank's reason is in its output above)"), flush=True)
+        return 1 if failures or is_main else 0
+    say(f"PASS: ms_groupnorm.GroupNorm trained like mindspore.nn.GroupNorm on {size} rank(s) (largest loss "
+        f"difference {diffs[worst]:.2g} <= {args.tolerance:g}, held-out accuracy {acc_ms:.1%} vs "
+        f"{acc_ref:.1%})", flush=True)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -103,7 +103,9 @@ BACKWARD_BREAKAGES = [  # (description, change, expected status)
     ("shapes NULL", dict(null=("shapes",)), BAD_PARAMS),
     ("dtypes NULL", dict(null=("dtypes",)), BAD_PARAMS),
     ("dtype string NULL", dict(dtypes={1: None}), BAD_PARAMS),
-    ("float64", dict(dtypes={0: "float64", 1: "float64", 5: "float64"}), BAD_DTYPE),
+    ("float64 data, float32 stats", dict(dtypes={0: "float64", 1: "float64", 5: "float64"}), BAD_DTYPE),
+    ("float32 data, float64 stats", dict(dtypes={2: "float64", 3: "float64", 4: "float64", 6: "float64",
+                                                 7: "float64"}), BAD_DTYPE),
     ("int8", dict(dtypes={1: "int8"}), BAD_DTYPE),
     ("unknown string", dict(dtypes={2: "float33"}), BAD_DTYPE),
     ("empty string", dict(dtypes={0: ""}), BAD_DTYPE),
@@ -194,7 +196,6 @@ def test_valid_forward_call_computes_the_reference(rng, make_extra):
 FORWARD_BREAKAGES = [
     ("nparam 5", dict(nparam=5), BAD_PARAMS),
     ("no eps", dict(attrs={"group": 3}), BAD_ATTR),
-    ("negative eps", dict(attrs={"group": 3, "eps": -1.0}), BAD_ATTR),
     ("no group", dict(attrs={"eps": 1e-5}), BAD_ATTR),
     ("bool dtype", dict(dtypes={0: "bool"}), BAD_DTYPE),
     ("y dtype differs", dict(dtypes={3: "float16"}), BAD_DTYPE),
@@ -215,6 +216,20 @@ def test_broken_forward_calls_return_errors(rng, make_extra, change, status):
     extra = make_extra(**change.get("attrs", {"group": 3, "eps": 1e-5}))
     assert aot_call("GroupNorm", tensors, dtypes, extra, nparam=change.get("nparam")) == status
     assert not tensors[3].any()
+
+
+def test_negative_eps_is_computed_as_mindspore_does(rng, make_extra):
+    """mindspore.ops.group_norm takes any eps: rstd = 1/sqrt(var + eps), NaN where that is
+    negative. The kernel does the same (it used to refuse eps < 0 with a status code)."""
+    tensors = forward_tensors(rng)
+    var = tensors[0].astype(np.float64).reshape(2, 3, -1).var(axis=2)
+    eps = -float(np.median(var))  # some groups below, some above
+    assert aot_call("GroupNorm", tensors, ["float32"] * 6, make_extra(group=3, eps=eps)) == OK
+    rstd = tensors[5]
+    below = var + np.float32(eps) < 0
+    assert below.any() and (~below).any()
+    assert np.isnan(rstd[below]).all()
+    np.testing.assert_allclose(rstd[~below], 1 / np.sqrt(var[~below] + np.float32(eps)), rtol=1e-4)
 
 
 PLAIN_API_BREAKAGES = [

@@ -161,7 +161,8 @@ def test_top_level_layer_and_subclasses():
         """A user subclass may change construct: it must be left alone."""
 
     net = nn.SequentialCell(CustomNorm(2, 4))
-    convert_group_norm(net)
+    with pytest.warns(UserWarning, match="nothing was converted"):
+        convert_group_norm(net)
     assert type(net[0]) is CustomNorm
 
 
@@ -203,3 +204,83 @@ def test_mint_style_layer_matches_mint_group_norm(mode):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=name)
     with pytest.raises(ValueError, match="must be divided by"):
         ms_groupnorm.mint.GroupNorm(4, 6)
+
+
+# ---------------------------------------------------------------- Cell settings (issue 10)
+# Cell state that is per instance by nature (identity, caches, children) or rebuilt by the
+# conversion (recompute wrapper): everything else must be carried over unchanged.
+_PER_INSTANCE = {"_params", "_cells", "_create_time", "_id", "_compile_cache", "_phase_cache", "_exist_objs",
+                 "_exist_names", "_recompute_cell", "_lazy_construct_sig", "_cell_init_args", "_jit_graph_name"}
+
+
+def _settings(cell):
+    return {key: value for key, value in cell.__dict__.items() if key not in _PER_INSTANCE}
+
+
+@pytest.mark.parametrize("cls", ORIGINAL_CLASSES, ids=["nn", "mint"])
+def test_every_cell_setting_is_carried_over(cls):
+    hook_calls = []
+    layer = cls(2, 4)
+    layer.to_float(ms.float32)
+    layer.recompute()
+    layer.set_grad(True)
+    layer.set_train(False)
+    layer.add_flags(my_flag=3)
+    layer.note = "user attribute"
+    layer.register_forward_pre_hook(lambda cell, inputs: hook_calls.append(type(cell).__name__))
+    net = nn.SequentialCell(nn.Dense(4, 4), layer)
+    convert_group_norm(net)
+    new = net[1]
+    assert type(new) is not cls
+    old_settings, new_settings = _settings(layer), _settings(new)
+    for key, value in old_settings.items():
+        assert key in new_settings, f"{key} was dropped"
+        if not callable(value) and not isinstance(value, dict):
+            assert new_settings[key] == value, f"{key}: {new_settings[key]!r} != {value!r}"
+    assert new._func_graph_flags == layer._func_graph_flags
+    assert new.mixed_precision_type == layer.mixed_precision_type
+    assert new.requires_grad and not new.training and new.my_flag == 3 and new.note == "user attribute"
+    assert new._has_config_recompute and new._recompute_cell is not None
+    new(Tensor(np.ones((2, 4), np.float32)))
+    assert hook_calls == [type(new).__name__]  # the forward pre-hook moved with the layer
+
+
+def test_to_float_float32_keeps_float32_output_after_conversion(mode):
+    """A GroupNorm forced to float32 (to_float) behind a float16 layer, as latent-diffusion
+    code does: nn.GroupNorm returns float32, and so must its replacement."""
+    def build():
+        ms.set_seed(0)
+        return nn.SequentialCell(nn.Dense(4, 8).to_float(ms.float16), nn.GroupNorm(2, 8).to_float(ms.float32))
+
+    x = Tensor(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32))
+    reference_net = build()
+    want = reference_net(x)
+    net = convert_group_norm(build())
+    assert type(net[1]) is ms_groupnorm.GroupNorm
+    got = net(x)
+    assert want.dtype == got.dtype == ms.float32
+    np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_use_reentrant_false_recompute_is_carried_over():
+    layer = nn.GroupNorm(2, 4)
+    layer.recompute(use_reentrant=False)
+    new = convert_group_norm(layer)
+    assert new._has_config_recompute and callable(new._recompute_cell) and not isinstance(new._recompute_cell, nn.Cell)
+    assert new._recompute_cell is not layer._recompute_cell
+
+
+def test_reports_how_many_layers_it_converted(caplog):
+    net = _make_net(11)
+    with caplog.at_level("INFO", logger="ms_groupnorm.convert"):
+        convert_group_norm(net)
+    assert "replaced 5 GroupNorm layer(s) in MultiBlockNet" in caplog.text
+
+
+def test_warns_when_nothing_was_converted():
+    class CustomNorm(nn.GroupNorm):
+        pass
+
+    with pytest.warns(UserWarning, match="nothing was converted") as record:
+        convert_group_norm(nn.SequentialCell(nn.Dense(4, 4), CustomNorm(2, 4)))
+    assert "1 subclass layer(s) left alone" in str(record[0].message)

@@ -60,8 +60,12 @@ def test_msrun_command_names_the_demo_and_its_flag():
     names that script and a flag the script accepts."""
     commands = [line for block in _code_blocks(_usage_section(), "bash") for line in block.splitlines()
                 if line.startswith("msrun")]
-    assert commands == ["msrun --worker_num=2 --local_worker_num=2 scripts/train_demo.py --distributed"]
-    script = shlex.split(commands[0])[3]
+    assert commands == ["msrun --worker_num=2 --local_worker_num=2 --join=True --log_dir=msrun_logs "
+                        "scripts/train_demo.py --distributed"]
+    words = shlex.split(commands[0])
+    # --join=True: msrun waits for the workers and reports a failed rank (tests/test_train_demo.py runs it)
+    assert "--join=True" in words and any(word.startswith("--log_dir=") for word in words)
+    script = next(word for word in words if word.endswith(".py"))
     assert os.path.isfile(os.path.join(REPO, script))
     sys.path.insert(0, os.path.join(REPO, "scripts"))
     try:

@@ -54,6 +54,9 @@ def test_short_run_agrees_and_learns(mode, steps, min_accuracy, tmp_path):
     acc_ms, acc_ref = _accuracies(out)
     assert acc_ms > min_accuracy and acc_ref > min_accuracy, out
     assert f"plot saved to {plot}" in out
+    assert out.strip().splitlines()[-1].startswith("PASS: ms_groupnorm.GroupNorm trained like"), out[-2000:]
+    assert ("compile included" in out) == (mode == "graph")  # PyNative compiles nothing
+    assert "device_target" not in out  # no deprecation warning about its own set_context call
     assert plot.read_bytes()[:8] == PNG_MAGIC
     saved = np.load(tmp_path / "rank_0.npz")
     loss_ms, loss_ref = saved["loss_ms"], saved["loss_ref"]
@@ -85,6 +88,49 @@ def test_exits_nonzero_when_a_gradient_is_wrong(tmp_path):
     assert rc == 1, out
     assert _largest_difference(out) > 1e-2
     assert "exceeds tolerance" in out
+    assert [line for line in out.splitlines() if line.startswith(("PASS", "FAIL:"))][-1].startswith(
+        "FAIL: loss difference")
+
+
+def test_unavailable_device_is_refused_with_a_clear_message(tmp_path):
+    rc, out = _run([sys.executable, DEMO, "--device", "Ascend"], timeout=120, cwd=tmp_path)
+    assert rc == 2, out
+    assert "FAIL: --device Ascend is not available to this MindSpore build (available: CPU" in out
+    assert "Traceback" not in out
+    rc, out = _run([sys.executable, DEMO, "--device", "TPU"], timeout=120, cwd=tmp_path)
+    assert rc == 2 and "invalid choice: 'TPU'" in out
+
+
+def test_missing_scikit_learn_gives_a_clear_message(tmp_path):
+    blocker = (
+        "import runpy, sys\n"
+        "class NoSklearn:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'sklearn':\n"
+        "            raise ModuleNotFoundError(\"No module named 'sklearn'\", name='sklearn')\n"
+        "sys.meta_path.insert(0, NoSklearn())\n"
+        f"sys.argv = [{DEMO!r}, '--max-steps', '1']\n"
+        f"runpy.run_path({DEMO!r}, run_name='__main__')\n"
+    )
+    wrapper = tmp_path / "demo_without_sklearn.py"
+    wrapper.write_text(blocker)
+    rc, out = _run([sys.executable, str(wrapper)], timeout=120, cwd=tmp_path)
+    assert rc == 1, out
+    assert "FAIL: the demo's data comes from scikit-learn, which is not installed" in out
+    assert "Traceback" not in out
+
+
+def test_imports_the_installed_package_not_the_checkout(tmp_path):
+    """The script must not put its checkout ahead of sys.path: a package found first on the
+    path (here a stub that fails to import) is the one it gets."""
+    stub = tmp_path / "stub" / "ms_groupnorm"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('the stub ms_groupnorm first on the path')\n")
+    env = dict(ENV, PYTHONPATH=str(tmp_path / "stub"))
+    proc = subprocess.run([sys.executable, DEMO, "--max-steps", "1"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL: cannot import ms_groupnorm (the stub ms_groupnorm first on the path)" in proc.stderr
 
 
 def _free_port():
@@ -114,3 +160,18 @@ def test_msrun_data_parallel_ranks_end_identical(tmp_path):
     for key in param_keys:
         np.testing.assert_array_equal(ranks[0][key], ranks[1][key], err_msg=key)
     assert (tmp_path / "dist.png").read_bytes()[:8] == PNG_MAGIC
+    assert "PASS: ms_groupnorm.GroupNorm trained like mindspore.nn.GroupNorm on 2 rank(s)" in out
+
+
+@pytest.mark.skipif(shutil.which("msrun") is None, reason="msrun (MindSpore's launcher) is not on PATH")
+def test_msrun_reports_a_failed_rank(tmp_path):
+    """The README's msrun command (--join=True) with a tolerance no run can meet: every
+    rank fails, rank 0 says so, and msrun itself exits non-zero naming the log directory."""
+    cmd = ["msrun", "--worker_num=2", "--local_worker_num=2", f"--master_port={_free_port()}",
+           f"--log_dir={tmp_path / 'logs'}", "--join=True", "--cluster_time_out=120",
+           DEMO, "--distributed", "--max-steps", "2", "--tolerance", "-1", "--plot", str(tmp_path / "dist.png")]
+    rc, out = _run(cmd, timeout=300, cwd=tmp_path)
+    assert rc != 0, out
+    assert "FAIL: rank(s) [0, 1] failed" in out
+    assert "Distributed job exited with exception" in out and str(tmp_path / "logs") in out
+    assert "FAIL: rank(s) [0, 1] failed" in (tmp_path / "logs" / "worker_0.log").read_text(errors="replace")

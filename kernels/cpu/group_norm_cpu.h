@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "half_types.h"
@@ -228,16 +229,19 @@ class ForwardKernel {
     rows_.sum(Channel(n, c_first), s_.HxW, rows, &channel_sum_[n * s_.C + c_first]);
   }
 
-  // The mean is rounded to the stored dtype first, so that the variance, y and the
-  // backward pass all centre on exactly the value the caller sees in `mean`.
+  // The variance and y use the float32 mean, never the value rounded to a float16 or
+  // bfloat16 `mean` output: with |mean| >> std that rounding (up to 2^-9 of |mean| in
+  // bf16) would shift every y. Only the stored copy is rounded. A caller that wants its
+  // backward to use exactly the statistics the forward used asks for float32 ones (the
+  // layers and group_norm do; see ms_groupnorm/functional.py).
   void GroupMean(int64_t n, int64_t g) {
     const int64_t D = s_.D();
     double sum = 0.0;
     for (int64_t c = g * D; c < (g + 1) * D; ++c) sum += channel_sum_[n * s_.C + c];
     const double m = static_cast<double>(D * s_.HxW);
-    const U stored = FromFloat<U>(m > 0 ? static_cast<float>(sum / m) : 0.0f);
-    mean_[n * s_.G + g] = stored;
-    group_mean_[n * s_.G + g] = ToFloat(stored);
+    const float mu = m > 0 ? static_cast<float>(sum / m) : 0.0f;
+    mean_[n * s_.G + g] = FromFloat<U>(mu);
+    group_mean_[n * s_.G + g] = mu;
   }
 
   void ChannelSquares(int64_t n, int64_t c_first, int64_t rows) {
@@ -251,10 +255,11 @@ class ForwardKernel {
     for (int64_t c = g * D; c < (g + 1) * D; ++c) sum += channel_sum_[n * s_.C + c];
     const double m = static_cast<double>(D * s_.HxW);
     // An empty group has no variance: rstd is NaN, as aclnnGroupNorm documents.
+    // A negative eps larger than the variance gives NaN, as in mindspore.ops.group_norm.
     const double r = m > 0 ? 1.0 / std::sqrt(sum / m + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
-    const U stored = FromFloat<U>(static_cast<float>(r));
-    rstd_[n * s_.G + g] = stored;
-    group_rstd_[n * s_.G + g] = ToFloat(stored);
+    const float r32 = static_cast<float>(r);
+    rstd_[n * s_.G + g] = FromFloat<U>(r32);
+    group_rstd_[n * s_.G + g] = r32;  // float32, not the rounded output (see GroupMean)
   }
 
   void NormalizeChannels(int64_t n, int64_t c_first, int64_t rows) {
@@ -276,11 +281,92 @@ class ForwardKernel {
   bool stream_;
   const RowKernels<T> &rows_;
   std::vector<double> channel_sum_;  // (N, C) scratch
-  std::vector<float> group_mean_;    // (N, G): the stored mean/rstd, read back as float
+  std::vector<float> group_mean_;    // (N, G): float32 mean/rstd (before rounding to U)
   std::vector<float> group_rstd_;
   std::vector<float> scale_;  // (N, C) rstd * gamma
   std::vector<float> shift_;  // (C,) beta as float
 };
+
+// ------------------------------------------------------------------ float64
+// float64 (CPU only, for gradient checks and users of nn.GroupNorm's float64 support):
+// plain scalar loops in double, no SIMD row kernels. Each sum runs in index order and
+// threads only pick which group or channel they handle, so results do not depend on
+// the thread count either.
+inline void ForwardFloat64(const double *x, const double *gamma, const double *beta, double *y, double *mean,
+                           double *rstd, const GroupNormSizes &s, double eps) {
+  const int64_t D = s.D(), M = D * s.HxW;
+  const int threads = ThreadsFor(s.N * s.C * s.HxW);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t ng = 0; ng < s.N * s.G; ++ng) {
+    const int64_t n = ng / s.G, g = ng % s.G;
+    const double *xg = x + (n * s.C + g * D) * s.HxW;
+    double sum = 0.0;
+    for (int64_t i = 0; i < M; ++i) sum += xg[i];
+    const double mu = M > 0 ? sum / static_cast<double>(M) : 0.0;
+    double squares = 0.0;
+    for (int64_t i = 0; i < M; ++i) squares += (xg[i] - mu) * (xg[i] - mu);
+    const double r = M > 0 ? 1.0 / std::sqrt(squares / static_cast<double>(M) + eps)
+                           : std::numeric_limits<double>::quiet_NaN();
+    mean[ng] = mu;
+    rstd[ng] = r;
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t c = g * D + d;
+      const double scale = r * (gamma == nullptr ? 1.0 : gamma[c]);
+      const double shift = beta == nullptr ? 0.0 : beta[c];
+      const double *xc = xg + d * s.HxW;
+      double *yc = y + (n * s.C + c) * s.HxW;
+      for (int64_t i = 0; i < s.HxW; ++i) yc[i] = (xc[i] - mu) * scale + shift;
+    }
+  }
+}
+
+inline void BackwardFloat64(const double *dy, const double *x, const double *mean, const double *rstd,
+                            const double *gamma, double *dx, double *dgamma, double *dbeta, const GroupNormSizes &s,
+                            OutputMask mask) {
+  const int64_t N = s.N, C = s.C, G = s.G, D = s.D(), HxW = s.HxW;
+  const int threads = ThreadsFor(N * C * HxW);
+  std::vector<double> db(N * C), ds(N * C);
+  auto gamma_at = [gamma](int64_t c) { return gamma == nullptr ? 1.0 : gamma[c]; };
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const double mu = mean[(nc / C) * G + (nc % C) / D];
+    const double *dyc = dy + nc * HxW, *xc = x + nc * HxW;
+    double sum_dy = 0.0, sum_dyxc = 0.0;
+    for (int64_t i = 0; i < HxW; ++i) {
+      sum_dy += dyc[i];
+      sum_dyxc += dyc[i] * (xc[i] - mu);
+    }
+    db[nc] = sum_dy;
+    ds[nc] = sum_dyxc;
+  }
+  if (mask.dx) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t ng = 0; ng < N * G; ++ng) {
+      const int64_t n = ng / G, g = ng % G;
+      double s1 = 0.0, t2 = 0.0;
+      for (int64_t c = g * D; c < (g + 1) * D; ++c) {
+        s1 += gamma_at(c) * db[n * C + c];
+        t2 += gamma_at(c) * ds[n * C + c];
+      }
+      const double r = rstd[ng], mu = mean[ng], inv_m = 1.0 / static_cast<double>(D * HxW);
+      const double b = -r * r * r * t2 * inv_m, c0 = -r * s1 * inv_m;
+      for (int64_t c = g * D; c < (g + 1) * D; ++c) {
+        const double a = r * gamma_at(c);
+        const int64_t offset = (n * C + c) * HxW;
+        for (int64_t i = 0; i < HxW; ++i) dx[offset + i] = a * dy[offset + i] + b * (x[offset + i] - mu) + c0;
+      }
+    }
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    double sum_dgamma = 0.0, sum_dbeta = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+      sum_dgamma += rstd[n * G + c / D] * ds[n * C + c];
+      sum_dbeta += db[n * C + c];
+    }
+    if (mask.dgamma) dgamma[c] = sum_dgamma;
+    if (mask.dbeta) dbeta[c] = sum_dbeta;
+  }
+}
 
 }  // namespace detail
 
@@ -290,12 +376,17 @@ void GroupNormBackward(const T *dy, const T *x, const U *mean, const U *rstd, co
                        U *dbeta, GroupNormSizes sizes, OutputMask mask) {
   if (sizes.N * sizes.HxW == 0) {  // empty input: dgamma = dbeta = 0, no dx to write
     for (int64_t c = 0; c < sizes.C; ++c) {
-      if (mask.dgamma) dgamma[c] = FromFloat<U>(0.0f);
-      if (mask.dbeta) dbeta[c] = FromFloat<U>(0.0f);
+      if (mask.dgamma) dgamma[c] = U{};  // +0 in every storage type
+      if (mask.dbeta) dbeta[c] = U{};
     }
     return;
   }
-  detail::BackwardKernel<T, U>(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, sizes, mask).Run();
+  if constexpr (std::is_same_v<T, double>) {
+    static_assert(std::is_same_v<U, double>, "float64 data takes float64 statistics");
+    detail::BackwardFloat64(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, sizes, mask);
+  } else {
+    detail::BackwardKernel<T, U>(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, sizes, mask).Run();
+  }
 }
 
 // gamma == nullptr means ones, beta == nullptr zeros.
@@ -303,7 +394,12 @@ template <typename T, typename U>
 void GroupNormForward(const T *x, const U *gamma, const U *beta, T *y, U *mean, U *rstd, GroupNormSizes sizes,
                       float eps) {
   if (sizes.N * sizes.C == 0) return;
-  detail::ForwardKernel<T, U>(x, gamma, beta, y, mean, rstd, sizes, eps).Run();
+  if constexpr (std::is_same_v<T, double>) {
+    static_assert(std::is_same_v<U, double>, "float64 data takes float64 statistics");
+    detail::ForwardFloat64(x, gamma, beta, y, mean, rstd, sizes, static_cast<double>(eps));
+  } else {
+    detail::ForwardKernel<T, U>(x, gamma, beta, y, mean, rstd, sizes, eps).Run();
+  }
 }
 
 }  // namespace ms_groupnorm

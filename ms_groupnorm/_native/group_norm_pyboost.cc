@@ -43,6 +43,8 @@ const char *DTypeName(mindspore::TypeId type) {
       return "float16";
     case mindspore::TypeId::kNumberTypeBFloat16:
       return "bfloat16";
+    case mindspore::TypeId::kNumberTypeFloat64:  // issue 10: the layers' float64 path (CPU, double)
+      return "float64";
     default:
       return "unsupported";
   }
