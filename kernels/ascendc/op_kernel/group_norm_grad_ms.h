@@ -116,6 +116,7 @@ class KernelGroupNormGradMs {
       for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
+      PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
       pipe_.Reset();
       Stage2(block);
     }
@@ -128,7 +129,14 @@ class KernelGroupNormGradMs {
     pipe_.InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
     pipe_.InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
     pipe_.InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
-    pipe_.InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
+    if (t_->mode == GNG_MODE_HW_ONE) {
+      // The same bytes as numFloatBufs * K floats, split so that the two buffers MTE3 stores
+      // to the workspace are VECOUT (UB -> GM copies read VECIN/VECOUT only).
+      pipe_.InitBuffer(floatBuf_, (t_->numFloatBufs - 2) * K * sizeof(float));
+      pipe_.InitBuffer(floatOutBuf_, 2 * K * sizeof(float));
+    } else {
+      pipe_.InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
+    }
     pipe_.InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
     if (t_->statElems > 0) {
       pipe_.InitBuffer(statBuf_, 3 * t_->statElems * sizeof(float));
@@ -144,12 +152,21 @@ class KernelGroupNormGradMs {
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
   __aicore__ inline LocalTensor<float> StatArray(int64_t i) { return statBuf_.Get<float>()[i * t_->statElems]; }
+  __aicore__ inline LocalTensor<float> ReduceDst() { return reduceBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> ReduceWork() { return reduceBuf_.Get<float>()[FLOATS_PER_BLOCK]; }
+
+  // One producer -> consumer ordering between two pipes (a SetFlag/WaitFlag pair).
+  template <HardEvent E>
+  __aicore__ inline void Sync() {
+    event_t id = static_cast<event_t>(pipe_.FetchEventID(E));
+    SetFlag<E>(id);
+    WaitFlag<E>(id);
+  }
 
   // ------------------------------------------------------------------ GM <-> UB
-  // Loads `len` elements of `src` at `offset` into the fp32 buffer `dst` through `que`.
+  // Issues the load of `len` elements of `src` at `offset` into a buffer of `que` (MTE2).
   template <typename V, typename Que>
-  __aicore__ inline void LoadAsFloat(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
-                                     const LocalTensor<float> &dst, bool aligned) {
+  __aicore__ inline void IssueLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len, bool aligned) {
     LocalTensor<V> staging = que.template AllocTensor<V>();
     if (aligned) {
       DataCopy(staging, src[offset], static_cast<uint32_t>(len));
@@ -159,23 +176,48 @@ class KernelGroupNormGradMs {
       DataCopyPad(staging, src[offset], copy, pad);
     }
     que.EnQue(staging);
-    staging = que.template DeQue<V>();
+  }
+
+  // Takes the oldest load of `que` and writes it as fp32 to `dst` (V), then frees it.
+  template <typename V, typename Que>
+  __aicore__ inline void TakeAsFloat(Que &que, int64_t len, const LocalTensor<float> &dst) {
+    LocalTensor<V> staging = que.template DeQue<V>();
     if constexpr (IsSameType<V, float>::value) {
-      DataCopy(dst, staging, static_cast<uint32_t>(AlignUp(len, FLOATS_PER_BLOCK)));
+      Muls(dst, staging, 1.0f, static_cast<int32_t>(len));  // a vector copy (any UB position)
     } else {
       Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(len));
     }
     que.FreeTensor(staging);
   }
 
-  // Rounds `len` fp32 values of `src` to V and stores them at `offset` of `dst`.
+  // Takes the oldest load of x and writes (x - mean) to `dst` (fp32 data: straight from the staging buffer).
+  __aicore__ inline void TakeCentredX(int64_t len, float mean, const LocalTensor<float> &dst) {
+    if constexpr (IsSameType<T, float>::value) {
+      LocalTensor<T> staging = xQue_.template DeQue<T>();
+      Adds(dst, staging, -mean, static_cast<int32_t>(len));
+      xQue_.FreeTensor(staging);
+    } else {
+      TakeAsFloat<T>(xQue_, len, dst);
+      Adds(dst, dst, -mean, static_cast<int32_t>(len));
+    }
+  }
+
+  template <typename V, typename Que>
+  __aicore__ inline void LoadAsFloat(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
+                                     const LocalTensor<float> &dst) {
+    IssueLoad(que, src, offset, len, false);
+    TakeAsFloat<V>(que, len, dst);
+  }
+
+  // Stores `len` values of src + add (fp32) as V at `offset` of `dst` through `que`.
   template <typename V, typename Que>
   __aicore__ inline void StoreFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
-                                        const LocalTensor<float> &src, bool aligned) {
+                                        const LocalTensor<float> &src, float add, bool aligned) {
     LocalTensor<V> staging = que.template AllocTensor<V>();
     if constexpr (IsSameType<V, float>::value) {
-      DataCopy(staging, src, static_cast<uint32_t>(AlignUp(len, FLOATS_PER_BLOCK)));
+      Adds(staging, src, add, static_cast<int32_t>(len));
     } else {
+      Adds(src, src, add, static_cast<int32_t>(len));
       Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(len));
     }
     que.EnQue(staging);
@@ -189,103 +231,126 @@ class KernelGroupNormGradMs {
     que.FreeTensor(staging);
   }
 
-  // Writes `len` fp32 values that the scalar unit put into `src` to the workspace.
-  __aicore__ inline void StoreScalarsToGm(const GlobalTensor<float> &dst, int64_t offset, int64_t len,
+  // Copies `len` fp32 values of the VECOUT buffer `src` to the workspace (MTE3).
+  __aicore__ inline void StoreToWorkspace(const GlobalTensor<float> &dst, int64_t offset, int64_t len,
                                           const LocalTensor<float> &src) {
-    PipeBarrier<PIPE_ALL>();  // scalar writes (SetValue) must land before MTE3 reads UB
     DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(float)), 0, 0, 0};
     DataCopyPad(dst[offset], src, copy);
-    PipeBarrier<PIPE_ALL>();  // and MTE3 must be done before the scalar unit rewrites them
-  }
-
-  // Loads `len` values of `src` into the fp32 array `dst` for scalar reads (GetValue).
-  template <typename V>
-  __aicore__ inline void LoadForScalars(const GlobalTensor<V> &src, int64_t offset, int64_t len,
-                                        const LocalTensor<float> &dst) {
-    LoadAsFloat(statQue_, src, offset, len, dst, false);
-    PipeBarrier<PIPE_ALL>();  // the vector cast must finish before scalar reads
-  }
-
-  __aicore__ inline float Sum(const LocalTensor<float> &src, int64_t len) {
-    LocalTensor<float> all = reduceBuf_.Get<float>();
-    ReduceSum(all, src, all[FLOATS_PER_BLOCK], static_cast<int32_t>(len));
-    PipeBarrier<PIPE_ALL>();  // V -> S: the scalar read waits for the reduction
-    return all.GetValue(0);
   }
 
   __aicore__ inline float Stat(const GlobalTensor<U> &gm, int64_t i) { return ToF32(gm.GetValue(i)); }
 
-  // ------------------------------------------------------------------ per-channel building blocks
-  // db and dg of channel c of sample n. Mode 0 keeps dy and xhat of channel `local` in UB.
-  __aicore__ inline void ChannelSums(int64_t n, int64_t c, int64_t local, float mean, float rstd, float *db,
-                                     float *dg) {
-    const int64_t L = t_->HxW;
-    const int64_t base = (n * t_->C + c) * L;
+  // c1 and c2 of a group from db, dg and gamma (D values each; db and dg are overwritten):
+  // two vector products and reductions, one V -> S hand-over for the two scalars.
+  __aicore__ inline void GroupCoefficients(const LocalTensor<float> &db, const LocalTensor<float> &dg,
+                                           const LocalTensor<float> &gamma, float *c1, float *c2) {
+    const int32_t D = static_cast<int32_t>(t_->D);
+    LocalTensor<float> red = ReduceDst();
+    Mul(db, gamma, db, D);
+    ReduceSum(red, db, ReduceWork(), D);
+    Mul(dg, gamma, dg, D);
+    ReduceSum(red[1], dg, ReduceWork(), D);
+    Sync<HardEvent::V_S>();  // the scalar reads wait for the reductions (and the gamma copy before them)
+    *c1 = red.GetValue(0) * invM_;
+    *c2 = red.GetValue(1) * invM_;
+  }
+
+  // ------------------------------------------------------------------ channel streams
+  // The (channel, chunk) items of channels [c0, c0 + channels) of sample n, streamed
+  // through the double-buffered dy/x queues: the load of item i + 1 is issued before item i
+  // is computed.
+  __aicore__ inline int64_t ItemLen(int64_t chunk) const {
+    const int64_t start = chunk * t_->chunkElems;
+    return (t_->HxW - start < t_->chunkElems) ? t_->HxW - start : t_->chunkElems;
+  }
+  __aicore__ inline void IssueItem(int64_t n, int64_t c0, int64_t item, bool withDy) {
+    const int64_t chunks = t_->chunksPerChannel;
+    const int64_t c = c0 + item / chunks;
+    const int64_t chunk = item % chunks;
+    const int64_t offset = (n * t_->C + c) * t_->HxW + chunk * t_->chunkElems;
     const bool aligned = t_->copyAligned != 0;
-    if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      LocalTensor<float> dyRes = ResidentDy(local);
-      LocalTensor<float> xRes = ResidentX(local);
-      LocalTensor<float> tmp = FloatBuf(0);
-      LoadAsFloat(dyQue_, dyGm_, base, L, dyRes, aligned);
-      LoadAsFloat(xQue_, xGm_, base, L, xRes, aligned);
-      Adds(xRes, xRes, -mean, static_cast<int32_t>(L));
-      Muls(xRes, xRes, rstd, static_cast<int32_t>(L));  // xRes now holds xhat
-      Mul(tmp, dyRes, xRes, static_cast<int32_t>(L));
-      *db = Sum(dyRes, L);
-      *dg = Sum(tmp, L);
-      return;
-    }
-    LocalTensor<float> dyF = FloatBuf(0);
-    LocalTensor<float> xF = FloatBuf(1);
-    LocalTensor<float> tmp = FloatBuf(2);
+    if (withDy) IssueLoad(dyQue_, dyGm_, offset, ItemLen(chunk), aligned);
+    IssueLoad(xQue_, xGm_, offset, ItemLen(chunk), aligned);
+  }
+
+  // db and dg of `channels` channels into db[0..channels) and dg[0..channels) (V writes, or
+  // S writes when a channel has several chunks). Mode 0 keeps dy and x - mean resident.
+  __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
+                                     const LocalTensor<float> &db, const LocalTensor<float> &dg) {
+    const int64_t chunks = t_->chunksPerChannel;
+    const int64_t items = channels * chunks;
+    const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
+    LocalTensor<float> red = ReduceDst();
     CascadeSum dbSum;
     CascadeSum dgSum;
     dbSum.Reset();
     dgSum.Reset();
-    for (int64_t chunk = 0; chunk < t_->chunksPerChannel; ++chunk) {
-      const int64_t start = chunk * t_->chunkElems;
-      const int64_t len = (L - start < t_->chunkElems) ? L - start : t_->chunkElems;
-      LoadAsFloat(dyQue_, dyGm_, base + start, len, dyF, aligned);
-      LoadAsFloat(xQue_, xGm_, base + start, len, xF, aligned);
-      Adds(xF, xF, -mean, static_cast<int32_t>(len));
-      Muls(xF, xF, rstd, static_cast<int32_t>(len));
-      Mul(tmp, dyF, xF, static_cast<int32_t>(len));
-      dbSum.Add(Sum(dyF, len));
-      dgSum.Add(Sum(tmp, len));
+    IssueItem(n, c0, 0, true);
+    for (int64_t item = 0; item < items; ++item) {
+      if (item + 1 < items) IssueItem(n, c0, item + 1, true);
+      const int64_t local = item / chunks;
+      const int64_t chunk = item % chunks;
+      const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+      LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
+      LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
+      LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
+      TakeAsFloat<T>(dyQue_, len, dyF);
+      TakeCentredX(len, mean, xF);
+      Muls(xF, xF, rstd, len);  // xhat
+      Mul(tmp, dyF, xF, len);
+      if (chunks == 1) {
+        ReduceSum(db[local], dyF, ReduceWork(), len);
+        ReduceSum(dg[local], tmp, ReduceWork(), len);
+        continue;
+      }
+      ReduceSum(red, dyF, ReduceWork(), len);
+      ReduceSum(red[1], tmp, ReduceWork(), len);
+      Sync<HardEvent::V_S>();  // chunk sums go to the scalar cascade
+      dbSum.Add(red.GetValue(0));
+      dgSum.Add(red.GetValue(1));
+      if (chunk == chunks - 1) {
+        db.SetValue(local, dbSum.Total());
+        dg.SetValue(local, dgSum.Total());
+        dbSum.Reset();
+        dgSum.Reset();
+      }
     }
-    *db = dbSum.Total();
-    *dg = dgSum.Total();
+    if (chunks > 1) Sync<HardEvent::S_V>();  // vector and MTE3 readers of db/dg follow the scalar writes
   }
 
-  // dx = a * dy - b * xhat - e with a = rstd*gamma_c, b = rstd*c2, e = rstd*c1.
-  __aicore__ inline void ChannelDx(int64_t n, int64_t c, int64_t local, float mean, float rstd, float a, float b,
-                                   float e) {
-    const int64_t L = t_->HxW;
-    const int64_t base = (n * t_->C + c) * L;
+  // dx of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with a_c = rstd * gamma_c.
+  __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
+                                   const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
     const bool aligned = t_->copyAligned != 0;
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      LocalTensor<float> dyRes = ResidentDy(local);
+      const int32_t L = static_cast<int32_t>(t_->HxW);
       LocalTensor<float> tmp = FloatBuf(0);
-      Muls(dyRes, dyRes, a, static_cast<int32_t>(L));
-      Muls(tmp, ResidentX(local), b, static_cast<int32_t>(L));
-      Sub(dyRes, dyRes, tmp, static_cast<int32_t>(L));
-      Adds(dyRes, dyRes, -e, static_cast<int32_t>(L));
-      StoreFromFloat(dxQue_, dxGm_, base, L, dyRes, aligned);
+      for (int64_t local = 0; local < channels; ++local) {
+        LocalTensor<float> dyRes = ResidentDy(local);
+        Muls(dyRes, dyRes, rstd * gamma.GetValue(gammaIndex + local), L);
+        Muls(tmp, ResidentX(local), b, L);
+        Sub(dyRes, dyRes, tmp, L);
+        StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned);
+      }
       return;
     }
+    const int64_t chunks = t_->chunksPerChannel;
+    const int64_t items = channels * chunks;
     LocalTensor<float> dyF = FloatBuf(0);
     LocalTensor<float> xF = FloatBuf(1);
-    for (int64_t chunk = 0; chunk < t_->chunksPerChannel; ++chunk) {
-      const int64_t start = chunk * t_->chunkElems;
-      const int64_t len = (L - start < t_->chunkElems) ? L - start : t_->chunkElems;
-      LoadAsFloat(dyQue_, dyGm_, base + start, len, dyF, aligned);
-      LoadAsFloat(xQue_, xGm_, base + start, len, xF, aligned);
-      Adds(xF, xF, -mean, static_cast<int32_t>(len));
-      Muls(xF, xF, rstd * b, static_cast<int32_t>(len));  // rstd * (x - mean) * b = xhat * b
-      Muls(dyF, dyF, a, static_cast<int32_t>(len));
-      Sub(dyF, dyF, xF, static_cast<int32_t>(len));
-      Adds(dyF, dyF, -e, static_cast<int32_t>(len));
-      StoreFromFloat(dxQue_, dxGm_, base + start, len, dyF, aligned);
+    IssueItem(n, c0, 0, true);
+    for (int64_t item = 0; item < items; ++item) {
+      if (item + 1 < items) IssueItem(n, c0, item + 1, true);
+      const int64_t local = item / chunks;
+      const int64_t chunk = item % chunks;
+      const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+      TakeAsFloat<T>(dyQue_, len, dyF);
+      TakeCentredX(len, mean, xF);
+      Muls(xF, xF, rstd * b, len);  // rstd * (x - mean) * b = xhat * b
+      Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
+      Sub(dyF, dyF, xF, len);
+      StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems, len, dyF, -e,
+                     aligned);
     }
   }
 
@@ -294,21 +359,6 @@ class KernelGroupNormGradMs {
   }
   __aicore__ inline LocalTensor<float> ResidentX(int64_t local) {
     return residentBuf_.Get<float>()[(t_->D + local) * t_->residentStride];
-  }
-
-  // c1 and c2 of a group from its per-channel arrays (fixed order: every task that needs
-  // them computes bit-identical values).
-  __aicore__ inline void GroupCoefficients(const LocalTensor<float> &db, const LocalTensor<float> &dg,
-                                           const LocalTensor<float> &gamma, float *c1, float *c2) {
-    float sumDb = 0.0f;
-    float sumDg = 0.0f;
-    for (int64_t c = 0; c < t_->D; ++c) {
-      const float g = gamma.GetValue(c);
-      sumDb += g * db.GetValue(c);
-      sumDg += g * dg.GetValue(c);
-    }
-    *c1 = sumDb * invM_;
-    *c2 = sumDg * invM_;
   }
 
   // ------------------------------------------------------------------ phase-1 tasks
@@ -322,26 +372,20 @@ class KernelGroupNormGradMs {
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
-    for (int64_t local = 0; local < D; ++local) {
-      float sumDb;
-      float sumDg;
-      ChannelSums(n, g * D + local, local, mean, rstd, &sumDb, &sumDg);
-      db.SetValue(local, sumDb);
-      dg.SetValue(local, sumDg);
-    }
+    ChannelSums(n, g * D, D, mean, rstd, db, dg);
     if (t_->needWorkspace != 0) {
-      StoreScalarsToGm(wsDbGm_, n * t_->C + g * D, D, db);
-      StoreScalarsToGm(wsDgGm_, n * t_->C + g * D, D, dg);
+      Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
+      StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
+      StoreToWorkspace(wsDgGm_, n * t_->C + g * D, D, dg);
+      Sync<HardEvent::MTE3_V>();  // and copied out before the vector unit overwrites them
+      if (t_->chunksPerChannel > 1) Sync<HardEvent::MTE3_S>();  // or the scalar unit (next group's sums)
     }
     if (t_->dxRequired == 0) return;
-    LoadForScalars(gammaGm_, g * D, D, gamma);
+    LoadAsFloat(statQue_, gammaGm_, g * D, D, gamma);
     float c1;
     float c2;
     GroupCoefficients(db, dg, gamma, &c1, &c2);
-    for (int64_t local = 0; local < D; ++local) {
-      const float gc = gamma.GetValue(local);
-      ChannelDx(n, g * D + local, local, mean, rstd, rstd * gc, rstd * c2, rstd * c1);
-    }
+    ChannelDx(n, g * D, D, mean, rstd, gamma, 0, rstd * c2, rstd * c1);
   }
 
   // Channel split, before SyncAll: the sums of one (n, c) channel into the workspace.
@@ -349,15 +393,14 @@ class KernelGroupNormGradMs {
     const int64_t n = task / t_->C;
     const int64_t c = task % t_->C;
     const int64_t group = n * t_->G + c / t_->D;
-    float sumDb;
-    float sumDg;
-    ChannelSums(n, c, 0, Stat(meanGm_, group), Stat(rstdGm_, group), &sumDb, &sumDg);
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
-    db.SetValue(0, sumDb);
-    dg.SetValue(0, sumDg);
-    StoreScalarsToGm(wsDbGm_, task, 1, db);
-    StoreScalarsToGm(wsDgGm_, task, 1, dg);
+    ChannelSums(n, c, 1, Stat(meanGm_, group), Stat(rstdGm_, group), db, dg);
+    Sync<HardEvent::V_MTE3>();
+    StoreToWorkspace(wsDbGm_, task, 1, db);
+    StoreToWorkspace(wsDgGm_, task, 1, dg);
+    Sync<HardEvent::MTE3_V>();
+    if (t_->chunksPerChannel > 1) Sync<HardEvent::MTE3_S>();
   }
 
   // Channel split, after SyncAll: dx of one (n, c) channel from its group's workspace sums.
@@ -370,15 +413,14 @@ class KernelGroupNormGradMs {
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
     if (group != cachedGroup_) {  // consecutive tasks mostly share a group
-      LoadForScalars(wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
-      LoadForScalars(wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
-      LoadForScalars(gammaGm_, g * t_->D, t_->D, gamma);
+      LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
+      LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
+      LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, gamma);
       GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);
       cachedGroup_ = group;
     }
     const float rstd = Stat(rstdGm_, group);
-    const float gc = gamma.GetValue(c - g * t_->D);
-    ChannelDx(n, c, 0, Stat(meanGm_, group), rstd, rstd * gc, rstd * cachedC2_, rstd * cachedC1_);
+    ChannelDx(n, c, 1, Stat(meanGm_, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
   }
 
   // Mode 3 (HxW == 1): a run of whole groups of sample n as flat vectors of E channels.
@@ -388,19 +430,22 @@ class KernelGroupNormGradMs {
     const int64_t g0 = (task % runsPerSample) * t_->groupsPerTask;
     const int64_t groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
     const int64_t D = t_->D;
-    const int64_t E = groups * D;
+    const int32_t E = static_cast<int32_t>(groups * D);
     const int64_t c0 = g0 * D;
     const int64_t base = n * t_->C + c0;  // HxW == 1: element offset == channel offset
-    LocalTensor<float> dyF = FloatBuf(0);
-    LocalTensor<float> xF = FloatBuf(1);
-    LocalTensor<float> dgF = FloatBuf(2);
-    LocalTensor<float> gF = FloatBuf(3);
-    LocalTensor<float> meanC = FloatBuf(4);
-    LocalTensor<float> rstdC = FloatBuf(5);
-    LoadAsFloat(dyQue_, dyGm_, base, E, dyF, false);
-    LoadAsFloat(xQue_, xGm_, base, E, xF, false);
-    LoadAsFloat(gammaQue_, gammaGm_, c0, E, gF, false);
-    PipeBarrier<PIPE_ALL>();  // scalar writes below follow vector work on the same buffers
+    LocalTensor<float> xF = FloatBuf(0);
+    LocalTensor<float> gF = FloatBuf(1);
+    LocalTensor<float> meanC = FloatBuf(2);
+    LocalTensor<float> rstdC = FloatBuf(3);
+    LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
+    LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
+    IssueLoad(dyQue_, dyGm_, base, E, false);
+    IssueLoad(xQue_, xGm_, base, E, false);
+    IssueLoad(gammaQue_, gammaGm_, c0, E, false);
+    TakeAsFloat<T>(dyQue_, E, dyF);
+    TakeAsFloat<T>(xQue_, E, xF);
+    TakeAsFloat<U>(gammaQue_, E, gF);
+    Sync<HardEvent::V_S>();  // the scalar writes below replace what the previous task's vectors read
     for (int64_t j = 0; j < groups; ++j) {  // broadcast each group's mean/rstd over its D channels
       const float mean = Stat(meanGm_, n * t_->G + g0 + j);
       const float rstd = Stat(rstdGm_, n * t_->G + g0 + j);
@@ -409,18 +454,21 @@ class KernelGroupNormGradMs {
         rstdC.SetValue(j * D + i, rstd);
       }
     }
-    PipeBarrier<PIPE_ALL>();
-    Sub(xF, xF, meanC, static_cast<int32_t>(E));
-    Mul(xF, xF, rstdC, static_cast<int32_t>(E));  // xhat
-    Mul(dgF, dyF, xF, static_cast<int32_t>(E));   // per-channel dg (db is dy itself)
+    Sync<HardEvent::S_V>();
+    Sub(xF, xF, meanC, E);
+    Mul(xF, xF, rstdC, E);  // xhat
+    Mul(dgF, dyF, xF, E);   // per-channel dg (db is dy itself)
     if (t_->needWorkspace != 0) {
-      StoreScalarsToGm(wsDbGm_, base, E, dyF);
-      StoreScalarsToGm(wsDgGm_, base, E, dgF);
+      Sync<HardEvent::V_MTE3>();
+      StoreToWorkspace(wsDbGm_, base, E, dyF);
+      StoreToWorkspace(wsDgGm_, base, E, dgF);
+      Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF and the next task's dyF
+      Sync<HardEvent::MTE3_S>();  // the scalar unit writes c2 into dgF
     }
     if (t_->dxRequired == 0) return;
-    Mul(meanC, gF, dyF, static_cast<int32_t>(E));  // gamma * dy
-    Mul(dgF, gF, dgF, static_cast<int32_t>(E));    // gamma * dy * xhat
-    PipeBarrier<PIPE_ALL>();
+    Mul(meanC, gF, dyF, E);  // gamma * dy
+    Mul(dgF, gF, dgF, E);    // gamma * dy * xhat
+    Sync<HardEvent::V_S>();
     for (int64_t j = 0; j < groups; ++j) {  // c1, c2 per group, broadcast over its channels
       float sumDb = 0.0f;
       float sumDg = 0.0f;
@@ -432,15 +480,15 @@ class KernelGroupNormGradMs {
       const float c2 = sumDg * invM_;
       for (int64_t i = 0; i < D; ++i) {
         gF.SetValue(j * D + i, c1);
-        dyF.SetValue(j * D + i, c2);
+        dgF.SetValue(j * D + i, c2);
       }
     }
-    PipeBarrier<PIPE_ALL>();
-    Mul(xF, xF, dyF, static_cast<int32_t>(E));       // xhat * c2
-    Sub(meanC, meanC, xF, static_cast<int32_t>(E));  // gamma*dy - xhat*c2
-    Sub(meanC, meanC, gF, static_cast<int32_t>(E));  // ... - c1
-    Mul(meanC, meanC, rstdC, static_cast<int32_t>(E));
-    StoreFromFloat(dxQue_, dxGm_, base, E, meanC, false);
+    Sync<HardEvent::S_V>();
+    Mul(xF, xF, dgF, E);             // xhat * c2
+    Sub(meanC, meanC, xF, E);        // gamma*dy - xhat*c2
+    Sub(meanC, meanC, gF, E);        // ... - c1
+    Mul(meanC, meanC, rstdC, E);
+    StoreFromFloat(dxQue_, dxGm_, base, E, meanC, 0.0f, false);
   }
 
   // ------------------------------------------------------------------ stage 2
@@ -459,25 +507,27 @@ class KernelGroupNormGradMs {
       const int64_t len = (sliceEnd - c0 < P) ? sliceEnd - c0 : P;
       Duplicate(accDb, 0.0f, static_cast<int32_t>(len));
       Duplicate(accDg, 0.0f, static_cast<int32_t>(len));
-      for (int64_t n = 0; n < t_->reduceRows; ++n) {
-        if (t_->dbetaRequired != 0) AccumulateRow(wsDbGm_, n * t_->C + c0, len, accDb);
-        if (t_->dgammaRequired != 0) AccumulateRow(wsDgGm_, n * t_->C + c0, len, accDg);
+      // rows of the workspace, streamed: the load of row i + 1 is issued before row i is added
+      const int64_t perRow = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+      const int64_t items = t_->reduceRows * perRow;
+      if (items > 0) IssueWorkspaceRow(c0, len, 0, perRow);
+      for (int64_t item = 0; item < items; ++item) {
+        if (item + 1 < items) IssueWorkspaceRow(c0, len, item + 1, perRow);
+        const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
+        LocalTensor<float> row = wsQue_.DeQue<float>();
+        LocalTensor<float> acc = isDb ? accDb : accDg;
+        Add(acc, acc, row, static_cast<int32_t>(len));
+        wsQue_.FreeTensor(row);
       }
-      if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, c0, len, accDb, false);
-      if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, c0, len, accDg, false);
+      if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, c0, len, accDb, 0.0f, false);
+      if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, c0, len, accDg, 0.0f, false);
     }
   }
 
-  __aicore__ inline void AccumulateRow(const GlobalTensor<float> &src, int64_t offset, int64_t len,
-                                       const LocalTensor<float> &acc) {
-    LocalTensor<float> row = wsQue_.AllocTensor<float>();
-    DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(float)), 0, 0, 0};
-    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
-    DataCopyPad(row, src[offset], copy, pad);
-    wsQue_.EnQue(row);
-    row = wsQue_.DeQue<float>();
-    Add(acc, acc, row, static_cast<int32_t>(len));
-    wsQue_.FreeTensor(row);
+  __aicore__ inline void IssueWorkspaceRow(int64_t c0, int64_t len, int64_t item, int64_t perRow) {
+    const int64_t n = item / perRow;
+    const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
+    IssueLoad(wsQue_, isDb ? wsDbGm_ : wsDgGm_, n * t_->C + c0, len, false);
   }
 
   const GroupNormGradMsTilingData *t_ = nullptr;
@@ -493,8 +543,9 @@ class KernelGroupNormGradMs {
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
+  TBuf<QuePosition::VECOUT> floatOutBuf_;  // mode 3: dy and dg rows that MTE3 stores to the workspace
   TBuf<QuePosition::VECCALC> reduceBuf_;
-  TBuf<QuePosition::VECCALC> statBuf_;
+  TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
   TQue<QuePosition::VECIN, BUFFER_NUM> wsQue_;
   TQue<QuePosition::VECOUT, BUFFER_NUM> outQue_;
