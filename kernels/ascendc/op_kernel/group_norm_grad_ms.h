@@ -423,72 +423,103 @@ class KernelGroupNormGradMs {
     ChannelDx(n, c, 1, Stat(meanGm_, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
   }
 
-  // Mode 3 (HxW == 1): a run of whole groups of sample n as flat vectors of E channels.
+  // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
+  // at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
+  // vector operand starts 32-byte aligned; the groups go through UB in batches of K / P.
   __aicore__ inline void HwOneTask(int64_t task) {
     const int64_t runsPerSample = (t_->G + t_->groupsPerTask - 1) / t_->groupsPerTask;
     const int64_t n = task / runsPerSample;
     const int64_t g0 = (task % runsPerSample) * t_->groupsPerTask;
     const int64_t groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
+    const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
+    for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
+      HwOneBatch(n, g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
+    }
+  }
+
+  // `rows` rows of D elements from GM (contiguous) to UB rows of P elements.
+  template <typename V, typename Que>
+  __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows) {
     const int64_t D = t_->D;
-    const int32_t E = static_cast<int32_t>(groups * D);
+    const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
+    LocalTensor<V> staging = que.template AllocTensor<V>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)), 0,
+                           static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0};
+    DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+    DataCopyPad(staging, src[offset], copy, pad);
+    que.EnQue(staging);
+  }
+
+  // `rows` UB rows of P elements (of a VECIN/VECOUT buffer) to `rows` x D contiguous GM elements.
+  template <typename V>
+  __aicore__ inline void StoreRows(const GlobalTensor<V> &dst, int64_t offset, int64_t rows, const LocalTensor<V> &src) {
+    const int64_t D = t_->D;
+    const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)),
+                           static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0, 0};
+    DataCopyPad(dst[offset], src, copy);
+  }
+
+  __aicore__ inline void HwOneBatch(int64_t n, int64_t g0, int64_t rows) {
+    const int64_t D = t_->D;
+    const int64_t P = AlignUp(D, 16);
+    const int32_t span = static_cast<int32_t>(rows * P);
+    const int32_t d = static_cast<int32_t>(D);
     const int64_t c0 = g0 * D;
     const int64_t base = n * t_->C + c0;  // HxW == 1: element offset == channel offset
     LocalTensor<float> xF = FloatBuf(0);
     LocalTensor<float> gF = FloatBuf(1);
-    LocalTensor<float> meanC = FloatBuf(2);
-    LocalTensor<float> rstdC = FloatBuf(3);
+    LocalTensor<float> gdy = FloatBuf(2);
+    LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
     LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
     LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
-    IssueLoad(dyQue_, dyGm_, base, E, false);
-    IssueLoad(xQue_, xGm_, base, E, false);
-    IssueLoad(gammaQue_, gammaGm_, c0, E, false);
-    TakeAsFloat<T>(dyQue_, E, dyF);
-    TakeAsFloat<T>(xQue_, E, xF);
-    TakeAsFloat<U>(gammaQue_, E, gF);
-    Sync<HardEvent::V_S>();  // the scalar writes below replace what the previous task's vectors read
-    for (int64_t j = 0; j < groups; ++j) {  // broadcast each group's mean/rstd over its D channels
-      const float mean = Stat(meanGm_, n * t_->G + g0 + j);
-      const float rstd = Stat(rstdGm_, n * t_->G + g0 + j);
-      for (int64_t i = 0; i < D; ++i) {
-        meanC.SetValue(j * D + i, mean);
-        rstdC.SetValue(j * D + i, rstd);
-      }
+    IssueRows(dyQue_, dyGm_, base, rows);
+    IssueRows(xQue_, xGm_, base, rows);
+    if (t_->dxRequired != 0) IssueRows(gammaQue_, gammaGm_, c0, rows);
+    TakeAsFloat<T>(dyQue_, span, dyF);
+    TakeAsFloat<T>(xQue_, span, xF);
+    for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
+      const int64_t group = n * t_->G + g0 + j;
+      Adds(xF[j * P], xF[j * P], -Stat(meanGm_, group), d);
+      Muls(xF[j * P], xF[j * P], Stat(rstdGm_, group), d);
     }
-    Sync<HardEvent::S_V>();
-    Sub(xF, xF, meanC, E);
-    Mul(xF, xF, rstdC, E);  // xhat
-    Mul(dgF, dyF, xF, E);   // per-channel dg (db is dy itself)
+    Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
     if (t_->needWorkspace != 0) {
       Sync<HardEvent::V_MTE3>();
-      StoreToWorkspace(wsDbGm_, base, E, dyF);
-      StoreToWorkspace(wsDgGm_, base, E, dgF);
-      Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF and the next task's dyF
-      Sync<HardEvent::MTE3_S>();  // the scalar unit writes c2 into dgF
+      StoreRows(wsDbGm_, base, rows, dyF);
+      StoreRows(wsDgGm_, base, rows, dgF);
+      Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF (and the next batch dyF)
     }
     if (t_->dxRequired == 0) return;
-    Mul(meanC, gF, dyF, E);  // gamma * dy
-    Mul(dgF, gF, dgF, E);    // gamma * dy * xhat
-    Sync<HardEvent::V_S>();
-    for (int64_t j = 0; j < groups; ++j) {  // c1, c2 per group, broadcast over its channels
-      float sumDb = 0.0f;
-      float sumDg = 0.0f;
-      for (int64_t i = 0; i < D; ++i) {
-        sumDb += meanC.GetValue(j * D + i);
-        sumDg += dgF.GetValue(j * D + i);
-      }
-      const float c1 = sumDb * invM_;
-      const float c2 = sumDg * invM_;
-      for (int64_t i = 0; i < D; ++i) {
-        gF.SetValue(j * D + i, c1);
-        dgF.SetValue(j * D + i, c2);
-      }
+    TakeAsFloat<U>(gammaQue_, span, gF);
+    Mul(gdy, gF, dyF, span);  // gamma * dy
+    Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
+    for (int64_t j = 0; j < rows; ++j) {
+      ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
+      ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
     }
-    Sync<HardEvent::S_V>();
-    Mul(xF, xF, dgF, E);             // xhat * c2
-    Sub(meanC, meanC, xF, E);        // gamma*dy - xhat*c2
-    Sub(meanC, meanC, gF, E);        // ... - c1
-    Mul(meanC, meanC, rstdC, E);
-    StoreFromFloat(dxQue_, dxGm_, base, E, meanC, 0.0f, false);
+    Sync<HardEvent::V_S>();  // the scalar unit reads the group sums
+    for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
+      const float rstd = Stat(rstdGm_, n * t_->G + g0 + j);
+      const float c1 = sums.GetValue(j) * invM_;
+      const float c2 = sums.GetValue(rows + j) * invM_;
+      Muls(xF[j * P], xF[j * P], rstd * c2, d);
+      Muls(gdy[j * P], gdy[j * P], rstd, d);
+      Adds(gdy[j * P], gdy[j * P], -rstd * c1, d);
+    }
+    Sub(gdy, gdy, xF, span);
+    LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
+    if constexpr (IsSameType<T, float>::value) {
+      Muls(staging, gdy, 1.0f, span);
+    } else {
+      Cast(staging, gdy, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
+    }
+    dxQue_.EnQue(staging);
+    staging = dxQue_.template DeQue<T>();
+    StoreRows(dxGm_, base, rows, staging);
+    dxQue_.FreeTensor(staging);
   }
 
   // ------------------------------------------------------------------ stage 2
