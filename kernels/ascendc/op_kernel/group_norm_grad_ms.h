@@ -101,8 +101,10 @@ class KernelGroupNormGradMs {
       if (t_->mode == GNG_MODE_HW_ONE) {
         for (int64_t task = first; task < first + count; ++task) HwOneTask(task);
       } else if (t_->splitByChannel != 0) {
+        StreamBegin(first, count, true, true, false);
         for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
       } else {
+        StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) GroupTask(task);
       }
     }
@@ -113,6 +115,7 @@ class KernelGroupNormGradMs {
       int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
       int64_t count = t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
       cachedGroup_ = -1;
+      StreamBegin(first, count, true, false, true);
       for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
@@ -240,37 +243,89 @@ class KernelGroupNormGradMs {
 
   __aicore__ inline float Stat(const GlobalTensor<U> &gm, int64_t i) { return ToF32(gm.GetValue(i)); }
 
-  // c1 and c2 of a group from db, dg and gamma (D values each; db and dg are overwritten):
-  // two vector products and reductions, one V -> S hand-over for the two scalars.
+  // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
+  // the free stat staging buffer, so db and dg may still be on their way to the workspace)
+  // and reductions, one V -> S hand-over for the two scalars.
   __aicore__ inline void GroupCoefficients(const LocalTensor<float> &db, const LocalTensor<float> &dg,
                                            const LocalTensor<float> &gamma, float *c1, float *c2) {
     const int32_t D = static_cast<int32_t>(t_->D);
     LocalTensor<float> red = ReduceDst();
-    Mul(db, gamma, db, D);
-    ReduceSum(red, db, ReduceWork(), D);
-    Mul(dg, gamma, dg, D);
-    ReduceSum(red[1], dg, ReduceWork(), D);
+    LocalTensor<float> scratch = statQue_.AllocTensor<float>();
+    Mul(scratch, gamma, db, D);
+    ReduceSum(red, scratch, ReduceWork(), D);
+    Mul(scratch, gamma, dg, D);
+    ReduceSum(red[1], scratch, ReduceWork(), D);
+    statQue_.FreeTensor(scratch);
     Sync<HardEvent::V_S>();  // the scalar reads wait for the reductions (and the gamma copy before them)
     *c1 = red.GetValue(0) * invM_;
     *c2 = red.GetValue(1) * invM_;
   }
 
-  // ------------------------------------------------------------------ channel streams
-  // The (channel, chunk) items of channels [c0, c0 + channels) of sample n, streamed
-  // through the double-buffered dy/x queues: the load of item i + 1 is issued before item i
-  // is computed.
+  // ------------------------------------------------------------------ the load stream
+  // The (dy, x) loads of a core's tasks in the order the compute takes them: per task its
+  // sums pass, then (modes 1-2) its dx pass, over (channel, chunk) items. Two items are in
+  // flight ahead of the compute (the queues' two buffers), across pass and task boundaries:
+  // the load of item i + 2 is issued as soon as item i is taken, before item i is computed.
   __aicore__ inline int64_t ItemLen(int64_t chunk) const {
     const int64_t start = chunk * t_->chunkElems;
     return (t_->HxW - start < t_->chunkElems) ? t_->HxW - start : t_->chunkElems;
   }
-  __aicore__ inline void IssueItem(int64_t n, int64_t c0, int64_t item, bool withDy) {
+  __aicore__ inline int64_t TaskChannels() const { return streamByChannel_ ? 1 : t_->D; }
+
+  __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass) {
+    streamTask_ = first;
+    streamEnd_ = first + count;
+    streamByChannel_ = byChannel;
+    streamSums_ = sumsPass;
+    streamDx_ = dxPass;
+    streamPass_ = sumsPass ? 0 : 1;
+    streamItem_ = 0;
+    inFlight_ = 0;
+    Pump();
+  }
+
+  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len) {
     const int64_t chunks = t_->chunksPerChannel;
-    const int64_t c = c0 + item / chunks;
-    const int64_t chunk = item % chunks;
-    const int64_t offset = (n * t_->C + c) * t_->HxW + chunk * t_->chunkElems;
+    while (streamTask_ < streamEnd_) {
+      if (streamItem_ < TaskChannels() * chunks) {
+        const int64_t n = streamByChannel_ ? streamTask_ / t_->C : streamTask_ / t_->G;
+        const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (streamTask_ % t_->G) * t_->D;
+        const int64_t c = c0 + streamItem_ / chunks;
+        const int64_t chunk = streamItem_ % chunks;
+        *offset = (n * t_->C + c) * t_->HxW + chunk * t_->chunkElems;
+        *len = ItemLen(chunk);
+        ++streamItem_;
+        return true;
+      }
+      streamItem_ = 0;
+      if (streamPass_ == 0 && streamDx_) {
+        streamPass_ = 1;
+      } else {
+        ++streamTask_;
+        streamPass_ = streamSums_ ? 0 : 1;
+      }
+    }
+    return false;
+  }
+
+  __aicore__ inline void Pump() {
     const bool aligned = t_->copyAligned != 0;
-    if (withDy) IssueLoad(dyQue_, dyGm_, offset, ItemLen(chunk), aligned);
-    IssueLoad(xQue_, xGm_, offset, ItemLen(chunk), aligned);
+    int64_t offset;
+    int64_t len;
+    while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len)) {
+      IssueLoad(dyQue_, dyGm_, offset, len, aligned);
+      IssueLoad(xQue_, xGm_, offset, len, aligned);
+      ++inFlight_;
+    }
+  }
+
+  // Takes the next item: dy as fp32 into dyF, (x - mean) into xF; then refills the stream.
+  __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
+                                  const LocalTensor<float> &xF) {
+    TakeAsFloat<T>(dyQue_, len, dyF);
+    TakeCentredX(len, mean, xF);
+    --inFlight_;
+    Pump();
   }
 
   // db and dg of `channels` channels into db[0..channels) and dg[0..channels) (V writes, or
@@ -285,17 +340,14 @@ class KernelGroupNormGradMs {
     CascadeSum dgSum;
     dbSum.Reset();
     dgSum.Reset();
-    IssueItem(n, c0, 0, true);
     for (int64_t item = 0; item < items; ++item) {
-      if (item + 1 < items) IssueItem(n, c0, item + 1, true);
       const int64_t local = item / chunks;
       const int64_t chunk = item % chunks;
       const int32_t len = static_cast<int32_t>(ItemLen(chunk));
       LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
       LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
       LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
-      TakeAsFloat<T>(dyQue_, len, dyF);
-      TakeCentredX(len, mean, xF);
+      TakeItem(len, mean, dyF, xF);
       Muls(xF, xF, rstd, len);  // xhat
       Mul(tmp, dyF, xF, len);
       if (chunks == 1) {
@@ -338,14 +390,11 @@ class KernelGroupNormGradMs {
     const int64_t items = channels * chunks;
     LocalTensor<float> dyF = FloatBuf(0);
     LocalTensor<float> xF = FloatBuf(1);
-    IssueItem(n, c0, 0, true);
     for (int64_t item = 0; item < items; ++item) {
-      if (item + 1 < items) IssueItem(n, c0, item + 1, true);
       const int64_t local = item / chunks;
       const int64_t chunk = item % chunks;
       const int32_t len = static_cast<int32_t>(ItemLen(chunk));
-      TakeAsFloat<T>(dyQue_, len, dyF);
-      TakeCentredX(len, mean, xF);
+      TakeItem(len, mean, dyF, xF);
       Muls(xF, xF, rstd * b, len);  // rstd * (x - mean) * b = xhat * b
       Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
       Sub(dyF, dyF, xF, len);
@@ -372,16 +421,21 @@ class KernelGroupNormGradMs {
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
+    if (t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
+    if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
+      Sync<HardEvent::MTE3_V>();  // before the vector unit overwrites them
+      if (t_->chunksPerChannel > 1) Sync<HardEvent::MTE3_S>();  // or the scalar unit does
+      sumsInFlight_ = false;
+    }
     ChannelSums(n, g * D, D, mean, rstd, db, dg);
     if (t_->needWorkspace != 0) {
       Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
       StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
       StoreToWorkspace(wsDgGm_, n * t_->C + g * D, D, dg);
-      Sync<HardEvent::MTE3_V>();  // and copied out before the vector unit overwrites them
-      if (t_->chunksPerChannel > 1) Sync<HardEvent::MTE3_S>();  // or the scalar unit (next group's sums)
+      sumsInFlight_ = true;
     }
     if (t_->dxRequired == 0) return;
-    LoadAsFloat(statQue_, gammaGm_, g * D, D, gamma);
+    TakeAsFloat<U>(statQue_, D, gamma);
     float c1;
     float c2;
     GroupCoefficients(db, dg, gamma, &c1, &c2);
@@ -562,6 +616,16 @@ class KernelGroupNormGradMs {
   }
 
   const GroupNormGradMsTilingData *t_ = nullptr;
+  // the load stream (see StreamBegin)
+  int64_t streamTask_ = 0;
+  int64_t streamEnd_ = 0;
+  int64_t streamItem_ = 0;
+  int64_t streamPass_ = 0;  // 0: sums pass, 1: dx pass
+  bool streamByChannel_ = false;
+  bool streamSums_ = false;
+  bool streamDx_ = false;
+  int64_t inFlight_ = 0;
+  bool sumsInFlight_ = false;  // a group's db/dg copy to the workspace may still be running
   float invM_ = 0.0f;
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;

@@ -535,10 +535,12 @@ inline void GmWrite(uint8_t *dst, const uint8_t *src, size_t bytes, size_t elemB
   twin::UnlockAtomics();
 }
 
+// How long a DMA of `bytes` holds its MTE pipe (its latency comes on top, see DmaLatencyNs).
 inline double DmaNs(uint64_t bytes) {
-  const twin::CostModel &c = Pipes().cost();
-  return c.dmaLatencyNs + static_cast<double>(bytes) / c.gmBytesPerNs;
+  twin::PipeModel &p = Pipes();
+  return p.Cycles(p.cost().dmaSetupCycles) + static_cast<double>(bytes) / p.cost().gmBytesPerNs;
 }
+inline double DmaLatencyNs() { return Pipes().cost().dmaLatencyNs; }
 
 // A vector instruction over `bytes` bytes of its widest operand: 256-byte repeats.
 inline double VectorNs(uint64_t bytes) {
@@ -563,7 +565,7 @@ void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint32_t co
   const T *g = src.GetPhyAddr();
   Pipes().stats().gmReadBytes += bytes;
   Pipes().Issue(twin::kPipeMte2, "DataCopy GM->UB", {}, {dst.Range(count)}, [d, g, bytes] { std::memcpy(d, g, bytes); },
-                detail::DmaNs(bytes));
+                detail::DmaNs(bytes), detail::DmaLatencyNs());
 }
 
 template <typename T>
@@ -579,7 +581,8 @@ void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint32_t co
   const bool atomic = twin::Block().atomicAdd;
   Pipes().stats().gmWriteBytes += bytes;
   Pipes().Issue(twin::kPipeMte3, "DataCopy UB->GM", {src.Range(count)}, {},
-                [g, u, bytes, atomic] { detail::GmWrite(g, u, bytes, sizeof(T), atomic); }, detail::DmaNs(bytes));
+                [g, u, bytes, atomic] { detail::GmWrite(g, u, bytes, sizeof(T), atomic); }, detail::DmaNs(bytes),
+                detail::DmaLatencyNs());
 }
 
 template <typename T>
@@ -627,7 +630,7 @@ void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const Da
           }
         }
       },
-      detail::DmaNs(static_cast<uint64_t>(p.blockLen) * p.blockCount));
+      detail::DmaNs(static_cast<uint64_t>(p.blockLen) * p.blockCount), detail::DmaLatencyNs());
 }
 
 template <typename T>
@@ -655,7 +658,7 @@ void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, const Da
                     detail::GmWrite(gm + r * pitchGm, ub + r * pitchUb, len, sizeof(T), atomic);
                   }
                 },
-                detail::DmaNs(static_cast<uint64_t>(len) * rows));
+                detail::DmaNs(static_cast<uint64_t>(len) * rows), detail::DmaLatencyNs());
 }
 
 // ---------------------------------------------------------------- vector instructions (fp32)

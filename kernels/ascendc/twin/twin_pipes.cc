@@ -39,7 +39,8 @@ void PipeModel::Check(uint32_t opIndex, UbRange r, bool write) {
 }
 
 void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange> reads,
-                      std::initializer_list<UbRange> writes, std::function<void()> effect, double durationNs) {
+                      std::initializer_list<UbRange> writes, std::function<void()> effect, double durationNs,
+                      double latencyNs) {
   const uint64_t seq = ++vc_[pipe][pipe];
   ops_.push_back(Op{name, pipe, seq, ++calls_});
   const uint32_t index = static_cast<uint32_t>(ops_.size() - 1);
@@ -55,6 +56,7 @@ void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange>
     t_[pipe] = start + durationNs;
     t_[kPipeS] += Cycles(1.0);
   }
+  done_[pipe] = std::max(done_[pipe], t_[pipe] + latencyNs);
   stats_.busyNs[pipe] += durationNs;
   ++issued_[pipe];
   // Deferred: scalar reads run at once (after the scalar unit's own earlier writes), scalar
@@ -79,7 +81,7 @@ void PipeModel::SetFlag(int src, int dst, int id, bool queue) {
   f.set = true;
   for (int q = 0; q < kPipeCount; ++q) f.vc[q] = vc_[src][q];
   f.issued = issued_[src];
-  f.t = src == kPipeS ? t_[kPipeS] : std::max(t_[src], t_[kPipeS]);
+  f.t = src == kPipeS ? t_[kPipeS] : std::max(done_[src], t_[kPipeS]);
 }
 
 void PipeModel::WaitFlag(int src, int dst, int id, bool queue) {
@@ -138,11 +140,12 @@ void PipeModel::BarrierAll() {
   double t = 0;
   for (int p = 0; p < kPipeCount; ++p) {
     for (int q = 0; q < kPipeCount; ++q) joined[q] = std::max(joined[q], vc_[p][q]);
-    t = std::max(t, t_[p]);
+    t = std::max(t, std::max(t_[p], done_[p]));
   }
   for (int p = 0; p < kPipeCount; ++p) {
     for (int q = 0; q < kPipeCount; ++q) vc_[p][q] = joined[q];
     t_[p] = t;
+    done_[p] = t;
   }
   DrainAll();
 }
@@ -152,13 +155,16 @@ void PipeModel::SyncAll() {
   stats_.barriersAll -= 1;  // counted as a SyncAll, not as a PipeBarrier
   stats_.syncAlls += 1;
   stats_.timeAtSyncAllNs = t_[kPipeS];
-  for (double &t : t_) t += cost_.syncAllNs;
+  for (int p = 0; p < kPipeCount; ++p) {
+    t_[p] += cost_.syncAllNs;
+    done_[p] = t_[p];
+  }
 }
 
 void PipeModel::Finish() {
   DrainAll();
   double end = 0;
-  for (double t : t_) end = std::max(end, t);
+  for (int p = 0; p < kPipeCount; ++p) end = std::max(end, std::max(t_[p], done_[p]));
   stats_.endNs = end;
   for (const auto &entry : flags_) {
     if (entry.second.set && !std::get<3>(entry.first)) {

@@ -56,7 +56,8 @@ inline const char *PipeName(int p) {
 struct CostModel {
   double clockGhz = 1.85;          // AI core clock
   double gmBytesPerNs = 33.0;      // per-core share of HBM bandwidth (1.6 TB/s over 48 vector cores)
-  double dmaLatencyNs = 500.0;     // fixed cost of one MTE2/MTE3 transfer instruction
+  double dmaSetupCycles = 64.0;    // a DMA instruction holds its MTE pipe for this plus bytes / bandwidth
+  double dmaLatencyNs = 1000.0;    // and its data arrives this much later (consecutive DMAs overlap it)
   double vecCyclesPerRepeat = 1.0; // one 256-byte repeat per cycle
   double vecStartCycles = 10.0;    // issue/start-up of one vector instruction
   double scalarUbCycles = 4.0;     // one scalar UB access
@@ -92,6 +93,7 @@ class PipeModel {
       pending_[p].clear();
       issued_[p] = executed_[p] = 0;
       t_[p] = 0;
+      done_[p] = 0;
     }
     flags_.clear();
     execution_ = execution;
@@ -101,8 +103,10 @@ class PipeModel {
   }
 
   // One instruction on `pipe`. `effect` does its memory work (now, or later when deferred).
+  // `durationNs` is how long the instruction holds its pipe, `latencyNs` how much later its
+  // result is there (what a synchronisation on it waits for).
   void Issue(int pipe, const char *name, std::initializer_list<UbRange> reads, std::initializer_list<UbRange> writes,
-             std::function<void()> effect, double durationNs);
+             std::function<void()> effect, double durationNs, double latencyNs = 0.0);
 
   // SetFlag/WaitFlag of `id` from pipe src to pipe dst; `queue` marks the events a TQue
   // inserts (their ids live apart from the kernel's own, as AllocEventID keeps them).
@@ -148,7 +152,8 @@ class PipeModel {
   std::deque<std::function<void()>> pending_[kPipeCount];
   uint64_t issued_[kPipeCount] = {};
   uint64_t executed_[kPipeCount] = {};
-  double t_[kPipeCount] = {};
+  double t_[kPipeCount] = {};     // when each pipe can start its next instruction
+  double done_[kPipeCount] = {};  // when the results of each pipe's instructions so far are all there
   std::map<std::tuple<int, int, int, bool>, Flag> flags_;
   int execution_ = kImmediate;
   bool checkHazards_ = true;
