@@ -11,7 +11,17 @@ The CPU twin that runs the same kernel source on this machine is ``ascendc_twin`
 """
 from dataclasses import dataclass
 OP_TYPE = "GroupNormGradMs"
+# The ``func`` of ops.Custom and the CustomRegOp name: MindSpore requires them to be the
+# same (docs op_custom_ascendc.md, "Precautions: Name Consistency"; its aclnn tests use
+# CustomRegOp("aclnnAddCustom") with func="aclnnAddCustom"). MindSpore strips "aclnn" to
+# find the installed op type GroupNormGradMs and its aclnn_group_norm_grad_ms.h.
 ACLNN_FUNC = "aclnn" + OP_TYPE
+
+# GRAPH_MODE on Ascend: MindSpore runs aclnn custom operators as kernels at jit_level O0
+# (or O1); its documentation and tests of Ascend C custom ops set exactly this. At O2
+# (whole-graph sink) the custom op would have to take only tensors, and ours passes
+# num_groups and the output mask as scalar arguments.
+GRAPH_JIT_CONFIG = {"jit_level": "O0"}
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ def ascend_reg_info():
     MindSpore passes scalars as call arguments after the tensors."""
     from mindspore.ops import CustomRegOp, DataType
 
-    reg = CustomRegOp(OP_TYPE)
+    reg = CustomRegOp(ACLNN_FUNC)  # == func: see ACLNN_FUNC
     for index, name in enumerate(ASCEND_OP.inputs):
         reg = reg.input(index, name, "required")
     for index, name in enumerate(ASCEND_OP.outputs):
@@ -56,9 +66,23 @@ def ascend_reg_info():
     return reg.target("Ascend").get_op_info()
 
 
+def check_graph_jit_level():
+    """Raises when GRAPH_MODE is set with jit_level O2, where the operator cannot run."""
+    import mindspore as ms
+
+    level = (ms.get_context("jit_config") or {}).get("jit_level", "")
+    if ms.get_context("mode") == ms.GRAPH_MODE and level == "O2":
+        raise RuntimeError(
+            f"ms_groupnorm: the AscendC operator {ACLNN_FUNC} needs jit_level O0 or O1 in GRAPH_MODE (it takes "
+            f"num_groups and the output mask as scalar arguments, which O2 does not pass to aclnn custom "
+            f"operators); call ms.set_context(jit_config={GRAPH_JIT_CONFIG!r}) or use PYNATIVE_MODE.")
+
+
 def ascend_backward_custom():
     """``ops.Custom`` for the installed AscendC operator (needs CANN and ASCEND_CUSTOM_OPP_PATH)."""
     from mindspore import ops
+
+    check_graph_jit_level()
 
     def out_shape(dy, mean, rstd, x, gamma, *attrs):
         return x, gamma, gamma

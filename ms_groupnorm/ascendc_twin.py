@@ -22,9 +22,11 @@ import numpy as np
 # ---------------------------------------------------------------- the CPU twin: build
 ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
 TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
-_TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc", "twin/twin_probes.cc",
-                 "op_kernel/group_norm_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
-_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/twin_runtime.h", "twin/twin_pipes.h", "twin/twin_launch.h",
+_TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
+                 "twin/twin_probes.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
+                 "op_host/group_norm_grad_ms_tiling.cpp")
+_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runtime.h", "twin/twin_pipes.h",
+                 "twin/twin_launch.h",
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
                  "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
                  "../cpu/aot_status.h")
@@ -106,7 +108,8 @@ def _policy_code(policy, execution):
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 MODE_NAMES = {0: "group_resident", 1: "channel_two_pass", 2: "hw_chunks", 3: "hw_one"}
-TILING_STATUS = {1: "bad shape", 2: "bad dtype pair", 3: "bad platform", 4: "does not fit in UB"}
+TILING_STATUS = {1: "bad shape", 2: "bad dtype pair", 3: "bad platform", 4: "does not fit in UB", 5: "missing input"}
+UB_RESERVE = 1024  # bytes of UB the host tiling leaves unused (gnms::kUbReserveBytes)
 UB_910B = 196608  # Atlas A2 (Ascend910B) vector core UB, 192 KiB
 
 
@@ -123,6 +126,8 @@ def _twin_cdll():
     lib.GnmsTwinTiling.argtypes = [i64] * 4 + [cint, cint, i64, i64, cint, cint, cint, ptr, ptr]
     lib.GnmsTwinLaunch.restype = cint
     lib.GnmsTwinLaunch.argtypes = [ptr, ptr, ptr, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p, cint]
+    lib.GnmsTwinCheckInputs.restype = cint
+    lib.GnmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, ctypes.c_char_p, cint]
     lib.GnmsTwinProbe.restype = cint
     lib.GnmsTwinProbe.argtypes = [ctypes.c_char_p, i64, i64, i64, cint, ctypes.c_uint64, ptr, i64,
                                   ctypes.c_char_p, cint]
@@ -158,6 +163,18 @@ def twin_tiling(N, C, HxW, G, data_dtype="float32", stat_dtype=None, ub_bytes=UB
     tiling = dict(zip(tiling_fields(), (int(v) for v in out)))
     tiling["key"] = key.value
     return tiling
+
+
+def twin_check_inputs(dy, mean, rstd, x, gamma, num_groups):
+    """The host's input validation (gnms::CheckInputs) on shapes given as tuples; None stands
+    for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
+    shapes = (dy, mean, rstd, x, gamma)
+    ranks = np.array([-1 if s is None else len(s) for s in shapes], np.int64)
+    dims = np.array([d for s in shapes if s is not None for d in s] or [0], np.int64)
+    groups = None if num_groups is None else ctypes.byref(ctypes.c_int64(num_groups))
+    error = ctypes.create_string_buffer(1024)
+    status = _twin_cdll().GnmsTwinCheckInputs(dims.ctypes.data, ranks.ctypes.data, groups, error, len(error))
+    return status, error.value.decode()
 
 
 def _raw(array):

@@ -1,6 +1,40 @@
+import functools
+import os
+
 import mindspore as ms
 import numpy as np
 import pytest
+
+REQUIRE_ASCEND_ENV = "MS_GROUPNORM_REQUIRE_ASCEND"  # set by check_on_ascend.sh: never skip there
+
+
+@functools.lru_cache(maxsize=None)
+def ascend_unavailable_reason():
+    """Why tests marked ``ascend`` cannot run here, or None when they can."""
+    if os.environ.get(REQUIRE_ASCEND_ENV) == "1":
+        return None
+    if not os.environ.get("ASCEND_CUSTOM_OPP_PATH"):
+        return ("no Ascend device/CANN here (ASCEND_CUSTOM_OPP_PATH is unset); "
+                "on an Ascend 910B run: bash kernels/ascendc/check_on_ascend.sh")
+    from mindspore import hal
+    if not hal.is_available("Ascend"):
+        return "MindSpore reports no usable Ascend device (mindspore.hal.is_available('Ascend') is False)"
+    return None
+
+
+def pytest_report_header(config):
+    reason = ascend_unavailable_reason()
+    return f"ascend tests: {'skipped: ' + reason if reason else 'enabled'}"
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = ascend_unavailable_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if "ascend" in item.keywords:
+            item.add_marker(skip)
 
 MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}
 

@@ -42,7 +42,7 @@ def test_op_type_and_parameter_order_match_the_op_definition():
 def test_reg_info_matches_the_op_definition():
     op = op_definition()
     info = ascend.ascend_reg_info()
-    assert info["op_name"] == ascend.OP_TYPE and info["target"] == "Ascend"
+    assert info["op_name"] == ascend.ACLNN_FUNC and info["target"] == "Ascend"
     assert [i["name"] for i in sorted(info["inputs"], key=lambda i: i["index"])] == [n for n, _ in op["inputs"]]
     assert [o["name"] for o in sorted(info["outputs"], key=lambda o: o["index"])] == [n for n, _ in op["outputs"]]
     assert [(a["name"], a["type"]) for a in info["attr"]] == [(n, t.lower()) for n, t in op["attrs"]]
@@ -51,6 +51,48 @@ def test_reg_info_matches_the_op_definition():
     want_rows = [[op["columns"][column][k] for _, column in params] for k in range(5)]
     got_rows = [[dtype for dtype, _ in row] for row in info["dtype_format"]]
     assert got_rows == want_rows
+
+
+ACLNN_TYPES = {"Int": "int64_t", "Bool": "bool"}
+
+
+def expected_aclnn_signature():
+    """The parameters of aclnnGroupNormGradMsGetWorkspaceSize that CANN generates from the
+    OpDef: every input tensor, then every attribute, then every output tensor, then the
+    workspace size and executor pointers (MindSpore checks this count, inputs + attrs +
+    outputs + 2, against the generated aclnn header)."""
+    op = op_definition()
+    return ([(name, "const aclTensor *") for name, _ in op["inputs"]] +
+            [(name, ACLNN_TYPES[kind]) for name, kind in op["attrs"]] +
+            [(name, "const aclTensor *") for name, _ in op["outputs"]] +
+            [("workspaceSize", "uint64_t *"), ("executor", "aclOpExecutor **")])
+
+
+def test_aclnn_signature_agrees_with_the_python_description_and_reg_info():
+    want = expected_aclnn_signature()
+    assert len(want) == 5 + 4 + 3 + 2
+    # ASCEND_OP: what AscendBackward passes (tensors, then attributes as call arguments).
+    described = ([(n, "const aclTensor *") for n in ascend.ASCEND_OP.inputs] +
+                 [(n, ACLNN_TYPES[t.capitalize()]) for n, t in ascend.ASCEND_OP.attrs] +
+                 [(n, "const aclTensor *") for n in ascend.ASCEND_OP.outputs])
+    assert described == want[:-2]
+    # reg_info, in the order MindSpore uses when it cannot read the header: inputs, attrs, outputs.
+    info = ascend.ascend_reg_info()
+    registered = ([(i["name"], "const aclTensor *") for i in sorted(info["inputs"], key=lambda i: i["index"])] +
+                  [(a["name"], ACLNN_TYPES[a["type"].capitalize()]) for a in info["attr"]] +
+                  [(o["name"], "const aclTensor *") for o in sorted(info["outputs"], key=lambda o: o["index"])])
+    assert registered == want[:-2]
+    assert all(a["paramType"] == "required" and "value" not in a for a in info["attr"])  # call arguments
+
+
+def test_graph_mode_at_jit_level_o2_is_refused_with_the_documented_setting(monkeypatch):
+    settings = {"mode": ms.GRAPH_MODE, "jit_config": {"jit_level": "O2"}}
+    monkeypatch.setattr(ms, "get_context", lambda key: settings[key])
+    with pytest.raises(RuntimeError, match=r"jit_level O0 or O1 in GRAPH_MODE.*'jit_level': 'O0'"):
+        ascend.check_graph_jit_level()
+    for mode, level in ((ms.GRAPH_MODE, "O0"), (ms.GRAPH_MODE, "O1"), (ms.GRAPH_MODE, ""), (ms.PYNATIVE_MODE, "O2")):
+        settings.update(mode=mode, jit_config={"jit_level": level} if level else {})
+        ascend.check_graph_jit_level()
 
 
 def test_kernel_entry_takes_the_op_definition_order():

@@ -28,7 +28,8 @@ def test_mode_ladder_follows_what_fits(ub):
     t = tiling(8, 64, ub // 20, 8, ub)
     assert ascendc_twin.MODE_NAMES[t["mode"]] == "hw_chunks"
     assert t["chunksPerChannel"] == -(-t["HxW"] // t["chunkElems"]) >= 2
-    assert ub - t["ubBytesPhase1"] < 16 * FP32_CHANNEL_BYTES_PER_ELEM + 64  # one more step of 16 would not fit
+    # As large as fits outside the reserve: one more step of 16 elements would not fit.
+    assert 0 <= ub - ascendc_twin.UB_RESERVE - t["ubBytesPhase1"] < 16 * FP32_CHANNEL_BYTES_PER_ELEM + 64
     # HxW == 1.
     t = tiling(8, 64, 1, 8, ub)
     assert ascendc_twin.MODE_NAMES[t["mode"]] == "hw_one"
@@ -40,8 +41,9 @@ def test_mode_ladder_follows_what_fits(ub):
                                    (1, 960, 7, 32), (3, 6, 1, 3)])
 def test_every_plan_fits_in_the_ub(shape, dtype, stat, ub):
     t = tiling(*shape, ub, dtype=dtype, stat=stat)
-    assert 0 < t["ubBytesPhase1"] <= ub
-    assert 0 < t["ubBytesStage2"] <= ub
+    # The plan leaves ops-nn's 1 KiB reserve of the UB unused.
+    assert 0 < t["ubBytesPhase1"] <= ub - ascendc_twin.UB_RESERVE
+    assert 0 < t["ubBytesStage2"] <= ub - ascendc_twin.UB_RESERVE
     assert t["chunkElems"] % 16 == 0
 
 
@@ -119,3 +121,63 @@ def test_statistics_dtype_must_be_data_or_fp32():
         tiling(2, 4, 8, 2, 196608, dtype="float16", stat="bfloat16")
     with pytest.raises(ValueError, match="bad dtype"):
         tiling(2, 4, 8, 2, 196608, dtype="float32", stat="float16")
+
+
+def test_the_ub_reserve_moves_a_plan_down_the_ladder():
+    # The largest resident group (4 channels of HxW fp32 elements) that a 192 KiB UB could
+    # hold if the plan used every byte: it fits only by using the reserve, so with the
+    # reserve kept it descends to channel_two_pass.
+    ub = 196608
+    lo, hi = 1, 20000  # binary search: the plan grows with HxW
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        fits = tiling(1, 4, mid * 16, 1, ub + ascendc_twin.UB_RESERVE, cores=1)["mode"] == 0
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    hxw = lo * 16
+    t = tiling(1, 4, hxw, 1, ub + ascendc_twin.UB_RESERVE, cores=1)
+    assert ub < t["ubBytesPhase1"] + ascendc_twin.UB_RESERVE  # it would fit only by using the reserve
+    assert ascendc_twin.MODE_NAMES[tiling(1, 4, hxw, 1, ub, cores=1)["mode"]] == "channel_two_pass"
+
+
+# ---------------------------------------------------------------- host input validation
+# gnms::CheckInputs: what the CANN tiling and InferShape run before deriving any size, so
+# that a bad call fails with a message instead of the kernel reading GM out of bounds.
+GOOD = dict(dy=(2, 6, 5), mean=(2, 3), rstd=(2, 3), x=(2, 6, 5), gamma=(6,), num_groups=3)
+
+
+def check(**changes):
+    args = dict(GOOD, **changes)
+    return ascendc_twin.twin_check_inputs(args["dy"], args["mean"], args["rstd"], args["x"], args["gamma"],
+                                          args["num_groups"])
+
+
+def test_host_check_accepts_a_valid_call():
+    assert check() == (0, "")
+    assert check(mean=(6,), rstd=(6, 1)) == (0, "")  # N*G elements in any layout, as aclnn checks numel
+    assert check(x=(2, 6), dy=(2, 6)) == (0, "")    # no spatial dimensions: HxW = 1
+
+
+@pytest.mark.parametrize("missing", ["dy", "mean", "rstd", "x", "gamma"])
+def test_host_check_rejects_a_missing_input(missing):
+    status, message = check(**{missing: None})
+    assert ascendc_twin.TILING_STATUS[status] == "missing input"
+    assert f"input '{missing}' is missing" in message
+
+
+@pytest.mark.parametrize("changes,status,words", [
+    (dict(num_groups=None), "missing input", "attribute 'num_groups' is missing"),
+    (dict(num_groups=0), "bad shape", "'num_groups' must be > 0"),
+    (dict(num_groups=-3), "bad shape", "'num_groups' must be > 0"),
+    (dict(num_groups=4, mean=(2, 4), rstd=(2, 4)), "bad shape", "'num_groups' (4) must divide C = 6"),
+    (dict(mean=(2, 2)), "bad shape", "input 'mean' must have N*G = 6 elements"),
+    (dict(rstd=(3, 3)), "bad shape", "input 'rstd' must have N*G = 6 elements"),
+    (dict(gamma=(5,)), "bad shape", "input 'gamma' must have C = 6 elements"),
+    (dict(dy=(2, 6, 4)), "bad shape", "input 'dy' must have the shape of 'x'"),
+    (dict(dy=(2, 5, 6)), "bad shape", "input 'dy' must have the shape of 'x'"),  # same numel, other shape
+    (dict(x=(12,), dy=(12,)), "bad shape", "input 'x' must have rank >= 2"),
+    (dict(x=(2, 6, -1), dy=(2, 6, -1)), "bad shape", "input 'x' has a negative dimension"),
+])
+def test_host_check_rejects_bad_shapes_and_attributes(changes, status, words):
+    got_status, message = check(**changes)
+    assert ascendc_twin.TILING_STATUS[got_status] == status
+    assert words in message and message.startswith("GroupNormGradMs: ")

@@ -7,22 +7,28 @@
  * Built on an Ascend machine by build.sh (CANN >= 8.2 for the standard C++ tiling
  * struct: GetTilingData<T>() here, GET_TILING_DATA_WITH_STRUCT in the kernel).
  */
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
 #include "group_norm_grad_ms_tiling.h"
 
 namespace {
-// Positions in the operator definition (CANN's GroupNormGrad order).
-constexpr size_t kInputDy = 0;
-constexpr size_t kInputMean = 1;
-constexpr size_t kInputX = 3;
-constexpr size_t kInputGamma = 4;
 constexpr size_t kAttrNumGroups = 0;
 constexpr size_t kAttrDxIsRequire = 1;
 constexpr size_t kAttrDgammaIsRequire = 2;
 constexpr size_t kAttrDbetaIsRequire = 3;
 constexpr int64_t kScheduleModeBatch = 1;  // all blocks resident at once: SyncAll needs it
+
+// The framework's log is not available to a plain custom-op project without extra
+// headers; stderr reaches the user's console and the plog of the process.
+ge::graphStatus Refuse(const std::string &message) {
+  std::fprintf(stderr, "[ERROR] %s\n", message.c_str());
+  return ge::GRAPH_FAILED;
+}
 
 bool ToScalarType(ge::DataType dtype, gnms::ScalarType *out) {
   switch (dtype) {
@@ -35,33 +41,61 @@ bool ToScalarType(ge::DataType dtype, gnms::ScalarType *out) {
 
 bool ReadBoolAttr(const gert::RuntimeAttrs *attrs, size_t index) {
   const bool *value = attrs->GetAttrPointer<bool>(index);
-  return value == nullptr ? true : *value;
+  return value == nullptr ? true : *value;  // optional attributes default to true
+}
+
+// The five input shapes as plain dimension lists for gnms::CheckInputs; a null shape
+// pointer stays "not present".
+struct InputShapes {
+  std::vector<int64_t> dims[gnms::kNumInputs];
+  gnms::ShapeView views[gnms::kNumInputs];
+
+  void Set(int index, const gert::Shape *shape) {
+    if (shape == nullptr) return;
+    for (size_t d = 0; d < shape->GetDimNum(); ++d) dims[index].push_back(shape->GetDim(d));
+    views[index].present = true;
+    views[index].dims = dims[index].data();
+    views[index].rank = static_cast<int64_t>(dims[index].size());
+  }
+};
+
+// Shared by InferShape and tiling: null attributes and every shape rule.
+ge::graphStatus CheckInputs(const InputShapes &shapes, const gert::RuntimeAttrs *attrs) {
+  const int64_t *numGroups = attrs == nullptr ? nullptr : attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
+  std::string message;
+  if (gnms::CheckInputs(shapes.views, numGroups, &message) != gnms::kTilingOk) return Refuse(message);
+  return ge::GRAPH_SUCCESS;
 }
 }  // namespace
 
 namespace optiling {
 static ge::graphStatus GroupNormGradMsTiling(gert::TilingContext *context) {
-  const gert::StorageShape *xShape = context->GetInputShape(kInputX);
+  if (context == nullptr) return Refuse("GroupNormGradMs tiling: null TilingContext");
+  InputShapes shapes;
+  for (int i = 0; i < gnms::kNumInputs; ++i) {
+    const gert::StorageShape *storage = context->GetInputShape(i);
+    shapes.Set(i, storage == nullptr ? nullptr : &storage->GetStorageShape());
+  }
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
-  if (xShape == nullptr || attrs == nullptr) return ge::GRAPH_FAILED;
-  const gert::Shape &shape = xShape->GetStorageShape();
-  if (shape.GetDimNum() < 2) return ge::GRAPH_FAILED;
-  const int64_t *numGroups = attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
-  if (numGroups == nullptr) return ge::GRAPH_FAILED;
+  if (CheckInputs(shapes, attrs) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
 
+  const gnms::ShapeView &x = shapes.views[gnms::kInputX];
   gnms::TilingInput in;
-  in.N = shape.GetDim(0);
-  in.C = shape.GetDim(1);
+  in.N = x.dims[0];
+  in.C = x.dims[1];
   in.HxW = 1;
-  for (size_t i = 2; i < shape.GetDimNum(); ++i) in.HxW *= shape.GetDim(i);
-  in.G = *numGroups;
+  for (int64_t i = 2; i < x.rank; ++i) in.HxW *= x.dims[i];
+  in.G = *attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   in.dxRequired = ReadBoolAttr(attrs, kAttrDxIsRequire);
   in.dgammaRequired = ReadBoolAttr(attrs, kAttrDgammaIsRequire);
   in.dbetaRequired = ReadBoolAttr(attrs, kAttrDbetaIsRequire);
-  if (!ToScalarType(context->GetInputDesc(kInputDy)->GetDataType(), &in.dataType) ||
-      !ToScalarType(context->GetInputDesc(kInputMean)->GetDataType(), &in.statType)) {
-    return ge::GRAPH_FAILED;
+  const gert::CompileTimeTensorDesc *dyDesc = context->GetInputDesc(gnms::kInputDy);
+  const gert::CompileTimeTensorDesc *meanDesc = context->GetInputDesc(gnms::kInputMean);
+  if (dyDesc == nullptr || meanDesc == nullptr) return Refuse("GroupNormGradMs: no tensor descriptor for 'dy' or 'mean'");
+  if (!ToScalarType(dyDesc->GetDataType(), &in.dataType) || !ToScalarType(meanDesc->GetDataType(), &in.statType)) {
+    return Refuse("GroupNormGradMs: 'dy' and 'mean' must be float32, float16 or bfloat16");
   }
+  if (context->GetPlatformInfo() == nullptr) return Refuse("GroupNormGradMs: no platform info in the TilingContext");
   auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
   uint64_t ubSize = 0;
   platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
@@ -69,36 +103,48 @@ static ge::graphStatus GroupNormGradMsTiling(gert::TilingContext *context) {
   in.coreNum = static_cast<int64_t>(platform.GetCoreNumAiv());
 
   GroupNormGradMsTilingData tiling;
-  if (gnms::ComputeTiling(in, &tiling) != gnms::kTilingOk) return ge::GRAPH_FAILED;
+  const int status = gnms::ComputeTiling(in, &tiling);
+  if (status != gnms::kTilingOk) {
+    return Refuse("GroupNormGradMs: tiling failed (status " + std::to_string(status) +
+                  (status == gnms::kTilingNoFit ? ": C/num_groups too large for the unified buffer)" : ")"));
+  }
   GroupNormGradMsTilingData *out = context->GetTilingData<GroupNormGradMsTilingData>();
-  if (out == nullptr) return ge::GRAPH_FAILED;
+  if (out == nullptr) return Refuse("GroupNormGradMs: no tiling data buffer");
   *out = tiling;
   context->SetTilingKey(static_cast<uint64_t>(gnms::TilingKeyFor(in.dataType, in.statType)));
   context->SetBlockDim(static_cast<uint32_t>(tiling.blockDim));
   context->SetScheduleMode(kScheduleModeBatch);
   size_t *workspaces = context->GetWorkspaceSizes(1);
+  if (workspaces == nullptr) return Refuse("GroupNormGradMs: no workspace size slot");
   workspaces[0] = platform.GetLibApiWorkSpaceSize() + static_cast<size_t>(gnms::UserWorkspaceBytes(tiling));
   return ge::GRAPH_SUCCESS;
 }
 }  // namespace optiling
 
 namespace ge {
-// dx has x's shape; dgamma and dbeta have gamma's shape (C,).
+// dx has x's shape; dgamma and dbeta have gamma's shape (C,). The inputs are validated
+// here too, so that graph compilation already reports a bad call.
 static graphStatus GroupNormGradMsInferShape(gert::InferShapeContext *context) {
-  const gert::Shape *xShape = context->GetInputShape(kInputX);
-  const gert::Shape *gammaShape = context->GetInputShape(kInputGamma);
-  if (xShape == nullptr || gammaShape == nullptr) return GRAPH_FAILED;
-  *context->GetOutputShape(0) = *xShape;
-  *context->GetOutputShape(1) = *gammaShape;
-  *context->GetOutputShape(2) = *gammaShape;
+  if (context == nullptr) return Refuse("GroupNormGradMs InferShape: null context");
+  InputShapes shapes;
+  for (int i = 0; i < gnms::kNumInputs; ++i) shapes.Set(i, context->GetInputShape(i));
+  if (CheckInputs(shapes, context->GetAttrs()) != GRAPH_SUCCESS) return GRAPH_FAILED;
+  gert::Shape *dx = context->GetOutputShape(0);
+  gert::Shape *dgamma = context->GetOutputShape(1);
+  gert::Shape *dbeta = context->GetOutputShape(2);
+  if (dx == nullptr || dgamma == nullptr || dbeta == nullptr) return Refuse("GroupNormGradMs: null output shape");
+  *dx = *context->GetInputShape(gnms::kInputX);
+  *dgamma = *context->GetInputShape(gnms::kInputGamma);
+  *dbeta = *context->GetInputShape(gnms::kInputGamma);
   return GRAPH_SUCCESS;
 }
 
 // dx follows x; dgamma and dbeta follow the statistics (mean) dtype.
 static graphStatus GroupNormGradMsInferDataType(gert::InferDataTypeContext *context) {
-  context->SetOutputDataType(0, context->GetInputDataType(kInputX));
-  context->SetOutputDataType(1, context->GetInputDataType(kInputMean));
-  context->SetOutputDataType(2, context->GetInputDataType(kInputMean));
+  if (context == nullptr) return Refuse("GroupNormGradMs InferDataType: null context");
+  context->SetOutputDataType(0, context->GetInputDataType(gnms::kInputX));
+  context->SetOutputDataType(1, context->GetInputDataType(gnms::kInputMean));
+  context->SetOutputDataType(2, context->GetInputDataType(gnms::kInputMean));
   return GRAPH_SUCCESS;
 }
 }  // namespace ge
@@ -112,14 +158,14 @@ class GroupNormGradMs : public OpDef {
     const std::vector<ge::DataType> data = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT16, ge::DT_BF16};
     const std::vector<ge::DataType> stat = {ge::DT_FLOAT, ge::DT_FLOAT16, ge::DT_BF16, ge::DT_FLOAT, ge::DT_FLOAT};
     const std::vector<ge::Format> nd(data.size(), ge::FORMAT_ND);
-    this->Input("dy").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd).AutoContiguous();
-    this->Input("mean").ParamType(REQUIRED).DataType(stat).Format(nd).UnknownShapeFormat(nd).AutoContiguous();
-    this->Input("rstd").ParamType(REQUIRED).DataType(stat).Format(nd).UnknownShapeFormat(nd).AutoContiguous();
-    this->Input("x").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd).AutoContiguous();
-    this->Input("gamma").ParamType(REQUIRED).DataType(stat).Format(nd).UnknownShapeFormat(nd).AutoContiguous();
-    this->Output("dx").ParamType(REQUIRED).DataType(data).Format(nd).UnknownShapeFormat(nd);
-    this->Output("dgamma").ParamType(REQUIRED).DataType(stat).Format(nd).UnknownShapeFormat(nd);
-    this->Output("dbeta").ParamType(REQUIRED).DataType(stat).Format(nd).UnknownShapeFormat(nd);
+    this->Input("dy").ParamType(REQUIRED).DataType(data).Format(nd).AutoContiguous();
+    this->Input("mean").ParamType(REQUIRED).DataType(stat).Format(nd).AutoContiguous();
+    this->Input("rstd").ParamType(REQUIRED).DataType(stat).Format(nd).AutoContiguous();
+    this->Input("x").ParamType(REQUIRED).DataType(data).Format(nd).AutoContiguous();
+    this->Input("gamma").ParamType(REQUIRED).DataType(stat).Format(nd).AutoContiguous();
+    this->Output("dx").ParamType(REQUIRED).DataType(data).Format(nd);
+    this->Output("dgamma").ParamType(REQUIRED).DataType(stat).Format(nd);
+    this->Output("dbeta").ParamType(REQUIRED).DataType(stat).Format(nd);
     this->Attr("num_groups").AttrType(REQUIRED).Int();
     this->Attr("dx_is_require").AttrType(OPTIONAL).Bool(true);
     this->Attr("dgamma_is_require").AttrType(OPTIONAL).Bool(true);

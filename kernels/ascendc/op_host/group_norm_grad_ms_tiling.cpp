@@ -13,6 +13,7 @@
 #include "group_norm_grad_ms_tiling.h"
 
 #include <algorithm>
+#include <string>
 
 namespace gnms {
 namespace {
@@ -80,7 +81,74 @@ void SplitTasks(int64_t numTasks, int64_t coreNum, GroupNormGradMsTilingData *t)
   t->tailCores = t->phase1Cores > 0 ? numTasks % t->phase1Cores : 0;
 }
 
+const char *const kInputNames[kNumInputs] = {"dy", "mean", "rstd", "x", "gamma"};
+
+std::string ShapeText(const ShapeView &s) {
+  std::string text = "(";
+  for (int64_t i = 0; i < s.rank; ++i) text += (i ? ", " : "") + std::to_string(s.dims[i]);
+  return text + (s.rank == 1 ? ",)" : ")");
+}
+
+// Element count, or -1 when a dimension is negative (an unresolved dynamic dimension).
+int64_t NumElements(const ShapeView &s) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < s.rank; ++i) {
+    if (s.dims[i] < 0) return -1;
+    n *= s.dims[i];
+  }
+  return n;
+}
+
+int Reject(int status, const std::string &text, std::string *message) {
+  if (message != nullptr) *message = "GroupNormGradMs: " + text;
+  return status;
+}
+
 }  // namespace
+
+int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups, std::string *message) {
+  for (int i = 0; i < kNumInputs; ++i) {
+    if (!shapes[i].present || (shapes[i].rank > 0 && shapes[i].dims == nullptr)) {
+      return Reject(kTilingMissingInput,
+                    std::string("input '") + kInputNames[i] + "' is missing (no tensor descriptor or shape)", message);
+    }
+  }
+  if (numGroups == nullptr) return Reject(kTilingMissingInput, "attribute 'num_groups' is missing", message);
+  const ShapeView &x = shapes[kInputX];
+  const ShapeView &dy = shapes[kInputDy];
+  if (x.rank < 2) {
+    return Reject(kTilingBadShape, "input 'x' must have rank >= 2 (N, C, *), got " + ShapeText(x), message);
+  }
+  if (NumElements(x) < 0) {
+    return Reject(kTilingBadShape, "input 'x' has a negative dimension " + ShapeText(x), message);
+  }
+  bool sameShape = dy.rank == x.rank;
+  for (int64_t i = 0; sameShape && i < x.rank; ++i) sameShape = dy.dims[i] == x.dims[i];
+  if (!sameShape) {
+    return Reject(kTilingBadShape, "input 'dy' must have the shape of 'x': dy " + ShapeText(dy) + " vs x " +
+                                       ShapeText(x), message);
+  }
+  const int64_t N = x.dims[0];
+  const int64_t C = x.dims[1];
+  const int64_t G = *numGroups;
+  if (G <= 0) return Reject(kTilingBadShape, "attribute 'num_groups' must be > 0, got " + std::to_string(G), message);
+  if (C % G != 0) {
+    return Reject(kTilingBadShape, "attribute 'num_groups' (" + std::to_string(G) + ") must divide C = " +
+                                       std::to_string(C), message);
+  }
+  for (int i : {kInputMean, kInputRstd}) {
+    if (NumElements(shapes[i]) != N * G) {
+      return Reject(kTilingBadShape, std::string("input '") + kInputNames[i] + "' must have N*G = " +
+                                         std::to_string(N * G) + " elements (N = " + std::to_string(N) +
+                                         ", G = " + std::to_string(G) + "), got " + ShapeText(shapes[i]), message);
+    }
+  }
+  if (NumElements(shapes[kInputGamma]) != C) {
+    return Reject(kTilingBadShape, "input 'gamma' must have C = " + std::to_string(C) + " elements, got " +
+                                       ShapeText(shapes[kInputGamma]), message);
+  }
+  return kTilingOk;
+}
 
 int64_t TilingKeyFor(ScalarType data, ScalarType stat) {
   if (stat == data) {
@@ -113,6 +181,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   if (in.N < 0 || in.C < 0 || in.HxW < 0 || in.G <= 0 || in.C % in.G != 0) return kTilingBadShape;
   if (TilingKeyFor(in.dataType, in.statType) < 0) return kTilingBadDtype;
   if (in.ubBytes < kMinUbBytes || in.coreNum < 1) return kTilingBadPlatform;
+  const int64_t ubUsable = in.ubBytes - kUbReserveBytes;  // the plan never touches the reserve
 
   GroupNormGradMsTilingData t{};
   t.N = in.N;
@@ -131,7 +200,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   const bool wantsStats = in.dgammaRequired || in.dbetaRequired;
 
   Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D};
-  auto fits = [&](const Layout &l) { return Phase1Bytes(l, dataBytes, statBytes) <= in.ubBytes; };
+  auto fits = [&](const Layout &l) { return Phase1Bytes(l, dataBytes, statBytes) <= ubUsable; };
 
   if (!empty && (in.dxRequired || wantsStats)) {
     if (L == 1) {
@@ -186,7 +255,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
-      return Stage2Bytes(p, statBytes) <= in.ubBytes;
+      return Stage2Bytes(p, statBytes) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
     t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, statBytes);

@@ -5,10 +5,15 @@
 #define GROUP_NORM_GRAD_MS_TILING_H
 
 #include <cstdint>
+#include <string>
 
 #include "../op_kernel/group_norm_grad_ms_tiling_data.h"
 
 namespace gnms {
+
+// UB bytes the plan leaves unused, as CANN's own GroupNormGrad tiling does (hicann/ops-nn
+// norm/group_norm_grad/op_host/group_norm_grad_tiling.cpp: RESERVE_SAPCE = 1024).
+constexpr int64_t kUbReserveBytes = 1024;
 
 enum class ScalarType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 
@@ -32,7 +37,27 @@ enum TilingStatus : int {
   kTilingBadDtype = 2,     // statistics neither in the data dtype nor in float32
   kTilingBadPlatform = 3,  // no cores or an implausibly small UB
   kTilingNoFit = 4,        // even the smallest mode does not fit (C/G too large for the UB)
+  kTilingMissingInput = 5, // an input descriptor/shape or the num_groups attribute is absent
 };
+
+// Positions of the inputs in the operator definition (CANN's GroupNormGrad order).
+enum InputIndex : int { kInputDy = 0, kInputMean = 1, kInputRstd = 2, kInputX = 3, kInputGamma = 4, kNumInputs = 5 };
+
+// One input's shape as the framework hands it to the host; present == false means the
+// framework gave no descriptor or shape for that input.
+struct ShapeView {
+  bool present = false;
+  const int64_t *dims = nullptr;  // rank values
+  int64_t rank = 0;
+};
+
+// Validates the inputs (OpDef order) and num_groups (nullptr: attribute absent) before any
+// size is derived from them: x has rank >= 2 and no negative dimension; dy has x's shape;
+// num_groups > 0 and divides C; mean and rstd have N*G elements; gamma has C elements.
+// Returns kTilingOk, or kTilingMissingInput / kTilingBadShape with *message naming the
+// parameter and the rule. Without it a bad call would make the kernel read global memory
+// out of bounds (it indexes mean/rstd by (n, g) and gamma by c).
+int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups, std::string *message);
 
 // Fills *out and returns kTilingOk, or returns an error status and leaves *out undefined.
 int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out);

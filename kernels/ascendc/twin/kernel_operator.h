@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../../cpu/half_types.h"
+#include "build_rules.h"  // TILING_KEY_IS, KERNEL_TASK_TYPE_DEFAULT: CANN build rules
 #include "twin_runtime.h"
 
 #define __aicore__
@@ -58,14 +59,11 @@ struct bfloat16_t {
 enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
 
 // ---------------------------------------------------------------- kernel-entry macros
-#define KERNEL_TYPE_AIV_ONLY 0
-#define KERNEL_TASK_TYPE_DEFAULT(type) ((void)(type))
 #define REGISTER_TILING_DEFAULT(type) \
   static_assert(std::is_trivially_copyable<type>::value, "tiling data must be a plain struct")
 #define GET_TILING_DATA_WITH_STRUCT(type, var, tilingPtr) \
   type var;                                               \
   ::twin_api::ReadTiling(&(var), (tilingPtr), sizeof(type))
-#define TILING_KEY_IS(key) (::twin::TilingKey() == (key))
 
 namespace twin_api {
 inline void ReadTiling(void *dst, const uint8_t *tiling, size_t bytes) {

@@ -1,6 +1,8 @@
 // Scheduler, barrier and fault handling of the CPU twin (see twin_runtime.h).
 #include "twin_runtime.h"
 
+#include "build_rules.h"
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -242,7 +244,10 @@ void CheckGm(const void *ptr, size_t bytes, const char *what) {
 void LockAtomics() { Current().atomics().lock(); }
 void UnlockAtomics() { Current().atomics().unlock(); }
 
-void SyncAllBlocks() { Current().Barrier(static_cast<int>(tls_block->blockIdx)); }
+void SyncAllBlocks() {
+  twin_rules::CheckSyncAllKernelType();  // SyncAll under AIV_ONLY/AIC_ONLY cannot work on hardware
+  Current().Barrier(static_cast<int>(tls_block->blockIdx));
+}
 
 int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std::vector<GmRegion> &regions,
            const std::function<void()> &body, std::string *error) {

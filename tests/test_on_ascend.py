@@ -1,0 +1,142 @@
+"""The installed AscendC operator on a real Ascend device (run by kernels/ascendc/check_on_ascend.sh).
+
+Tests marked ``ascend`` need an Ascend device, CANN and the installed operator
+(ASCEND_CUSTOM_OPP_PATH); elsewhere conftest.py skips them with a one-line reason. They run
+our backward (ms_groupnorm's AscendBackward -> ops.Custom("aclnnGroupNormGradMs")) in
+GRAPH_MODE (jit_level O0, as MindSpore documents for aclnn custom operators) and in
+PYNATIVE_MODE, for every tiling mode x dtype pair x output mask, against the float64
+reference and against MindSpore's built-in GroupNormGrad (aclnnGroupNormBackward; its 910B
+kernel takes one dtype for all tensors, so the mixed pairs are compared with the reference
+only), then print a timing table against the built-in (no timed assertion).
+
+The one test without the marker checks, on any machine, that each shape below really
+forces its tiling mode on the 910B's unified buffer.
+"""
+import itertools
+import time
+
+import mindspore as ms
+import numpy as np
+import pytest
+
+from cases import assert_close, make_inputs, tensor, to_numpy
+from ms_groupnorm import ascend, ascendc_twin, reference
+
+# (x shape, G) per tiling mode of the host tiling on a 192 KiB UB with 40 or 48 vector cores.
+MODE_SHAPES = {
+    "group_resident": ((8, 32, 8, 8), 8),
+    "channel_two_pass": ((8, 64, 64, 64), 8),
+    "hw_chunks": ((8, 64, 99, 100), 8),
+    "hw_one": ((8, 64), 8),
+    "channel_split": ((1, 64, 10, 10), 4),  # N*G < cores: (n, c) tasks, dx after SyncAll
+}
+DTYPE_PAIRS = {
+    "fp32": (ms.float32, ms.float32), "fp16": (ms.float16, ms.float16), "bf16": (ms.bfloat16, ms.bfloat16),
+    "fp16-fp32stats": (ms.float16, ms.float32), "bf16-fp32stats": (ms.bfloat16, ms.float32),
+}
+MASKS = [m for m in itertools.product((True, False), repeat=3) if any(m)]
+NUMPY_NAME = {ms.float32: "float32", ms.float16: "float16", ms.bfloat16: "bfloat16"}
+
+
+@pytest.mark.parametrize("mode", list(MODE_SHAPES))
+@pytest.mark.parametrize("cores", [40, 48])
+def test_each_shape_forces_its_tiling_mode_on_910b(mode, cores):
+    shape, G = MODE_SHAPES[mode]
+    hxw = int(np.prod(shape[2:], dtype=np.int64))
+    for name, (data, stat) in DTYPE_PAIRS.items():
+        t = ascendc_twin.twin_tiling(shape[0], shape[1], hxw, G, NUMPY_NAME[data], NUMPY_NAME[stat],
+                                     ascendc_twin.UB_910B, cores)
+        if mode == "channel_split":
+            assert t["splitByChannel"] == 1, name
+        else:
+            assert ascendc_twin.MODE_NAMES[t["mode"]] == mode and t["splitByChannel"] == 0, name
+
+
+# ---------------------------------------------------------------- on the device
+def _set_mode(exec_mode):
+    if ms.get_context("device_target") != "Ascend":
+        ms.set_device("Ascend")
+    if exec_mode == "graph":
+        ms.set_context(mode=ms.GRAPH_MODE, jit_config=ascend.GRAPH_JIT_CONFIG)
+    else:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+class _Ours(ms.nn.Cell):
+    def __init__(self, G, mask):
+        super().__init__()
+        self.op = ascend.AscendBackward(G, mask)
+
+    def construct(self, dy, x, mean, rstd, gamma):
+        return self.op(dy, x, mean, rstd, gamma)
+
+
+class _BuiltIn(ms.nn.Cell):
+    """MindSpore's own GroupNormGrad primitive (aclnnGroupNormBackward on Ascend)."""
+
+    def __init__(self, G, mask):
+        super().__init__()
+        from mindspore.ops.auto_generate import GroupNormGrad
+        self.op = GroupNormGrad()
+        self.G, self.mask = G, mask
+
+    def construct(self, dy, x, mean, rstd, gamma):
+        return self.op(dy, x, mean, rstd, gamma, self.G, self.mask[0], self.mask[1], self.mask[2])
+
+
+def _inputs(shape, G, data, stat, seed=0):
+    x, dy, gamma, _, mean, rstd = make_inputs(np.random.default_rng(seed), shape, G, data, stat)
+    tensors = (tensor(dy, data), tensor(x, data), tensor(mean.reshape(shape[0], G), stat),
+               tensor(rstd.reshape(shape[0], G), stat), tensor(gamma, stat))
+    return (dy, x, mean.reshape(shape[0], G), rstd.reshape(shape[0], G), gamma), tensors
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("exec_mode", ["graph", "pynative"])
+@pytest.mark.parametrize("mask", MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
+@pytest.mark.parametrize("pair", list(DTYPE_PAIRS))
+@pytest.mark.parametrize("mode", list(MODE_SHAPES))
+def test_backward_on_ascend_matches_reference_and_builtin(mode, pair, mask, exec_mode):
+    _set_mode(exec_mode)
+    shape, G = MODE_SHAPES[mode]
+    data, stat = DTYPE_PAIRS[pair]
+    arrays, tensors = _inputs(shape, G, data, stat)
+    want = reference.backward(*arrays, G)
+    got = _Ours(G, mask)(*tensors)
+    builtin = _BuiltIn(G, mask)(*tensors) if data == stat else None
+    for k, (name, dtype) in enumerate((("dx", data), ("dgamma", stat), ("dbeta", stat))):
+        if not mask[k]:
+            assert got[k].shape == (0,), f"{name} is masked off and must be empty"
+            continue
+        assert_close(got[k], want[k], dtype, f"{name} vs reference")
+        if builtin is not None:
+            assert_close(got[k], to_numpy(builtin[k]), dtype, f"{name} vs built-in GroupNormGrad")
+
+
+def _time(cell, tensors, repeats=20):
+    cell(*tensors)  # compile / warm up
+    ms.runtime.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        cell(*tensors)
+    ms.runtime.synchronize()
+    return (time.perf_counter() - start) / repeats
+
+
+@pytest.mark.ascend
+def test_timing_table_against_the_builtin():
+    """Prints per-call time of our operator and of the built-in, PYNATIVE, full mask. A
+    table, not a check: it fails only if either operator fails to run."""
+    _set_mode("pynative")
+    rows = []
+    for mode, pair in itertools.product(MODE_SHAPES, ("fp32", "fp16", "bf16")):
+        shape, G = MODE_SHAPES[mode]
+        data, stat = DTYPE_PAIRS[pair]
+        _, tensors = _inputs(shape, G, data, stat)
+        ours = _time(_Ours(G, (True, True, True)), tensors)
+        theirs = _time(_BuiltIn(G, (True, True, True)), tensors)
+        rows.append((mode, pair, shape, ours, theirs))
+    print("\nGroupNormGradMs vs built-in GroupNormGrad (PYNATIVE, mean of 20 calls)")
+    print(f"{'mode':<18}{'dtype':<7}{'shape':<22}{'ours us':>10}{'built-in us':>13}{'ratio':>8}")
+    for mode, pair, shape, ours, theirs in rows:
+        print(f"{mode:<18}{pair:<7}{str(shape):<22}{ours * 1e6:>10.1f}{theirs * 1e6:>13.1f}{ours / theirs:>8.2f}")
