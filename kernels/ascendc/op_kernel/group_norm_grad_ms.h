@@ -423,8 +423,8 @@ class KernelGroupNormGradMs {
     LocalTensor<float> gamma = StatArray(2);
     if (t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
     if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
-      Sync<HardEvent::MTE3_V>();  // before the vector unit overwrites them
-      if (t_->chunksPerChannel > 1) Sync<HardEvent::MTE3_S>();  // or the scalar unit does
+      // before the vector unit overwrites them (the scalar unit's chunk sums follow a V -> S wait)
+      Sync<HardEvent::MTE3_V>();
       sumsInFlight_ = false;
     }
     ChannelSums(n, g * D, D, mean, rstd, db, dg);
@@ -453,8 +453,7 @@ class KernelGroupNormGradMs {
     Sync<HardEvent::V_MTE3>();
     StoreToWorkspace(wsDbGm_, task, 1, db);
     StoreToWorkspace(wsDgGm_, task, 1, dg);
-    Sync<HardEvent::MTE3_V>();
-    if (t_->chunksPerChannel > 1) Sync<HardEvent::MTE3_S>();
+    Sync<HardEvent::MTE3_V>();  // the next task's scalar chunk sums follow a V -> S wait after this
   }
 
   // Channel split, after SyncAll: dx of one (n, c) channel from its group's workspace sums.
