@@ -133,7 +133,28 @@ def _twin_cdll():
                                   ctypes.c_char_p, cint]
     lib.GnmsTwinLastStats.restype = cint
     lib.GnmsTwinLastStats.argtypes = [ptr, cint]
+    lib.GnmsTwinCostModel.restype = None
+    lib.GnmsTwinCostModel.argtypes = [ptr, ptr]
     return lib
+
+
+COST_FIELDS = ("clock_ghz", "gm_bytes_per_ns", "dma_setup_cycles", "dma_latency_ns", "vec_cycles_per_repeat",
+               "vec_start_cycles", "scalar_ub_cycles", "scalar_gm_ns", "syncall_ns")
+
+
+def twin_cost_model(**changes):
+    """The twin's cost constants (twin::CostModel) as a dict; keyword arguments change them for
+    later launches from Python."""
+    lib = _twin_cdll()
+    out = np.zeros(len(COST_FIELDS), np.float64)
+    lib.GnmsTwinCostModel(None, out.ctypes.data)
+    if changes:
+        unknown = set(changes) - set(COST_FIELDS)
+        if unknown:
+            raise KeyError(f"unknown cost constants {sorted(unknown)}; known: {COST_FIELDS}")
+        values = np.array([changes.get(name, out[i]) for i, name in enumerate(COST_FIELDS)], np.float64)
+        lib.GnmsTwinCostModel(values.ctypes.data, out.ctypes.data)
+    return dict(zip(COST_FIELDS, (float(v) for v in out)))
 
 
 def twin_last_stats():

@@ -17,8 +17,9 @@ Model constants (twin::CostModel; assumptions, not measurements — no Ascend ma
     (CANN's ops-nn UTs use the same 48 and UB 196608).
   * Vector unit: one 256-byte repeat per cycle (the AscendC docs define a repeat as 256 bytes:
     asc-devkit docs/zh/api/SIMD-API/基础API/SIMD计算说明/高维切分.md), plus 10 cycles per instruction.
-  * Clock 1.85 GHz; one DMA instruction costs 500 ns + bytes / bandwidth; a scalar UB access
-    4 cycles; a scalar GM access 200 ns; a SyncAll 2 us.
+  * Clock 1.85 GHz; a DMA instruction holds its MTE pipe for 64 cycles + bytes / bandwidth and its
+    data arrives 1 us later (consecutive DMAs overlap that latency; --dma-latency-ns changes it);
+    a scalar UB access 4 cycles; a scalar GM access 200 ns; a SyncAll 2 us.
 The estimate of a launch is the slowest core's phase 1, plus the SyncAll, plus the slowest core's
 stage 2; a core's time is at least its GM bytes over its bandwidth share (MTE2 and MTE3 share it).
 
@@ -118,7 +119,7 @@ def measure(shape, dtype_key):
         "run": "full" if n_run == N else f"N={n_run} of {N}",
         "gm_b_per_elem": gm / elems,
         "floor_b_per_elem": 3 * BYTES[data_dtype],
-        "barriers": per_core_max("barriers_all") * scale,
+        "barriers": per_core_max("barriers_all"),  # once per launch (before stage 2), not per task
         "user_flags": per_core_max("user_flag_pairs") * scale,
         "queue_flags": per_core_max("queue_flag_pairs") * scale,
         "syncalls": per_core_max("sync_alls"),
@@ -148,7 +149,14 @@ def row(r):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated subset of " + ",".join(DTYPES))
+    parser.add_argument("--dma-latency-ns", type=float, default=None, help="latency of one DMA (default 1000)")
     args = parser.parse_args()
+    if args.dma_latency_ns is not None:
+        ascendc_twin.twin_cost_model(dma_latency_ns=args.dma_latency_ns)
+    constants = ascendc_twin.twin_cost_model()
+    assert constants["gm_bytes_per_ns"] == GM_BYTES_PER_NS and constants["syncall_ns"] == SYNCALL_NS
+    print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
+    print()
     print(HEADER)
     print("|" + "---|" * (HEADER.count("|") - 1))
     for shape in ANCHORS:

@@ -207,6 +207,7 @@ class LaunchState {
 
 std::mutex g_stats_mutex;
 std::vector<PipeStats> g_last_stats;
+CostModel g_default_cost;
 
 thread_local LaunchState *tls_launch = nullptr;
 thread_local BlockState *tls_block = nullptr;
@@ -292,6 +293,16 @@ int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std:
   g_last_stats.clear();
   for (BlockState &b : blocks) g_last_stats.push_back(b.pipes.stats());
   return 0;
+}
+
+CostModel DefaultCost() {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  return g_default_cost;
+}
+
+void SetDefaultCost(const CostModel &cost) {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  g_default_cost = cost;
 }
 
 std::vector<PipeStats> LastLaunchStats() {

@@ -74,6 +74,9 @@ void SyncAllBlocks();
 
 // Per-block cost counters of the last launch that completed (for the cost report).
 std::vector<PipeStats> LastLaunchStats();
+// The cost constants launches from the C API use (the cost report may change them).
+CostModel DefaultCost();
+void SetDefaultCost(const CostModel &cost);
 
 // Runs body() once per block. Returns 0, or 1 with *error set to the first fault.
 int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std::vector<GmRegion> &regions,
