@@ -16,8 +16,12 @@ def ascend_unavailable_reason():
     if not os.environ.get("ASCEND_CUSTOM_OPP_PATH"):
         return ("no Ascend device/CANN here (ASCEND_CUSTOM_OPP_PATH is unset); "
                 "on an Ascend 910B run: bash kernels/ascendc/check_on_ascend.sh")
-    from mindspore import hal
-    if not hal.is_available("Ascend"):
+    try:
+        from mindspore import hal
+        available = hal.is_available("Ascend")
+    except Exception as error:  # noqa: BLE001 (any failure to probe means: no device)
+        return f"no usable Ascend device (mindspore.hal.is_available('Ascend') failed: {error})".splitlines()[0]
+    if not available:
         return "MindSpore reports no usable Ascend device (mindspore.hal.is_available('Ascend') is False)"
     return None
 

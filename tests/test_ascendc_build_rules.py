@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from ms_groupnorm import ascend, ascendc_twin
@@ -208,7 +209,6 @@ def test_kernel_entry_declares_a_type_that_allows_syncall():
     source = OP_KERNEL.read_text()
     declared = re.findall(r"KERNEL_TASK_TYPE_DEFAULT\((\w+)\)", source)
     assert declared in ([], ["KERNEL_TYPE_MIX_AIV_1_0"]), declared
-    import numpy as np
     rng = np.random.default_rng(0)
     N, C, HxW, G = 2, 8, 33, 2
     x = rng.standard_normal((N, C, HxW)).astype(np.float32)

@@ -124,18 +124,21 @@ def test_statistics_dtype_must_be_data_or_fp32():
 
 
 def test_the_ub_reserve_moves_a_plan_down_the_ladder():
-    # The largest resident group (4 channels of HxW fp32 elements) that a 192 KiB UB could
-    # hold if the plan used every byte: it fits only by using the reserve, so with the
-    # reserve kept it descends to channel_two_pass.
+    # A resident group (4 channels of HxW fp32 elements) whose plan fits in the whole
+    # 192 KiB UB but not outside the 1 KiB reserve must descend to channel_two_pass. The
+    # plan's size is read with a larger UB, where the group is resident either way.
     ub = 196608
-    lo, hi = 1, 20000  # binary search: the plan grows with HxW
+
+    def resident_bytes(hxw):  # infinite when even the larger UB cannot hold the group
+        t = tiling(1, 4, hxw, 1, ub + 8192, cores=1)
+        return t["ubBytesPhase1"] if ascendc_twin.MODE_NAMES[t["mode"]] == "group_resident" else float("inf")
+
+    lo, hi = 1, 4000  # the largest HxW (in steps of 16) whose plan fits in the whole UB
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = tiling(1, 4, mid * 16, 1, ub + ascendc_twin.UB_RESERVE, cores=1)["mode"] == 0
-        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+        lo, hi = (mid, hi) if resident_bytes(mid * 16) <= ub else (lo, mid - 1)
     hxw = lo * 16
-    t = tiling(1, 4, hxw, 1, ub + ascendc_twin.UB_RESERVE, cores=1)
-    assert ub < t["ubBytesPhase1"] + ascendc_twin.UB_RESERVE  # it would fit only by using the reserve
+    assert ub - ascendc_twin.UB_RESERVE < resident_bytes(hxw) <= ub
     assert ascendc_twin.MODE_NAMES[tiling(1, 4, hxw, 1, ub, cores=1)["mode"]] == "channel_two_pass"
 
 
