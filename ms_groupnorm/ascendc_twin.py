@@ -22,10 +22,11 @@ import numpy as np
 # ---------------------------------------------------------------- the CPU twin: build
 ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
 TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
-_TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_launch.cc", "twin/twin_aot.cc", "twin/twin_probes.cc",
-                 "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
+_TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
+                 "twin/twin_probes.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
                  "op_host/group_norm_grad_ms_tiling.cpp")
-_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runtime.h", "twin/twin_launch.h",
+_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runtime.h", "twin/twin_pipes.h",
+                 "twin/twin_launch.h",
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
                  "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
                  "../cpu/aot_status.h")
@@ -93,6 +94,17 @@ def twin_aot_func(name="GroupNormGrad"):
 
 # ---------------------------------------------------------------- the CPU twin: ctypes calls
 POLICIES = {"concurrent": 0, "forward": 1, "reverse": 2, "shuffle": 3, "interleave": 4}
+# How each pipe's work runs (twin_pipes.h): "immediate" at issue, "deferred" when a sync forces it.
+# The C entry points take it in bits 8+ of the policy argument.
+EXECUTIONS = {"immediate": 0, "deferred": 1}
+# Per-block cost counters of the last launch (twin::PipeStats, in order).
+STAT_FIELDS = ("gm_read_bytes", "gm_write_bytes", "scalar_ub", "scalar_gm", "vec_calls", "vec_repeats",
+               "barriers_all", "barriers_pipe", "user_flag_pairs", "queue_flag_pairs", "sync_alls", "busy_s_ns",
+               "busy_v_ns", "busy_mte2_ns", "busy_mte3_ns", "time_at_syncall_ns", "end_ns")
+
+
+def _policy_code(policy, execution):
+    return POLICIES[policy] | (EXECUTIONS[execution] << 8)
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 MODE_NAMES = {0: "group_resident", 1: "channel_two_pass", 2: "hw_chunks", 3: "hw_one"}
@@ -119,7 +131,39 @@ def _twin_cdll():
     lib.GnmsTwinProbe.restype = cint
     lib.GnmsTwinProbe.argtypes = [ctypes.c_char_p, i64, i64, i64, cint, ctypes.c_uint64, ptr, i64,
                                   ctypes.c_char_p, cint]
+    lib.GnmsTwinLastStats.restype = cint
+    lib.GnmsTwinLastStats.argtypes = [ptr, cint]
+    lib.GnmsTwinCostModel.restype = None
+    lib.GnmsTwinCostModel.argtypes = [ptr, ptr]
     return lib
+
+
+COST_FIELDS = ("clock_ghz", "gm_bytes_per_ns", "dma_setup_cycles", "dma_latency_ns", "vec_cycles_per_repeat",
+               "vec_start_cycles", "scalar_ub_cycles", "scalar_gm_ns", "syncall_ns")
+
+
+def twin_cost_model(**changes):
+    """The twin's cost constants (twin::CostModel) as a dict; keyword arguments change them for
+    later launches from Python."""
+    lib = _twin_cdll()
+    out = np.zeros(len(COST_FIELDS), np.float64)
+    lib.GnmsTwinCostModel(None, out.ctypes.data)
+    if changes:
+        unknown = set(changes) - set(COST_FIELDS)
+        if unknown:
+            raise KeyError(f"unknown cost constants {sorted(unknown)}; known: {COST_FIELDS}")
+        values = np.array([changes.get(name, out[i]) for i, name in enumerate(COST_FIELDS)], np.float64)
+        lib.GnmsTwinCostModel(values.ctypes.data, out.ctypes.data)
+    return dict(zip(COST_FIELDS, (float(v) for v in out)))
+
+
+def twin_last_stats():
+    """Per-block cost counters of the last successful launch: a list of dicts (STAT_FIELDS)."""
+    lib = _twin_cdll()
+    blocks = lib.GnmsTwinLastStats(None, 0)
+    out = np.zeros((max(blocks, 1), len(STAT_FIELDS)), np.float64)
+    lib.GnmsTwinLastStats(out.ctypes.data, blocks)
+    return [dict(zip(STAT_FIELDS, row)) for row in out[:blocks]]
 
 
 def tiling_fields():
@@ -158,7 +202,8 @@ def _raw(array):
     return None if array is None else array.ctypes.data
 
 
-def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, buffer_bytes=None):
+def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, buffer_bytes=None,
+                execution="immediate"):
     """Runs the kernel on the twin. ``buffers``: dy, mean, rstd, x, gamma, dx, dgamma, dbeta
     (numpy arrays or None); ``buffer_bytes`` overrides the sizes the launch declares."""
     ptrs = (ctypes.c_void_p * 8)(*[_raw(b) for b in buffers])
@@ -167,13 +212,13 @@ def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurre
     fields = np.array([tiling[name] for name in tiling_fields()], np.int64)
     error = ctypes.create_string_buffer(2048)
     status = _twin_cdll().GnmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data, tiling["key"], ub_bytes,
-                                         core_num, POLICIES[policy], seed, error, len(error))
+                                         core_num, _policy_code(policy, execution), seed, error, len(error))
     if status:
         raise TwinFault(error.value.decode())
 
 
 def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data_dtype=None, stat_dtype=None,
-                  ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0):
+                  ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, execution="immediate"):
     """Kernel-only backward on the twin, our interface: returns (dx, dgamma, dbeta, tiling).
     bf16 travels as uint16 bit patterns (pass data_dtype/stat_dtype "bfloat16"); gamma None means ones."""
     x = np.ascontiguousarray(x)
@@ -192,15 +237,22 @@ def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data
     dx = np.full_like(x, 0x7F) if mask[0] else None  # garbage where the kernel must write
     dgamma = np.full((C,), 0x7F, mean.dtype) if mask[1] else None
     dbeta = np.full((C,), 0x7F, mean.dtype) if mask[2] else None
-    twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta], tiling, ub_bytes, core_num, policy, seed)
+    twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta], tiling, ub_bytes, core_num, policy, seed,
+                execution=execution)
     return dx, dgamma, dbeta, tiling
 
 
-def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurrent", seed=0, out_len=64):
-    """Runs one of twin_probes.cc's mini kernels; returns its GM buffer, raises TwinFault."""
+def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurrent", seed=0, out_len=64,
+               execution="immediate", init=None, check_hazards=True):
+    """Runs one of twin_probes.cc's mini kernels; returns its GM buffer (initially ``init``,
+    zero-padded to out_len), raises TwinFault. ``check_hazards=False`` lets a probe with a
+    missing synchronisation run to the end (to see what it computes under deferred execution)."""
     out = np.zeros(out_len, np.float32)
+    if init is not None:
+        out[:len(init)] = init
     error = ctypes.create_string_buffer(2048)
-    status = _twin_cdll().GnmsTwinProbe(name.encode(), block_dim, core_num, ub_bytes, POLICIES[policy], seed,
+    status = _twin_cdll().GnmsTwinProbe(name.encode(), block_dim, core_num, ub_bytes,
+                                        _policy_code(policy, execution) | (0 if check_hazards else 1 << 16), seed,
                                         out.ctypes.data, out_len, error, len(error))
     if status == 2:
         raise KeyError(name)

@@ -175,7 +175,8 @@ def launch_probe(tmp_path_factory):
     source = work / "probe.cpp"
     source.write_text(LAUNCH_PROBE)
     binary = work / "probe"
-    result = subprocess.run(CXX + [str(source), str(ASCENDC / "twin" / "twin_runtime.cc"), "-o", str(binary)],
+    result = subprocess.run(CXX + [str(source), str(ASCENDC / "twin" / "twin_runtime.cc"),
+                                   str(ASCENDC / "twin" / "twin_pipes.cc"), "-o", str(binary)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
 

@@ -75,13 +75,13 @@ def relative_error(got, want, dtype):
 
 
 def run_case(shape, G, dtype_key, mask=(True, True, True), core_num=48, policy="concurrent", seed=0,
-             ub_bytes=ascendc_twin.UB_910B, data_seed=7):
+             ub_bytes=ascendc_twin.UB_910B, data_seed=7, execution="immediate"):
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, data_seed)
     dx, dgamma, dbeta, tiling = ascendc_twin.twin_backward(
         arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G, mask=mask,
         data_dtype=data_dtype, stat_dtype=stat_dtype, ub_bytes=ub_bytes, core_num=core_num, policy=policy,
-        seed=seed)
+        seed=seed, execution=execution)
     want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
     return (dx, dgamma, dbeta), want, tiling
 
@@ -98,11 +98,14 @@ def check_against_reference(got, want, dtype_key, mask):
         assert err <= tol, f"{name}: relative error {err:.3g} > {tol:g}"
 
 
+# "deferred": every pipe's work waits until a synchronisation forces it (twin_pipes.h), so a
+# missing synchronisation gives wrong numbers as well as a hazard report.
+@pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("dtype_key", list(DTYPES))
 @pytest.mark.parametrize("case", list(CASES))
-def test_every_mode_and_dtype_matches_reference(case, dtype_key):
+def test_every_mode_and_dtype_matches_reference(case, dtype_key, execution):
     N, C, HxW, G, cores, mode, split = CASES[case]
-    got, want, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores)
+    got, want, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores, execution=execution)
     assert ascendc_twin.MODE_NAMES[tiling["mode"]] == mode
     assert tiling["splitByChannel"] == split
     check_against_reference(got, want, dtype_key, (True, True, True))
@@ -111,11 +114,12 @@ def test_every_mode_and_dtype_matches_reference(case, dtype_key):
 MASKS = [(True, False, False), (False, True, True), (False, True, False), (False, False, True)]
 
 
+@pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("mask", MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "channel_split_n1", "hw_chunks_unaligned_n3", "hw_one"])
-def test_output_mask(case, mask):
+def test_output_mask(case, mask, execution):
     N, C, HxW, G, cores, _, _ = CASES[case]
-    got, want, tiling = run_case((N, C, HxW), G, "fp16_fp32", mask=mask, core_num=cores)
+    got, want, tiling = run_case((N, C, HxW), G, "fp16_fp32", mask=mask, core_num=cores, execution=execution)
     check_against_reference(got, want, "fp16_fp32", mask)
     # Skipped work: no workspace and no stage 2 unless dgamma/dbeta (or the channel split) need them.
     assert (tiling["stage2Cores"] > 0) == (mask[1] or mask[2])
@@ -152,8 +156,9 @@ def test_gamma_none_means_ones():
 
 
 # Block orders and interleavings of the twin; interleave hands over at every API call.
-SCHEDULES = [("concurrent", 0), ("forward", 0), ("reverse", 0), ("shuffle", 1), ("shuffle", 2), ("interleave", 3),
-             ("interleave", 4)]
+SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reverse", 0, "immediate"),
+             ("shuffle", 1, "immediate"), ("shuffle", 2, "deferred"), ("interleave", 3, "immediate"),
+             ("interleave", 4, "deferred"), ("concurrent", 0, "deferred")]
 
 
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "channel_split_n1", "hw_chunks_unaligned_n3", "hw_one"])
@@ -162,9 +167,10 @@ def test_outputs_are_bit_identical_across_block_schedules(case, dtype_key):
     N, C, HxW, G, cores, _, _ = CASES[case]
     cores = min(cores, 8)  # few blocks keep the interleaved runs quick; still several blocks per SyncAll
     results = []
-    for policy, seed in SCHEDULES:
-        got, _, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores, policy=policy, seed=seed)
+    for policy, seed, execution in SCHEDULES:
+        got, _, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores, policy=policy, seed=seed,
+                                  execution=execution)
         results.append([o.tobytes() for o in got])
     assert tiling["blockDim"] > 1
-    for (policy, seed), result in zip(SCHEDULES[1:], results[1:]):
-        assert result == results[0], f"{policy}/{seed} differs from the concurrent run"
+    for (policy, seed, execution), result in zip(SCHEDULES[1:], results[1:]):
+        assert result == results[0], f"{policy}/{seed}/{execution} differs from the concurrent run"

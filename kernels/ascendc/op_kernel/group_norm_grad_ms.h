@@ -101,8 +101,10 @@ class KernelGroupNormGradMs {
       if (t_->mode == GNG_MODE_HW_ONE) {
         for (int64_t task = first; task < first + count; ++task) HwOneTask(task);
       } else if (t_->splitByChannel != 0) {
+        StreamBegin(first, count, true, true, false);
         for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
       } else {
+        StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) GroupTask(task);
       }
     }
@@ -113,9 +115,11 @@ class KernelGroupNormGradMs {
       int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
       int64_t count = t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
       cachedGroup_ = -1;
+      StreamBegin(first, count, true, false, true);
       for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
+      PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
       pipe_.Reset();
       Stage2(block);
     }
@@ -128,7 +132,14 @@ class KernelGroupNormGradMs {
     pipe_.InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
     pipe_.InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
     pipe_.InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
-    pipe_.InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
+    if (t_->mode == GNG_MODE_HW_ONE) {
+      // The same bytes as numFloatBufs * K floats, split so that the two buffers MTE3 stores
+      // to the workspace are VECOUT (UB -> GM copies read VECIN/VECOUT only).
+      pipe_.InitBuffer(floatBuf_, (t_->numFloatBufs - 2) * K * sizeof(float));
+      pipe_.InitBuffer(floatOutBuf_, 2 * K * sizeof(float));
+    } else {
+      pipe_.InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
+    }
     pipe_.InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
     if (t_->statElems > 0) {
       pipe_.InitBuffer(statBuf_, 3 * t_->statElems * sizeof(float));
@@ -144,12 +155,21 @@ class KernelGroupNormGradMs {
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
   __aicore__ inline LocalTensor<float> StatArray(int64_t i) { return statBuf_.Get<float>()[i * t_->statElems]; }
+  __aicore__ inline LocalTensor<float> ReduceDst() { return reduceBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> ReduceWork() { return reduceBuf_.Get<float>()[FLOATS_PER_BLOCK]; }
+
+  // One producer -> consumer ordering between two pipes (a SetFlag/WaitFlag pair).
+  template <HardEvent E>
+  __aicore__ inline void Sync() {
+    event_t id = static_cast<event_t>(pipe_.FetchEventID(E));
+    SetFlag<E>(id);
+    WaitFlag<E>(id);
+  }
 
   // ------------------------------------------------------------------ GM <-> UB
-  // Loads `len` elements of `src` at `offset` into the fp32 buffer `dst` through `que`.
+  // Issues the load of `len` elements of `src` at `offset` into a buffer of `que` (MTE2).
   template <typename V, typename Que>
-  __aicore__ inline void LoadAsFloat(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
-                                     const LocalTensor<float> &dst, bool aligned) {
+  __aicore__ inline void IssueLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len, bool aligned) {
     LocalTensor<V> staging = que.template AllocTensor<V>();
     if (aligned) {
       DataCopy(staging, src[offset], static_cast<uint32_t>(len));
@@ -159,23 +179,48 @@ class KernelGroupNormGradMs {
       DataCopyPad(staging, src[offset], copy, pad);
     }
     que.EnQue(staging);
-    staging = que.template DeQue<V>();
+  }
+
+  // Takes the oldest load of `que` and writes it as fp32 to `dst` (V), then frees it.
+  template <typename V, typename Que>
+  __aicore__ inline void TakeAsFloat(Que &que, int64_t len, const LocalTensor<float> &dst) {
+    LocalTensor<V> staging = que.template DeQue<V>();
     if constexpr (IsSameType<V, float>::value) {
-      DataCopy(dst, staging, static_cast<uint32_t>(AlignUp(len, FLOATS_PER_BLOCK)));
+      Muls(dst, staging, 1.0f, static_cast<int32_t>(len));  // a vector copy (any UB position)
     } else {
       Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(len));
     }
     que.FreeTensor(staging);
   }
 
-  // Rounds `len` fp32 values of `src` to V and stores them at `offset` of `dst`.
+  // Takes the oldest load of x and writes (x - mean) to `dst` (fp32 data: straight from the staging buffer).
+  __aicore__ inline void TakeCentredX(int64_t len, float mean, const LocalTensor<float> &dst) {
+    if constexpr (IsSameType<T, float>::value) {
+      LocalTensor<T> staging = xQue_.template DeQue<T>();
+      Adds(dst, staging, -mean, static_cast<int32_t>(len));
+      xQue_.FreeTensor(staging);
+    } else {
+      TakeAsFloat<T>(xQue_, len, dst);
+      Adds(dst, dst, -mean, static_cast<int32_t>(len));
+    }
+  }
+
+  template <typename V, typename Que>
+  __aicore__ inline void LoadAsFloat(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
+                                     const LocalTensor<float> &dst) {
+    IssueLoad(que, src, offset, len, false);
+    TakeAsFloat<V>(que, len, dst);
+  }
+
+  // Stores `len` values of src + add (fp32) as V at `offset` of `dst` through `que`.
   template <typename V, typename Que>
   __aicore__ inline void StoreFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
-                                        const LocalTensor<float> &src, bool aligned) {
+                                        const LocalTensor<float> &src, float add, bool aligned) {
     LocalTensor<V> staging = que.template AllocTensor<V>();
     if constexpr (IsSameType<V, float>::value) {
-      DataCopy(staging, src, static_cast<uint32_t>(AlignUp(len, FLOATS_PER_BLOCK)));
+      Adds(staging, src, add, static_cast<int32_t>(len));
     } else {
+      Adds(src, src, add, static_cast<int32_t>(len));
       Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(len));
     }
     que.EnQue(staging);
@@ -189,103 +234,172 @@ class KernelGroupNormGradMs {
     que.FreeTensor(staging);
   }
 
-  // Writes `len` fp32 values that the scalar unit put into `src` to the workspace.
-  __aicore__ inline void StoreScalarsToGm(const GlobalTensor<float> &dst, int64_t offset, int64_t len,
+  // Copies `len` fp32 values of the VECOUT buffer `src` to the workspace (MTE3).
+  __aicore__ inline void StoreToWorkspace(const GlobalTensor<float> &dst, int64_t offset, int64_t len,
                                           const LocalTensor<float> &src) {
-    PipeBarrier<PIPE_ALL>();  // scalar writes (SetValue) must land before MTE3 reads UB
     DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(float)), 0, 0, 0};
     DataCopyPad(dst[offset], src, copy);
-    PipeBarrier<PIPE_ALL>();  // and MTE3 must be done before the scalar unit rewrites them
-  }
-
-  // Loads `len` values of `src` into the fp32 array `dst` for scalar reads (GetValue).
-  template <typename V>
-  __aicore__ inline void LoadForScalars(const GlobalTensor<V> &src, int64_t offset, int64_t len,
-                                        const LocalTensor<float> &dst) {
-    LoadAsFloat(statQue_, src, offset, len, dst, false);
-    PipeBarrier<PIPE_ALL>();  // the vector cast must finish before scalar reads
-  }
-
-  __aicore__ inline float Sum(const LocalTensor<float> &src, int64_t len) {
-    LocalTensor<float> all = reduceBuf_.Get<float>();
-    ReduceSum(all, src, all[FLOATS_PER_BLOCK], static_cast<int32_t>(len));
-    PipeBarrier<PIPE_ALL>();  // V -> S: the scalar read waits for the reduction
-    return all.GetValue(0);
   }
 
   __aicore__ inline float Stat(const GlobalTensor<U> &gm, int64_t i) { return ToF32(gm.GetValue(i)); }
 
-  // ------------------------------------------------------------------ per-channel building blocks
-  // db and dg of channel c of sample n. Mode 0 keeps dy and xhat of channel `local` in UB.
-  __aicore__ inline void ChannelSums(int64_t n, int64_t c, int64_t local, float mean, float rstd, float *db,
-                                     float *dg) {
-    const int64_t L = t_->HxW;
-    const int64_t base = (n * t_->C + c) * L;
-    const bool aligned = t_->copyAligned != 0;
-    if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      LocalTensor<float> dyRes = ResidentDy(local);
-      LocalTensor<float> xRes = ResidentX(local);
-      LocalTensor<float> tmp = FloatBuf(0);
-      LoadAsFloat(dyQue_, dyGm_, base, L, dyRes, aligned);
-      LoadAsFloat(xQue_, xGm_, base, L, xRes, aligned);
-      Adds(xRes, xRes, -mean, static_cast<int32_t>(L));
-      Muls(xRes, xRes, rstd, static_cast<int32_t>(L));  // xRes now holds xhat
-      Mul(tmp, dyRes, xRes, static_cast<int32_t>(L));
-      *db = Sum(dyRes, L);
-      *dg = Sum(tmp, L);
-      return;
+  // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
+  // the free stat staging buffer, so db and dg may still be on their way to the workspace)
+  // and reductions, one V -> S hand-over for the two scalars.
+  __aicore__ inline void GroupCoefficients(const LocalTensor<float> &db, const LocalTensor<float> &dg,
+                                           const LocalTensor<float> &gamma, float *c1, float *c2) {
+    const int32_t D = static_cast<int32_t>(t_->D);
+    LocalTensor<float> red = ReduceDst();
+    LocalTensor<float> scratch = statQue_.AllocTensor<float>();
+    Mul(scratch, gamma, db, D);
+    ReduceSum(red, scratch, ReduceWork(), D);
+    Mul(scratch, gamma, dg, D);
+    ReduceSum(red[1], scratch, ReduceWork(), D);
+    statQue_.FreeTensor(scratch);
+    Sync<HardEvent::V_S>();  // the scalar reads wait for the reductions (and the gamma copy before them)
+    *c1 = red.GetValue(0) * invM_;
+    *c2 = red.GetValue(1) * invM_;
+  }
+
+  // ------------------------------------------------------------------ the load stream
+  // The (dy, x) loads of a core's tasks in the order the compute takes them: per task its
+  // sums pass, then (modes 1-2) its dx pass, over (channel, chunk) items. Two items are in
+  // flight ahead of the compute (the queues' two buffers), across pass and task boundaries:
+  // the load of item i + 2 is issued as soon as item i is taken, before item i is computed.
+  __aicore__ inline int64_t ItemLen(int64_t chunk) const {
+    const int64_t start = chunk * t_->chunkElems;
+    return (t_->HxW - start < t_->chunkElems) ? t_->HxW - start : t_->chunkElems;
+  }
+  __aicore__ inline int64_t TaskChannels() const { return streamByChannel_ ? 1 : t_->D; }
+
+  __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass) {
+    streamTask_ = first;
+    streamEnd_ = first + count;
+    streamByChannel_ = byChannel;
+    streamSums_ = sumsPass;
+    streamDx_ = dxPass;
+    streamPass_ = sumsPass ? 0 : 1;
+    streamItem_ = 0;
+    inFlight_ = 0;
+    Pump();
+  }
+
+  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len) {
+    const int64_t chunks = t_->chunksPerChannel;
+    while (streamTask_ < streamEnd_) {
+      if (streamItem_ < TaskChannels() * chunks) {
+        const int64_t n = streamByChannel_ ? streamTask_ / t_->C : streamTask_ / t_->G;
+        const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (streamTask_ % t_->G) * t_->D;
+        const int64_t c = c0 + streamItem_ / chunks;
+        const int64_t chunk = streamItem_ % chunks;
+        *offset = (n * t_->C + c) * t_->HxW + chunk * t_->chunkElems;
+        *len = ItemLen(chunk);
+        ++streamItem_;
+        return true;
+      }
+      streamItem_ = 0;
+      if (streamPass_ == 0 && streamDx_) {
+        streamPass_ = 1;
+      } else {
+        ++streamTask_;
+        streamPass_ = streamSums_ ? 0 : 1;
+      }
     }
-    LocalTensor<float> dyF = FloatBuf(0);
-    LocalTensor<float> xF = FloatBuf(1);
-    LocalTensor<float> tmp = FloatBuf(2);
+    return false;
+  }
+
+  __aicore__ inline void Pump() {
+    const bool aligned = t_->copyAligned != 0;
+    int64_t offset;
+    int64_t len;
+    while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len)) {
+      IssueLoad(dyQue_, dyGm_, offset, len, aligned);
+      IssueLoad(xQue_, xGm_, offset, len, aligned);
+      ++inFlight_;
+    }
+  }
+
+  // Takes the next item: dy as fp32 into dyF, (x - mean) into xF; then refills the stream.
+  __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
+                                  const LocalTensor<float> &xF) {
+    TakeAsFloat<T>(dyQue_, len, dyF);
+    TakeCentredX(len, mean, xF);
+    --inFlight_;
+    Pump();
+  }
+
+  // db and dg of `channels` channels into db[0..channels) and dg[0..channels) (V writes, or
+  // S writes when a channel has several chunks). Mode 0 keeps dy and x - mean resident.
+  __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
+                                     const LocalTensor<float> &db, const LocalTensor<float> &dg) {
+    const int64_t chunks = t_->chunksPerChannel;
+    const int64_t items = channels * chunks;
+    const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
+    LocalTensor<float> red = ReduceDst();
     CascadeSum dbSum;
     CascadeSum dgSum;
     dbSum.Reset();
     dgSum.Reset();
-    for (int64_t chunk = 0; chunk < t_->chunksPerChannel; ++chunk) {
-      const int64_t start = chunk * t_->chunkElems;
-      const int64_t len = (L - start < t_->chunkElems) ? L - start : t_->chunkElems;
-      LoadAsFloat(dyQue_, dyGm_, base + start, len, dyF, aligned);
-      LoadAsFloat(xQue_, xGm_, base + start, len, xF, aligned);
-      Adds(xF, xF, -mean, static_cast<int32_t>(len));
-      Muls(xF, xF, rstd, static_cast<int32_t>(len));
-      Mul(tmp, dyF, xF, static_cast<int32_t>(len));
-      dbSum.Add(Sum(dyF, len));
-      dgSum.Add(Sum(tmp, len));
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t local = item / chunks;
+      const int64_t chunk = item % chunks;
+      const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+      LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
+      LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
+      LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
+      TakeItem(len, mean, dyF, xF);
+      Muls(xF, xF, rstd, len);  // xhat
+      Mul(tmp, dyF, xF, len);
+      if (chunks == 1) {
+        ReduceSum(db[local], dyF, ReduceWork(), len);
+        ReduceSum(dg[local], tmp, ReduceWork(), len);
+        continue;
+      }
+      ReduceSum(red, dyF, ReduceWork(), len);
+      ReduceSum(red[1], tmp, ReduceWork(), len);
+      Sync<HardEvent::V_S>();  // chunk sums go to the scalar cascade
+      dbSum.Add(red.GetValue(0));
+      dgSum.Add(red.GetValue(1));
+      if (chunk == chunks - 1) {
+        db.SetValue(local, dbSum.Total());
+        dg.SetValue(local, dgSum.Total());
+        dbSum.Reset();
+        dgSum.Reset();
+      }
     }
-    *db = dbSum.Total();
-    *dg = dgSum.Total();
+    if (chunks > 1) Sync<HardEvent::S_V>();  // vector and MTE3 readers of db/dg follow the scalar writes
   }
 
-  // dx = a * dy - b * xhat - e with a = rstd*gamma_c, b = rstd*c2, e = rstd*c1.
-  __aicore__ inline void ChannelDx(int64_t n, int64_t c, int64_t local, float mean, float rstd, float a, float b,
-                                   float e) {
-    const int64_t L = t_->HxW;
-    const int64_t base = (n * t_->C + c) * L;
+  // dx of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with a_c = rstd * gamma_c.
+  __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
+                                   const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
     const bool aligned = t_->copyAligned != 0;
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      LocalTensor<float> dyRes = ResidentDy(local);
+      const int32_t L = static_cast<int32_t>(t_->HxW);
       LocalTensor<float> tmp = FloatBuf(0);
-      Muls(dyRes, dyRes, a, static_cast<int32_t>(L));
-      Muls(tmp, ResidentX(local), b, static_cast<int32_t>(L));
-      Sub(dyRes, dyRes, tmp, static_cast<int32_t>(L));
-      Adds(dyRes, dyRes, -e, static_cast<int32_t>(L));
-      StoreFromFloat(dxQue_, dxGm_, base, L, dyRes, aligned);
+      for (int64_t local = 0; local < channels; ++local) {
+        LocalTensor<float> dyRes = ResidentDy(local);
+        Muls(dyRes, dyRes, rstd * gamma.GetValue(gammaIndex + local), L);
+        Muls(tmp, ResidentX(local), b, L);
+        Sub(dyRes, dyRes, tmp, L);
+        StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned);
+      }
       return;
     }
+    const int64_t chunks = t_->chunksPerChannel;
+    const int64_t items = channels * chunks;
     LocalTensor<float> dyF = FloatBuf(0);
     LocalTensor<float> xF = FloatBuf(1);
-    for (int64_t chunk = 0; chunk < t_->chunksPerChannel; ++chunk) {
-      const int64_t start = chunk * t_->chunkElems;
-      const int64_t len = (L - start < t_->chunkElems) ? L - start : t_->chunkElems;
-      LoadAsFloat(dyQue_, dyGm_, base + start, len, dyF, aligned);
-      LoadAsFloat(xQue_, xGm_, base + start, len, xF, aligned);
-      Adds(xF, xF, -mean, static_cast<int32_t>(len));
-      Muls(xF, xF, rstd * b, static_cast<int32_t>(len));  // rstd * (x - mean) * b = xhat * b
-      Muls(dyF, dyF, a, static_cast<int32_t>(len));
-      Sub(dyF, dyF, xF, static_cast<int32_t>(len));
-      Adds(dyF, dyF, -e, static_cast<int32_t>(len));
-      StoreFromFloat(dxQue_, dxGm_, base + start, len, dyF, aligned);
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t local = item / chunks;
+      const int64_t chunk = item % chunks;
+      const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+      TakeItem(len, mean, dyF, xF);
+      Muls(xF, xF, rstd * b, len);  // rstd * (x - mean) * b = xhat * b
+      Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
+      Sub(dyF, dyF, xF, len);
+      StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems, len, dyF, -e,
+                     aligned);
     }
   }
 
@@ -294,21 +408,6 @@ class KernelGroupNormGradMs {
   }
   __aicore__ inline LocalTensor<float> ResidentX(int64_t local) {
     return residentBuf_.Get<float>()[(t_->D + local) * t_->residentStride];
-  }
-
-  // c1 and c2 of a group from its per-channel arrays (fixed order: every task that needs
-  // them computes bit-identical values).
-  __aicore__ inline void GroupCoefficients(const LocalTensor<float> &db, const LocalTensor<float> &dg,
-                                           const LocalTensor<float> &gamma, float *c1, float *c2) {
-    float sumDb = 0.0f;
-    float sumDg = 0.0f;
-    for (int64_t c = 0; c < t_->D; ++c) {
-      const float g = gamma.GetValue(c);
-      sumDb += g * db.GetValue(c);
-      sumDg += g * dg.GetValue(c);
-    }
-    *c1 = sumDb * invM_;
-    *c2 = sumDg * invM_;
   }
 
   // ------------------------------------------------------------------ phase-1 tasks
@@ -322,26 +421,25 @@ class KernelGroupNormGradMs {
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
-    for (int64_t local = 0; local < D; ++local) {
-      float sumDb;
-      float sumDg;
-      ChannelSums(n, g * D + local, local, mean, rstd, &sumDb, &sumDg);
-      db.SetValue(local, sumDb);
-      dg.SetValue(local, sumDg);
+    if (t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
+    if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
+      // before the vector unit overwrites them (the scalar unit's chunk sums follow a V -> S wait)
+      Sync<HardEvent::MTE3_V>();
+      sumsInFlight_ = false;
     }
+    ChannelSums(n, g * D, D, mean, rstd, db, dg);
     if (t_->needWorkspace != 0) {
-      StoreScalarsToGm(wsDbGm_, n * t_->C + g * D, D, db);
-      StoreScalarsToGm(wsDgGm_, n * t_->C + g * D, D, dg);
+      Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
+      StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
+      StoreToWorkspace(wsDgGm_, n * t_->C + g * D, D, dg);
+      sumsInFlight_ = true;
     }
     if (t_->dxRequired == 0) return;
-    LoadForScalars(gammaGm_, g * D, D, gamma);
+    TakeAsFloat<U>(statQue_, D, gamma);
     float c1;
     float c2;
     GroupCoefficients(db, dg, gamma, &c1, &c2);
-    for (int64_t local = 0; local < D; ++local) {
-      const float gc = gamma.GetValue(local);
-      ChannelDx(n, g * D + local, local, mean, rstd, rstd * gc, rstd * c2, rstd * c1);
-    }
+    ChannelDx(n, g * D, D, mean, rstd, gamma, 0, rstd * c2, rstd * c1);
   }
 
   // Channel split, before SyncAll: the sums of one (n, c) channel into the workspace.
@@ -349,15 +447,13 @@ class KernelGroupNormGradMs {
     const int64_t n = task / t_->C;
     const int64_t c = task % t_->C;
     const int64_t group = n * t_->G + c / t_->D;
-    float sumDb;
-    float sumDg;
-    ChannelSums(n, c, 0, Stat(meanGm_, group), Stat(rstdGm_, group), &sumDb, &sumDg);
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
-    db.SetValue(0, sumDb);
-    dg.SetValue(0, sumDg);
-    StoreScalarsToGm(wsDbGm_, task, 1, db);
-    StoreScalarsToGm(wsDgGm_, task, 1, dg);
+    ChannelSums(n, c, 1, Stat(meanGm_, group), Stat(rstdGm_, group), db, dg);
+    Sync<HardEvent::V_MTE3>();
+    StoreToWorkspace(wsDbGm_, task, 1, db);
+    StoreToWorkspace(wsDgGm_, task, 1, dg);
+    Sync<HardEvent::MTE3_V>();  // the next task's scalar chunk sums follow a V -> S wait after this
   }
 
   // Channel split, after SyncAll: dx of one (n, c) channel from its group's workspace sums.
@@ -370,77 +466,113 @@ class KernelGroupNormGradMs {
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
     if (group != cachedGroup_) {  // consecutive tasks mostly share a group
-      LoadForScalars(wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
-      LoadForScalars(wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
-      LoadForScalars(gammaGm_, g * t_->D, t_->D, gamma);
+      LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
+      LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
+      LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, gamma);
       GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);
       cachedGroup_ = group;
     }
     const float rstd = Stat(rstdGm_, group);
-    const float gc = gamma.GetValue(c - g * t_->D);
-    ChannelDx(n, c, 0, Stat(meanGm_, group), rstd, rstd * gc, rstd * cachedC2_, rstd * cachedC1_);
+    ChannelDx(n, c, 1, Stat(meanGm_, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
   }
 
-  // Mode 3 (HxW == 1): a run of whole groups of sample n as flat vectors of E channels.
+  // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
+  // at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
+  // vector operand starts 32-byte aligned; the groups go through UB in batches of K / P.
   __aicore__ inline void HwOneTask(int64_t task) {
     const int64_t runsPerSample = (t_->G + t_->groupsPerTask - 1) / t_->groupsPerTask;
     const int64_t n = task / runsPerSample;
     const int64_t g0 = (task % runsPerSample) * t_->groupsPerTask;
     const int64_t groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
+    const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
+    for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
+      HwOneBatch(n, g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
+    }
+  }
+
+  // `rows` rows of D elements from GM (contiguous) to UB rows of P elements.
+  template <typename V, typename Que>
+  __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows) {
     const int64_t D = t_->D;
-    const int64_t E = groups * D;
+    const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
+    LocalTensor<V> staging = que.template AllocTensor<V>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)), 0,
+                           static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0};
+    DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+    DataCopyPad(staging, src[offset], copy, pad);
+    que.EnQue(staging);
+  }
+
+  // `rows` UB rows of P elements (of a VECIN/VECOUT buffer) to `rows` x D contiguous GM elements.
+  template <typename V>
+  __aicore__ inline void StoreRows(const GlobalTensor<V> &dst, int64_t offset, int64_t rows, const LocalTensor<V> &src) {
+    const int64_t D = t_->D;
+    const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)),
+                           static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0, 0};
+    DataCopyPad(dst[offset], src, copy);
+  }
+
+  __aicore__ inline void HwOneBatch(int64_t n, int64_t g0, int64_t rows) {
+    const int64_t D = t_->D;
+    const int64_t P = AlignUp(D, 16);
+    const int32_t span = static_cast<int32_t>(rows * P);
+    const int32_t d = static_cast<int32_t>(D);
     const int64_t c0 = g0 * D;
     const int64_t base = n * t_->C + c0;  // HxW == 1: element offset == channel offset
-    LocalTensor<float> dyF = FloatBuf(0);
-    LocalTensor<float> xF = FloatBuf(1);
-    LocalTensor<float> dgF = FloatBuf(2);
-    LocalTensor<float> gF = FloatBuf(3);
-    LocalTensor<float> meanC = FloatBuf(4);
-    LocalTensor<float> rstdC = FloatBuf(5);
-    LoadAsFloat(dyQue_, dyGm_, base, E, dyF, false);
-    LoadAsFloat(xQue_, xGm_, base, E, xF, false);
-    LoadAsFloat(gammaQue_, gammaGm_, c0, E, gF, false);
-    PipeBarrier<PIPE_ALL>();  // scalar writes below follow vector work on the same buffers
-    for (int64_t j = 0; j < groups; ++j) {  // broadcast each group's mean/rstd over its D channels
-      const float mean = Stat(meanGm_, n * t_->G + g0 + j);
-      const float rstd = Stat(rstdGm_, n * t_->G + g0 + j);
-      for (int64_t i = 0; i < D; ++i) {
-        meanC.SetValue(j * D + i, mean);
-        rstdC.SetValue(j * D + i, rstd);
-      }
+    LocalTensor<float> xF = FloatBuf(0);
+    LocalTensor<float> gF = FloatBuf(1);
+    LocalTensor<float> gdy = FloatBuf(2);
+    LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
+    LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
+    LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
+    IssueRows(dyQue_, dyGm_, base, rows);
+    IssueRows(xQue_, xGm_, base, rows);
+    if (t_->dxRequired != 0) IssueRows(gammaQue_, gammaGm_, c0, rows);
+    TakeAsFloat<T>(dyQue_, span, dyF);
+    TakeAsFloat<T>(xQue_, span, xF);
+    for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
+      const int64_t group = n * t_->G + g0 + j;
+      Adds(xF[j * P], xF[j * P], -Stat(meanGm_, group), d);
+      Muls(xF[j * P], xF[j * P], Stat(rstdGm_, group), d);
     }
-    PipeBarrier<PIPE_ALL>();
-    Sub(xF, xF, meanC, static_cast<int32_t>(E));
-    Mul(xF, xF, rstdC, static_cast<int32_t>(E));  // xhat
-    Mul(dgF, dyF, xF, static_cast<int32_t>(E));   // per-channel dg (db is dy itself)
+    Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
     if (t_->needWorkspace != 0) {
-      StoreScalarsToGm(wsDbGm_, base, E, dyF);
-      StoreScalarsToGm(wsDgGm_, base, E, dgF);
+      Sync<HardEvent::V_MTE3>();
+      StoreRows(wsDbGm_, base, rows, dyF);
+      StoreRows(wsDgGm_, base, rows, dgF);
+      Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF (and the next batch dyF)
     }
     if (t_->dxRequired == 0) return;
-    Mul(meanC, gF, dyF, static_cast<int32_t>(E));  // gamma * dy
-    Mul(dgF, gF, dgF, static_cast<int32_t>(E));    // gamma * dy * xhat
-    PipeBarrier<PIPE_ALL>();
-    for (int64_t j = 0; j < groups; ++j) {  // c1, c2 per group, broadcast over its channels
-      float sumDb = 0.0f;
-      float sumDg = 0.0f;
-      for (int64_t i = 0; i < D; ++i) {
-        sumDb += meanC.GetValue(j * D + i);
-        sumDg += dgF.GetValue(j * D + i);
-      }
-      const float c1 = sumDb * invM_;
-      const float c2 = sumDg * invM_;
-      for (int64_t i = 0; i < D; ++i) {
-        gF.SetValue(j * D + i, c1);
-        dyF.SetValue(j * D + i, c2);
-      }
+    TakeAsFloat<U>(gammaQue_, span, gF);
+    Mul(gdy, gF, dyF, span);  // gamma * dy
+    Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
+    for (int64_t j = 0; j < rows; ++j) {
+      ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
+      ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
     }
-    PipeBarrier<PIPE_ALL>();
-    Mul(xF, xF, dyF, static_cast<int32_t>(E));       // xhat * c2
-    Sub(meanC, meanC, xF, static_cast<int32_t>(E));  // gamma*dy - xhat*c2
-    Sub(meanC, meanC, gF, static_cast<int32_t>(E));  // ... - c1
-    Mul(meanC, meanC, rstdC, static_cast<int32_t>(E));
-    StoreFromFloat(dxQue_, dxGm_, base, E, meanC, false);
+    Sync<HardEvent::V_S>();  // the scalar unit reads the group sums
+    for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
+      const float rstd = Stat(rstdGm_, n * t_->G + g0 + j);
+      const float c1 = sums.GetValue(j) * invM_;
+      const float c2 = sums.GetValue(rows + j) * invM_;
+      Muls(xF[j * P], xF[j * P], rstd * c2, d);
+      Muls(gdy[j * P], gdy[j * P], rstd, d);
+      Adds(gdy[j * P], gdy[j * P], -rstd * c1, d);
+    }
+    Sub(gdy, gdy, xF, span);
+    LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
+    if constexpr (IsSameType<T, float>::value) {
+      Muls(staging, gdy, 1.0f, span);
+    } else {
+      Cast(staging, gdy, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
+    }
+    dxQue_.EnQue(staging);
+    staging = dxQue_.template DeQue<T>();
+    StoreRows(dxGm_, base, rows, staging);
+    dxQue_.FreeTensor(staging);
   }
 
   // ------------------------------------------------------------------ stage 2
@@ -459,28 +591,40 @@ class KernelGroupNormGradMs {
       const int64_t len = (sliceEnd - c0 < P) ? sliceEnd - c0 : P;
       Duplicate(accDb, 0.0f, static_cast<int32_t>(len));
       Duplicate(accDg, 0.0f, static_cast<int32_t>(len));
-      for (int64_t n = 0; n < t_->reduceRows; ++n) {
-        if (t_->dbetaRequired != 0) AccumulateRow(wsDbGm_, n * t_->C + c0, len, accDb);
-        if (t_->dgammaRequired != 0) AccumulateRow(wsDgGm_, n * t_->C + c0, len, accDg);
+      // rows of the workspace, streamed: the load of row i + 1 is issued before row i is added
+      const int64_t perRow = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+      const int64_t items = t_->reduceRows * perRow;
+      if (items > 0) IssueWorkspaceRow(c0, len, 0, perRow);
+      for (int64_t item = 0; item < items; ++item) {
+        if (item + 1 < items) IssueWorkspaceRow(c0, len, item + 1, perRow);
+        const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
+        LocalTensor<float> row = wsQue_.DeQue<float>();
+        LocalTensor<float> acc = isDb ? accDb : accDg;
+        Add(acc, acc, row, static_cast<int32_t>(len));
+        wsQue_.FreeTensor(row);
       }
-      if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, c0, len, accDb, false);
-      if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, c0, len, accDg, false);
+      if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, c0, len, accDb, 0.0f, false);
+      if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, c0, len, accDg, 0.0f, false);
     }
   }
 
-  __aicore__ inline void AccumulateRow(const GlobalTensor<float> &src, int64_t offset, int64_t len,
-                                       const LocalTensor<float> &acc) {
-    LocalTensor<float> row = wsQue_.AllocTensor<float>();
-    DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(float)), 0, 0, 0};
-    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
-    DataCopyPad(row, src[offset], copy, pad);
-    wsQue_.EnQue(row);
-    row = wsQue_.DeQue<float>();
-    Add(acc, acc, row, static_cast<int32_t>(len));
-    wsQue_.FreeTensor(row);
+  __aicore__ inline void IssueWorkspaceRow(int64_t c0, int64_t len, int64_t item, int64_t perRow) {
+    const int64_t n = item / perRow;
+    const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
+    IssueLoad(wsQue_, isDb ? wsDbGm_ : wsDgGm_, n * t_->C + c0, len, false);
   }
 
   const GroupNormGradMsTilingData *t_ = nullptr;
+  // the load stream (see StreamBegin)
+  int64_t streamTask_ = 0;
+  int64_t streamEnd_ = 0;
+  int64_t streamItem_ = 0;
+  int64_t streamPass_ = 0;  // 0: sums pass, 1: dx pass
+  bool streamByChannel_ = false;
+  bool streamSums_ = false;
+  bool streamDx_ = false;
+  int64_t inFlight_ = 0;
+  bool sumsInFlight_ = false;  // a group's db/dg copy to the workspace may still be running
   float invM_ = 0.0f;
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;
@@ -493,8 +637,9 @@ class KernelGroupNormGradMs {
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
+  TBuf<QuePosition::VECOUT> floatOutBuf_;  // mode 3: dy and dg rows that MTE3 stores to the workspace
   TBuf<QuePosition::VECCALC> reduceBuf_;
-  TBuf<QuePosition::VECCALC> statBuf_;
+  TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
   TQue<QuePosition::VECIN, BUFFER_NUM> wsQue_;
   TQue<QuePosition::VECOUT, BUFFER_NUM> outQue_;

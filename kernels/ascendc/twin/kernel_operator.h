@@ -16,11 +16,16 @@
 // of each row with the same garbage unless padding is requested, so a kernel that
 // reads data it never wrote produces NaNs instead of passing by luck.
 //
-// Pipe synchronisation (SetFlag/WaitFlag/PipeBarrier) is accepted and not modelled:
-// the twin executes every instruction in program order.
+// Every call is issued on the pipe the hardware runs it on (MTE2: GM -> UB copies; MTE3:
+// UB -> GM copies; V: vector instructions and UB -> UB copies; S: GetValue/SetValue on UB
+// or GM); twin_pipes.h checks the synchronisation between pipes (UB hazards, SetFlag /
+// WaitFlag pairing), can defer each pipe's work until a synchronisation forces it, and
+// counts what the launch would cost. Copies are checked against the TPosition data paths
+// of asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/数据搬运/ (see CheckPath).
 #ifndef GNMS_TWIN_KERNEL_OPERATOR_H
 #define GNMS_TWIN_KERNEL_OPERATOR_H
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -83,15 +88,55 @@ inline int64_t GetBlockIdx() { return twin::Block().blockIdx; }
 inline int64_t GetBlockNum() { return twin::Block().blockNum; }
 inline GM_ADDR GetUserWorkspace(GM_ADDR workspace) { return workspace; }
 
+inline twin::PipeModel &Pipes() { return twin::Block().pipes; }
+
+// PipeBarrier<PIPE_ALL> waits for every pipe; a barrier on one pipe orders only that pipe,
+// whose instructions the model already runs in order.
 template <pipe_t pipe>
 inline void PipeBarrier() {
   twin::Checkpoint();
+  if (pipe == PIPE_ALL) Pipes().BarrierAll(); else Pipes().BarrierPipe();
 }
 
 template <bool isAIVOnly = true>
 inline void SyncAll() {
   twin::Checkpoint();
+  Pipes().SyncAll();
   twin::SyncAllBlocks();
+}
+
+// Inter-pipe events (the ISASI form SetFlag<HardEvent>(id), as ops-nn's kernels use it).
+enum class HardEvent { MTE2_V, V_MTE2, V_MTE3, MTE3_V, V_S, S_V, MTE2_S, S_MTE2, MTE3_S, S_MTE3, MTE2_MTE3, MTE3_MTE2 };
+enum event_t : int32_t { EVENT_ID0 = 0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
+
+namespace detail {
+constexpr int EventSrc(HardEvent e) {
+  switch (e) {
+    case HardEvent::MTE2_V: case HardEvent::MTE2_S: case HardEvent::MTE2_MTE3: return twin::kPipeMte2;
+    case HardEvent::V_MTE2: case HardEvent::V_MTE3: case HardEvent::V_S: return twin::kPipeV;
+    case HardEvent::MTE3_V: case HardEvent::MTE3_S: case HardEvent::MTE3_MTE2: return twin::kPipeMte3;
+    default: return twin::kPipeS;
+  }
+}
+constexpr int EventDst(HardEvent e) {
+  switch (e) {
+    case HardEvent::V_MTE2: case HardEvent::S_MTE2: case HardEvent::MTE3_MTE2: return twin::kPipeMte2;
+    case HardEvent::MTE2_V: case HardEvent::MTE3_V: case HardEvent::S_V: return twin::kPipeV;
+    case HardEvent::V_MTE3: case HardEvent::S_MTE3: case HardEvent::MTE2_MTE3: return twin::kPipeMte3;
+    default: return twin::kPipeS;
+  }
+}
+}  // namespace detail
+
+template <HardEvent event>
+inline void SetFlag(int32_t eventId) {
+  twin::Checkpoint();
+  Pipes().SetFlag(detail::EventSrc(event), detail::EventDst(event), eventId, false);
+}
+template <HardEvent event>
+inline void WaitFlag(int32_t eventId) {
+  twin::Checkpoint();
+  Pipes().WaitFlag(detail::EventSrc(event), detail::EventDst(event), eventId, false);
 }
 
 template <typename T>
@@ -101,7 +146,18 @@ inline void SetAtomicAdd() {
 }
 inline void SetAtomicNone() { twin::Block().atomicAdd = false; }
 
-enum class QuePosition { VECIN, VECOUT, VECCALC };
+enum class QuePosition { GM, VECIN, VECOUT, VECCALC };
+using TPosition = QuePosition;
+
+inline const char *PositionName(QuePosition p) {
+  switch (p) {
+    case QuePosition::GM: return "GM";
+    case QuePosition::VECIN: return "VECIN";
+    case QuePosition::VECOUT: return "VECOUT";
+    case QuePosition::VECCALC: return "VECCALC";
+  }
+  return "?";
+}
 enum class RoundMode { CAST_NONE, CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL, CAST_TRUNC, CAST_ODD };
 
 // ---------------------------------------------------------------- UB buffers
@@ -117,6 +173,9 @@ struct Slot {
   SlotState state = SlotState::kFree;
   uint32_t gen = 0;
   const char *owner = "";
+  QuePosition pos = QuePosition::VECCALC;
+  int eventId = 0;           // id of this buffer's queue events (unique per TPipe)
+  bool freePending = false;  // FreeTensor set the consumer -> producer event, AllocTensor waits for it
 };
 
 inline const char *StateName(SlotState s) {
@@ -147,15 +206,26 @@ class LocalTensor {
   LocalTensor<U> ReinterpretCast() const {
     return LocalTensor<U>(slot_, gen_, addr_, static_cast<uint32_t>(count_ * sizeof(T) / sizeof(U)));
   }
+  // Scalar accesses run on the S pipe (at once, also under deferred execution).
   T GetValue(uint32_t i) const {
+    twin::Checkpoint();
     Check("GetValue", i + 1, false);
+    twin::PipeModel &pipes = twin::Block().pipes;
+    pipes.stats().scalarUb += 1;
+    pipes.Issue(twin::kPipeS, "GetValue", {twin::UbRange{addr_ + i * static_cast<uint32_t>(sizeof(T)), sizeof(T)}},
+                {}, nullptr, pipes.Cycles(pipes.cost().scalarUbCycles));
     T v;
     std::memcpy(&v, Raw() + i * sizeof(T), sizeof(T));
     return v;
   }
   void SetValue(uint32_t i, T v) const {
+    twin::Checkpoint();
     Check("SetValue", i + 1, false);
-    std::memcpy(Raw() + i * sizeof(T), &v, sizeof(T));
+    twin::PipeModel &pipes = twin::Block().pipes;
+    pipes.stats().scalarUb += 1;
+    uint8_t *dst = Raw() + i * sizeof(T);
+    pipes.Issue(twin::kPipeS, "SetValue", {}, {twin::UbRange{addr_ + i * static_cast<uint32_t>(sizeof(T)), sizeof(T)}},
+                [dst, v] { std::memcpy(dst, &v, sizeof(T)); }, pipes.Cycles(pipes.cost().scalarUbCycles));
   }
   uint32_t GetSize() const { return count_; }
 
@@ -180,6 +250,10 @@ class LocalTensor {
     }
   }
   uint8_t *Raw() const { return twin::Block().ub.data() + addr_; }
+  twin::UbRange Range(uint64_t count) const {
+    return twin::UbRange{addr_, static_cast<uint32_t>(count * sizeof(T))};
+  }
+  QuePosition pos() const { return slot_ == nullptr ? QuePosition::VECCALC : slot_->pos; }
   T *Data() const { return reinterpret_cast<T *>(Raw()); }
   detail::Slot *slot() const { return slot_; }
   uint32_t gen() const { return gen_; }
@@ -205,15 +279,26 @@ class GlobalTensor {
     t.size_ = size_ > offset ? size_ - offset : 0;
     return t;
   }
+  // Scalar GM accesses run on the S pipe, through the scalar data cache (the kernel reads
+  // only inputs this way; GM written by MTE3 would need DataCacheCleanAndInvalid first).
   T GetValue(uint64_t i) const {
+    twin::Checkpoint();
     twin::CheckGm(base_ + i, sizeof(T), "GlobalTensor::GetValue");
+    twin::PipeModel &pipes = twin::Block().pipes;
+    pipes.stats().scalarGm += 1;
+    pipes.Issue(twin::kPipeS, "GlobalTensor::GetValue", {}, {}, nullptr, pipes.cost().scalarGmNs);
     T v;
     std::memcpy(&v, base_ + i, sizeof(T));
     return v;
   }
   void SetValue(uint64_t i, T v) const {
+    twin::Checkpoint();
     twin::CheckGm(base_ + i, sizeof(T), "GlobalTensor::SetValue");
-    std::memcpy(base_ + i, &v, sizeof(T));
+    twin::PipeModel &pipes = twin::Block().pipes;
+    pipes.stats().scalarGm += 1;
+    T *dst = base_ + i;
+    pipes.Issue(twin::kPipeS, "GlobalTensor::SetValue", {}, {}, [dst, v] { std::memcpy(dst, &v, sizeof(T)); },
+                pipes.cost().scalarGmNs);
   }
   T *GetPhyAddr() const { return base_; }
 
@@ -234,6 +319,10 @@ class TQue {
       if (s->state == detail::SlotState::kFree) {
         s->state = detail::SlotState::kAllocated;
         ++s->gen;
+        if (s->freePending) {  // the producer waits until the consumer has released the buffer
+          s->freePending = false;
+          if (kProducer != kConsumer) Pipes().WaitFlag(kConsumer, kProducer, s->eventId, true);
+        }
         return LocalTensor<T>(s, s->gen, s->addr, s->bytes / sizeof(T));
       }
     }
@@ -255,6 +344,7 @@ class TQue {
     }
     t.slot()->state = detail::SlotState::kQueued;
     queued_.push_back(t.slot());
+    if (kProducer != kConsumer) Pipes().SetFlag(kProducer, kConsumer, t.slot()->eventId, true);
   }
   template <typename T>
   LocalTensor<T> DeQue() {
@@ -263,6 +353,7 @@ class TQue {
     detail::Slot *s = queued_.front();
     queued_.erase(queued_.begin());
     s->state = detail::SlotState::kAllocated;
+    if (kProducer != kConsumer) Pipes().WaitFlag(kProducer, kConsumer, s->eventId, true);
     return LocalTensor<T>(s, s->gen, s->addr, s->bytes / sizeof(T));
   }
   template <typename T>
@@ -275,10 +366,18 @@ class TQue {
     }
     t.slot()->state = detail::SlotState::kFree;
     ++t.slot()->gen;
+    if (kProducer != kConsumer) {
+      Pipes().SetFlag(kConsumer, kProducer, t.slot()->eventId, true);
+      t.slot()->freePending = true;
+    }
   }
 
  private:
   friend class TPipe;
+  // The pipes a queue hands its buffers between (asc-devkit GetQueEvt: GM -> VECIN is
+  // MTE2 -> V, VECOUT -> GM is V -> MTE3; a VECCALC queue stays on V).
+  static constexpr int kProducer = pos == QuePosition::VECIN ? twin::kPipeMte2 : twin::kPipeV;
+  static constexpr int kConsumer = pos == QuePosition::VECOUT ? twin::kPipeMte3 : twin::kPipeV;
   template <typename T>
   void Own(const LocalTensor<T> &t, const char *op) {
     for (detail::Slot *s : slots_) {
@@ -321,7 +420,7 @@ class TPipe {
     if (num < 1 || len == 0) twin::Fail("InitBuffer of a queue needs num >= 1 and len > 0");
     que.slots_.clear();
     que.queued_.clear();
-    for (int32_t i = 0; i < num; ++i) que.slots_.push_back(NewSlot(len, detail::SlotState::kFree, "a TQue"));
+    for (int32_t i = 0; i < num; ++i) que.slots_.push_back(NewSlot(len, detail::SlotState::kFree, "a TQue", pos));
   }
   template <QuePosition pos>
   void InitBuffer(TBuf<pos> &buf, uint32_t len) {
@@ -329,7 +428,7 @@ class TPipe {
       twin::Fail("InitBuffer called twice for one TBuf without TPipe::Reset");
     }
     if (len == 0) twin::Fail("InitBuffer of a TBuf needs len > 0");
-    buf.slot_ = NewSlot(len, detail::SlotState::kBuf, "a TBuf");
+    buf.slot_ = NewSlot(len, detail::SlotState::kBuf, "a TBuf", pos);
   }
   // Releases every buffer so that UB can be laid out anew (the kernel's stage 2 does this);
   // tensors taken before the Reset become invalid.
@@ -342,9 +441,11 @@ class TPipe {
     used_ = 0;
   }
   int64_t UsedBytes() const { return used_; }
+  // Event ids for the kernel's own SetFlag/WaitFlag (the twin keeps queue events apart).
+  int32_t FetchEventID(HardEvent) const { return EVENT_ID0; }
 
  private:
-  detail::Slot *NewSlot(uint32_t len, detail::SlotState state, const char *owner) {
+  detail::Slot *NewSlot(uint32_t len, detail::SlotState state, const char *owner, QuePosition pos) {
     const int64_t bytes = (static_cast<int64_t>(len) + kUbBlockBytes - 1) / kUbBlockBytes * kUbBlockBytes;
     const int64_t ub = twin::CurrentConfig().ubBytes;
     if (used_ + bytes > ub) {
@@ -356,6 +457,8 @@ class TPipe {
     slot->bytes = static_cast<uint32_t>(bytes);
     slot->state = state;
     slot->owner = owner;
+    slot->pos = pos;
+    slot->eventId = static_cast<int>(slots_.size());
     used_ += bytes;
     slots_.push_back(std::move(slot));
     return slots_.back().get();
@@ -391,8 +494,30 @@ void CheckCopyLength(const char *op, uint32_t count) {
   }
 }
 
-inline void GmWrite(uint8_t *dst, const uint8_t *src, size_t bytes, size_t elemBytes) {
-  if (!twin::Block().atomicAdd) {
+// The TPosition data paths each copy accepts, from asc-devkit
+// docs/zh/api/SIMD-API/基础API/Memory矢量计算/数据搬运/:
+//   DataCopy（GM与UB连续数据搬运）.md   GM -> VECIN, VECOUT -> GM
+//   DataCopyPad（GMToUB非对齐数据搬运）.md  GM -> VECIN, GM -> VECOUT (VECCALC only on Ascend 950)
+//   DataCopyPad（UBToGM非对齐数据搬运）.md  VECIN -> GM, VECOUT -> GM
+//   DataCopy（UBToUB连续数据搬运）.md   VECIN -> VECCALC, VECCALC -> VECOUT
+inline void CheckPath(const char *op, QuePosition src, QuePosition dst, std::initializer_list<QuePosition> srcOk,
+                      std::initializer_list<QuePosition> dstOk) {
+  bool ok = false;
+  auto s = srcOk.begin();
+  auto d = dstOk.begin();
+  for (; s != srcOk.end(); ++s, ++d) ok = ok || (*s == src && *d == dst);
+  if (!ok) {
+    std::string paths;
+    s = srcOk.begin();
+    d = dstOk.begin();
+    for (; s != srcOk.end(); ++s, ++d) paths += std::string(paths.empty() ? "" : ", ") + PositionName(*s) + " -> " + PositionName(*d);
+    twin::Fail(std::string(op) + ": the data path " + PositionName(src) + " -> " + PositionName(dst) +
+               " is not supported (the documented paths are " + paths + ")");
+  }
+}
+
+inline void GmWrite(uint8_t *dst, const uint8_t *src, size_t bytes, size_t elemBytes, bool atomic) {
+  if (!atomic) {
     std::memcpy(dst, src, bytes);
     return;
   }
@@ -408,39 +533,77 @@ inline void GmWrite(uint8_t *dst, const uint8_t *src, size_t bytes, size_t elemB
   twin::UnlockAtomics();
 }
 
+// How long a DMA of `bytes` holds its MTE pipe (its latency comes on top, see DmaLatencyNs).
+inline double DmaNs(uint64_t bytes) {
+  twin::PipeModel &p = Pipes();
+  return p.Cycles(p.cost().dmaSetupCycles) + static_cast<double>(bytes) / p.cost().gmBytesPerNs;
+}
+inline double DmaLatencyNs() { return Pipes().cost().dmaLatencyNs; }
+
+// A vector instruction over `bytes` bytes of its widest operand: 256-byte repeats.
+inline double VectorNs(uint64_t bytes) {
+  twin::PipeModel &p = Pipes();
+  const double repeats = static_cast<double>((bytes + 255) / 256);
+  p.stats().vecCalls += 1;
+  p.stats().vecRepeats += repeats;
+  return p.Cycles(p.cost().vecStartCycles + repeats * p.cost().vecCyclesPerRepeat);
+}
+
 }  // namespace detail
 
 template <typename T>
 void DataCopy(const LocalTensor<T> &dst, const GlobalTensor<T> &src, uint32_t count) {
   twin::Checkpoint();
   detail::CheckCopyLength<T>("DataCopy GM->UB", count);
+  detail::CheckPath("DataCopy GM->UB", QuePosition::GM, dst.pos(), {QuePosition::GM}, {QuePosition::VECIN});
   dst.Check("DataCopy GM->UB", count, true);
   twin::CheckGm(src.GetPhyAddr(), count * sizeof(T), "DataCopy GM->UB");
-  std::memcpy(dst.Raw(), src.GetPhyAddr(), count * sizeof(T));
+  const size_t bytes = count * sizeof(T);
+  uint8_t *d = dst.Raw();
+  const T *g = src.GetPhyAddr();
+  Pipes().stats().gmReadBytes += bytes;
+  Pipes().Issue(twin::kPipeMte2, "DataCopy GM->UB", {}, {dst.Range(count)}, [d, g, bytes] { std::memcpy(d, g, bytes); },
+                detail::DmaNs(bytes), detail::DmaLatencyNs());
 }
 
 template <typename T>
 void DataCopy(const GlobalTensor<T> &dst, const LocalTensor<T> &src, uint32_t count) {
   twin::Checkpoint();
   detail::CheckCopyLength<T>("DataCopy UB->GM", count);
+  detail::CheckPath("DataCopy UB->GM", src.pos(), QuePosition::GM, {QuePosition::VECOUT}, {QuePosition::GM});
   src.Check("DataCopy UB->GM", count, true);
   twin::CheckGm(dst.GetPhyAddr(), count * sizeof(T), "DataCopy UB->GM");
-  detail::GmWrite(reinterpret_cast<uint8_t *>(dst.GetPhyAddr()), src.Raw(), count * sizeof(T), sizeof(T));
+  const size_t bytes = count * sizeof(T);
+  uint8_t *g = reinterpret_cast<uint8_t *>(dst.GetPhyAddr());
+  const uint8_t *u = src.Raw();
+  const bool atomic = twin::Block().atomicAdd;
+  Pipes().stats().gmWriteBytes += bytes;
+  Pipes().Issue(twin::kPipeMte3, "DataCopy UB->GM", {src.Range(count)}, {},
+                [g, u, bytes, atomic] { detail::GmWrite(g, u, bytes, sizeof(T), atomic); }, detail::DmaNs(bytes),
+                detail::DmaLatencyNs());
 }
 
 template <typename T>
 void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint32_t count) {
   twin::Checkpoint();
   detail::CheckCopyLength<T>("DataCopy UB->UB", count);
+  detail::CheckPath("DataCopy UB->UB", src.pos(), dst.pos(), {QuePosition::VECIN, QuePosition::VECCALC},
+                    {QuePosition::VECCALC, QuePosition::VECOUT});
   dst.Check("DataCopy UB->UB", count, true);
   src.Check("DataCopy UB->UB", count, true);
-  std::memmove(dst.Raw(), src.Raw(), count * sizeof(T));
+  const size_t bytes = count * sizeof(T);
+  uint8_t *d = dst.Raw();
+  const uint8_t *u = src.Raw();
+  Pipes().Issue(twin::kPipeV, "DataCopy UB->UB", {src.Range(count)}, {dst.Range(count)},
+                [d, u, bytes] { std::memmove(d, u, bytes); }, detail::VectorNs(bytes));
 }
 
 template <typename T>
 void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const DataCopyExtParams &p,
                  const DataCopyPadExtParams<T> &pad) {
   twin::Checkpoint();
+  detail::CheckPath("DataCopyPad GM->UB", QuePosition::GM, dst.pos(), {QuePosition::GM, QuePosition::GM},
+                    {QuePosition::VECIN, QuePosition::VECOUT});
   if (p.blockLen % sizeof(T) != 0) twin::Fail("DataCopyPad GM->UB: blockLen is not a whole number of elements");
   const uint64_t rowUb = (p.blockLen + kUbBlockBytes - 1) / kUbBlockBytes * kUbBlockBytes;
   const uint64_t pitchUb = rowUb + static_cast<uint64_t>(p.dstStride) * kUbBlockBytes;
@@ -449,30 +612,51 @@ void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const Da
   const uint64_t ubBytes = pitchUb * (p.blockCount - 1) + rowUb;
   dst.Check("DataCopyPad GM->UB", (ubBytes + sizeof(T) - 1) / sizeof(T), true);
   const uint8_t *gm = reinterpret_cast<const uint8_t *>(src.GetPhyAddr());
-  for (uint16_t r = 0; r < p.blockCount; ++r) {
-    twin::CheckGm(gm + r * pitchGm, p.blockLen, "DataCopyPad GM->UB");
-    uint8_t *row = dst.Raw() + r * pitchUb;
-    std::memcpy(row, gm + r * pitchGm, p.blockLen);
-    for (uint64_t b = p.blockLen; b < rowUb; b += sizeof(T)) {
-      if (pad.isPad) std::memcpy(row + b, &pad.paddingValue, sizeof(T)); else std::memset(row + b, 0xFF, sizeof(T));
-    }
-  }
+  for (uint16_t r = 0; r < p.blockCount; ++r) twin::CheckGm(gm + r * pitchGm, p.blockLen, "DataCopyPad GM->UB");
+  uint8_t *ub = dst.Raw();
+  const DataCopyExtParams params = p;
+  const DataCopyPadExtParams<T> padding = pad;
+  Pipes().stats().gmReadBytes += static_cast<double>(p.blockLen) * p.blockCount;
+  Pipes().Issue(
+      twin::kPipeMte2, "DataCopyPad GM->UB", {}, {twin::UbRange{dst.addr(), static_cast<uint32_t>(ubBytes)}},
+      [ub, gm, params, padding, rowUb, pitchUb, pitchGm] {
+        for (uint16_t r = 0; r < params.blockCount; ++r) {
+          uint8_t *row = ub + r * pitchUb;
+          std::memcpy(row, gm + r * pitchGm, params.blockLen);
+          for (uint64_t b = params.blockLen; b < rowUb; b += sizeof(T)) {
+            if (padding.isPad) std::memcpy(row + b, &padding.paddingValue, sizeof(T)); else std::memset(row + b, 0xFF, sizeof(T));
+          }
+        }
+      },
+      detail::DmaNs(static_cast<uint64_t>(p.blockLen) * p.blockCount), detail::DmaLatencyNs());
 }
 
 template <typename T>
 void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, const DataCopyExtParams &p) {
   twin::Checkpoint();
+  detail::CheckPath("DataCopyPad UB->GM", src.pos(), QuePosition::GM, {QuePosition::VECIN, QuePosition::VECOUT},
+                    {QuePosition::GM, QuePosition::GM});
   if (p.blockLen % sizeof(T) != 0) twin::Fail("DataCopyPad UB->GM: blockLen is not a whole number of elements");
   const uint64_t rowUb = (p.blockLen + kUbBlockBytes - 1) / kUbBlockBytes * kUbBlockBytes;
   const uint64_t pitchUb = rowUb + static_cast<uint64_t>(p.srcStride) * kUbBlockBytes;
   const uint64_t pitchGm = p.blockLen + static_cast<uint64_t>(p.dstStride);
   if (p.blockCount == 0) return;
-  src.Check("DataCopyPad UB->GM", (pitchUb * (p.blockCount - 1) + p.blockLen + sizeof(T) - 1) / sizeof(T), true);
+  const uint64_t ubBytes = pitchUb * (p.blockCount - 1) + p.blockLen;
+  src.Check("DataCopyPad UB->GM", (ubBytes + sizeof(T) - 1) / sizeof(T), true);
   uint8_t *gm = reinterpret_cast<uint8_t *>(dst.GetPhyAddr());
-  for (uint16_t r = 0; r < p.blockCount; ++r) {
-    twin::CheckGm(gm + r * pitchGm, p.blockLen, "DataCopyPad UB->GM");
-    detail::GmWrite(gm + r * pitchGm, src.Raw() + r * pitchUb, p.blockLen, sizeof(T));
-  }
+  for (uint16_t r = 0; r < p.blockCount; ++r) twin::CheckGm(gm + r * pitchGm, p.blockLen, "DataCopyPad UB->GM");
+  const uint8_t *ub = src.Raw();
+  const uint16_t rows = p.blockCount;
+  const uint32_t len = p.blockLen;
+  const bool atomic = twin::Block().atomicAdd;
+  Pipes().stats().gmWriteBytes += static_cast<double>(len) * rows;
+  Pipes().Issue(twin::kPipeMte3, "DataCopyPad UB->GM", {twin::UbRange{src.addr(), static_cast<uint32_t>(ubBytes)}}, {},
+                [gm, ub, rows, len, pitchUb, pitchGm, atomic] {
+                  for (uint16_t r = 0; r < rows; ++r) {
+                    detail::GmWrite(gm + r * pitchGm, ub + r * pitchUb, len, sizeof(T), atomic);
+                  }
+                },
+                detail::DmaNs(static_cast<uint64_t>(len) * rows), detail::DmaLatencyNs());
 }
 
 // ---------------------------------------------------------------- vector instructions (fp32)
@@ -485,6 +669,7 @@ void VectorOperands(const char *op) {
   (void)op;
 }
 
+// An elementwise V instruction: dst[i] = f(in, i) over `count` elements.
 template <typename F>
 void Elementwise(const char *op, const LocalTensor<float> &dst, std::initializer_list<const LocalTensor<float> *> srcs,
                  int32_t count, F f) {
@@ -492,66 +677,82 @@ void Elementwise(const char *op, const LocalTensor<float> &dst, std::initializer
   if (count < 0) twin::Fail(std::string(op) + ": negative count");
   dst.Check(op, count, true);
   std::vector<const float *> in;
+  std::vector<twin::UbRange> reads;
   for (const LocalTensor<float> *s : srcs) {
     s->Check(op, count, true);
     in.push_back(s->Data());
+    reads.push_back(s->Range(count));
   }
   float *out = dst.Data();
-  for (int32_t i = 0; i < count; ++i) out[i] = f(in, i);
+  const twin::UbRange r0 = reads.size() > 0 ? reads[0] : twin::UbRange{0, 0};
+  const twin::UbRange r1 = reads.size() > 1 ? reads[1] : twin::UbRange{0, 0};
+  Pipes().Issue(twin::kPipeV, op, {r0, r1}, {dst.Range(count)},
+                [in, out, count, f] {
+                  std::vector<float> result(static_cast<size_t>(count));  // operands may alias dst
+                  for (int32_t i = 0; i < count; ++i) result[i] = f(in, i);
+                  std::memcpy(out, result.data(), result.size() * sizeof(float));
+                },
+                VectorNs(static_cast<uint64_t>(count) * sizeof(float)));
 }
 
 }  // namespace detail
 
 inline void Add(const LocalTensor<float> &dst, const LocalTensor<float> &a, const LocalTensor<float> &b,
                 const int32_t &count) {
-  detail::Elementwise("Add", dst, {&a, &b}, count, [](auto &in, int i) { return in[0][i] + in[1][i]; });
+  detail::Elementwise("Add", dst, {&a, &b}, count, [](const auto &in, int i) { return in[0][i] + in[1][i]; });
 }
 inline void Sub(const LocalTensor<float> &dst, const LocalTensor<float> &a, const LocalTensor<float> &b,
                 const int32_t &count) {
-  detail::Elementwise("Sub", dst, {&a, &b}, count, [](auto &in, int i) { return in[0][i] - in[1][i]; });
+  detail::Elementwise("Sub", dst, {&a, &b}, count, [](const auto &in, int i) { return in[0][i] - in[1][i]; });
 }
 inline void Mul(const LocalTensor<float> &dst, const LocalTensor<float> &a, const LocalTensor<float> &b,
                 const int32_t &count) {
-  detail::Elementwise("Mul", dst, {&a, &b}, count, [](auto &in, int i) { return in[0][i] * in[1][i]; });
+  detail::Elementwise("Mul", dst, {&a, &b}, count, [](const auto &in, int i) { return in[0][i] * in[1][i]; });
 }
 inline void Adds(const LocalTensor<float> &dst, const LocalTensor<float> &a, const float &s, const int32_t &count) {
-  detail::Elementwise("Adds", dst, {&a}, count, [s](auto &in, int i) { return in[0][i] + s; });
+  const float v = s;
+  detail::Elementwise("Adds", dst, {&a}, count, [v](const auto &in, int i) { return in[0][i] + v; });
 }
 inline void Muls(const LocalTensor<float> &dst, const LocalTensor<float> &a, const float &s, const int32_t &count) {
-  detail::Elementwise("Muls", dst, {&a}, count, [s](auto &in, int i) { return in[0][i] * s; });
+  const float v = s;
+  detail::Elementwise("Muls", dst, {&a}, count, [v](const auto &in, int i) { return in[0][i] * v; });
 }
 inline void Duplicate(const LocalTensor<float> &dst, const float &s, const int32_t &count) {
-  detail::Elementwise("Duplicate", dst, {}, count, [s](auto &, int) { return s; });
+  const float v = s;
+  detail::Elementwise("Duplicate", dst, {}, count, [v](const auto &, int) { return v; });
 }
 
-// dst[0] = sum of src[0..count). Modelled as the hardware does it: one fp32 partial per
-// 64-element repeat (summed as a binary tree), then the partials (again as a tree).
+// dst[0] = sum of src[0..count), in the order asc-devkit documents for the count form on
+// Atlas A2/A3 (docs/zh/api/SIMD-API/基础API/Memory矢量计算/归约计算/ReduceSum.md, 关键特性说明,
+// "方式一"): inside each 256-byte repeat (64 floats) a binary tree of neighbour pairs
+// (ReduceDataBlock.md: 1+2, 3+4, ..., then the pair sums, ...), and the repeat results
+// added one after another in order. In that mode the shared tmp buffer is not used. The
+// destination needs only 4-byte alignment (ReduceRepeat.md, 表3: SUM float).
 template <typename T>
 void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<T> &work, const int32_t &count) {
   detail::VectorOperands<T>("ReduceSum");
-  const int32_t repeats = (count + 63) / 64;
-  const int32_t workNeeded = (std::max(repeats, 1) + 7) / 8 * 8;
-  dst.Check("ReduceSum dst", 1, true);
+  dst.Check("ReduceSum dst", 1, false);
   src.Check("ReduceSum src", count, true);
-  work.Check("ReduceSum work", workNeeded, true);
-  auto tree = [](std::vector<float> v) {
-    if (v.empty()) return 0.0f;
-    while (v.size() > 1) {
-      std::vector<float> next((v.size() + 1) / 2);
-      for (size_t i = 0; i < v.size() / 2; ++i) next[i] = v[2 * i] + v[2 * i + 1];
-      if (v.size() % 2) next.back() = v.back();
-      v.swap(next);
-    }
-    return v[0];
-  };
+  work.Check("ReduceSum work", 0, true);
+  if (count <= 0) return;  // a NOP on A2/A3 for count 0
   const float *s = src.Data();
-  std::vector<float> partials;
-  for (int32_t r = 0; r < repeats; ++r) {
-    const int32_t n = std::min(64, count - r * 64);
-    partials.push_back(tree(std::vector<float>(s + r * 64, s + r * 64 + n)));
-  }
-  std::memset(work.Raw(), 0xFF, workNeeded * sizeof(float));  // the instruction clobbers its work area
-  dst.SetValue(0, tree(partials));
+  float *d = dst.Data();
+  const int32_t n = count;
+  Pipes().Issue(twin::kPipeV, "ReduceSum", {src.Range(count)}, {dst.Range(1)},
+                [s, d, n] {
+                  float total = 0.0f;
+                  for (int32_t r = 0; r * 64 < n; ++r) {
+                    float lanes[64];
+                    const int32_t len = std::min(64, n - r * 64);
+                    for (int32_t i = 0; i < 64; ++i) lanes[i] = i < len ? s[r * 64 + i] : 0.0f;  // masked lanes add 0
+                    for (int32_t width = 32; width >= 1; width /= 2) {
+                      for (int32_t i = 0; i < width; ++i) lanes[i] = lanes[2 * i] + lanes[2 * i + 1];
+                    }
+                    total = r == 0 ? lanes[0] : total + lanes[0];
+                  }
+                  std::memcpy(d, &total, sizeof total);
+                },
+                detail::VectorNs(static_cast<uint64_t>(count) * sizeof(float)));
 }
 
 template <typename D, typename S>
@@ -566,17 +767,23 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
   if (narrow && mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE) {
     twin::Fail("Cast float -> half/bf16: the twin models CAST_RINT (round to nearest even) only");
   }
-  std::vector<D> out(count);
-  const S *in = src.Data();
-  for (uint32_t i = 0; i < count; ++i) {
-    const S v = in[i];
-    if constexpr (widen) {
-      if constexpr (std::is_same<S, half>::value) out[i] = static_cast<float>(v); else out[i] = ToFloat(v);
-    } else {
-      if constexpr (std::is_same<D, half>::value) out[i] = half(v); else out[i] = ToBfloat16(v);
-    }
-  }
-  std::memcpy(dst.Raw(), out.data(), count * sizeof(D));
+  uint8_t *out = dst.Raw();
+  const uint8_t *inRaw = src.Raw();
+  Pipes().Issue(twin::kPipeV, "Cast", {src.Range(count)}, {dst.Range(count)},
+                [out, inRaw, count] {
+                  std::vector<D> result(count);
+                  for (uint32_t i = 0; i < count; ++i) {
+                    S v;
+                    std::memcpy(&v, inRaw + i * sizeof(S), sizeof(S));
+                    if constexpr (widen) {
+                      if constexpr (std::is_same<S, half>::value) result[i] = static_cast<float>(v); else result[i] = ToFloat(v);
+                    } else {
+                      if constexpr (std::is_same<D, half>::value) result[i] = half(v); else result[i] = ToBfloat16(v);
+                    }
+                  }
+                  std::memcpy(out, result.data(), count * sizeof(D));
+                },
+                detail::VectorNs(static_cast<uint64_t>(count) * std::max(sizeof(D), sizeof(S))));
 }
 
 }  // namespace AscendC

@@ -105,10 +105,40 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   twin::Config config;
   config.ubBytes = ubBytes;
   config.coreNum = coreNum;
-  config.policy = policy;
+  config.policy = policy & 0xFF;    // bits 8+: the execution of the pipes (twin::Execution)
+  config.execution = policy >> 8;
   config.seed = seed;
+  config.cost = twin::DefaultCost();
   std::string message;
   const int status = gnms_twin::LaunchKernel(launch, t, tilingKey, config, &message);
   CopyError(message, error, errorLen);
   return status;
+}
+
+// Sets (values != nullptr) and returns in out[9] the cost constants of later launches:
+// clockGhz, gmBytesPerNs, dmaSetupCycles, dmaLatencyNs, vecCyclesPerRepeat, vecStartCycles,
+// scalarUbCycles, scalarGmNs, syncAllNs.
+GNMS_TWIN_EXPORT void GnmsTwinCostModel(const double *values, double *out) {
+  twin::CostModel c = twin::DefaultCost();
+  double *fields[9] = {&c.clockGhz, &c.gmBytesPerNs, &c.dmaSetupCycles, &c.dmaLatencyNs, &c.vecCyclesPerRepeat,
+                       &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs, &c.syncAllNs};
+  if (values != nullptr) {
+    for (int i = 0; i < 9; ++i) *fields[i] = values[i];
+    twin::SetDefaultCost(c);
+  }
+  for (int i = 0; i < 9; ++i) out[i] = *fields[i];
+}
+
+// Copies the per-block cost counters of the last successful launch (twin::PipeStats, field
+// by field as doubles) into out[maxBlocks][17]; returns the number of blocks.
+GNMS_TWIN_EXPORT int GnmsTwinLastStats(double *out, int maxBlocks) {
+  const std::vector<twin::PipeStats> stats = twin::LastLaunchStats();
+  for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
+    const twin::PipeStats &s = stats[b];
+    const double row[17] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls, s.vecRepeats,
+                            s.barriersAll, s.barriersPipe, s.userFlagPairs, s.queueFlagPairs, s.syncAlls,
+                            s.busyNs[0], s.busyNs[1], s.busyNs[2], s.busyNs[3], s.timeAtSyncAllNs, s.endNs};
+    std::memcpy(out + 17 * b, row, sizeof row);
+  }
+  return static_cast<int>(stats.size());
 }

@@ -205,6 +205,10 @@ class LaunchState {
   uint64_t phase_ = 0;
 };
 
+std::mutex g_stats_mutex;
+std::vector<PipeStats> g_last_stats;
+CostModel g_default_cost;
+
 thread_local LaunchState *tls_launch = nullptr;
 thread_local BlockState *tls_block = nullptr;
 
@@ -267,7 +271,9 @@ int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std:
       try {
         launch.WaitTurn(static_cast<int>(b));
         blocks[b].ub.assign(static_cast<size_t>(config.ubBytes), 0xFF);
+        blocks[b].pipes.Reset(blocks[b].ub.size(), config.execution, config.cost, config.checkHazards);
         body();
+        blocks[b].pipes.Finish();
         launch.Finish(static_cast<int>(b));
       } catch (const KernelFault &) {
       } catch (const Aborted &) {
@@ -283,7 +289,25 @@ int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std:
     *error = launch.error();
     return 1;
   }
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  g_last_stats.clear();
+  for (BlockState &b : blocks) g_last_stats.push_back(b.pipes.stats());
   return 0;
+}
+
+CostModel DefaultCost() {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  return g_default_cost;
+}
+
+void SetDefaultCost(const CostModel &cost) {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  g_default_cost = cost;
+}
+
+std::vector<PipeStats> LastLaunchStats() {
+  std::lock_guard<std::mutex> lock(g_stats_mutex);
+  return g_last_stats;
 }
 
 }  // namespace twin

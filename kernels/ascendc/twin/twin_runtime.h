@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "twin_pipes.h"
+
 namespace twin {
 
 enum Policy : int { kConcurrent = 0, kForward = 1, kReverse = 2, kShuffle = 3, kInterleave = 4 };
@@ -29,6 +31,9 @@ struct Config {
   int64_t coreNum = 48;      // vector cores
   int policy = kConcurrent;
   uint64_t seed = 0;
+  int execution = kImmediate;  // kDeferred: V/MTE2/MTE3 work waits until a synchronisation forces it
+  CostModel cost;
+  bool checkHazards = true;  // false only to show what a missing synchronisation computes
 };
 
 // A global-memory buffer handed to the launch; every GM access must fall inside one.
@@ -53,6 +58,7 @@ struct BlockState {
   int64_t blockNum = 0;
   std::vector<uint8_t> ub;  // this core's unified buffer, filled with 0xFF garbage at start
   bool atomicAdd = false;   // SetAtomicAdd<float>() in effect
+  PipeModel pipes;          // pipe synchronisation, hazards, deferred execution, cost
 };
 BlockState &Block();
 int64_t TilingKey();
@@ -65,6 +71,12 @@ void LockAtomics();
 void UnlockAtomics();
 
 void SyncAllBlocks();
+
+// Per-block cost counters of the last launch that completed (for the cost report).
+std::vector<PipeStats> LastLaunchStats();
+// The cost constants launches from the C API use (the cost report may change them).
+CostModel DefaultCost();
+void SetDefaultCost(const CostModel &cost);
 
 // Runs body() once per block. Returns 0, or 1 with *error set to the first fault.
 int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std::vector<GmRegion> &regions,

@@ -1,0 +1,178 @@
+// Pipe model of the CPU twin (see twin_pipes.h).
+#include <algorithm>
+
+#include "twin_runtime.h"
+
+namespace twin {
+
+void PipeModel::Hazard(const Op &now, const char *access, UbRange r, const Op &before, const char *what) const {
+  Fail(std::string("pipe hazard: ") + PipeName(now.pipe) + " " + now.name + " (call " + std::to_string(now.call) +
+       ") " + access + " UB bytes [" + std::to_string(r.addr) + ", " + std::to_string(r.addr + r.bytes) + ") " +
+       what + " by " + PipeName(before.pipe) + " " + before.name + " (call " + std::to_string(before.call) +
+       ") with no " + PipeName(before.pipe) + "->" + PipeName(now.pipe) +
+       " synchronisation in between (SetFlag/WaitFlag<" + PipeName(before.pipe) + "_" + PipeName(now.pipe) +
+       ">, a TQue EnQue/DeQue or FreeTensor/AllocTensor hand-over, PipeBarrier<PIPE_ALL> or SyncAll)");
+}
+
+void PipeModel::Check(uint32_t opIndex, UbRange r, bool write) {
+  const Op &op = ops_[opIndex];
+  const int p = op.pipe;
+  const size_t first = r.addr / 4;
+  const size_t last = std::min<size_t>((static_cast<size_t>(r.addr) + r.bytes + 3) / 4, cells_.size());
+  for (size_t c = first; c < last; ++c) {
+    Cell &cell = cells_[c];
+    const Op &w = ops_[cell.writer];
+    if (cell.writer != 0 && w.pipe != p && w.seq > vc_[p][w.pipe]) {
+      Hazard(op, write ? "writes" : "reads", r, w, "last written");
+    }
+    if (write) {
+      for (int q = 0; q < kPipeCount; ++q) {
+        const uint32_t ri = cell.reader[q];
+        if (q != p && ri != 0 && ops_[ri].seq > vc_[p][q]) Hazard(op, "writes", r, ops_[ri], "still being read");
+      }
+      cell.writer = opIndex;
+      for (uint32_t &ri : cell.reader) ri = 0;
+    } else if (p != kPipeS) {  // a scalar read is complete when the scalar unit goes on
+      cell.reader[p] = opIndex;
+    }
+  }
+}
+
+void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange> reads,
+                      std::initializer_list<UbRange> writes, std::function<void()> effect, double durationNs,
+                      double latencyNs) {
+  const uint64_t seq = ++vc_[pipe][pipe];
+  ops_.push_back(Op{name, pipe, seq, ++calls_});
+  const uint32_t index = static_cast<uint32_t>(ops_.size() - 1);
+  if (checkHazards_) {
+    for (const UbRange &r : reads) Check(index, r, false);
+    for (const UbRange &r : writes) Check(index, r, true);
+  }
+  // timeline: an instruction starts when its pipe is free and the scalar unit has issued it
+  if (pipe == kPipeS) {
+    t_[kPipeS] += durationNs;
+  } else {
+    const double start = std::max(t_[pipe], t_[kPipeS]);
+    t_[pipe] = start + durationNs;
+    t_[kPipeS] += Cycles(1.0);
+  }
+  done_[pipe] = std::max(done_[pipe], t_[pipe] + latencyNs);
+  stats_.busyNs[pipe] += durationNs;
+  ++issued_[pipe];
+  // Deferred: scalar reads run at once (after the scalar unit's own earlier writes), scalar
+  // writes are posted like the other pipes' work until a synchronisation forces them.
+  if (execution_ == kDeferred && pipe == kPipeS) DrainTo(kPipeS, issued_[kPipeS] - 1);
+  if (execution_ == kImmediate || (pipe == kPipeS && writes.size() == 0)) {
+    ++executed_[pipe];
+    if (effect) effect();
+  } else {
+    pending_[pipe].push_back(std::move(effect));
+  }
+}
+
+void PipeModel::SetFlag(int src, int dst, int id, bool queue) {
+  if (!queue && (id < 0 || id > 7)) Fail("SetFlag: event id " + std::to_string(id) + " is outside 0-7 (A2/A3)");
+  Flag &f = flags_[std::make_tuple(src, dst, id, queue)];
+  if (f.set) {
+    Fail(std::string("SetFlag<") + PipeName(src) + "_" + PipeName(dst) + ">(" + std::to_string(id) +
+         ") while that flag is still set: the flag is one bit, so the two SetFlags merge and the second "
+         "WaitFlag would wait forever");
+  }
+  f.set = true;
+  for (int q = 0; q < kPipeCount; ++q) f.vc[q] = vc_[src][q];
+  f.issued = issued_[src];
+  f.t = src == kPipeS ? t_[kPipeS] : std::max(done_[src], t_[kPipeS]);
+}
+
+void PipeModel::WaitFlag(int src, int dst, int id, bool queue) {
+  auto it = flags_.find(std::make_tuple(src, dst, id, queue));
+  if (it == flags_.end() || !it->second.set) {
+    Fail(std::string("WaitFlag<") + PipeName(src) + "_" + PipeName(dst) + ">(" + std::to_string(id) +
+         ") without a matching SetFlag: the " + PipeName(dst) + " pipe would wait forever (a hang on hardware)");
+  }
+  Flag &f = it->second;
+  f.set = false;
+  for (int q = 0; q < kPipeCount; ++q) vc_[dst][q] = std::max(vc_[dst][q], f.vc[q]);
+  if (queue) stats_.queueFlagPairs += 1; else stats_.userFlagPairs += 1;
+  const uint64_t upTo = f.issued;
+  const double ready = f.t;
+  if (dst == kPipeS) {
+    t_[kPipeS] = std::max(t_[kPipeS], ready);
+    DrainTo(src, upTo);
+    return;
+  }
+  // The wait is an instruction of the destination pipe: it holds that pipe until `ready`.
+  t_[dst] = std::max(t_[dst], std::max(ready, t_[kPipeS]));
+  ++issued_[dst];
+  if (execution_ == kImmediate) {
+    ++executed_[dst];
+  } else {
+    pending_[dst].push_back([this, src, upTo] { DrainTo(src, upTo); });
+  }
+}
+
+void PipeModel::DrainTo(int pipe, uint64_t count) {
+  while (executed_[pipe] < count && !pending_[pipe].empty()) {
+    std::function<void()> f = std::move(pending_[pipe].front());
+    pending_[pipe].pop_front();
+    ++executed_[pipe];
+    if (f) f();
+  }
+}
+
+// Consumers first: work nobody forced runs as late as possible relative to its producers.
+void PipeModel::DrainAll() {
+  bool any = true;
+  while (any) {
+    any = false;
+    for (int p : {kPipeMte3, kPipeV, kPipeMte2, kPipeS}) {
+      if (!pending_[p].empty()) {
+        DrainTo(p, issued_[p]);
+        any = true;
+      }
+    }
+  }
+}
+
+void PipeModel::BarrierAll() {
+  stats_.barriersAll += 1;
+  uint64_t joined[kPipeCount] = {0, 0, 0, 0};
+  double t = 0;
+  for (int p = 0; p < kPipeCount; ++p) {
+    for (int q = 0; q < kPipeCount; ++q) joined[q] = std::max(joined[q], vc_[p][q]);
+    t = std::max(t, std::max(t_[p], done_[p]));
+  }
+  for (int p = 0; p < kPipeCount; ++p) {
+    for (int q = 0; q < kPipeCount; ++q) vc_[p][q] = joined[q];
+    t_[p] = t;
+    done_[p] = t;
+  }
+  DrainAll();
+}
+
+void PipeModel::SyncAll() {
+  BarrierAll();
+  stats_.barriersAll -= 1;  // counted as a SyncAll, not as a PipeBarrier
+  stats_.syncAlls += 1;
+  stats_.timeAtSyncAllNs = t_[kPipeS];
+  for (int p = 0; p < kPipeCount; ++p) {
+    t_[p] += cost_.syncAllNs;
+    done_[p] = t_[p];
+  }
+}
+
+void PipeModel::Finish() {
+  DrainAll();
+  double end = 0;
+  for (int p = 0; p < kPipeCount; ++p) end = std::max(end, std::max(t_[p], done_[p]));
+  stats_.endNs = end;
+  for (const auto &entry : flags_) {
+    if (entry.second.set && !std::get<3>(entry.first)) {
+      Fail(std::string("SetFlag<") + PipeName(std::get<0>(entry.first)) + "_" + PipeName(std::get<1>(entry.first)) +
+           ">(" + std::to_string(std::get<2>(entry.first)) +
+           ") was never waited for: every SetFlag needs its WaitFlag before the kernel ends");
+    }
+  }
+}
+
+}  // namespace twin

@@ -1,0 +1,168 @@
+"""What the AscendC GroupNormGradMs kernel would cost on an Ascend 910B, as the CPU twin counts it.
+
+For each anchor shape x dtype pair the twin runs the real kernel source and reports, from its pipe
+model (kernels/ascendc/twin/twin_pipes.h):
+  * GM bytes read + written per element (the floor of the full backward is 3 x the data size:
+    dy and x read once, dx written once: 12 B/elem in fp32, 6 B/elem in fp16/bf16);
+  * PipeBarriers, SetFlag/WaitFlag pairs (the kernel's own, and the ones its TQues insert) and
+    SyncAlls executed per core (the busiest core);
+  * scalar UB and GM accesses, vector instructions and 256-byte vector repeats per element;
+  * an estimated time from the per-pipe timeline (MTE2/MTE3 at the per-core bandwidth share, V at
+    one 256-byte repeat per cycle, overlap as far as the events allow), and its ratio to the
+    pure-bandwidth time of the same bytes.
+
+Model constants (twin::CostModel; assumptions, not measurements — no Ascend machine was available):
+  * HBM bandwidth 1.6 TB/s shared by 48 vector cores -> 33 GB/s per core. 1.6 TB/s is the figure
+    commonly quoted for the Ascend 910B's HBM2e; 48 AIV cores is the core count the tiling uses
+    (CANN's ops-nn UTs use the same 48 and UB 196608).
+  * Vector unit: one 256-byte repeat per cycle (the AscendC docs define a repeat as 256 bytes:
+    asc-devkit docs/zh/api/SIMD-API/基础API/SIMD计算说明/高维切分.md), plus 10 cycles per instruction.
+  * Clock 1.85 GHz; a DMA instruction holds its MTE pipe for 64 cycles + bytes / bandwidth and its
+    data arrives 1 us later (consecutive DMAs overlap that latency; --dma-latency-ns changes it);
+    a scalar UB access 4 cycles; a scalar GM access 200 ns; a SyncAll 2 us.
+The estimate of a launch is the slowest core's phase 1, plus the SyncAll, plus the slowest core's
+stage 2; a core's time is at least its GM bytes over its bandwidth share (MTE2 and MTE3 share it).
+
+Large shapes are run with fewer samples (N) on the same core count: per-element figures do not
+depend on N, and per-core counts and times are scaled by tasks per core (full / run). The table
+says which rows were scaled.
+
+Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16]
+"""
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from ms_groupnorm import ascendc_twin  # noqa: E402
+
+ANCHORS = [(2, 64, 32, 32, 32), (8, 320, 64, 64, 32), (16, 128, 56, 56, 32), (32, 32, 28, 28, 8),
+           (4, 1280, 8, 8, 32), (1, 3, 224, 224, 1), (3, 60, 17, 19, 6)]
+DTYPES = {"fp32": ("float32", "float32"), "fp16": ("float16", "float16"), "bf16": ("bfloat16", "bfloat16"),
+          "fp16/fp32": ("float16", "float32"), "bf16/fp32": ("bfloat16", "float32")}
+BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+CORES = 48
+MAX_RUN_ELEMS = 1 << 21  # larger shapes run with fewer samples
+GM_BYTES_PER_NS = 33.0   # must match twin::CostModel (per-core share of 1.6 TB/s)
+SYNCALL_NS = 2000.0
+
+
+def storage(values, dtype):
+    if dtype == "bfloat16":
+        bits = np.ascontiguousarray(values, np.float32).view(np.uint32).astype(np.uint64)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.ascontiguousarray(values, {"float32": np.float32, "float16": np.float16}[dtype])
+
+
+def run(N, C, HxW, G, data_dtype, stat_dtype):
+    rng = np.random.default_rng(0)
+    shape = (N, C, HxW)
+    x = storage(rng.standard_normal(shape), data_dtype)
+    dy = storage(rng.standard_normal(shape), data_dtype)
+    mean = storage(np.zeros((N, G)), stat_dtype)
+    rstd = storage(np.ones((N, G)), stat_dtype)
+    gamma = storage(np.ones(C), stat_dtype)
+    _, _, _, tiling = ascendc_twin.twin_backward(dy, x, mean, rstd, gamma, G, data_dtype=data_dtype,
+                                                 stat_dtype=stat_dtype, core_num=CORES)
+    return tiling, ascendc_twin.twin_last_stats()
+
+
+def tasks_on_busiest_core(tiling):
+    return tiling["tasksPerCore"] + (1 if tiling["tailCores"] else 0)
+
+
+def measure(shape, dtype_key):
+    N, C, H, W, G = shape
+    HxW = H * W
+    data_dtype, stat_dtype = DTYPES[dtype_key]
+    full = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=CORES)
+    n_run = N
+    if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode and work split
+        n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
+        while n_run < N and n_run * G < CORES:
+            n_run += 1
+    tiling, stats = run(n_run, C, HxW, G, data_dtype, stat_dtype)
+    assert tiling["mode"] == full["mode"] and tiling["splitByChannel"] == full["splitByChannel"]
+    scale = tasks_on_busiest_core(full) / max(1, tasks_on_busiest_core(tiling))
+    elems = n_run * C * HxW
+    gm = sum(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats)
+
+    def per_core_max(field):
+        return max(s[field] for s in stats)
+
+    def total(field):
+        return sum(s[field] for s in stats)
+
+    # time: phase 1 (to SyncAll) of the slowest core, scaled to the full task count, then stage 2
+    phase1 = []
+    stage2 = []
+    for s in stats:
+        own_bw = (s["gm_read_bytes"] + s["gm_write_bytes"]) / GM_BYTES_PER_NS
+        if s["time_at_syncall_ns"] >= 0:
+            phase1.append(s["time_at_syncall_ns"])
+            stage2.append(max(0.0, s["end_ns"] - s["time_at_syncall_ns"] - SYNCALL_NS))
+        else:
+            phase1.append(max(s["end_ns"], own_bw))
+    est_ns = max(phase1) * scale + (SYNCALL_NS + max(stage2) * (N / n_run) if stage2 else 0.0)
+    # pure-bandwidth time of the busiest core's bytes (full launch)
+    busiest_bytes = max(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats) * scale
+    bw_ns = busiest_bytes / GM_BYTES_PER_NS
+    est_ns = max(est_ns, bw_ns)
+    floor_ns = 3 * BYTES[data_dtype] * N * C * HxW / (GM_BYTES_PER_NS * CORES)
+    return {
+        "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
+        "dtype": dtype_key,
+        "mode": ascendc_twin.MODE_NAMES[full["mode"]] + ("/split" if full["splitByChannel"] else ""),
+        "run": "full" if n_run == N else f"N={n_run} of {N}",
+        "gm_b_per_elem": gm / elems,
+        "floor_b_per_elem": 3 * BYTES[data_dtype],
+        "barriers": per_core_max("barriers_all"),  # once per launch (before stage 2), not per task
+        "user_flags": per_core_max("user_flag_pairs") * scale,
+        "queue_flags": per_core_max("queue_flag_pairs") * scale,
+        "syncalls": per_core_max("sync_alls"),
+        "scalar_ub": total("scalar_ub") / elems,
+        "scalar_gm": total("scalar_gm") / elems,
+        "vec_calls": total("vec_calls") / elems,
+        "vec_repeats": total("vec_repeats") / elems,
+        "est_us": est_ns / 1000,
+        "bw_us": bw_ns / 1000,
+        "ratio": est_ns / bw_ns if bw_ns else math.nan,
+        "floor_us": floor_ns / 1000,
+    }
+
+
+HEADER = ("| shape | dtype | mode | run | GM B/elem (floor) | PipeBarrier/core | flag pairs/core (own + queue) | "
+          "SyncAll | scalar UB/elem | scalar GM/elem | vector instr/elem | est. µs | bandwidth µs | ratio | "
+          "12·n/HBM µs |")
+
+
+def row(r):
+    return (f"| {r['shape']} | {r['dtype']} | {r['mode']} | {r['run']} | {r['gm_b_per_elem']:.2f} "
+            f"({r['floor_b_per_elem']}) | {r['barriers']:.0f} | {r['user_flags']:.0f} + {r['queue_flags']:.0f} | "
+            f"{r['syncalls']:.0f} | {r['scalar_ub']:.4f} | {r['scalar_gm']:.4f} | {r['vec_calls']:.3f} | "
+            f"{r['est_us']:.1f} | {r['bw_us']:.1f} | {r['ratio']:.2f} | {r['floor_us']:.1f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated subset of " + ",".join(DTYPES))
+    parser.add_argument("--dma-latency-ns", type=float, default=None, help="latency of one DMA (default 1000)")
+    args = parser.parse_args()
+    if args.dma_latency_ns is not None:
+        ascendc_twin.twin_cost_model(dma_latency_ns=args.dma_latency_ns)
+    constants = ascendc_twin.twin_cost_model()
+    assert constants["gm_bytes_per_ns"] == GM_BYTES_PER_NS and constants["syncall_ns"] == SYNCALL_NS
+    print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
+    print()
+    print(HEADER)
+    print("|" + "---|" * (HEADER.count("|") - 1))
+    for shape in ANCHORS:
+        for dtype_key in args.dtypes.split(","):
+            print(row(measure(shape, dtype_key)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
