@@ -14,8 +14,8 @@ and it needs a reg_info carrying an op name.
 
 PyNative fast path (on by default, $MS_GROUPNORM_PYBOOST=0 opts out, see ``_pyboost``):
 when an op is chosen in PYNATIVE_MODE on the "cpu" backend, ``backward_op`` is the pyboost
-backward and ``forward_op`` is a ``PynativeForward``: the aot op (with a bprop calling the
-pyboost backward) in graphs and while autograd records, the pyboost forward otherwise.
+backward and ``forward_op`` is a ``PynativeForward``: the aot op in graphs, the pyboost
+forward in eager calls (recorded for autograd by the module itself while autograd records).
 GRAPH_MODE, the AscendC twin and Ascend are unchanged.
 """
 import functools
@@ -168,6 +168,7 @@ def _forward_op(group, eps, mask, backend):
                   func_type="aot", bprop=bprop, reg_info=reg)
     if backend == PYBOOST_BACKEND:
         op.module_forward = _pyboost.forward(group, eps)
+        op.module_autograd = _pyboost.autograd_forward(group, eps)
     return op
 
 
@@ -178,19 +179,19 @@ def recording_gradient():
 
 
 class PynativeForward(ops.Custom):
-    """The forward aot op, whose eager PyNative calls take the pyboost module when no
-    gradient is being recorded.
+    """The forward aot op, whose eager PyNative calls go through the pyboost module.
 
     In a graph (GRAPH_MODE, ``@ms.jit``) this is the aot Custom primitive and nothing else:
-    a compiled graph never calls ``__call__``. An eager call while autograd records keeps
-    the Custom op, whose bprop (the pyboost backward) autograd needs: the module's forward
-    has no bprop, and a gradient through it would silently be zero. Any other eager call
-    (inference, evaluation, ``ms.no_grad``) runs the module's forward: bitwise the same
-    outputs for a fraction of the Custom op's per-call cost."""
+    a compiled graph never calls ``__call__``. An eager call runs the module instead, for
+    a fraction of the Custom op's per-call cost and bitwise the same outputs: while
+    autograd records, its ``group_norm_autograd``, which records its own backward node
+    (the plain module forward has no bprop, and a gradient through it would silently be
+    zero); otherwise (inference, evaluation, ``ms.no_grad``) the plain forward."""
 
-    module_forward = None  # set by _forward_op: the pyboost (x, gamma, beta) -> (y, mean, rstd)
+    module_forward = None   # set by _forward_op: pyboost (x, gamma, beta) -> (y, mean, rstd)
+    module_autograd = None  # the same, differentiable
 
     def __call__(self, x, gamma, beta):
         if recording_gradient():
-            return super().__call__(x, gamma, beta)
+            return self.module_autograd(x, gamma, beta)
         return self.module_forward(x, gamma, beta)

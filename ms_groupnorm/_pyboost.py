@@ -19,8 +19,9 @@ using the aot ops.
 
 Caveats the callers (``_ops.py``) take care of:
 * a pyboost function called inside a differentiated function WITHOUT a bprop yields zero
-  gradients silently, so the forward runs through the module only while no gradient is
-  being recorded, and otherwise through the aot op whose bprop is the module's backward;
+  gradients silently, so while autograd records, the forward is the module's
+  ``group_norm_autograd``, which records its own backward node (C++ Function API); the
+  plain module forward runs only when no gradient is recorded;
 * a kernel error surfaces asynchronously (RuntimeError at the next synchronisation), so
   arguments are checked in Python before the call (``_checks.py``);
 * GRAPH_MODE keeps the aot ops (``@ms.jit`` inside PYNATIVE_MODE runs the pyboost backward);
@@ -170,3 +171,21 @@ def forward(group, eps):
         return run(x, gamma, beta, group, eps)
 
     return group_norm_forward
+
+
+@functools.lru_cache(maxsize=None)
+def autograd_forward(group, eps):
+    """``(x, gamma, beta) -> (y, mean, rstd)`` through pyboost, recorded for PyNative
+    autograd by the module itself (MindSpore's C++ Function API: the backward kernel runs
+    without a Python bprop), or None. Gradients flow from y only; mean and rstd are saved
+    statistics."""
+    mod = module()
+    if mod is None:
+        return None
+    run = mod.group_norm_autograd
+    group, eps = int(group), float(eps)
+
+    def group_norm_autograd(x, gamma, beta):
+        return run(x, gamma, beta, group, eps)
+
+    return group_norm_autograd

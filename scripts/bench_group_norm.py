@@ -10,12 +10,21 @@ installed, else numpy) runs in the same round to give
 each configuration's bandwidth limit; effective GB/s counts the ideal traffic
 (backward: read dy and x, write dx = 3 tensors; forward: read x, write y = 2).
 
-    python scripts/bench_group_norm.py             # the full run (about 15-20 min)
-    python scripts/bench_group_norm.py --quick     # 1 round, 3 shapes, fp32, 1 thread
+    python scripts/bench_group_norm.py             # the full run (about 10 min on a quiet 2-core machine)
+    python scripts/bench_group_norm.py --quick     # 1 round, 3 shapes, fp32, 1 thread, a smaller network
     python scripts/bench_group_norm.py --shapes 8x320x64x64x32 --dtypes float32,bfloat16 --threads 1
 
-Outputs (--out, default scripts/results): bench_latest.csv (summary), bench_raw.csv
-(every timing), bench_latest.md (the tables), bench_latest.png (speed-ups).
+Outputs (--out, default scripts/results; --quick: scripts/results/quick): bench_latest.csv
+(summary), bench_raw.csv (every timing), bench_latest.md (the tables), bench_latest.png.
+
+Sections besides the per-shape tables (issue 11, items 1-4, reported side by side):
+* per-call cost of the PyNative calls a user makes, tiny shape, against the built-in
+  calls, one process per thread count (MindSpore's thread count is set once per process);
+* one op inside a compiled graph, ours against the built-in op, tiny and mid shapes;
+* a VAE-like network's training step (scripts/bench_network.py): nn.GroupNorm, ours and
+  an identity (the ceiling), GRAPH and PYNATIVE, fp32 and fp16, two sizes;
+* the kernel-only backward against torch, fp32 and bf16, for the ISA build the machine
+  picks and, on an AVX-512 machine, for the AVX2 build forced too.
 
 Notes on what is measured:
 * "ours kernel": the C entry point through ctypes on preallocated numpy buffers
@@ -27,7 +36,8 @@ Notes on what is measured:
   conservative comparison). Our kernel's threads follow each row via
   MsGroupNormSetNumThreads, which also applies inside MindSpore's launch threads.
 * GRAPH rows: a jit-compiled value_and_grad step of a GroupNorm cell (sens = ones,
-  constant-folded); "bwd" = step - forward, both from the same round.
+  constant-folded); "bwd" = step - forward, both from the same round, left out ("—")
+  where that difference is below 5 % of the step (a difference of noisy times).
 """
 import argparse
 import csv

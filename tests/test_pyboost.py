@@ -8,6 +8,7 @@ into the package.
 The module is built once per machine (~40-80 s the first time, a ninja re-check after).
 """
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -232,6 +233,42 @@ def test_every_autograd_entry_point_gets_real_gradients(fast_path, rng, api):
         assert_bitwise(got, want, api)
 
 
+def test_recorded_forward_goes_through_the_module_autograd(fast_path, rng, monkeypatch):
+    """While autograd records, the forward is the module's differentiable group_norm_autograd
+    (never the plain forward, whose gradient would be zero, nor the slower Custom op)."""
+    x, dy, _, _, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
+    x_t, w_t = tensor(x, ms.float32), tensor(dy, ms.float32)
+    net = GroupNorm(G, C)
+    op = _ops.forward_op(G, 1e-5)
+    calls = []
+    autograd, plain = op.module_autograd, op.module_forward
+    monkeypatch.setattr(op, "module_autograd", lambda *args: calls.append("autograd") or autograd(*args))
+    monkeypatch.setattr(op, "module_forward", lambda *args: calls.append("plain") or plain(*args))
+    ms.grad(lambda inp: (net(inp) * w_t).sum(), grad_position=0, weights=net.trainable_params())(x_t)
+    assert calls == ["autograd"]
+
+
+@pytest.mark.parametrize("which", ["x only", "params only", "none gamma/beta"])
+def test_autograd_with_inputs_that_need_no_gradient(fast_path, rng, which):
+    """The module's backward computes only what autograd needs (and nothing for an empty
+    "none" gamma/beta); gradients stay bitwise equal to the aot path's."""
+    x, dy, gamma, beta, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
+    x_t, w_t, g_t, b_t = (tensor(a, ms.float32) for a in (x, dy, gamma, beta))
+    results = []
+    for on in (True, False):
+        fast_path(on)
+        if which == "x only":
+            got = ms.grad(lambda inp: (group_norm(inp, G, g_t, b_t) * w_t).sum(), grad_position=0)(x_t)
+        elif which == "params only":
+            got = ms.grad(lambda g, b: (group_norm(x_t, G, g, b) * w_t).sum(), grad_position=(0, 1))(g_t, b_t)
+        else:
+            got = ms.grad(lambda inp: (group_norm(inp, G) * w_t).sum(), grad_position=0)(x_t)
+        results.append(got if isinstance(got, tuple) else (got,))
+    for got, want in zip(*results):
+        assert np.abs(got.asnumpy()).max() > 0
+        assert_bitwise(got, want, which)
+
+
 def test_cache_is_outside_the_package(monkeypatch, tmp_path):
     """pip owns the installed package: the module is built into the user's cache
     ($MS_GROUPNORM_CACHE, else $XDG_CACHE_HOME/ms_groupnorm, else ~/.cache/ms_groupnorm)."""
@@ -356,8 +393,10 @@ def test_module_rejects_inconsistent_sizes(pyboost_module, tmp_path):
     check runs on MindSpore's queue, so it raises when an output is read at the latest.
     It runs in a fresh process: MindSpore re-reports a failed asynchronous op at later
     synchronisations, which must not leak into (or from) other tests."""
+    package_root = str(Path(_pyboost.__file__).resolve().parents[1])  # this checkout's ms_groupnorm
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-c", REJECTION_SCRIPT], capture_output=True, text=True, timeout=300,
-                            cwd=tmp_path)
+                            cwd=tmp_path, env=env)
     assert result.returncode == 0 and "rejected and recovered" in result.stdout, result.stdout[-2000:] + \
         result.stderr[-4000:]
 
