@@ -794,6 +794,13 @@ def render_markdown(summary, raw, shapes, dtypes, threads_list, broken, isa, rou
                     continue
                 cells = [fmt(e[c]["ms"], ".4g") if c in e else "—" for c in TIME_COLUMNS]
                 lines.append(f"| {shape_name(shape)} | {dtype} | {threads} | " + " | ".join(cells) + " |")
+    if network:
+        import bench_network
+
+        lines += ["", "### Network training step (VAE-like, `scripts/bench_network.py`)", "",
+                  "Per-step medians over interleaved rounds; ceiling = nn.GroupNorm step / identity step; "
+                  "gain taken = (t_nn − t_ours) / (t_nn − t_identity) per round, median ± half the interquartile "
+                  "range.", ""] + bench_network.table(network)
     lines += ["", "### Issue 11 targets (items 1–4), this run", ""]
     lines += issue11_targets(summary, shapes, threads_list, isa, avx2_forced, percall or {}, network or {})
     lines += ["", "### Earlier targets (kernels and per-shape calls)", ""] + targets(summary, raw, shapes, dtypes,

@@ -213,6 +213,14 @@ def summarize(variant_times):
     }
 
 
+def fraction_text(s):
+    if s["fraction"] is None:
+        return "—"
+    if s["spread"] is None:
+        return f"{s['fraction']:.0%} (one round: no spread)"
+    return f"{s['fraction']:.0%} ± {s['spread']:.0%}"
+
+
 def verdict_line(key, s):
     mode, dtype, size = key
     batch, channels, side = SIZES[size]
@@ -224,10 +232,12 @@ def verdict_line(key, s):
     else:
         ok = not slower
         goal = f"ceiling below {CEILING_MIN}x: goal never slower"
-    fraction = "—" if s["fraction"] is None else f"{s['fraction']:.0%} ± {s['spread'] or 0:.0%}"
+    fraction = fraction_text(s)
     pace = f"{s['speedup']:.2f}× faster" if not slower else f"{1 / s['speedup']:.2f}× slower"
+    unstable = s["spread"] is not None and s["spread"] > 0.1 and s["ceiling"] >= CEILING_MIN
     return (f"* network step {name}: ours {pace} than nn.GroupNorm; ceiling (identity) {s['ceiling']:.2f}×; "
-            f"gain taken {fraction} ({goal}): {'met' if ok else 'NOT met'}")
+            f"gain taken {fraction} ({goal}): {'met' if ok else 'NOT met'}"
+            f"{' (spread above ±10 %: run more --network-rounds)' if unstable else ''}")
 
 
 def table(times):
@@ -237,7 +247,7 @@ def table(times):
         s = summarize(variant_times)
         mode, dtype, size = key
         batch, channels, side = SIZES[size]
-        fraction = "—" if s["fraction"] is None else f"{s['fraction']:.0%} ± {s['spread'] or 0:.0%}"
+        fraction = fraction_text(s)
         pace = f"{s['speedup']:.2f}× faster" if s["speedup"] >= 1 else f"{1 / s['speedup']:.2f}× slower"
         lines.append(f"| {mode.upper()} | {dtype} | {batch}×{channels}×{side}×{side} | {s['nn_ms']:.1f} | "
                      f"{s['ours_ms']:.1f} | {s['identity_ms']:.1f} | {s['ceiling']:.2f}× | {pace} | {fraction} | "
