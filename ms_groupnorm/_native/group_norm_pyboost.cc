@@ -51,6 +51,8 @@ const char *DTypeName(mindspore::TypeId type) {
       return "float16";
     case mindspore::TypeId::kNumberTypeBFloat16:
       return "bfloat16";
+    case mindspore::TypeId::kNumberTypeFloat64:  // passed on; the kernel library decides whether it supports it
+      return "float64";
     default:
       return "unsupported";
   }
