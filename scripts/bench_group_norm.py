@@ -394,6 +394,10 @@ def main(argv=None):
         op_tuning.threads_num(max(threads_list))  # settable once per process
         ms.set_context(mode=ms.PYNATIVE_MODE)
     ms_sync = pynative_sync if with_ms else None
+    import ms_groupnorm
+
+    # The installed package is what gets measured (run with PYTHONPATH=<checkout> to measure a checkout).
+    print(f"ms_groupnorm measured: {Path(ms_groupnorm.__file__).parent}")
     print(f"machine: {machine_isa}; ms_groupnorm CPU kernels: ISA build {kernel.isa()}"
           f"{' (+ the avx2 build, forced)' if avx2_forced else ''}; torch: "
           f"{torch.__version__ if torch else 'not installed (torch columns skipped)'}; "
