@@ -478,7 +478,7 @@ def main(argv=None):
             import bench_network
 
             sizes = ("vae",) if args.quick else tuple(bench_network.SIZES)
-            network = bench_network.run(sizes=sizes, rounds=network_rounds, min_seconds=0.0,
+            network = bench_network.run(sizes=sizes, rounds=network_rounds, min_seconds=0.5,
                                         log=lambda line: print(line, flush=True))
             print(f"network section done, {time.time() - start:.0f} s", flush=True)
 
