@@ -12,15 +12,17 @@ Shapes and dtypes are inferred by the library's C++ ``*InferShape``/``*InferType
 hooks (out_shape/out_dtype None): that is what lets GRAPH_MODE run with dynamic shapes,
 and it needs a reg_info carrying an op name.
 
-Opt-in PyNative fast path ($MS_GROUPNORM_PYBOOST=1, see ``_pyboost``): when an op is
-chosen in PYNATIVE_MODE on the "cpu" backend, ``backward_op`` is the pyboost backward and
-``forward_op``'s bprop calls it; the forward stays the aot op, so that autograd always sees
-an op with a bprop. GRAPH_MODE, the AscendC twin and Ascend are unchanged.
+PyNative fast path (on by default, $MS_GROUPNORM_PYBOOST=0 opts out, see ``_pyboost``):
+when an op is chosen in PYNATIVE_MODE on the "cpu" backend, ``backward_op`` is the pyboost
+backward and ``forward_op`` is a ``PynativeForward``: the aot op in graphs, the pyboost
+forward in eager calls (recorded for autograd by the module itself while autograd records).
+GRAPH_MODE, the AscendC twin and Ascend are unchanged.
 """
 import functools
 import os
 
 from mindspore import context, ops
+from mindspore.common.api import _pynative_executor
 from mindspore.ops import CustomRegOp, DataType
 
 from . import _kernel_lib, _pyboost
@@ -68,7 +70,7 @@ PYBOOST_BACKEND = "cpu_pyboost"
 
 def _op_backend():
     """The cache key for the op to create now: ``backend_name()``, or PYBOOST_BACKEND when
-    the fast path is asked for ($MS_GROUPNORM_PYBOOST), applies (eager PyNative on the
+    the fast path is not opted out of ($MS_GROUPNORM_PYBOOST=0), applies (PyNative on the
     "cpu" backend) and its module could be built (else the aot ops, after one warning).
 
     Read once per op creation: a Cell keeps the op it got in __init__, so the mode at
@@ -76,7 +78,6 @@ def _op_backend():
     under @ms.jit in PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs
     there (tests/test_pyboost.py checks the results stay bitwise equal)."""
     backend = backend_name()
-    # Cheapest test first: with the fast path off (the default) this adds one env read.
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
     if (_pyboost.enabled() and backend == "cpu" and context._get_mode() == context.PYNATIVE_MODE
@@ -85,11 +86,22 @@ def _op_backend():
     return backend
 
 
-# NB: an lru_cache wrapper that caches nothing. functional.py calls backward_op inside
-# GRAPH_MODE functions; MindSpore's graph compiler calls such a C-level wrapper in Python
-# at compile time (as it did when backward_op itself was cached) instead of parsing the
-# body, which reads the environment. The caching happens per backend in _backward_op.
-@functools.lru_cache(maxsize=0)
+def evaluated_by_graph_compiler(function):
+    """``function``, wrapped so that MindSpore's graph compiler calls it in Python while
+    compiling instead of parsing its body.
+
+    ``backward_op``/``forward_op`` are called inside functions that MindSpore compiles
+    (``functional.py`` in GRAPH_MODE, ``@ms.jit``). Their bodies read the environment and
+    the context, which graph syntax cannot express; but MindSpore treats a callable
+    implemented in C as opaque and calls it with the (constant) arguments at compile time,
+    using the op it returns as a graph node. ``functools.lru_cache`` is the standard
+    library's C-implemented wrapper around a Python function; ``maxsize=0`` makes it cache
+    nothing, because the answer depends on the backend and mode at each call (the ops
+    themselves are cached per backend in ``_backward_op``/``_forward_op``)."""
+    return functools.lru_cache(maxsize=0)(function)
+
+
+@evaluated_by_graph_compiler
 def backward_op(group, mask=FULL_MASK):
     """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
     ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
@@ -122,7 +134,7 @@ def _backward_op(group, mask, backend):
     return ops.Custom(func, out_shape=None, out_dtype=None, func_type="aot", reg_info=reg)
 
 
-@functools.lru_cache(maxsize=0)  # caches nothing: see backward_op
+@evaluated_by_graph_compiler
 def forward_op(group, eps, mask=FULL_MASK):
     """The forward Custom op; its bprop runs ``backward_op(group, mask)`` of the current
     backend (so the cache is per backend too).
@@ -151,5 +163,35 @@ def _forward_op(group, eps, mask, backend):
         ["y", "mean", "rstd"],
         [("group", "int", group), ("eps", "float", eps)],
     )
-    return ops.Custom(_kernel_lib.aot_func("GroupNorm"), out_shape=None, out_dtype=None,
-                      func_type="aot", bprop=bprop, reg_info=reg)
+    op_class = PynativeForward if backend == PYBOOST_BACKEND else ops.Custom
+    op = op_class(_kernel_lib.aot_func("GroupNorm"), out_shape=None, out_dtype=None,
+                  func_type="aot", bprop=bprop, reg_info=reg)
+    if backend == PYBOOST_BACKEND:
+        op.module_forward = _pyboost.forward(group, eps)
+        op.module_autograd = _pyboost.autograd_forward(group, eps)
+    return op
+
+
+def recording_gradient():
+    """True while PyNative autograd records the ops being run (inside ms.grad,
+    value_and_grad, a training step...); ~2 us."""
+    return _pynative_executor.requires_grad()
+
+
+class PynativeForward(ops.Custom):
+    """The forward aot op, whose eager PyNative calls go through the pyboost module.
+
+    In a graph (GRAPH_MODE, ``@ms.jit``) this is the aot Custom primitive and nothing else:
+    a compiled graph never calls ``__call__``. An eager call runs the module instead, for
+    a fraction of the Custom op's per-call cost and bitwise the same outputs: while
+    autograd records, its ``group_norm_autograd``, which records its own backward node
+    (the plain module forward has no bprop, and a gradient through it would silently be
+    zero); otherwise (inference, evaluation, ``ms.no_grad``) the plain forward."""
+
+    module_forward = None   # set by _forward_op: pyboost (x, gamma, beta) -> (y, mean, rstd)
+    module_autograd = None  # the same, differentiable
+
+    def __call__(self, x, gamma, beta):
+        if recording_gradient():
+            return self.module_autograd(x, gamma, beta)
+        return self.module_forward(x, gamma, beta)

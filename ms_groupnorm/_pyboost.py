@@ -1,29 +1,30 @@
-"""Opt-in PyNative fast path: GroupNorm through MindSpore's CustomOpBuilder (pyboost).
+"""PyNative fast path: GroupNorm through MindSpore's CustomOpBuilder (pyboost), on by default.
 
 Why: in PYNATIVE_MODE every ``ops.Custom(func_type="aot")`` call pays ~130-150 us of
-main-thread CPU in MindSpore's generic single-op path, synchronously; a pyboost module
-function only queues the work (~4 us of main-thread CPU, ~30 us wall per call). The module (ms_groupnorm/_native/group_norm_pyboost.cc) calls
-the plain C API of libms_groupnorm_cpu.so, so results are bitwise identical.
+main-thread CPU in MindSpore's generic single-op path (several times the built-in
+GroupNorm/GroupNormGrad call); a pyboost module function only queues the work (~4 us of
+main-thread CPU, ~30 us wall per call), about half the built-in call. The module
+(ms_groupnorm/_native/group_norm_pyboost.cc) calls the plain C API of
+libms_groupnorm_cpu.so, so results are bitwise identical to the aot ops.
 
-Why opt-in ($MS_GROUPNORM_PYBOOST=1): the first build takes ~35 s of CPU (a minute or more
-of wall time on a busy machine) and needs g++, ninja and MindSpore's C++ headers. The
-build is done once, lazily, into a cache directory keyed by the MindSpore version, the
-source and the kernel library's path; later processes only re-check it (ninja).
+How it is built: once per user and MindSpore version, on first use in PYNATIVE_MODE,
+with a message on stderr (the compile takes ~35 s of CPU, a minute or more of wall time
+on a busy machine, and needs g++, ninja and MindSpore's C++ headers), into
+``$MS_GROUPNORM_CACHE`` or ``~/.cache/ms_groupnorm`` (``$XDG_CACHE_HOME`` honoured), never
+into the installed package: ``pip uninstall`` then removes everything it installed.
+The cache key covers the MindSpore version, the source and the kernel library's path;
+later processes only load it (a ninja re-check). ``$MS_GROUPNORM_PYBOOST=0`` opts out.
 If the build fails, ``module()`` logs one warning and returns None, and callers keep
 using the aot ops.
 
-What it buys (measured, tiny shapes, busy 2-core machine; README has the numbers): a
-direct ``group_norm_backward`` call is ~5x cheaper in wall time. Inside a training step
-(``forward_op``'s bprop) it pays off at moderate sizes (8 layers of (4, 32, 16, 16): 0.7x
-the aot step) but NOT for tiny tensors (8 layers of (2, 8, 4): ~1.5x), where autograd's
-waits on the asynchronous queue cost more than the aot op's synchronous overhead.
-
 Caveats the callers (``_ops.py``) take care of:
 * a pyboost function called inside a differentiated function WITHOUT a bprop yields zero
-  gradients silently, so the forward is only used through an op that has a bprop;
+  gradients silently, so while autograd records, the forward is the module's
+  ``group_norm_autograd``, which records its own backward node (C++ Function API); the
+  plain module forward runs only when no gradient is recorded;
 * a kernel error surfaces asynchronously (RuntimeError at the next synchronisation), so
   arguments are checked in Python before the call (``_checks.py``);
-* GRAPH_MODE keeps the aot ops (``@ms.jit`` inside PYNATIVE_MODE runs the pyboost ones);
+* GRAPH_MODE keeps the aot ops (``@ms.jit`` inside PYNATIVE_MODE runs the pyboost backward);
 * the module launches its kernel in order with MindSpore's other CPU ops (see
   InlineLaunchRunner in the .cc: the default deferred launch let consumers read outputs
   before they were written).
@@ -33,6 +34,7 @@ import hashlib
 import logging
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -42,13 +44,14 @@ SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_pyboost.cc"  
 # A build lock left by a killed build would make MindSpore's builder wait forever; a real
 # build takes about a minute, so a lock this old is stale.
 STALE_LOCK_SECONDS = 15 * 60
+_OFF_VALUES = ("0", "false", "no", "off")
 
 _logger = logging.getLogger("ms_groupnorm")
 
 
 def enabled():
-    """True when $MS_GROUPNORM_PYBOOST asks for the fast path (1/true/yes/on)."""
-    return os.environ.get(ENABLE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """False only when $MS_GROUPNORM_PYBOOST opts out (0/false/no/off); on by default."""
+    return os.environ.get(ENABLE_ENV, "").strip().lower() not in _OFF_VALUES
 
 
 def missing_tools():
@@ -57,19 +60,14 @@ def missing_tools():
     return [tool for tool in (compiler, "ninja") if shutil.which(tool) is None]
 
 
-def _cache_root():
+def cache_root():
+    """Where built modules live: $MS_GROUPNORM_CACHE, else the user's cache directory
+    (never the installed package, which pip owns)."""
     override = os.environ.get(CACHE_ENV)
     if override:
-        return Path(override)
-    packaged = Path(__file__).resolve().parent / "_lib" / "pyboost"
-    try:
-        packaged.mkdir(parents=True, exist_ok=True)
-        if os.access(packaged, os.W_OK):
-            return packaged
-    except OSError:
-        pass
-    # A read-only install (site-packages owned by root): use the user's cache instead.
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ms_groupnorm" / "pyboost"
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ms_groupnorm"
 
 
 def _build_key(library):
@@ -93,7 +91,8 @@ def _remove_stale_lock(build_dir):
 
 
 def build():
-    """Builds (or re-checks) and loads the pyboost module; raises on any failure."""
+    """Builds (or re-checks) and loads the pyboost module; raises on any failure. Says on
+    stderr when it compiles, and how long that took."""
     from mindspore import ops
 
     from . import _kernel_lib
@@ -105,17 +104,28 @@ def build():
         raise RuntimeError(f"ms_groupnorm: building the pyboost module needs {', '.join(missing)} on PATH")
     library = Path(_kernel_lib.library_path()).resolve()
     key = _build_key(library)
-    build_dir = _cache_root() / key
+    name = f"ms_groupnorm_pyboost_{key}"
+    build_dir = cache_root() / "pyboost" / key
     build_dir.mkdir(parents=True, exist_ok=True)
     _remove_stale_lock(build_dir)
+    compiling = not (build_dir / f"{name}.so").is_file()
+    if compiling:
+        sys.stderr.write(
+            f"ms_groupnorm: compiling the PyNative fast path once for this MindSpore version (about a minute; "
+            f"cached in {build_dir}; set {ENABLE_ENV}=0 to skip it and use the slower aot ops)...\n")
+        sys.stderr.flush()
+    start = time.monotonic()
     # The module name carries the key: MindSpore caches loaded modules by name, and the
     # Python extension's init symbol must match the file name.
     builder = ops.CustomOpBuilder(
-        f"ms_groupnorm_pyboost_{key}", [str(SOURCE)], backend="CPU",
+        name, [str(SOURCE)], backend="CPU",
         # -l: links the exact file name; the rpath lets the module find the library at load.
         ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}",
         build_dir=str(build_dir))
-    return builder.load()
+    loaded = builder.load()
+    if compiling:
+        sys.stderr.write(f"ms_groupnorm: PyNative fast path built in {time.monotonic() - start:.0f} s\n")
+    return loaded
 
 
 @functools.lru_cache(maxsize=None)
@@ -124,8 +134,9 @@ def module():
     try:
         return build()
     except Exception as error:  # any failure: fall back to the aot ops
-        _logger.warning("ms_groupnorm: the PyNative fast path ($%s=1) is unavailable, using the aot ops "
-                        "instead: %s: %s", ENABLE_ENV, type(error).__name__, str(error).strip()[:2000])
+        _logger.warning("ms_groupnorm: the PyNative fast path is unavailable, using the aot ops instead "
+                        "(set $%s=0 to silence this): %s: %s", ENABLE_ENV, type(error).__name__,
+                        str(error).strip()[:2000])
         return None
 
 
@@ -149,7 +160,7 @@ def backward(group, mask):
 @functools.lru_cache(maxsize=None)
 def forward(group, eps):
     """``(x, gamma, beta) -> (y, mean, rstd)`` through pyboost, or None. Not differentiable
-    by itself: use it only inside something with a bprop (zero-gradient trap)."""
+    by itself: use it only where no gradient is recorded (zero-gradient trap)."""
     mod = module()
     if mod is None:
         return None
@@ -160,3 +171,21 @@ def forward(group, eps):
         return run(x, gamma, beta, group, eps)
 
     return group_norm_forward
+
+
+@functools.lru_cache(maxsize=None)
+def autograd_forward(group, eps):
+    """``(x, gamma, beta) -> (y, mean, rstd)`` through pyboost, recorded for PyNative
+    autograd by the module itself (MindSpore's C++ Function API: the backward kernel runs
+    without a Python bprop), or None. Gradients flow from y only; mean and rstd are saved
+    statistics."""
+    mod = module()
+    if mod is None:
+        return None
+    run = mod.group_norm_autograd
+    group, eps = int(group), float(eps)
+
+    def group_norm_autograd(x, gamma, beta):
+        return run(x, gamma, beta, group, eps)
+
+    return group_norm_autograd

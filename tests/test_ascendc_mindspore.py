@@ -75,6 +75,8 @@ def test_twin_faults_surface_as_errors(twin_backend, monkeypatch):
 def test_default_backend_is_the_cpu_kernel(monkeypatch):
     monkeypatch.delenv(_ops.BACKEND_ENV, raising=False)
     assert _ops.backend_name() == "cpu"
+    assert _ops._op_backend() in ("cpu", _ops.PYBOOST_BACKEND)  # the PyNative fast path runs the CPU kernel
+    monkeypatch.setenv("MS_GROUPNORM_PYBOOST", "0")  # the aot op, whose library can be inspected
     assert "ascendc_twin" not in _ops.backward_op(2).func
     monkeypatch.setenv(_ops.BACKEND_ENV, "nonsense")
     with pytest.raises(ValueError, match="MS_GROUPNORM_BACKEND"):

@@ -1,13 +1,17 @@
-"""The opt-in PyNative fast path ($MS_GROUPNORM_PYBOOST=1, ms_groupnorm/_pyboost.py):
-bitwise the same results as the aot ops, wired into group_norm_backward and the bprop of
-GroupNorm/group_norm only in PYNATIVE_MODE, argument errors still raised synchronously,
-and a fallback to the aot ops when the module cannot be built.
+"""The PyNative fast path (on by default, $MS_GROUPNORM_PYBOOST=0 opts out,
+ms_groupnorm/_pyboost.py): bitwise the same results as the aot ops, wired into
+group_norm_backward, the bprop of GroupNorm/group_norm and their forward when no gradient
+is recorded, only in PYNATIVE_MODE; argument errors still raised synchronously; a
+fallback to the aot ops when the module cannot be built; built into a user cache, never
+into the package.
 
-The module is built once per session (~40-80 s the first time, a ninja re-check after).
+The module is built once per machine (~40-80 s the first time, a ninja re-check after).
 """
 import logging
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -38,14 +42,15 @@ def pyboost_module():
 
 @pytest.fixture
 def fast_path(pyboost_module, monkeypatch):
-    """PYNATIVE_MODE with $MS_GROUPNORM_PYBOOST=1; yields a function that switches it."""
+    """PYNATIVE_MODE with the fast path on; yields a function that switches it
+    ($MS_GROUPNORM_PYBOOST unset = on, "0" = off)."""
     ms.set_context(mode=ms.PYNATIVE_MODE)
 
     def switch(on):
         if on:
-            monkeypatch.setenv(_pyboost.ENABLE_ENV, "1")
-        else:
             monkeypatch.delenv(_pyboost.ENABLE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(_pyboost.ENABLE_ENV, "0")
 
     switch(True)
     yield switch
@@ -68,11 +73,13 @@ def backward_inputs(rng, data_dtype, stat_dtype):
 
 
 def test_op_choice_follows_env_and_mode(fast_path):
-    fast_path(False)  # default off: the aot op, even in PyNative
+    fast_path(False)  # opted out: the aot ops, even in PyNative
     assert isinstance(_ops.backward_op(G), ops.Custom)
-    fast_path(True)
+    assert type(_ops.forward_op(G, 1e-5)) is ops.Custom
+    fast_path(True)  # the default
     assert _ops.backward_op(G) is _pyboost.backward(G, FULL)
     assert _ops.forward_op(G, 1e-5) is _ops._forward_op(G, 1e-5, FULL, _ops.PYBOOST_BACKEND)
+    assert isinstance(_ops.forward_op(G, 1e-5), _ops.PynativeForward)
     assert _ops.forward_op(G, 1e-5) is not _ops._forward_op(G, 1e-5, FULL, "cpu")
     ms.set_context(mode=ms.GRAPH_MODE)  # graphs keep the aot ops
     assert isinstance(_ops.backward_op(G), ops.Custom)
@@ -155,6 +162,152 @@ def test_training_step_gradients(fast_path, rng, data_dtype):
                                               ("dx", "dgamma", "dbeta")):
             assert_bitwise(got, off, f"{grads.__name__} {name}")
             assert_close(got, ref, dtype, f"{grads.__name__} {name}")
+
+
+def test_forward_without_gradient_runs_the_module_bitwise(fast_path, rng, monkeypatch):
+    """Inference in PyNative: the layer's and group_norm's forward go through the module
+    (not the Custom op) and give the aot op's outputs bitwise."""
+    x, _, gamma, beta, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
+    x_t = tensor(x, ms.float32)
+    net = GroupNorm(G, C)
+    net.gamma.set_data(tensor(gamma, ms.float32))
+    net.beta.set_data(tensor(beta, ms.float32))
+    module_calls = []
+    forward = _pyboost.forward(G, 1e-5)
+    op = _ops.forward_op(G, 1e-5)
+    monkeypatch.setattr(op, "module_forward", lambda *args: module_calls.append(1) or forward(*args))
+    fast = net(x_t), group_norm(x_t, G, net.gamma, net.beta)
+    assert len(module_calls) == 2
+    fast_path(False)
+    slow = net(x_t), group_norm(x_t, G, net.gamma, net.beta)
+    for got, want in zip(fast, slow):
+        assert_bitwise(got, want, "y")
+
+
+def _gradients_by_api(api, net, x_t, w_t):
+    """Gradients of sum(net(x) * w) w.r.t. x and/or the parameters through one of
+    MindSpore's PyNative autograd entry points."""
+    params = net.trainable_params()
+
+    def loss(inp):
+        return (net(inp) * w_t).sum()
+
+    if api == "grad":
+        dx, dparams = ms.grad(loss, grad_position=0, weights=params)(x_t)
+        return (dx, *dparams)
+    if api == "value_and_grad":
+        return tuple(ms.value_and_grad(loss, grad_position=None, weights=params)(x_t)[1])
+    if api == "GradOperation":
+        return tuple(ops.GradOperation(get_by_list=True)(loss, ms.ParameterTuple(params))(x_t))
+    if api == "TrainOneStepCell":  # the parameter update of one SGD step, lr = 1
+        before = [p.asnumpy().copy() for p in params]
+
+        class Loss(ms.nn.Cell):
+            def __init__(self):
+                super().__init__()
+                self.net = net
+
+            def construct(self, inp):
+                return (self.net(inp) * w_t).sum()
+
+        ms.nn.TrainOneStepCell(Loss(), ms.nn.SGD(params, learning_rate=1.0))(x_t)
+        return tuple(ms.Tensor(b - p.asnumpy()) for b, p in zip(before, params))
+    raise AssertionError(api)
+
+
+@pytest.mark.parametrize("api", ["grad", "value_and_grad", "GradOperation", "TrainOneStepCell"])
+def test_every_autograd_entry_point_gets_real_gradients(fast_path, rng, api):
+    """The zero-gradient trap: while autograd records, the forward must be the op with a
+    bprop. Gradients (not zero) and bitwise equal with the fast path on and off."""
+    x, dy, gamma, beta, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
+    x_t, w_t = tensor(x, ms.float32), tensor(dy, ms.float32)
+    results = []
+    for on in (True, False):
+        fast_path(on)
+        net = GroupNorm(G, C)
+        net.gamma.set_data(tensor(gamma, ms.float32))
+        net.beta.set_data(tensor(beta, ms.float32))
+        results.append(_gradients_by_api(api, net, x_t, w_t))
+    for got, want in zip(*results):
+        assert np.abs(got.asnumpy()).max() > 0
+        assert_bitwise(got, want, api)
+
+
+def test_recorded_forward_goes_through_the_module_autograd(fast_path, rng, monkeypatch):
+    """While autograd records, the forward is the module's differentiable group_norm_autograd
+    (never the plain forward, whose gradient would be zero, nor the slower Custom op)."""
+    x, dy, _, _, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
+    x_t, w_t = tensor(x, ms.float32), tensor(dy, ms.float32)
+    net = GroupNorm(G, C)
+    op = _ops.forward_op(G, 1e-5)
+    calls = []
+    autograd, plain = op.module_autograd, op.module_forward
+    monkeypatch.setattr(op, "module_autograd", lambda *args: calls.append("autograd") or autograd(*args))
+    monkeypatch.setattr(op, "module_forward", lambda *args: calls.append("plain") or plain(*args))
+    ms.grad(lambda inp: (net(inp) * w_t).sum(), grad_position=0, weights=net.trainable_params())(x_t)
+    assert calls == ["autograd"]
+
+
+@pytest.mark.parametrize("which", ["x only", "params only", "none gamma/beta"])
+def test_autograd_with_inputs_that_need_no_gradient(fast_path, rng, which):
+    """The module's backward computes only what autograd needs (and nothing for an empty
+    "none" gamma/beta); gradients stay bitwise equal to the aot path's."""
+    x, dy, gamma, beta, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
+    x_t, w_t, g_t, b_t = (tensor(a, ms.float32) for a in (x, dy, gamma, beta))
+    results = []
+    for on in (True, False):
+        fast_path(on)
+        if which == "x only":
+            got = ms.grad(lambda inp: (group_norm(inp, G, g_t, b_t) * w_t).sum(), grad_position=0)(x_t)
+        elif which == "params only":
+            got = ms.grad(lambda g, b: (group_norm(x_t, G, g, b) * w_t).sum(), grad_position=(0, 1))(g_t, b_t)
+        else:
+            got = ms.grad(lambda inp: (group_norm(inp, G) * w_t).sum(), grad_position=0)(x_t)
+        results.append(got if isinstance(got, tuple) else (got,))
+    for got, want in zip(*results):
+        assert np.abs(got.asnumpy()).max() > 0
+        assert_bitwise(got, want, which)
+
+
+def test_cache_is_outside_the_package(monkeypatch, tmp_path):
+    """pip owns the installed package: the module is built into the user's cache
+    ($MS_GROUPNORM_CACHE, else $XDG_CACHE_HOME/ms_groupnorm, else ~/.cache/ms_groupnorm)."""
+    package = Path(_pyboost.__file__).resolve().parent
+    monkeypatch.delenv(_pyboost.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _pyboost.cache_root() == tmp_path / "xdg" / "ms_groupnorm"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _pyboost.cache_root() == tmp_path / "home" / ".cache" / "ms_groupnorm"
+    monkeypatch.setenv(_pyboost.CACHE_ENV, str(tmp_path / "mine"))
+    assert _pyboost.cache_root() == tmp_path / "mine"
+    assert package not in _pyboost.cache_root().parents
+
+
+def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
+    """A first build is announced on stderr (it takes a minute); a cached one is silent.
+    The compiler is replaced by a stand-in that writes the module file."""
+    import mindspore.ops as ms_ops
+
+    built = []
+
+    class FakeBuilder:
+        def __init__(self, name, sources, backend, ldflags, build_dir):
+            self.path = Path(build_dir) / f"{name}.so"
+
+        def load(self):
+            built.append(self.path)
+            self.path.write_bytes(b"")
+            return "module"
+
+    monkeypatch.setattr(ms_ops, "CustomOpBuilder", FakeBuilder)
+    monkeypatch.setenv(_pyboost.CACHE_ENV, str(tmp_path))
+    assert _pyboost.build() == "module"
+    err = capsys.readouterr().err
+    assert "compiling the PyNative fast path" in err and str(tmp_path) in err and "MS_GROUPNORM_PYBOOST=0" in err
+    assert tmp_path in built[0].parents
+    assert _pyboost.build() == "module"
+    assert capsys.readouterr().err == ""
 
 
 def test_ordering_with_builtin_producers_and_consumers(fast_path, rng):
@@ -240,8 +393,10 @@ def test_module_rejects_inconsistent_sizes(pyboost_module, tmp_path):
     check runs on MindSpore's queue, so it raises when an output is read at the latest.
     It runs in a fresh process: MindSpore re-reports a failed asynchronous op at later
     synchronisations, which must not leak into (or from) other tests."""
+    package_root = str(Path(_pyboost.__file__).resolve().parents[1])  # this checkout's ms_groupnorm
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-c", REJECTION_SCRIPT], capture_output=True, text=True, timeout=300,
-                            cwd=tmp_path)
+                            cwd=tmp_path, env=env)
     assert result.returncode == 0 and "rejected and recovered" in result.stdout, result.stdout[-2000:] + \
         result.stderr[-4000:]
 
