@@ -49,26 +49,35 @@ def aot_func(name):
     return f"{library_path()}:{name}"
 
 
-@functools.lru_cache(maxsize=None)
-def _cdll():
-    lib = ctypes.CDLL(library_path())
+def load_library(path):
+    """The kernel library at ``path`` loaded with ctypes, argument types declared.
+
+    Run-time controls (kernels/cpu/runtime_controls.cc) that an older build lacks are
+    left undeclared, so benchmarks can load such a build as a baseline."""
+    lib = ctypes.CDLL(str(path))
     ptr, i64, cstr = ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p
     lib.MsGroupNormBackward.restype = ctypes.c_int
     lib.MsGroupNormBackward.argtypes = [ptr] * 8 + [i64] * 4 + [cstr, cstr] + [ctypes.c_int] * 3
     lib.MsGroupNormForward.restype = ctypes.c_int
     lib.MsGroupNormForward.argtypes = [ptr] * 6 + [i64] * 4 + [ctypes.c_float, cstr, cstr]
-    # Run-time controls (kernels/cpu/runtime_controls.cc): thread count and ISA build.
-    lib.MsGroupNormSetNumThreads.argtypes = [ctypes.c_int]
-    lib.MsGroupNormSetNumThreads.restype = None
-    lib.MsGroupNormGetNumThreads.restype = ctypes.c_int
-    lib.MsGroupNormSetMinElementsPerThread.argtypes = [i64]
-    lib.MsGroupNormSetMinElementsPerThread.restype = None
-    lib.MsGroupNormSetStreamMinBytes.argtypes = [i64]
-    lib.MsGroupNormSetStreamMinBytes.restype = None
-    lib.MsGroupNormActiveIsa.restype = ctypes.c_char_p
-    lib.MsGroupNormSelectIsa.argtypes = [cstr]
-    lib.MsGroupNormSelectIsa.restype = ctypes.c_int
+    controls = {  # name: (argtypes, restype)
+        "MsGroupNormSetNumThreads": ([ctypes.c_int], None),
+        "MsGroupNormGetNumThreads": ([], ctypes.c_int),
+        "MsGroupNormSetMinElementsPerThread": ([i64], None),
+        "MsGroupNormSetStreamMinBytes": ([i64], None),
+        "MsGroupNormActiveIsa": ([], ctypes.c_char_p),
+        "MsGroupNormSelectIsa": ([cstr], ctypes.c_int),
+    }
+    for name, (argtypes, restype) in controls.items():
+        if hasattr(lib, name):
+            function = getattr(lib, name)
+            function.argtypes, function.restype = argtypes, restype
     return lib
+
+
+@functools.lru_cache(maxsize=None)
+def _cdll():
+    return load_library(library_path())
 
 
 def cdll():

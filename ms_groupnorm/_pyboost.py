@@ -157,14 +157,12 @@ def backward(group, mask):
     return group_norm_backward
 
 
-@functools.lru_cache(maxsize=None)
-def forward(group, eps):
-    """``(x, gamma, beta) -> (y, mean, rstd)`` through pyboost, or None. Not differentiable
-    by itself: use it only where no gradient is recorded (zero-gradient trap)."""
+def _bound_forward(function_name, group, eps):
+    """The module's forward ``function_name`` with group and eps bound, or None."""
     mod = module()
     if mod is None:
         return None
-    run = mod.group_norm
+    run = getattr(mod, function_name)
     group, eps = int(group), float(eps)
 
     def group_norm_forward(x, gamma, beta):
@@ -174,18 +172,16 @@ def forward(group, eps):
 
 
 @functools.lru_cache(maxsize=None)
+def forward(group, eps):
+    """``(x, gamma, beta) -> (y, mean, rstd)`` through pyboost, or None. Not differentiable
+    by itself: use it only where no gradient is recorded (zero-gradient trap)."""
+    return _bound_forward("group_norm", group, eps)
+
+
+@functools.lru_cache(maxsize=None)
 def autograd_forward(group, eps):
     """``(x, gamma, beta) -> (y, mean, rstd)`` through pyboost, recorded for PyNative
     autograd by the module itself (MindSpore's C++ Function API: the backward kernel runs
     without a Python bprop), or None. Gradients flow from y only; mean and rstd are saved
     statistics."""
-    mod = module()
-    if mod is None:
-        return None
-    run = mod.group_norm_autograd
-    group, eps = int(group), float(eps)
-
-    def group_norm_autograd(x, gamma, beta):
-        return run(x, gamma, beta, group, eps)
-
-    return group_norm_autograd
+    return _bound_forward("group_norm_autograd", group, eps)

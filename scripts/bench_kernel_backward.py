@@ -20,7 +20,6 @@ Times are per call; torch allocates its outputs on every call, which is what a
 torch user pays (its .out overload is a wrapper around the same call and is slower).
 """
 import argparse
-import ctypes
 import math
 import statistics
 import time
@@ -29,25 +28,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ms_groupnorm import _kernel_lib
+
 ANCHOR_SHAPES = ["2x64x32x32x32", "8x320x64x64x32", "16x128x56x56x32", "32x32x28x28x8", "4x1280x8x8x32",
                  "1x3x224x224x1", "3x60x17x19x6"]
 DEFAULT_LIB = Path(__file__).resolve().parents[1] / "ms_groupnorm" / "_lib" / "libms_groupnorm_cpu.so"
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-def load(path):
-    lib = ctypes.CDLL(str(path))
-    ptr, i64, cstr = ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p
-    lib.MsGroupNormBackward.restype = ctypes.c_int
-    lib.MsGroupNormBackward.argtypes = [ptr] * 8 + [i64] * 4 + [cstr, cstr] + [ctypes.c_int] * 3
-    lib.MsGroupNormForward.restype = ctypes.c_int
-    lib.MsGroupNormForward.argtypes = [ptr] * 6 + [i64] * 4 + [ctypes.c_float, cstr, cstr]
-    lib.MsGroupNormSetNumThreads.argtypes = [ctypes.c_int]
-    lib.MsGroupNormSetNumThreads.restype = None
-    lib.MsGroupNormActiveIsa.restype = ctypes.c_char_p
-    lib.MsGroupNormSelectIsa.argtypes = [cstr]
-    lib.MsGroupNormSelectIsa.restype = ctypes.c_int
-    return lib
 
 
 class Case:
@@ -133,10 +119,10 @@ def main():
     parser.add_argument("--warmup-ms", type=float, default=30.0)
     args = parser.parse_args()
 
-    libs = {"ours": load(args.lib)}
+    libs = {"ours": _kernel_lib.load_library(args.lib)}
     for k, spec in enumerate(args.baseline):
         name, _, path = spec.rpartition("=")
-        libs[name or ("base" if k == 0 else f"base{k}")] = load(path)
+        libs[name or ("base" if k == 0 else f"base{k}")] = _kernel_lib.load_library(path)
     for name, lib in libs.items():
         if args.isa and lib.MsGroupNormSelectIsa(args.isa.encode()) != 0:
             raise SystemExit(f"{name}: ISA build {args.isa} is not available on this CPU")
