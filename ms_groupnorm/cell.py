@@ -1,7 +1,8 @@
 """``ms_groupnorm.GroupNorm``: a drop-in for ``mindspore.nn.GroupNorm``."""
-from mindspore import Parameter, nn, ops
+from mindspore import Parameter, context, nn, ops
 from mindspore import _checkparam as validator  # MindSpore's own checker: identical messages
 from mindspore import dtype as mstype
+from mindspore._c_expression import MixedPrecisionType
 from mindspore.common.initializer import initializer
 from mindspore.ops.primitive import constexpr
 
@@ -59,7 +60,31 @@ def _affine_group_norm(x, gamma, beta, num_groups, eps, stat_dtype):
     return _ops.forward_op(num_groups, eps)(x, gamma, beta)[0]
 
 
-class GroupNorm(nn.Cell):
+_MIXED_PRECISION_DTYPES = {MixedPrecisionType.FP16: mstype.float16, MixedPrecisionType.FP32: mstype.float32,
+                           MixedPrecisionType.BF16: mstype.bfloat16}
+_FLOAT_DTYPES = (mstype.float16, mstype.float32, mstype.bfloat16, mstype.float64)
+
+
+class PynativeMixedPrecision:
+    """Applies the cell's ``to_float`` type to its floating-point inputs in PYNATIVE_MODE.
+
+    Why: in PyNative, MindSpore applies ``to_float`` by casting the inputs of each
+    *primitive* run inside the cell. The PyNative fast path (``_ops.PynativeForward``)
+    runs a CustomOpBuilder function, not a primitive, so that cast would not happen and a
+    layer forced to float32 behind a float16 layer would return float16. Graphs (GRAPH_MODE,
+    ``@ms.jit``) parse ``construct`` and apply ``to_float`` themselves: ``__call__`` is not run.
+    """
+
+    def __call__(self, *args, **kwargs):
+        target = _MIXED_PRECISION_DTYPES.get(self.mixed_precision_type)
+        if target is not None and context._get_mode() == context.PYNATIVE_MODE:
+            args = tuple(ops.cast(arg, target)
+                         if getattr(arg, "dtype", None) in _FLOAT_DTYPES and arg.dtype != target else arg
+                         for arg in args)
+        return super().__call__(*args, **kwargs)
+
+
+class GroupNorm(PynativeMixedPrecision, nn.Cell):
     r"""Group Normalization over an (N, C, \*) input, computed by this project's kernels.
 
     Same signature, parameters (``gamma``, ``beta``), argument errors and repr as

@@ -12,10 +12,10 @@ from mindspore import dtype as mstype
 from mindspore.common.initializer import initializer
 
 # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm.cell import _affine_group_norm, _check_input, _set_checked_arguments
+from ms_groupnorm.cell import PynativeMixedPrecision, _affine_group_norm, _check_input, _set_checked_arguments
 
 
-class GroupNorm(nn.Cell):
+class GroupNorm(PynativeMixedPrecision, nn.Cell):
     r"""Group Normalization over an (N, C, \*) input with ``mindspore.mint.nn.GroupNorm``'s
     signature and parameter names (``weight``, ``bias``), computed by this project's kernels.
 

@@ -140,3 +140,28 @@ def test_low_precision_activations_float32_parameters_sgd_step(mode, dtype):
     _, dgamma, dbeta = reference.backward(dy_low, x_low, mean, rstd, gamma0.astype(np.float64), 2)
     np.testing.assert_allclose(gamma1.asnumpy(), gamma0 - LR * dgamma, rtol=tol, atol=tol, err_msg="gamma")
     np.testing.assert_allclose(beta1.asnumpy(), beta0 - LR * dbeta, rtol=tol, atol=tol, err_msg="beta")
+
+
+@pytest.mark.parametrize("layer_cls", [ms_groupnorm.GroupNorm, ms_groupnorm.mint.GroupNorm], ids=["nn", "mint"])
+@pytest.mark.parametrize("in_dtype, to_dtype", [(ms.float16, ms.float32), (ms.float32, ms.float16)],
+                         ids=["fp16_to_fp32", "fp32_to_fp16"])
+def test_layer_to_float_sets_its_compute_dtype(mode, layer_cls, in_dtype, to_dtype):
+    """``layer.to_float(t)`` makes the layer compute in t and return t, as mindspore.nn.GroupNorm
+    does, in both modes; in PyNative that includes the fast path (a CustomOpBuilder function,
+    to which MindSpore's per-primitive to_float cast does not apply), and the gradient
+    reaches the input in the input's dtype."""
+    ms.set_seed(0)
+    layer = layer_cls(2, 8).to_float(to_dtype)
+    reference_layer = nn.GroupNorm(2, 8).to_float(to_dtype)
+    x = Tensor(np.random.default_rng(3).standard_normal((3, 8, 5)).astype(np.float32)).astype(in_dtype)
+    y = layer(x)
+    assert y.dtype == to_dtype == reference_layer(x).dtype
+    want = reference.forward(x.astype(to_dtype).astype(ms.float32).asnumpy(), None, None, 2)[0]
+    tolerance = 2e-3 if to_dtype == ms.float16 else 2e-5
+    np.testing.assert_allclose(y.astype(ms.float32).asnumpy(), want, rtol=0, atol=tolerance * np.abs(want).max())
+
+    def loss(t):
+        return layer(t).astype(ms.float32).sum()
+
+    dx = ms.grad(loss)(x)
+    assert dx.dtype == in_dtype and np.isfinite(dx.astype(ms.float32).asnumpy()).all()
