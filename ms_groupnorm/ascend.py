@@ -73,23 +73,41 @@ ASCEND_DTYPE_PAIRS = (("F32_Default", "F32_Default"), ("F16_Default", "F16_Defau
                       ("BF16_Default", "F32_Default"))
 
 
-def ascend_reg_info():
-    """The CustomRegOp of the Ascend operator. Attributes carry no value: on Ascend,
+# Forward: (x, gamma/beta) pairs; mean/rstd always float32.
+FORWARD_DTYPE_PAIRS = (("F32_Default", "F32_Default"), ("F16_Default", "F16_Default"),
+                       ("BF16_Default", "BF16_Default"), ("F16_Default", "F32_Default"),
+                       ("BF16_Default", "F32_Default"))
+
+
+def _reg_info(description, rows):
+    """The CustomRegOp of an operator description. Attributes carry no value: on Ascend,
     MindSpore passes scalars as call arguments after the tensors."""
     from mindspore.ops import CustomRegOp, DataType
 
-    reg = CustomRegOp(ACLNN_FUNC)  # == func: see ACLNN_FUNC
-    for index, name in enumerate(ASCEND_OP.inputs):
+    reg = CustomRegOp("aclnn" + description.op_type)  # == func: see ACLNN_FUNC
+    for index, name in enumerate(description.inputs):
         reg = reg.input(index, name, "required")
-    for index, name in enumerate(ASCEND_OP.outputs):
+    for index, name in enumerate(description.outputs):
         reg = reg.output(index, name, "required")
-    for data, stat in ASCEND_DTYPE_PAIRS:
-        # dy, mean, rstd, x, gamma | dx, dgamma, dbeta
-        row = [data, stat, stat, data, stat, data, stat, stat]
+    for row in rows:
         reg = reg.dtype_format(*[getattr(DataType, name) for name in row])
-    for name, value_type in ASCEND_OP.attrs:
+    for name, value_type in description.attrs:
         reg = reg.attr(name, "required", value_type)
     return reg.target("Ascend").get_op_info()
+
+
+def ascend_reg_info():
+    """The CustomRegOp of GroupNormGradMs."""
+    # dy, mean, rstd, x, gamma | dx, dgamma, dbeta
+    return _reg_info(ASCEND_OP, [[data, stat, stat, data, stat, data, stat, stat]
+                                 for data, stat in ASCEND_DTYPE_PAIRS])
+
+
+def ascend_forward_reg_info():
+    """The CustomRegOp of GroupNormSiluMs."""
+    # x, gamma, beta | y, mean, rstd
+    return _reg_info(ASCEND_FORWARD_OP, [[data, param, param, data, "F32_Default", "F32_Default"]
+                                         for data, param in FORWARD_DTYPE_PAIRS])
 
 
 def check_graph_jit_level():
