@@ -36,14 +36,33 @@ def test_builtin_forward_feeds_our_backward(mode, rng):
 
 
 def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
+    """GRAPH_MODE: AscendForward over the aot AscendBackward. PYNATIVE_MODE: the Ascend
+    module, with our forward when GroupNormSiluMs is installed, else AscendForward over
+    the module's backward (ops.Custom takes tensors only there)."""
+    from ms_groupnorm import _ascend_pyboost
+
+    class Module:
+        group_norm = group_norm_autograd = group_norm_grad = object()
+
     monkeypatch.setattr(_ops, "backend_name", lambda: "ascend")
     monkeypatch.setattr(ascend, "AscendBackward", lambda group, mask: ("ascend backward", group, mask))
+    monkeypatch.setattr(_ascend_pyboost, "module", lambda: Module)
     _ops._forward_op.cache_clear()
     _ops._backward_op.cache_clear()
     try:
+        ms.set_context(mode=ms.GRAPH_MODE)
         op = _ops.forward_op(4, 1e-5)
         assert type(op).__name__ == "AscendForward"
         assert op.backward == ("ascend backward", 4, (True, True, True))
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: False)
+        op = _ops.forward_op(4, 1e-5)
+        assert type(op).__name__ == "AscendForward" and isinstance(op.backward, ascend.PynativeAscendBackward)
+        monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: True)
+        _ops._forward_op.cache_clear()
+        op = _ops.forward_op(4, 1e-5)
+        assert isinstance(op, ascend.PynativeAscendForward) and op.autograd is Module.group_norm_autograd
     finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
         _ops._forward_op.cache_clear()
         _ops._backward_op.cache_clear()
