@@ -89,6 +89,7 @@ def test_build_replaces_an_existing_vendor_directory_and_passes_an_absolute_inst
     assert args[args.index("--install_path") + 1] == str(install)
     assert not stale.exists() and (install / "vendors" / "ms_groupnorm").is_dir()
     assert f"ASCEND_CUSTOM_OPP_PATH={install}/vendors/ms_groupnorm" in result.stdout
+    assert f"LD_LIBRARY_PATH={install}/vendors/ms_groupnorm/op_api/lib" in result.stdout
 
 
 def test_build_refuses_socs_the_wheels_custom_compiler_does_not_accept(fake):

@@ -87,3 +87,4 @@ cd "$WORK/custom_compiler"
 echo
 echo "GroupNormGradMs is installed (SoCs: $SOCS). Before running MindSpore, export:"
 echo "  export ASCEND_CUSTOM_OPP_PATH=$INSTALL_DIR/vendors/$VENDOR:\${ASCEND_CUSTOM_OPP_PATH:-}"
+echo "  export LD_LIBRARY_PATH=$INSTALL_DIR/vendors/$VENDOR/op_api/lib:\${LD_LIBRARY_PATH:-}"
