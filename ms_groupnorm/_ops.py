@@ -162,7 +162,12 @@ def _forward_op(group, eps, mask, backend):
         if _ascend_pyboost.forward_installed():
             return ascend.PynativeAscendForward(group, eps, mask, _ascend_pyboost.module())
     backward = _backward_op(group, mask, backend)
-    if backend in ("ascend", ASCEND_PYBOOST_BACKEND):
+    if backend == "ascend":
+        from . import _ascend_pyboost, ascend
+        if _ascend_pyboost.forward_installed():  # our forward: float32 statistics
+            return ascend.AscendOwnForward(group, eps, backward)
+        return ascend.AscendForward(group, eps, backward)
+    if backend == ASCEND_PYBOOST_BACKEND:
         from . import ascend
         return ascend.AscendForward(group, eps, backward)
 

@@ -64,8 +64,9 @@ ASCEND_FORWARD_OP = OpDescription(
     attrs=(("num_groups", "int"), ("eps", "float"), ("activate_silu", "bool"), ("swish_scale", "float")),
 )
 
-# The C++ infer of GroupNormGradMs for GRAPH_MODE (compiled by MindSpore's _compile_aot).
+# The C++ infers for GRAPH_MODE (compiled by MindSpore's _compile_aot).
 INFER_SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_ascend_infer.cc"
+FORWARD_INFER_SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_silu_ascend_infer.cc"
 
 # (data dtype, statistics dtype) pairs of the OpDef, as MindSpore DataType names.
 ASCEND_DTYPE_PAIRS = (("F32_Default", "F32_Default"), ("F16_Default", "F16_Default"),
@@ -152,6 +153,24 @@ def ascend_backward_custom():
                       reg_info=ascend_reg_info())
 
 
+def ascend_forward_custom(group):
+    """``ops.Custom`` for our installed GroupNormSiluMs forward, with a C++ infer compiled
+    for this ``group`` (mean/rstd are (N, group); see group_norm_silu_ascend_infer.cc)."""
+    from mindspore import ops
+
+    check_graph_jit_level()
+    if not os.environ.get("ASCEND_OPP_PATH"):
+        raise RuntimeError("ms_groupnorm: GRAPH_MODE on Ascend needs CANN's environment ($ASCEND_OPP_PATH is unset): "
+                           "`source <CANN>/set_env.sh` first")
+    source = Path(absolute_compiler_cache()) / "ms_groupnorm" / f"group_norm_silu_infer_g{int(group)}.cc"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    text = f'#define GNMS_NUM_GROUPS {int(group)}\n#include "{FORWARD_INFER_SOURCE}"\n'
+    if not source.is_file() or source.read_text() != text:
+        source.write_text(text)
+    return ops.Custom(f"{source}:aclnn{FORWARD_OP_TYPE}", out_shape=None, out_dtype=None, func_type="aot",
+                      reg_info=ascend_forward_reg_info())
+
+
 def _backward_cell_class():
     from mindspore import nn, ops
 
@@ -220,6 +239,42 @@ def _forward_cell_class():
 
 def AscendForward(group, eps, backward):  # noqa: N802 (a Cell factory; MindSpore is imported lazily)
     return _forward_cell_class()(group, eps, backward)
+
+
+def _own_forward_cell_class():
+    from mindspore import dtype as mstype
+    from mindspore import nn, ops
+
+    class AscendOwnForward(nn.Cell):
+        """The GRAPH_MODE forward when our GroupNormSiluMs is installed: float32 mean/rstd
+        for every input dtype (the mixed kernels then run in the backward), with a bprop
+        that feeds them to our backward. gamma/beta go to the operator in float32 (ones/
+        zeros for an empty "none"); mean/rstd come back in gamma's dtype, as in
+        ``PynativeAscendForward``."""
+
+        def __init__(self, group, eps, backward, op=None):
+            super().__init__()
+            self.group = int(group)
+            self.eps = float(eps)
+            self.backward = backward
+            self.op = op if op is not None else ascend_forward_custom(group)
+
+        def construct(self, x, gamma, beta):
+            channels = x.shape[1]
+            weight = ops.ones((channels,), mstype.float32) if gamma.shape[0] == 0 else gamma.astype(mstype.float32)
+            bias = ops.zeros((channels,), mstype.float32) if beta.shape[0] == 0 else beta.astype(mstype.float32)
+            y, mean, rstd = self.op(x, weight, bias, self.group, self.eps, False, 1.0)
+            return y, mean.astype(gamma.dtype), rstd.astype(gamma.dtype)
+
+        def bprop(self, x, gamma, beta, out, dout):
+            dx, dgamma, dbeta = self.backward(dout[0], x, out[1], out[2], gamma.astype(out[1].dtype))
+            return dx, dgamma.astype(gamma.dtype), dbeta.astype(beta.dtype)
+
+    return AscendOwnForward
+
+
+def AscendOwnForward(group, eps, backward, op=None):  # noqa: N802 (a Cell factory, as above)
+    return _own_forward_cell_class()(group, eps, backward, op)
 
 
 # ---------------------------------------------------------------- PYNATIVE_MODE

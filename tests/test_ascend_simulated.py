@@ -286,3 +286,61 @@ def test_graph_op_under_the_simulated_device(simulated, tmp_path):
     subprocess.run(["g++", "-std=c++17", "-o", str(tmp_path / "driver"), str(driver), "-ldl"], check=True)
     out = subprocess.run([str(tmp_path / "driver"), so_path], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["2 6 4 5 |6 |6 |", "-1 6 -1 -1 |6 |6 |", "-2 |6 |6 |"]
+
+
+FORWARD_INFER_DRIVER = r"""
+#include <dlfcn.h>
+#include <cstdio>
+#include <vector>
+#include <cstdint>
+using Shape = std::vector<std::vector<int64_t>> (*)(int *, int64_t **, void *);
+using Type = std::vector<int> (*)(std::vector<int>, void *);
+int main(int, char **argv) {
+  void *lib = dlopen(argv[1], RTLD_NOW);
+  auto shape = lib ? reinterpret_cast<Shape>(dlsym(lib, "aclnnGroupNormSiluMsInferShape")) : nullptr;
+  auto type = lib ? reinterpret_cast<Type>(dlsym(lib, "aclnnGroupNormSiluMsInferType")) : nullptr;
+  if (!shape || !type) { std::printf("no hooks\n"); return 1; }
+  // x, gamma, beta (+ 4 scalars): static, dynamic dims, dynamic rank
+  int64_t x1[] = {2, 6, 4, 5}, x2[] = {-1, 6, -1}, x3[] = {-2}, g[] = {6}, none[] = {0};
+  int64_t *cases[3] = {x1, x2, x3};
+  int ranks[3] = {4, 3, 1};
+  for (int c = 0; c < 3; ++c) {
+    int nd[] = {ranks[c], 1, 1, 0, 0, 0, 0};
+    int64_t *sh[] = {cases[c], g, g, none, none, none, none};
+    for (const auto &out : shape(nd, sh, nullptr)) {
+      for (auto d : out) std::printf("%lld ", static_cast<long long>(d));
+      std::printf("|");
+    }
+    std::printf("\n");
+  }
+  for (int t : type({42, 43, 43, 35, 43, 30, 43}, nullptr)) std::printf("%d ", t);
+  std::printf("\n");
+  return 0;
+}
+"""
+
+
+def test_graph_forward_op_under_the_simulated_device(simulated, tmp_path):
+    """Our GroupNormSiluMs in GRAPH_MODE: MindSpore's Ascend branch builds it (callback from
+    the installed header, infer compiled for num_groups=3); mean/rstd are (N, 3) float32
+    (43) whatever x's dtype (float16 = 42), with unknown N and unknown rank too."""
+    simulated(with_forward=True)
+    op = ascend.ascend_forward_custom(3)
+    so_path, func_name = op.func.rsplit(":", 1)
+    assert func_name == "aclnnGroupNormSiluMs" and so_path.endswith("group_norm_silu_infer_g3.cc.so")
+    assert list(op.attrs["custom_inputs_type"]) == ["aclTensor*"] * 3 + ["int64_t", "double", "bool", "double"] + \
+        ["aclTensor*"] * 3
+    driver = tmp_path / "driver.cc"
+    driver.write_text(FORWARD_INFER_DRIVER)
+    subprocess.run(["g++", "-std=c++17", "-o", str(tmp_path / "driver"), str(driver), "-ldl"], check=True)
+    out = subprocess.run([str(tmp_path / "driver"), so_path], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["2 6 4 5 |2 3 |2 3 |", "-1 6 -1 |-1 3 |-1 3 |", "-2 |-1 3 |-1 3 |", "42 43 43 "]
+
+
+def test_graph_picks_our_forward_when_installed(simulated):
+    simulated(with_forward=True)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        assert type(_ops.forward_op(3, 1e-5)).__name__ == "AscendOwnForward"
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
