@@ -49,13 +49,13 @@ def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
     monkeypatch.setattr(_ascend_pyboost, "module", lambda: Module)
     _ops._forward_op.cache_clear()
     _ops._backward_op.cache_clear()
+    monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: False)
     try:
         ms.set_context(mode=ms.GRAPH_MODE)
         op = _ops.forward_op(4, 1e-5)
         assert type(op).__name__ == "AscendForward"
         assert op.backward == ("ascend backward", 4, (True, True, True))
         ms.set_context(mode=ms.PYNATIVE_MODE)
-        monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: False)
         op = _ops.forward_op(4, 1e-5)
         assert type(op).__name__ == "AscendForward" and isinstance(op.backward, ascend.PynativeAscendBackward)
         monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: True)
