@@ -344,3 +344,20 @@ def test_graph_picks_our_forward_when_installed(simulated):
         assert type(_ops.forward_op(3, 1e-5)).__name__ == "AscendOwnForward"
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_the_stand_in_module_refuses_what_pybind11_refuses():
+    """The stand-in's argument rules (never more lenient than pybind11's casters: a float is
+    no int64_t, a non-tensor no ms::Tensor; it is stricter on bool/int, which is safe)."""
+    module = FakeAscendModule()
+    t = Tensor(np.ones((2, 4, 3), np.float32))
+    s = Tensor(np.ones((2, 2), np.float32))
+    g = Tensor(np.ones(4, np.float32))
+    with pytest.raises(TypeError, match="group"):
+        module.group_norm_grad(t, t, s, s, g, 2.0, True, True, True)
+    with pytest.raises(TypeError, match="gamma"):
+        module.group_norm_grad(t, t, s, s, np.ones(4, np.float32), 2, True, True, True)
+    with pytest.raises(TypeError, match="eps"):
+        module.group_norm(t, g, g, 2, "1e-5")
+    with pytest.raises(TypeError, match="gamma_grad"):
+        module.group_norm_autograd(t, g, g, 2, 1e-5, None, True)
