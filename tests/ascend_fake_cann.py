@@ -29,7 +29,9 @@ def op_definitions():
 
 
 def make(root, ops=None):
-    """Builds the tree under ``root``; returns (cann_root, vendor_dir)."""
+    """Builds the tree under ``root``; returns (cann_root, vendor_dir). MindSpore finds CANN's
+    root as ``$ASCEND_OPP_PATH.split("opp")[0]``, so ``root`` must not contain "opp"."""
+    assert "opp" not in str(root), f"{root}: MindSpore would cut the CANN path at its 'opp'"
     root = Path(root)
     (root / "cann" / "opp").mkdir(parents=True, exist_ok=True)
     include = root / "cann" / "include"
