@@ -1,0 +1,410 @@
+/*
+ * GroupNormSiluMs kernel: GroupNorm forward with float32 statistics, optionally followed by
+ * SiLU/Swish (CANN's GroupNormSilu/GroupNormSwish contract, our own operator).
+ *
+ * For a group (n, g) of M = D * HxW elements (contiguous in GM):
+ *   mean = sum(x) / M,  var = sum((x - mean)^2) / M (biased),  rstd = 1 / sqrt(var + eps)
+ *   y = (x - mean) * rstd * gamma_c + beta_c;   with activate_silu: y = y * sigmoid(s * y)
+ * computed as y / (1 + exp(-s * y)) (s = swish_scale; exp overflow gives y / inf = 0, the
+ * limit). mean and rstd are written as float32, y in x's dtype (rounded to nearest even).
+ *
+ * Work split (host tiling): tasks are (n, g) groups, consecutive ones per block; every
+ * group is computed by one block from its own data in a fixed order, so the results do not
+ * depend on the core count or on the order in which the blocks run (no atomics, no
+ * cross-core reduction).
+ *
+ * A group is `rows` rows of `rowLen` elements: its D channels (HxW > 1; gamma/beta are a
+ * scalar per row) or one row of D elements (HxW == 1; gamma/beta are vectors along the
+ * row). In UB rows sit at rowPitch, rowLen rounded up to 32 bytes of x's dtype, so every
+ * row starts 32-byte aligned in the x staging buffers and in the fp32 work buffers.
+ *
+ * Statistics, deterministic and numerically safe:
+ *   mode 0 (group_resident): the group is loaded once (one DataCopyPad of its rows) and
+ *     stays in UB: exact two-pass statistics (per-row ReduceSum of x, their ReduceSum; then
+ *     the same of (x - mean)^2), then y from the resident copy. GM traffic: x read once.
+ *   mode 1 (chunked): the group does not fit. Pass 1 streams chunks of a row; each chunk
+ *     gets its own two-pass (count, mean, M2) in UB, combined into the group's in chunk
+ *     order with Chan et al.'s pairwise update (delta = m_b - m_a; m += delta * n_b / n;
+ *     M2 += M2_b + delta^2 n_a n_b / n), which never subtracts two large sums (the
+ *     sum/sum-of-squares formula loses every digit when |mean| >> std). Pass 2 streams the
+ *     chunks again for y. GM traffic: x read twice.
+ *   mode 2 (empty_groups, D * HxW == 0): mean = 0 and rstd = NaN (no variance), y empty.
+ * rstd is computed on the vector unit (Duplicate, Sqrt, Div): the AscendC API documents no
+ * scalar square root.
+ */
+#ifndef GROUP_NORM_SILU_MS_H
+#define GROUP_NORM_SILU_MS_H
+
+#include "kernel_operator.h"
+#include "group_norm_silu_ms_tiling_data.h"
+
+namespace GroupNormSiluMsKernel {
+using namespace AscendC;
+
+constexpr int32_t BUFFER_NUM = 2;  // buffers per GM <-> UB queue; the queues have depth 1
+constexpr int32_t FLOATS_PER_BLOCK = 8;
+constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
+
+template <typename V>
+__aicore__ inline float ToF32(V v) {
+  if constexpr (IsSameType<V, bfloat16_t>::value) {
+    return ToFloat(v);
+  } else {
+    return static_cast<float>(v);
+  }
+}
+
+template <typename T, typename U>
+class KernelGroupNormSiluMs {
+ public:
+  __aicore__ inline KernelGroupNormSiluMs() {}
+
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR gamma, GM_ADDR beta, GM_ADDR y, GM_ADDR mean, GM_ADDR rstd,
+                              const GroupNormSiluMsTilingData *tiling, TPipe *pipe) {
+    t_ = tiling;
+    pipe_ = pipe;
+    const uint64_t numel = static_cast<uint64_t>(t_->N * t_->C * t_->HxW);
+    xGm_.SetGlobalBuffer((__gm__ T *)x, numel);
+    yGm_.SetGlobalBuffer((__gm__ T *)y, numel);
+    gammaGm_.SetGlobalBuffer((__gm__ U *)gamma, t_->C);
+    betaGm_.SetGlobalBuffer((__gm__ U *)beta, t_->C);
+    meanGm_.SetGlobalBuffer((__gm__ float *)mean, t_->N * t_->G);
+    rstdGm_.SetGlobalBuffer((__gm__ float *)rstd, t_->N * t_->G);
+    groupElems_ = t_->D * t_->HxW;
+    invM_ = groupElems_ > 0 ? 1.0f / static_cast<float>(groupElems_) : 0.0f;
+  }
+
+  __aicore__ inline void Process() {
+    const int64_t block = GetBlockIdx();
+    if (block >= t_->usedCores) return;
+    const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
+    const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
+    InitBuffers();
+    if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
+      for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
+    } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
+      IssueGroupLoad(first);
+      for (int64_t task = first; task < end; ++task) ResidentTask(task, task + 1 < end);
+    } else {
+      StreamBegin(first, end);
+      for (int64_t task = first; task < end; ++task) ChunkedTask(task);
+    }
+    FlushStats();
+  }
+
+ private:
+  // ------------------------------------------------------------------ buffers
+  __aicore__ inline void InitBuffers() {
+    pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float));
+    if (t_->mode == GNS_MODE_EMPTY_GROUPS) return;
+    const int64_t K = t_->chunkElems;
+    pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(yQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(workBuf_, 2 * K * sizeof(float));
+    pipe_->InitBuffer(scratchBuf_, (2 * FLOATS_PER_BLOCK + t_->partialElems + t_->reduceWorkElems) * sizeof(float));
+    if (t_->coefElems > 0) {
+      pipe_->InitBuffer(gammaQue_, 1, t_->coefElems * sizeof(U));
+      pipe_->InitBuffer(betaQue_, 1, t_->coefElems * sizeof(U));
+      pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
+    }
+    Duplicate(One(), 1.0f, FLOATS_PER_BLOCK);  // the numerator of rstd = 1 / sqrt(var + eps)
+  }
+
+  __aicore__ inline LocalTensor<float> XF() { return workBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> Tmp() { return workBuf_.Get<float>()[t_->chunkElems]; }
+  __aicore__ inline LocalTensor<float> Red() { return scratchBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> One() { return scratchBuf_.Get<float>()[FLOATS_PER_BLOCK]; }
+  __aicore__ inline LocalTensor<float> Partials() { return scratchBuf_.Get<float>()[2 * FLOATS_PER_BLOCK]; }
+  __aicore__ inline LocalTensor<float> ReduceWork() {
+    return scratchBuf_.Get<float>()[2 * FLOATS_PER_BLOCK + t_->partialElems];
+  }
+  __aicore__ inline LocalTensor<float> GammaF() { return coefBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> BetaF() { return coefBuf_.Get<float>()[t_->coefElems]; }
+  __aicore__ inline LocalTensor<float> MeanOut() { return statBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> RstdOut() { return statBuf_.Get<float>()[t_->statBatch]; }
+
+  // One producer -> consumer ordering between two pipes (a SetFlag/WaitFlag pair).
+  template <HardEvent E>
+  __aicore__ inline void Sync() {
+    event_t id = static_cast<event_t>(pipe_->FetchEventID(E));
+    SetFlag<E>(id);
+    WaitFlag<E>(id);
+  }
+
+  // ------------------------------------------------------------------ GM <-> UB
+  // `rows` rows of `len` contiguous elements of src at `offset` into the queue's next buffer,
+  // at a pitch of `len` rounded up to 32 bytes (DataCopyPad pads each row to 32 bytes).
+  template <typename V, typename Que>
+  __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows, int64_t len) {
+    LocalTensor<V> staging = que.template AllocTensor<V>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+    DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+    DataCopyPad(staging, src[offset], copy, pad);
+    que.EnQue(staging);
+  }
+
+  // Takes the oldest load of `que`, writes it as fp32 to dst (V), frees the staging buffer.
+  template <typename V, typename Que>
+  __aicore__ inline void TakeAsFloat(Que &que, int64_t count, const LocalTensor<float> &dst) {
+    LocalTensor<V> staging = que.template DeQue<V>();
+    if constexpr (IsSameType<V, float>::value) {
+      Muls(dst, staging, 1.0f, static_cast<int32_t>(count));  // a vector copy
+    } else {
+      Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(count));
+    }
+    que.FreeTensor(staging);
+  }
+
+  // y (fp32 in src, `count` elements at the UB pitch) to GM as `rows` rows of `len` elements.
+  __aicore__ inline void StoreRows(int64_t offset, int64_t rows, int64_t len, int64_t count,
+                                   const LocalTensor<float> &src) {
+    LocalTensor<T> staging = yQue_.template AllocTensor<T>();
+    if constexpr (IsSameType<T, float>::value) {
+      Muls(staging, src, 1.0f, static_cast<int32_t>(count));
+    } else {
+      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(count));
+    }
+    yQue_.EnQue(staging);
+    staging = yQue_.template DeQue<T>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
+    DataCopyPad(yGm_[offset], staging, copy);
+    yQue_.FreeTensor(staging);
+  }
+
+  __aicore__ inline float Param(const GlobalTensor<U> &gm, int64_t c) { return ToF32(gm.GetValue(c)); }
+
+  // ------------------------------------------------------------------ statistics
+  // rstd = 1 / sqrt(var + eps) on the vector unit, read back by the scalar unit.
+  __aicore__ inline float Rstd(float var) {
+    LocalTensor<float> red = Red();
+    Duplicate(red, var + t_->eps, FLOATS_PER_BLOCK);
+    Sqrt(red, red, FLOATS_PER_BLOCK);
+    Div(red, One(), red, FLOATS_PER_BLOCK);
+    Sync<HardEvent::V_S>();
+    return red.GetValue(0);
+  }
+
+  // Sum of `rows` rows of `len` elements at the UB pitch: per-row ReduceSum into the partial
+  // array, then their ReduceSum (a fixed order). Returns the sum on the scalar unit.
+  __aicore__ inline float SumRows(const LocalTensor<float> &src, int64_t rows, int64_t len) {
+    LocalTensor<float> red = Red();
+    if (rows == 1) {
+      ReduceSum(red, src, ReduceWork(), static_cast<int32_t>(len));
+    } else {
+      LocalTensor<float> partials = Partials();
+      for (int64_t r = 0; r < rows; ++r) {
+        ReduceSum(partials[r], src[r * t_->rowPitch], ReduceWork(), static_cast<int32_t>(len));
+      }
+      ReduceSum(red, partials, ReduceWork(), static_cast<int32_t>(rows));
+    }
+    Sync<HardEvent::V_S>();
+    return red.GetValue(0);
+  }
+
+  // Keeps the group's mean and rstd for the block's next store of statistics.
+  __aicore__ inline void RecordStats(int64_t task, float mean, float rstd, bool noVariance) {
+    if (statCount_ == 0) {
+      statStart_ = task;
+      if (statsInFlight_) {  // the previous batch must have left UB before the scalar unit rewrites it
+        Sync<HardEvent::MTE3_S>();
+        statsInFlight_ = false;
+      }
+    }
+    MeanOut().SetValue(static_cast<uint32_t>(statCount_), mean);
+    if (noVariance) {
+      RstdOut().template ReinterpretCast<uint32_t>().SetValue(static_cast<uint32_t>(statCount_), FLOAT_QNAN_BITS);
+    } else {
+      RstdOut().SetValue(static_cast<uint32_t>(statCount_), rstd);
+    }
+    ++statCount_;
+    if (statCount_ == t_->statBatch) FlushStats();
+  }
+
+  __aicore__ inline void FlushStats() {
+    if (statCount_ == 0) return;
+    Sync<HardEvent::S_MTE3>();  // the scalar writes are in UB before MTE3 reads them
+    DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(float)), 0, 0, 0};
+    DataCopyPad(meanGm_[statStart_], MeanOut(), copy);
+    DataCopyPad(rstdGm_[statStart_], RstdOut(), copy);
+    statsInFlight_ = true;
+    statCount_ = 0;
+  }
+
+  // y = y * sigmoid(s * y) = y / (1 + exp(-s * y)) in place; tmp is scratch.
+  __aicore__ inline void Silu(const LocalTensor<float> &y, const LocalTensor<float> &tmp, int32_t count) {
+    if (t_->activateSilu == 0) return;
+    Muls(tmp, y, -t_->swishScale, count);
+    Exp(tmp, tmp, count);
+    Adds(tmp, tmp, 1.0f, count);
+    Div(y, y, tmp, count);
+  }
+
+  // ------------------------------------------------------------------ mode 0: group resident
+  __aicore__ inline void IssueGroupLoad(int64_t task) {
+    IssueRows(xQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+  }
+
+  __aicore__ inline void ResidentTask(int64_t task, bool hasNext) {
+    const int64_t g = task % t_->G;
+    const int64_t rows = t_->rows;
+    const int64_t len = t_->rowLen;
+    const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
+    LocalTensor<float> xF = XF();
+    LocalTensor<float> tmp = Tmp();
+    TakeAsFloat<T>(xQue_, span, xF);
+    if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
+    IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
+    IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
+    const float mean = SumRows(xF, rows, len) * invM_;
+    Adds(xF, xF, -mean, span);  // x - mean, kept for y
+    Mul(tmp, xF, xF, span);
+    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
+    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+    const float var = SumRows(tmp, rows, len) * invM_;  // its V -> S wait also covers gamma/beta
+    const float rstd = Rstd(var);
+    RecordStats(task, mean, rstd, false);
+    if (t_->vectorCoef != 0) {
+      Muls(xF, xF, rstd, span);
+      Mul(xF, xF, GammaF(), span);
+      Add(xF, xF, BetaF(), span);
+    } else {
+      const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
+      for (int64_t r = 0; r < rows; ++r) {
+        Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(r), pitch);
+        Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(r), pitch);
+      }
+    }
+    Silu(xF, tmp, span);
+    StoreRows(task * groupElems_, rows, len, span, xF);
+  }
+
+  // ------------------------------------------------------------------ mode 1: chunked
+  // The block's loads form one stream: for each task, the chunks of pass 1 (statistics),
+  // then those of pass 2 (y). One load is in flight ahead of the compute.
+  __aicore__ inline void StreamBegin(int64_t first, int64_t end) {
+    streamTask_ = first;
+    streamEnd_ = end;
+    streamItem_ = 0;
+    if (first < end) StreamIssue();
+  }
+
+  __aicore__ inline int64_t ItemsPerPass() const { return t_->rows * t_->chunksPerRow; }
+
+  __aicore__ inline int64_t ItemLen(int64_t chunk) const {
+    const int64_t start = chunk * t_->chunkElems;
+    return (t_->rowLen - start < t_->chunkElems) ? t_->rowLen - start : t_->chunkElems;
+  }
+
+  __aicore__ inline int64_t ItemOffset(int64_t task, int64_t item) const {
+    const int64_t inPass = item % ItemsPerPass();
+    const int64_t r = inPass / t_->chunksPerRow;
+    const int64_t chunk = inPass % t_->chunksPerRow;
+    return task * groupElems_ + r * t_->rowLen + chunk * t_->chunkElems;
+  }
+
+  __aicore__ inline void StreamIssue() {
+    const int64_t chunk = (streamItem_ % ItemsPerPass()) % t_->chunksPerRow;
+    IssueRows(xQue_, xGm_, ItemOffset(streamTask_, streamItem_), 1, ItemLen(chunk));
+    if (++streamItem_ == 2 * ItemsPerPass()) {
+      streamItem_ = 0;
+      ++streamTask_;
+    }
+  }
+
+  // The next chunk as fp32 in XF(); issues the load after it.
+  __aicore__ inline void TakeChunk(int64_t len) {
+    TakeAsFloat<T>(xQue_, len, XF());
+    if (streamTask_ < streamEnd_) StreamIssue();
+  }
+
+  __aicore__ inline void ChunkedTask(int64_t task) {
+    const int64_t g = task % t_->G;
+    const int64_t items = ItemsPerPass();
+    LocalTensor<float> xF = XF();
+    LocalTensor<float> tmp = Tmp();
+    // pass 1: per-chunk two-pass statistics, combined in chunk order
+    float count = 0.0f;
+    float mean = 0.0f;
+    float m2 = 0.0f;
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t len = ItemLen(item % t_->chunksPerRow);
+      const int32_t n = static_cast<int32_t>(len);
+      TakeChunk(len);
+      const float nb = static_cast<float>(len);
+      const float mb = SumRows(xF, 1, len) / nb;
+      Adds(tmp, xF, -mb, n);
+      Mul(tmp, tmp, tmp, n);
+      const float m2b = SumRows(tmp, 1, len);
+      const float total = count + nb;
+      const float delta = mb - mean;
+      mean = mean + delta * (nb / total);
+      m2 = m2 + m2b + delta * delta * (count * nb / total);
+      count = total;
+    }
+    const float rstd = Rstd(m2 * invM_);
+    RecordStats(task, mean, rstd, false);
+    // pass 2: y chunk by chunk
+    float scale = 0.0f;
+    float shift = 0.0f;
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t r = item / t_->chunksPerRow;
+      const int64_t chunk = item % t_->chunksPerRow;
+      const int64_t len = ItemLen(chunk);
+      const int32_t n = static_cast<int32_t>(len);
+      if (t_->vectorCoef != 0) {
+        IssueRows(gammaQue_, gammaGm_, g * t_->D + chunk * t_->chunkElems, 1, len);
+        IssueRows(betaQue_, betaGm_, g * t_->D + chunk * t_->chunkElems, 1, len);
+      } else if (chunk == 0) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
+        scale = rstd * Param(gammaGm_, g * t_->D + r);
+        shift = Param(betaGm_, g * t_->D + r);
+      }
+      TakeChunk(len);
+      Adds(xF, xF, -mean, n);
+      if (t_->vectorCoef != 0) {
+        TakeAsFloat<U>(gammaQue_, len, GammaF());
+        TakeAsFloat<U>(betaQue_, len, BetaF());
+        Muls(xF, xF, rstd, n);
+        Mul(xF, xF, GammaF(), n);
+        Add(xF, xF, BetaF(), n);
+      } else {
+        Muls(xF, xF, scale, n);
+        Adds(xF, xF, shift, n);
+      }
+      Silu(xF, tmp, n);
+      StoreRows(ItemOffset(task, item), 1, len, len, xF);
+    }
+  }
+
+  const GroupNormSiluMsTilingData *t_ = nullptr;
+  TPipe *pipe_ = nullptr;
+  int64_t groupElems_ = 0;
+  float invM_ = 0.0f;
+  // the chunk stream (mode 1)
+  int64_t streamTask_ = 0;
+  int64_t streamEnd_ = 0;
+  int64_t streamItem_ = 0;
+  // mean/rstd staging
+  int64_t statStart_ = 0;
+  int64_t statCount_ = 0;
+  bool statsInFlight_ = false;
+
+  TQue<QuePosition::VECIN, 1> xQue_;
+  TQue<QuePosition::VECOUT, 1> yQue_;
+  TQue<QuePosition::VECIN, 1> gammaQue_;
+  TQue<QuePosition::VECIN, 1> betaQue_;
+  TBuf<QuePosition::VECCALC> workBuf_;
+  TBuf<QuePosition::VECCALC> scratchBuf_;
+  TBuf<QuePosition::VECCALC> coefBuf_;
+  TBuf<QuePosition::VECOUT> statBuf_;  // mean and rstd, stored to GM by MTE3
+
+  GlobalTensor<T> xGm_;
+  GlobalTensor<T> yGm_;
+  GlobalTensor<U> gammaGm_;
+  GlobalTensor<U> betaGm_;
+  GlobalTensor<float> meanGm_;
+  GlobalTensor<float> rstdGm_;
+};
+
+}  // namespace GroupNormSiluMsKernel
+
+#endif  // GROUP_NORM_SILU_MS_H
