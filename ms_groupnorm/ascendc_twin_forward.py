@@ -158,3 +158,21 @@ def twin_forward(x, gamma, beta, num_groups, eps=1e-5, activate_silu=True, swish
     rstd = np.full((N, num_groups), 12345.0, np.float32)
     forward_launch([x, gamma, beta, y, mean, rstd], tiling, ub_bytes, core_num, policy, seed, execution=execution)
     return y, mean, rstd, tiling
+
+
+def forward_math_probe(name, a, b, execution="immediate"):
+    """Runs one of twin_forward.cc's math probes on inputs a, b (32 floats each); returns
+    (exp(a), sqrt(a), a / b) as the probe wrote them, raises TwinFault or KeyError."""
+    lib = _cdll()
+    lib.GnsmsTwinMathProbe.restype = ctypes.c_int
+    lib.GnsmsTwinMathProbe.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    gm = np.zeros(160, np.float32)
+    gm[:32], gm[32:64] = a, b
+    error = ctypes.create_string_buffer(2048)
+    status = lib.GnsmsTwinMathProbe(name.encode(), gm.ctypes.data, ascendc_twin.EXECUTIONS[execution], error,
+                                    len(error))
+    if status == 2:
+        raise KeyError(name)
+    if status:
+        raise TwinFault(error.value.decode())
+    return gm[64:96], gm[96:128], gm[128:160]

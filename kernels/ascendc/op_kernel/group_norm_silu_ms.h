@@ -24,10 +24,14 @@
  *     the same of (x - mean)^2), then y from the resident copy. GM traffic: x read once.
  *   mode 1 (chunked): the group does not fit. Pass 1 streams chunks of a row; each chunk
  *     gets its own two-pass (count, mean, M2) in UB, combined into the group's in chunk
- *     order with Chan et al.'s pairwise update (delta = m_b - m_a; m += delta * n_b / n;
- *     M2 += M2_b + delta^2 n_a n_b / n), which never subtracts two large sums (the
- *     sum/sum-of-squares formula loses every digit when |mean| >> std). Pass 2 streams the
- *     chunks again for y. GM traffic: x read twice.
+ *     order with Chan et al.'s update (delta = m_b - m_a; m = m_a + delta * n_b / n;
+ *     M2 = M2_a + M2_b + delta^2 n_a n_b / n) in a pairwise cascade (ChanCascade), which
+ *     never subtracts two large sums (the sum/sum-of-squares formula loses every digit
+ *     when |mean| >> std). Pass 2 streams the chunks again for y. GM traffic: x read twice.
+ *   Both modes take the statistics of x - shift, shift = the group's first element, so
+ *   that a mean far larger than the spread costs no digits either (x - shift is exact for
+ *   x near the shift); mean = shift + mean(x - shift), and y is centred as
+ *   (x - shift) - mean(x - shift), without the rounding of the stored mean.
  *   mode 2 (empty_groups, D * HxW == 0): mean = 0 and rstd = NaN (no variance), y empty.
  * rstd is computed on the vector unit (Duplicate, Sqrt, Div): the AscendC API documents no
  * scalar square root.
@@ -53,6 +57,60 @@ __aicore__ inline float ToF32(V v) {
     return static_cast<float>(v);
   }
 }
+
+// Statistics (count, mean, M2 = sum of squared deviations) of consecutive chunks, combined
+// as a binary counter: level i holds the combination of 2^i consecutive chunks, so every
+// chunk passes through O(log chunks) combinations (pairwise, not a running sum whose error
+// grows with the chunk count), in a fixed order. Chan, Golub and LeVeque's update:
+//   delta = m_b - m_a;  m = m_a + delta * n_b / n;  M2 = M2_a + M2_b + delta^2 * n_a * n_b / n.
+struct ChanCascade {
+  float count[40];
+  float mean[40];
+  float m2[40];
+  uint32_t chunks;
+  __aicore__ inline void Reset() { chunks = 0; }
+  __aicore__ static inline void Merge(float na, float ma, float m2a, float *nb, float *mb, float *m2b) {
+    const float n = na + *nb;
+    const float delta = *mb - ma;
+    const float m = ma + delta * (*nb / n);
+    *m2b = m2a + *m2b + delta * delta * (na * *nb / n);
+    *mb = m;
+    *nb = n;
+  }
+  __aicore__ inline void Add(float n, float m, float s) {
+    uint32_t i = 0;
+    for (uint32_t c = chunks; (c & 1U) != 0; c >>= 1) {
+      Merge(count[i], mean[i], m2[i], &n, &m, &s);  // the older chunks on the left
+      ++i;
+    }
+    count[i] = n;
+    mean[i] = m;
+    m2[i] = s;
+    ++chunks;
+  }
+  // The combination of every chunk added (lower levels are the later chunks).
+  __aicore__ inline void Total(float *n, float *m, float *s) const {
+    bool first = true;
+    uint32_t i = 0;
+    for (uint32_t c = chunks; c != 0; c >>= 1, ++i) {
+      if ((c & 1U) == 0) continue;
+      if (first) {
+        *n = count[i];
+        *m = mean[i];
+        *s = m2[i];
+        first = false;
+      } else {
+        float nb = *n;
+        float mb = *m;
+        float sb = *s;
+        Merge(count[i], mean[i], m2[i], &nb, &mb, &sb);  // level i holds older chunks than the total so far
+        *n = nb;
+        *m = mb;
+        *s = sb;
+      }
+    }
+  }
+};
 
 template <typename T, typename U>
 class KernelGroupNormSiluMs {
@@ -201,6 +259,11 @@ class KernelGroupNormSiluMs {
     return red.GetValue(0);
   }
 
+  // The first element of the group (a scalar read of the input): the statistics are taken of
+  // x - shift, which is exact for x within a factor 2 of the shift (Sterbenz), so a mean far
+  // larger than the spread costs the sums no digits.
+  __aicore__ inline float GroupShift(int64_t task) { return ToF32(xGm_.GetValue(task * groupElems_)); }
+
   // Keeps the group's mean and rstd for the block's next store of statistics.
   __aicore__ inline void RecordStats(int64_t task, float mean, float rstd, bool noVariance) {
     if (statCount_ == 0) {
@@ -255,14 +318,16 @@ class KernelGroupNormSiluMs {
     if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
     IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
     IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
-    const float mean = SumRows(xF, rows, len) * invM_;
-    Adds(xF, xF, -mean, span);  // x - mean, kept for y
+    const float shift = GroupShift(task);
+    Adds(xF, xF, -shift, span);
+    const float offset = SumRows(xF, rows, len) * invM_;  // mean - shift
+    Adds(xF, xF, -offset, span);  // x - mean, kept for y
     Mul(tmp, xF, xF, span);
     TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
     TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
     const float var = SumRows(tmp, rows, len) * invM_;  // its V -> S wait also covers gamma/beta
     const float rstd = Rstd(var);
-    RecordStats(task, mean, rstd, false);
+    RecordStats(task, shift + offset, rstd, false);
     if (t_->vectorCoef != 0) {
       Muls(xF, xF, rstd, span);
       Mul(xF, xF, GammaF(), span);
@@ -322,30 +387,31 @@ class KernelGroupNormSiluMs {
     const int64_t items = ItemsPerPass();
     LocalTensor<float> xF = XF();
     LocalTensor<float> tmp = Tmp();
-    // pass 1: per-chunk two-pass statistics, combined in chunk order
-    float count = 0.0f;
-    float mean = 0.0f;
-    float m2 = 0.0f;
+    // pass 1: per-chunk two-pass statistics of x - shift, combined in chunk order
+    const float shift = GroupShift(task);
+    ChanCascade stats;
+    stats.Reset();
     for (int64_t item = 0; item < items; ++item) {
       const int64_t len = ItemLen(item % t_->chunksPerRow);
       const int32_t n = static_cast<int32_t>(len);
       TakeChunk(len);
+      Adds(xF, xF, -shift, n);
       const float nb = static_cast<float>(len);
       const float mb = SumRows(xF, 1, len) / nb;
       Adds(tmp, xF, -mb, n);
       Mul(tmp, tmp, tmp, n);
       const float m2b = SumRows(tmp, 1, len);
-      const float total = count + nb;
-      const float delta = mb - mean;
-      mean = mean + delta * (nb / total);
-      m2 = m2 + m2b + delta * delta * (count * nb / total);
-      count = total;
+      stats.Add(nb, mb, m2b);
     }
+    float count = 0.0f;
+    float mean = 0.0f;  // of x - shift
+    float m2 = 0.0f;
+    stats.Total(&count, &mean, &m2);
     const float rstd = Rstd(m2 * invM_);
-    RecordStats(task, mean, rstd, false);
+    RecordStats(task, shift + mean, rstd, false);
     // pass 2: y chunk by chunk
-    float scale = 0.0f;
-    float shift = 0.0f;
+    float rowScale = 0.0f;  // rstd * gamma_c
+    float rowBeta = 0.0f;
     for (int64_t item = 0; item < items; ++item) {
       const int64_t r = item / t_->chunksPerRow;
       const int64_t chunk = item % t_->chunksPerRow;
@@ -355,11 +421,12 @@ class KernelGroupNormSiluMs {
         IssueRows(gammaQue_, gammaGm_, g * t_->D + chunk * t_->chunkElems, 1, len);
         IssueRows(betaQue_, betaGm_, g * t_->D + chunk * t_->chunkElems, 1, len);
       } else if (chunk == 0) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
-        scale = rstd * Param(gammaGm_, g * t_->D + r);
-        shift = Param(betaGm_, g * t_->D + r);
+        rowScale = rstd * Param(gammaGm_, g * t_->D + r);
+        rowBeta = Param(betaGm_, g * t_->D + r);
       }
       TakeChunk(len);
-      Adds(xF, xF, -mean, n);
+      Adds(xF, xF, -shift, n);
+      Adds(xF, xF, -mean, n);  // x - shift - (mean - shift): centred without the rounding of shift + mean
       if (t_->vectorCoef != 0) {
         TakeAsFloat<U>(gammaQue_, len, GammaF());
         TakeAsFloat<U>(betaQue_, len, BetaF());
@@ -367,8 +434,8 @@ class KernelGroupNormSiluMs {
         Mul(xF, xF, GammaF(), n);
         Add(xF, xF, BetaF(), n);
       } else {
-        Muls(xF, xF, scale, n);
-        Adds(xF, xF, shift, n);
+        Muls(xF, xF, rowScale, n);
+        Adds(xF, xF, rowBeta, n);
       }
       Silu(xF, tmp, n);
       StoreRows(ItemOffset(task, item), 1, len, len, xF);

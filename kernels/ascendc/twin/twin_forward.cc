@@ -121,3 +121,64 @@ GNMS_TWIN_EXPORT int GnsmsTwinCheckDtypes(int x, int gamma, int beta, char *erro
   CopyError(message, error, errorLen);
   return status;
 }
+
+// ---------------------------------------------------------------- probes of the forward's vector math
+// Mini kernels for the rules of twin/kernel_operator_forward_math.h. gm holds 160 floats:
+// inputs a = gm[0..32), b = gm[32..64); "math_values" writes exp(a), sqrt(a), a / b to
+// gm[64..96), gm[96..128), gm[128..160). The other probes break one rule each.
+namespace {
+
+using namespace AscendC;
+
+void MathProbe(const std::string &name, float *gm) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 1> in;
+  TQue<QuePosition::VECOUT, 1> out;
+  pipe.InitBuffer(in, 1, 64 * sizeof(float));
+  pipe.InitBuffer(out, 1, 96 * sizeof(float));
+  GlobalTensor<float> g;
+  g.SetGlobalBuffer(gm, 160);
+  LocalTensor<float> src = in.AllocTensor<float>();
+  DataCopy(src, g, 64);
+  in.EnQue(src);
+  src = in.DeQue<float>();
+  LocalTensor<float> dst = out.AllocTensor<float>();
+  LocalTensor<float> a = src;
+  LocalTensor<float> b = src[32];
+  if (name == "math_values") {
+    Exp(dst, a, 32);
+    Sqrt(dst[32], a, 32);
+    Div(dst[64], a, b, 32);
+  } else if (name == "exp_misaligned") {
+    Exp(dst[1], a, 8);  // dst 4 bytes past a 32-byte boundary
+  } else if (name == "sqrt_overrun") {
+    Sqrt(dst, src[32], 40);  // only 32 floats are left in the input buffer from b
+  } else if (name == "div_negative_count") {
+    Div(dst, a, b, -1);
+  } else {
+    twin::Fail("unknown probe " + name);
+  }
+  in.FreeTensor(src);
+  out.EnQue(dst);
+  dst = out.DeQue<float>();
+  DataCopy(g[64], dst, 96);
+  out.FreeTensor(dst);
+}
+
+}  // namespace
+
+// Returns 0, 1 (twin fault, message in error) or 2 (unknown probe).
+GNMS_TWIN_EXPORT int GnsmsTwinMathProbe(const char *name, float *gm, int execution, char *error, int errorLen) {
+  const std::string probe(name);
+  if (probe != "math_values" && probe != "exp_misaligned" && probe != "sqrt_overrun" && probe != "div_negative_count") {
+    return 2;
+  }
+  twin::Config config;
+  config.execution = execution;
+  config.cost = twin::DefaultCost();
+  std::vector<twin::GmRegion> regions{{gm, 160 * sizeof(float), "gm"}};
+  std::string message;
+  const int status = twin::Launch(config, 1, 0, regions, [&] { MathProbe(probe, gm); }, &message);
+  CopyError(message, error, errorLen);
+  return status;
+}
