@@ -38,6 +38,7 @@ CASES = {
     "resident_hw1_g_equals_c": ((2, 6, 1), 6, 4, ascendc_twin.UB_910B, "group_resident"),
     "resident_ng_below_cores": ((1, 4, 50), 2, 48, ascendc_twin.UB_910B, "group_resident"),
     "resident_ng_above_cores": ((4, 16, 6), 8, 5, ascendc_twin.UB_910B, "group_resident"),
+    "resident_stats_in_two_batches": ((2, 300, 2), 300, 2, ascendc_twin.UB_910B, "group_resident"),  # 300 > 256
     "chunked_910b_ub": ((2, 2, 20000), 1, 2, ascendc_twin.UB_910B, "chunked"),
     "chunked_unaligned": ((3, 2, 1999), 2, 4, SMALL_UB, "chunked"),
     "chunked_many_short_rows": ((1, 600, 5), 1, 48, SMALL_UB, "chunked"),
