@@ -176,3 +176,33 @@ def forward_math_probe(name, a, b, execution="immediate"):
     if status:
         raise TwinFault(error.value.decode())
     return gm[64:96], gm[96:128], gm[128:160]
+
+
+def forward_cost_model(**changes):
+    """The forward library's cost constants (twin::CostModel) as a dict; keyword arguments
+    change them for its later launches (ascendc_twin.COST_FIELDS)."""
+    lib = _cdll()
+    lib.GnsmsTwinCostModel.restype = None
+    lib.GnsmsTwinCostModel.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    fields = ascendc_twin.COST_FIELDS
+    out = np.zeros(len(fields), np.float64)
+    lib.GnsmsTwinCostModel(None, out.ctypes.data)
+    if changes:
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise KeyError(f"unknown cost constants {sorted(unknown)}; known: {fields}")
+        values = np.array([changes.get(name, out[i]) for i, name in enumerate(fields)], np.float64)
+        lib.GnsmsTwinCostModel(values.ctypes.data, out.ctypes.data)
+    return dict(zip(fields, (float(v) for v in out)))
+
+
+def forward_last_stats():
+    """Per-block cost counters of the forward library's last successful launch (dicts of
+    ascendc_twin.STAT_FIELDS)."""
+    lib = _cdll()
+    lib.GnsmsTwinLastStats.restype = ctypes.c_int
+    lib.GnsmsTwinLastStats.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    blocks = lib.GnsmsTwinLastStats(None, 0)
+    out = np.zeros((max(blocks, 1), len(ascendc_twin.STAT_FIELDS)), np.float64)
+    lib.GnsmsTwinLastStats(out.ctypes.data, blocks)
+    return [dict(zip(ascendc_twin.STAT_FIELDS, row)) for row in out[:blocks]]

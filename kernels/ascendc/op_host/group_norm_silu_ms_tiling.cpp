@@ -204,7 +204,7 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
     auto fits = [&](const Plan &p) { return PlanBytes(p, dataBytes, paramBytes) <= ubUsable; };
     const int64_t groupElems = t.rows * t.rowPitch;
     Plan resident{GNS_MODE_GROUP_RESIDENT, groupElems, coefElems, AlignUp(t.rows, 8),
-                  ReduceWorkElems(std::max(t.rowLen, t.rows)), t.statBatch};
+                  ReduceWorkElems(groupElems), t.statBatch};
     if (t.rows <= kMaxCopyRows && fits(resident)) {
       plan = resident;
       t.chunksPerRow = 1;

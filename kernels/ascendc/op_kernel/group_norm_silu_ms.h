@@ -20,8 +20,9 @@
  *
  * Statistics, deterministic and numerically safe:
  *   mode 0 (group_resident): the group is loaded once (one DataCopyPad of its rows) and
- *     stays in UB: exact two-pass statistics (per-row ReduceSum of x, their ReduceSum; then
- *     the same of (x - mean)^2), then y from the resident copy. GM traffic: x read once.
+ *     stays in UB: exact two-pass statistics (the ReduceSum of x - shift, then that of
+ *     (x - mean)^2; over the whole group when its rows are contiguous in UB, else per row
+ *     and then over the row sums), then y from the resident copy. GM traffic: x read once.
  *   mode 1 (chunked): the group does not fit. Pass 1 streams chunks of a row; each chunk
  *     gets its own two-pass (count, mean, M2) in UB, combined into the group's in chunk
  *     order with Chan et al.'s update (delta = m_b - m_a; m = m_a + delta * n_b / n;
@@ -242,12 +243,15 @@ class KernelGroupNormSiluMs {
     return red.GetValue(0);
   }
 
-  // Sum of `rows` rows of `len` elements at the UB pitch: per-row ReduceSum into the partial
-  // array, then their ReduceSum (a fixed order). Returns the sum on the scalar unit.
+  // Sum of `rows` rows of `len` elements at the UB pitch: one ReduceSum when the rows are
+  // contiguous (no padding between them), else per-row ReduceSums into the partial array and
+  // their ReduceSum (each ReduceSum is a vector -> scalar -> vector round trip on A2, so the
+  // rows are not summed one by one when they need not be). A fixed order either way.
+  // Returns the sum on the scalar unit.
   __aicore__ inline float SumRows(const LocalTensor<float> &src, int64_t rows, int64_t len) {
     LocalTensor<float> red = Red();
-    if (rows == 1) {
-      ReduceSum(red, src, ReduceWork(), static_cast<int32_t>(len));
+    if (rows == 1 || len == t_->rowPitch) {
+      ReduceSum(red, src, ReduceWork(), static_cast<int32_t>(rows * len));
     } else {
       LocalTensor<float> partials = Partials();
       for (int64_t r = 0; r < rows; ++r) {
