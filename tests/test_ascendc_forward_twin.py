@@ -44,6 +44,8 @@ CASES = {
     "chunked_many_short_rows": ((1, 600, 5), 1, 48, SMALL_UB, "chunked"),
     "chunked_hw1_vector_coef": ((2, 3000), 1, 4, SMALL_UB, "chunked"),
     "chunked_ng_above_cores": ((3, 4, 1500), 2, 4, SMALL_UB, "chunked"),
+    "chunked_split_g1": ((1, 3, 5000), 1, 48, SMALL_UB, "chunked"),  # N * G = 1 < 48: slices over blocks
+    "chunked_split_uneven": ((2, 6, 1777), 3, 40, SMALL_UB, "chunked"),
     "empty_hw0": ((2, 4, 0), 2, 48, ascendc_twin.UB_910B, "empty_groups"),
     "empty_c0": ((3, 0, 4), 1, 48, ascendc_twin.UB_910B, "empty_groups"),
 }
@@ -193,8 +195,22 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("reverse", 0, "immediate"), ("shuf
              ("interleave", 5, "immediate"), ("forward", 0, "deferred"), ("interleave", 9, "deferred")]
 
 
-@pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_hw1_rank2", "chunked_ng_above_cores"])
+def test_groups_are_split_into_slices_only_when_chunked_and_fewer_than_the_cores():
+    split = {case: fwd.forward_tiling(int(np.prod(shape[:1])), shape[1], int(np.prod(shape[2:], dtype=np.int64)), G,
+                                      ub_bytes=ub, core_num=cores)["sliceCount"]
+             for case, (shape, G, cores, ub, _) in CASES.items()}
+    assert split["chunked_split_g1"] > 1 and split["chunked_split_uneven"] > 1 and split["chunked_many_short_rows"] > 1
+    assert split["chunked_910b_ub"] == split["chunked_unaligned"] == 1  # N * G >= cores
+    assert split["resident_ng_below_cores"] == 1  # a resident group is never split
+    t = fwd.forward_tiling(1, 3, 5000, 1, ub_bytes=SMALL_UB, core_num=48)
+    assert t["numTasks"] == t["sliceCount"] and t["sliceItems"] & (t["sliceItems"] - 1) == 0  # a power of two
+
+
+@pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_hw1_rank2", "chunked_ng_above_cores",
+                                  "chunked_split_g1", "chunked_split_uneven", "chunked_many_short_rows"])
 def test_bit_identical_across_core_counts_and_schedules(case):
+    """Also across the split of a group into slices (48 cores) or not (1 core): the slices'
+    statistics combine in the same pairwise tree as one block's."""
     shape, G, _, ub, _ = CASES[case]
     results = []
     for cores in (1, 3, 7, 48):

@@ -27,6 +27,7 @@ constexpr float kDefaultSwishScale = 1.0f;
 constexpr size_t kOutputY = 0;
 constexpr size_t kOutputMean = 1;
 constexpr size_t kOutputRstd = 2;
+constexpr int64_t kScheduleModeBatch = 1;  // all blocks resident at once: SyncAll (split groups) needs it
 
 ge::graphStatus Refuse(const std::string &message) {
   std::fprintf(stderr, "[ERROR] %s\n", message.c_str());
@@ -126,9 +127,10 @@ static ge::graphStatus GroupNormSiluMsTiling(gert::TilingContext *context) {
   *out = tiling;
   context->SetTilingKey(static_cast<uint64_t>(gnsms::TilingKeyFor(in.dataType, in.paramType)));
   context->SetBlockDim(static_cast<uint32_t>(tiling.blockDim));
+  context->SetScheduleMode(kScheduleModeBatch);
   size_t *workspaces = context->GetWorkspaceSizes(1);
   if (workspaces == nullptr) return Refuse("GroupNormSiluMs: no workspace size slot");
-  workspaces[0] = platform.GetLibApiWorkSpaceSize();  // no user workspace: no cross-core data
+  workspaces[0] = platform.GetLibApiWorkSpaceSize() + static_cast<size_t>(gnsms::UserWorkspaceBytes(tiling));
   return ge::GRAPH_SUCCESS;
 }
 }  // namespace optiling

@@ -52,6 +52,9 @@ int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
   total += AlignBytes((kScratchHeadFloats + p.partialElems + p.reduceWorkElems) * 4);
   total += stats;
   if (p.coefElems > 0) total += 2 * AlignBytes(p.coefElems * paramBytes) + AlignBytes(2 * p.coefElems * 4);
+  if (p.mode == GNS_MODE_CHUNKED) {  // slice statistics: read back (VECIN) and written (VECOUT)
+    total += AlignBytes(kMaxSlices * kSliceEntryFloats * 4) + AlignBytes(kSliceEntryFloats * 4);
+  }
   return total;
 }
 
@@ -152,6 +155,10 @@ int64_t TilingKeyFor(ScalarType data, ScalarType param) {
   return -1;
 }
 
+int64_t UserWorkspaceBytes(const GroupNormSiluMsTilingData &t) {
+  return t.sliceCount > 1 ? t.numTasks * kSliceEntryFloats * static_cast<int64_t>(sizeof(float)) : 0;
+}
+
 const char *ModeName(int64_t mode) {
   switch (mode) {
     case GNS_MODE_GROUP_RESIDENT: return "group_resident";
@@ -180,19 +187,19 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
   const int64_t paramBytes = BytesOf(in.paramType);
   const int64_t M = t.D * in.HxW;
 
-  // Tasks are (n, g) groups, consecutive ones per block.
-  t.numTasks = in.N * in.G;
-  t.usedCores = std::min(t.numTasks, in.coreNum);
-  t.tasksPerCore = t.usedCores > 0 ? t.numTasks / t.usedCores : 0;
-  t.tailCores = t.usedCores > 0 ? t.numTasks % t.usedCores : 0;
-  t.blockDim = std::max<int64_t>(1, t.usedCores);
-  t.statBatch = std::min<int64_t>(AlignUp(std::max<int64_t>(t.tasksPerCore + 1, 1), 8), kMaxStatBatch);
-  if (t.numTasks == 0) {  // nothing to compute or write
+  const int64_t groups = in.N * in.G;
+  if (groups == 0) {  // nothing to compute or write
+    t.sliceCount = 1;
+    t.blockDim = 1;
+    t.statBatch = 8;
     *out = t;
     return kTilingOk;
   }
+  // statBatch is sized below, once the task count is known; the plans only need an upper bound.
+  t.statBatch = kMaxStatBatch;
 
   Plan plan{GNS_MODE_EMPTY_GROUPS, 0, 0, 0, 0, t.statBatch};
+  t.sliceCount = 1;
   if (M == 0) {
     t.mode = GNS_MODE_EMPTY_GROUPS;
   } else {
@@ -224,9 +231,26 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       chunked.reduceWorkElems = ReduceWorkElems(chunked.K);
       plan = chunked;
       t.chunksPerRow = CeilDiv(t.rowLen, chunked.K);
+      // Fewer groups than cores: slices of 2^k chunks, as few as fill the cores.
+      const int64_t items = t.rows * t.chunksPerRow;
+      const int64_t maxSlices = std::min(kMaxSlices, in.coreNum / groups);
+      if (maxSlices >= 2 && items >= 2) {
+        int64_t p = 1;
+        while (CeilDiv(items, p) > maxSlices) p *= 2;
+        t.sliceItems = p;
+        t.sliceCount = CeilDiv(items, p);
+      }
     }
     t.mode = plan.mode;
   }
+  if (t.sliceCount == 1) t.sliceItems = t.rows * t.chunksPerRow;
+  t.numTasks = groups * t.sliceCount;
+  t.usedCores = std::min(t.numTasks, in.coreNum);
+  t.tasksPerCore = t.numTasks / t.usedCores;
+  t.tailCores = t.numTasks % t.usedCores;
+  t.blockDim = std::max<int64_t>(1, t.usedCores);
+  t.statBatch = std::min<int64_t>(AlignUp(t.tasksPerCore + 1, 8), kMaxStatBatch);
+  plan.statBatch = t.statBatch;
   t.chunkElems = plan.K;
   t.coefElems = plan.coefElems;
   t.partialElems = plan.partialElems;

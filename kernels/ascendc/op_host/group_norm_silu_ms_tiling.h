@@ -17,6 +17,11 @@ constexpr int64_t kUbReserveBytes = 1024;
 // DataCopyPad's blockCount range on A2/A3 (asc-devkit docs, DataCopyPad（GMToUB非对齐数据搬运）.md,
 // DataCopyExtParams: blockCount in [0, 4095]): a resident group is loaded as one copy of its rows.
 constexpr int64_t kMaxCopyRows = 4095;
+// At most this many slices of one group (the UB buffer that reads the slices' statistics back
+// is reserved for it in every chunked plan, so that the chunk size never depends on the core
+// count).
+constexpr int64_t kMaxSlices = 64;
+constexpr int64_t kSliceEntryFloats = 8;  // (count, mean, M2) padded to 32 bytes
 
 enum class ScalarType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 
@@ -68,6 +73,10 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out);
 
 // The tiling key (dtype pair) of a valid input, or -1.
 int64_t TilingKeyFor(ScalarType data, ScalarType param);
+
+// Bytes of the user workspace: one 32-byte (count, mean, M2) entry per task when groups are
+// split into slices (exchanged across blocks after SyncAll), else 0.
+int64_t UserWorkspaceBytes(const GroupNormSiluMsTilingData &t);
 
 // Human-readable name of a tiling mode, for logs and test ids.
 const char *ModeName(int64_t mode);

@@ -49,6 +49,7 @@ using namespace AscendC;
 constexpr int32_t BUFFER_NUM = 2;  // buffers per GM <-> UB queue; the queues have depth 1
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
+constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
 
 template <typename V>
 __aicore__ inline float ToF32(V v) {
@@ -119,7 +120,7 @@ class KernelGroupNormSiluMs {
   __aicore__ inline KernelGroupNormSiluMs() {}
 
   __aicore__ inline void Init(GM_ADDR x, GM_ADDR gamma, GM_ADDR beta, GM_ADDR y, GM_ADDR mean, GM_ADDR rstd,
-                              const GroupNormSiluMsTilingData *tiling, TPipe *pipe) {
+                              GM_ADDR workspace, const GroupNormSiluMsTilingData *tiling, TPipe *pipe) {
     t_ = tiling;
     pipe_ = pipe;
     const uint64_t numel = static_cast<uint64_t>(t_->N * t_->C * t_->HxW);
@@ -129,13 +130,14 @@ class KernelGroupNormSiluMs {
     betaGm_.SetGlobalBuffer((__gm__ U *)beta, t_->C);
     meanGm_.SetGlobalBuffer((__gm__ float *)mean, t_->N * t_->G);
     rstdGm_.SetGlobalBuffer((__gm__ float *)rstd, t_->N * t_->G);
+    if (t_->sliceCount > 1) wsGm_.SetGlobalBuffer((__gm__ float *)workspace, t_->numTasks * FLOATS_PER_BLOCK);
     groupElems_ = t_->D * t_->HxW;
     invM_ = groupElems_ > 0 ? 1.0f / static_cast<float>(groupElems_) : 0.0f;
   }
 
   __aicore__ inline void Process() {
     const int64_t block = GetBlockIdx();
-    if (block >= t_->usedCores) return;
+    if (block >= t_->usedCores) return;  // blockDim == usedCores: every launched block works
     const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
     const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
     InitBuffers();
@@ -144,9 +146,17 @@ class KernelGroupNormSiluMs {
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
       IssueGroupLoad(first);
       for (int64_t task = first; task < end; ++task) ResidentTask(task, task + 1 < end);
-    } else {
-      StreamBegin(first, end);
+    } else if (t_->sliceCount == 1) {
+      StreamBegin(first, end, 0, 1);
       for (int64_t task = first; task < end; ++task) ChunkedTask(task);
+    } else {
+      StreamBegin(first, end, 0, 0);
+      for (int64_t task = first; task < end; ++task) SliceStatsTask(task);
+    }
+    if (t_->mode == GNS_MODE_CHUNKED && t_->sliceCount > 1) {
+      SyncAll();  // every slice's statistics are in the workspace
+      StreamBegin(first, end, 1, 1);
+      for (int64_t task = first; task < end; ++task) SliceOutputTask(task);
     }
     FlushStats();
   }
@@ -165,6 +175,10 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(gammaQue_, 1, t_->coefElems * sizeof(U));
       pipe_->InitBuffer(betaQue_, 1, t_->coefElems * sizeof(U));
       pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
+    }
+    if (t_->mode == GNS_MODE_CHUNKED) {  // the host plans these in every chunked layout
+      pipe_->InitBuffer(slicesInBuf_, MAX_SLICES * FLOATS_PER_BLOCK * sizeof(float));
+      pipe_->InitBuffer(sliceOutBuf_, FLOATS_PER_BLOCK * sizeof(float));
     }
     Duplicate(One(), 1.0f, FLOATS_PER_BLOCK);  // the numerator of rstd = 1 / sqrt(var + eps)
   }
@@ -348,36 +362,49 @@ class KernelGroupNormSiluMs {
   }
 
   // ------------------------------------------------------------------ mode 1: chunked
-  // The block's loads form one stream: for each task, the chunks of pass 1 (statistics),
-  // then those of pass 2 (y). One load is in flight ahead of the compute.
-  __aicore__ inline void StreamBegin(int64_t first, int64_t end) {
-    streamTask_ = first;
-    streamEnd_ = end;
-    streamItem_ = 0;
-    if (first < end) StreamIssue();
+  // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
+  // k * K); a task covers items [first, end) of its group (all of them when sliceCount == 1).
+  __aicore__ inline int64_t ItemsPerGroup() const { return t_->rows * t_->chunksPerRow; }
+  __aicore__ inline int64_t TaskGroup(int64_t task) const { return task / t_->sliceCount; }
+  __aicore__ inline int64_t TaskFirstItem(int64_t task) const { return (task % t_->sliceCount) * t_->sliceItems; }
+  __aicore__ inline int64_t TaskEndItem(int64_t task) const {
+    const int64_t end = TaskFirstItem(task) + t_->sliceItems;
+    return end < ItemsPerGroup() ? end : ItemsPerGroup();
   }
 
-  __aicore__ inline int64_t ItemsPerPass() const { return t_->rows * t_->chunksPerRow; }
-
-  __aicore__ inline int64_t ItemLen(int64_t chunk) const {
-    const int64_t start = chunk * t_->chunkElems;
+  __aicore__ inline int64_t ItemLen(int64_t item) const {
+    const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
     return (t_->rowLen - start < t_->chunkElems) ? t_->rowLen - start : t_->chunkElems;
   }
 
-  __aicore__ inline int64_t ItemOffset(int64_t task, int64_t item) const {
-    const int64_t inPass = item % ItemsPerPass();
-    const int64_t r = inPass / t_->chunksPerRow;
-    const int64_t chunk = inPass % t_->chunksPerRow;
-    return task * groupElems_ + r * t_->rowLen + chunk * t_->chunkElems;
+  __aicore__ inline int64_t ItemOffset(int64_t group, int64_t item) const {
+    const int64_t r = item / t_->chunksPerRow;
+    const int64_t chunk = item % t_->chunksPerRow;
+    return group * groupElems_ + r * t_->rowLen + chunk * t_->chunkElems;
+  }
+
+  // The block's loads form one stream over its tasks, each task's items in passes
+  // firstPass..lastPass (0: statistics, 1: y). One load is in flight ahead of the compute.
+  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass) {
+    streamTask_ = first;
+    streamEnd_ = end;
+    streamFirstPass_ = firstPass;
+    streamLastPass_ = lastPass;
+    streamPass_ = firstPass;
+    streamItem_ = TaskFirstItem(first);
+    if (first < end) StreamIssue();
   }
 
   __aicore__ inline void StreamIssue() {
-    const int64_t chunk = (streamItem_ % ItemsPerPass()) % t_->chunksPerRow;
-    IssueRows(xQue_, xGm_, ItemOffset(streamTask_, streamItem_), 1, ItemLen(chunk));
-    if (++streamItem_ == 2 * ItemsPerPass()) {
-      streamItem_ = 0;
+    IssueRows(xQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
+    if (++streamItem_ < TaskEndItem(streamTask_)) return;
+    if (streamPass_ < streamLastPass_) {
+      ++streamPass_;
+    } else {
       ++streamTask_;
+      streamPass_ = streamFirstPass_;
     }
+    streamItem_ = TaskFirstItem(streamTask_);
   }
 
   // The next chunk as fp32 in XF(); issues the load after it.
@@ -386,17 +413,13 @@ class KernelGroupNormSiluMs {
     if (streamTask_ < streamEnd_) StreamIssue();
   }
 
-  __aicore__ inline void ChunkedTask(int64_t task) {
-    const int64_t g = task % t_->G;
-    const int64_t items = ItemsPerPass();
+  // Pass 1 of a task: each chunk's two-pass statistics of x - shift, combined pairwise.
+  __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats) {
     LocalTensor<float> xF = XF();
     LocalTensor<float> tmp = Tmp();
-    // pass 1: per-chunk two-pass statistics of x - shift, combined in chunk order
-    const float shift = GroupShift(task);
-    ChanCascade stats;
-    stats.Reset();
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t len = ItemLen(item % t_->chunksPerRow);
+    stats->Reset();
+    for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
+      const int64_t len = ItemLen(item);
       const int32_t n = static_cast<int32_t>(len);
       TakeChunk(len);
       Adds(xF, xF, -shift, n);
@@ -405,32 +428,35 @@ class KernelGroupNormSiluMs {
       Adds(tmp, xF, -mb, n);
       Mul(tmp, tmp, tmp, n);
       const float m2b = SumRows(tmp, 1, len);
-      stats.Add(nb, mb, m2b);
+      stats->Add(nb, mb, m2b);
     }
-    float count = 0.0f;
-    float mean = 0.0f;  // of x - shift
-    float m2 = 0.0f;
-    stats.Total(&count, &mean, &m2);
-    const float rstd = Rstd(m2 * invM_);
-    RecordStats(task, shift + mean, rstd, false);
-    // pass 2: y chunk by chunk
+  }
+
+  // Pass 2 of a task: y of its chunks. `centre` is mean - shift.
+  __aicore__ inline void SliceOutput(int64_t task, float shift, float centre, float rstd) {
+    const int64_t group = TaskGroup(task);
+    const int64_t g = group % t_->G;
+    LocalTensor<float> xF = XF();
+    LocalTensor<float> tmp = Tmp();
     float rowScale = 0.0f;  // rstd * gamma_c
     float rowBeta = 0.0f;
-    for (int64_t item = 0; item < items; ++item) {
+    int64_t coefRow = -1;
+    for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
       const int64_t r = item / t_->chunksPerRow;
-      const int64_t chunk = item % t_->chunksPerRow;
-      const int64_t len = ItemLen(chunk);
+      const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
+      const int64_t len = ItemLen(item);
       const int32_t n = static_cast<int32_t>(len);
       if (t_->vectorCoef != 0) {
-        IssueRows(gammaQue_, gammaGm_, g * t_->D + chunk * t_->chunkElems, 1, len);
-        IssueRows(betaQue_, betaGm_, g * t_->D + chunk * t_->chunkElems, 1, len);
-      } else if (chunk == 0) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
+        IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
+        IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
+      } else if (r != coefRow) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
         rowScale = rstd * Param(gammaGm_, g * t_->D + r);
         rowBeta = Param(betaGm_, g * t_->D + r);
+        coefRow = r;
       }
       TakeChunk(len);
       Adds(xF, xF, -shift, n);
-      Adds(xF, xF, -mean, n);  // x - shift - (mean - shift): centred without the rounding of shift + mean
+      Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
       if (t_->vectorCoef != 0) {
         TakeAsFloat<U>(gammaQue_, len, GammaF());
         TakeAsFloat<U>(betaQue_, len, BetaF());
@@ -442,8 +468,68 @@ class KernelGroupNormSiluMs {
         Adds(xF, xF, rowBeta, n);
       }
       Silu(xF, tmp, n);
-      StoreRows(ItemOffset(task, item), 1, len, len, xF);
+      StoreRows(ItemOffset(group, item), 1, len, len, xF);
     }
+  }
+
+  // A whole group in one block: both passes.
+  __aicore__ inline void ChunkedTask(int64_t task) {
+    const float shift = GroupShift(task);
+    ChanCascade stats;
+    SliceStats(task, shift, &stats);
+    float count = 0.0f;
+    float centre = 0.0f;  // mean - shift
+    float m2 = 0.0f;
+    stats.Total(&count, &centre, &m2);
+    const float rstd = Rstd(m2 * invM_);
+    RecordStats(task, shift + centre, rstd, false);
+    SliceOutput(task, shift, centre, rstd);
+  }
+
+  // Split groups, before SyncAll: a slice's (count, mean, M2) to its workspace entry.
+  __aicore__ inline void SliceStatsTask(int64_t task) {
+    ChanCascade stats;
+    SliceStats(task, GroupShift(TaskGroup(task)), &stats);
+    float count = 0.0f;
+    float centre = 0.0f;
+    float m2 = 0.0f;
+    stats.Total(&count, &centre, &m2);
+    LocalTensor<float> entry = sliceOutBuf_.Get<float>();
+    if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
+    entry.SetValue(0, count);
+    entry.SetValue(1, centre);
+    entry.SetValue(2, m2);
+    Sync<HardEvent::S_MTE3>();
+    DataCopyExtParams copy{1, static_cast<uint32_t>(3 * sizeof(float)), 0, 0, 0};
+    DataCopyPad(wsGm_[task * FLOATS_PER_BLOCK], entry, copy);
+    entryInFlight_ = true;
+  }
+
+  // Split groups, after SyncAll: the group's slice statistics combined in slice order (the
+  // same on every block of the group, and the same tree as one block's cascade), then y.
+  __aicore__ inline void SliceOutputTask(int64_t task) {
+    const int64_t group = TaskGroup(task);
+    const int64_t slices = t_->sliceCount;
+    LocalTensor<float> entries = slicesInBuf_.Get<float>();
+    DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(3 * sizeof(float)),
+                           static_cast<uint32_t>((FLOATS_PER_BLOCK - 3) * sizeof(float)), 0, 0};
+    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    DataCopyPad(entries, wsGm_[group * slices * FLOATS_PER_BLOCK], copy, pad);
+    Sync<HardEvent::MTE2_S>();
+    ChanCascade stats;
+    stats.Reset();
+    for (int64_t s = 0; s < slices; ++s) {
+      const uint32_t at = static_cast<uint32_t>(s * FLOATS_PER_BLOCK);
+      stats.Add(entries.GetValue(at), entries.GetValue(at + 1), entries.GetValue(at + 2));
+    }
+    float count = 0.0f;
+    float centre = 0.0f;
+    float m2 = 0.0f;
+    stats.Total(&count, &centre, &m2);
+    const float shift = GroupShift(group);
+    const float rstd = Rstd(m2 * invM_);
+    if (task % slices == 0) RecordStats(group, shift + centre, rstd, false);
+    SliceOutput(task, shift, centre, rstd);
   }
 
   const GroupNormSiluMsTilingData *t_ = nullptr;
@@ -454,6 +540,10 @@ class KernelGroupNormSiluMs {
   int64_t streamTask_ = 0;
   int64_t streamEnd_ = 0;
   int64_t streamItem_ = 0;
+  int64_t streamPass_ = 0;
+  int64_t streamFirstPass_ = 0;
+  int64_t streamLastPass_ = 0;
+  bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
   // mean/rstd staging
   int64_t statStart_ = 0;
   int64_t statCount_ = 0;
@@ -467,6 +557,8 @@ class KernelGroupNormSiluMs {
   TBuf<QuePosition::VECCALC> scratchBuf_;
   TBuf<QuePosition::VECCALC> coefBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // mean and rstd, stored to GM by MTE3
+  TBuf<QuePosition::VECIN> slicesInBuf_;  // a split group's slice statistics, loaded by MTE2
+  TBuf<QuePosition::VECOUT> sliceOutBuf_;  // this slice's statistics, stored by MTE3
 
   GlobalTensor<T> xGm_;
   GlobalTensor<T> yGm_;
@@ -474,6 +566,7 @@ class KernelGroupNormSiluMs {
   GlobalTensor<U> betaGm_;
   GlobalTensor<float> meanGm_;
   GlobalTensor<float> rstdGm_;
+  GlobalTensor<float> wsGm_;  // split groups: one 8-float entry per task
 };
 
 }  // namespace GroupNormSiluMsKernel

@@ -37,8 +37,13 @@ struct GroupNormSiluMsTilingData {
   int64_t rowPitch;  // elements between rows in UB: rowLen rounded up to 32 bytes of x's dtype
   int64_t vectorCoef;
   int64_t activateSilu;
-  // work split: tasks are (n, g) groups [0, numTasks), over usedCores blocks, the first
-  // tailCores get one more; a block's tasks are consecutive
+  // work split: tasks [0, numTasks) over usedCores blocks, the first tailCores get one more;
+  // a block's tasks are consecutive. A task is a slice of sliceItems consecutive chunks of
+  // the group task / sliceCount (sliceCount == 1: a whole group). Mode 1 splits groups into
+  // slices when N * G < cores; sliceItems is a power of two, so the slices' statistics
+  // combine in the same pairwise tree as one block's (results do not depend on the split).
+  int64_t sliceCount;
+  int64_t sliceItems;
   int64_t numTasks;
   int64_t usedCores;
   int64_t tasksPerCore;

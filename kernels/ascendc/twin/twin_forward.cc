@@ -19,9 +19,9 @@ namespace {
 // The int64 fields of GroupNormSiluMsTilingData, in declaration order; eps and swishScale
 // (two floats) follow them and travel as separate arguments.
 const char *const kForwardTilingFields =
-    "N,C,HxW,G,D,mode,rows,rowLen,rowPitch,vectorCoef,activateSilu,numTasks,usedCores,tasksPerCore,tailCores,"
+    "N,C,HxW,G,D,mode,rows,rowLen,rowPitch,vectorCoef,activateSilu,sliceCount,sliceItems,numTasks,usedCores,tasksPerCore,tailCores,"
     "blockDim,chunkElems,chunksPerRow,coefElems,partialElems,reduceWorkElems,statBatch,ubBytes";
-constexpr int kForwardIntFields = 23;
+constexpr int kForwardIntFields = 25;
 static_assert(sizeof(GroupNormSiluMsTilingData) == kForwardIntFields * sizeof(int64_t) + 2 * sizeof(float),
               "update kForwardTilingFields");
 
@@ -79,6 +79,10 @@ GNMS_TWIN_EXPORT int GnsmsTwinLaunch(void *const *buffers, const int64_t *buffer
     }
   }
   regions.push_back({tilingGm.data(), tilingGm.size(), "tiling"});
+  // The user workspace (slice statistics of split groups), as the framework allocates it.
+  const size_t workspaceBytes = static_cast<size_t>(gnsms::UserWorkspaceBytes(t));
+  std::vector<float> workspace(workspaceBytes / sizeof(float) + 1);
+  if (workspaceBytes > 0) regions.push_back({workspace.data(), workspaceBytes, "workspace"});
   twin::Config config;
   config.ubBytes = ubBytes;
   config.coreNum = coreNum;
@@ -90,7 +94,8 @@ GNMS_TWIN_EXPORT int GnsmsTwinLaunch(void *const *buffers, const int64_t *buffer
   std::string message;
   const int status = twin::Launch(
       config, t.blockDim, tilingKey, regions,
-      [&] { group_norm_silu_ms(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), nullptr, tilingGm.data()); }, &message);
+      [&] { group_norm_silu_ms(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), reinterpret_cast<GM_ADDR>(workspace.data()),
+                           tilingGm.data()); }, &message);
   CopyError(message, error, errorLen);
   return status;
 }
