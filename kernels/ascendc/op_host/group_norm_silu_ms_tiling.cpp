@@ -7,7 +7,8 @@
 //   a scratch buffer: reduce result (8 floats), the constant 1.0 (8), the per-row partial
 //   sums and the ReduceSum work buffer; mean/rstd staging (VECOUT, 2 x statBatch floats);
 //   with coefficient arrays (coefElems > 0): one gamma and one beta staging buffer of
-//   coefElems parameter elements and 2 fp32 arrays of coefElems.
+//   coefElems parameter elements and 2 fp32 arrays of coefElems; in mode 1, the slice
+//   statistics buffers (kMaxSlices x 8 floats VECIN, 8 floats VECOUT), whatever the split.
 // Mode 2 (empty groups) allocates the mean/rstd staging only. PlanBytes mirrors that order;
 // the CPU twin checks the kernel's real InitBuffer calls against the configured UB size.
 #include "group_norm_silu_ms_tiling.h"

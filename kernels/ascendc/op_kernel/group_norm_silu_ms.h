@@ -8,10 +8,13 @@
  * computed as y / (1 + exp(-s * y)) (s = swish_scale; exp overflow gives y / inf = 0, the
  * limit). mean and rstd are written as float32, y in x's dtype (rounded to nearest even).
  *
- * Work split (host tiling): tasks are (n, g) groups, consecutive ones per block; every
- * group is computed by one block from its own data in a fixed order, so the results do not
- * depend on the core count or on the order in which the blocks run (no atomics, no
- * cross-core reduction).
+ * Work split (host tiling): tasks are (n, g) groups, consecutive ones per block, each
+ * computed by one block from its own data in a fixed order (no atomics). When N * G is below
+ * the core count and a group does not fit in UB (mode 1), a task is a slice of 2^k chunks
+ * of a group: the slices' (count, mean, M2) go through the workspace, and after SyncAll
+ * every block of the group combines them in slice order, which is the same pairwise tree
+ * one block builds (ChanCascade). So the results depend neither on the core count nor on
+ * the order in which the blocks run.
  *
  * A group is `rows` rows of `rowLen` elements: its D channels (HxW > 1; gamma/beta are a
  * scalar per row) or one row of D elements (HxW == 1; gamma/beta are vectors along the
@@ -280,12 +283,13 @@ class KernelGroupNormSiluMs {
   // The first element of the group (a scalar read of the input): the statistics are taken of
   // x - shift, which is exact for x within a factor 2 of the shift (Sterbenz), so a mean far
   // larger than the spread costs the sums no digits.
-  __aicore__ inline float GroupShift(int64_t task) { return ToF32(xGm_.GetValue(task * groupElems_)); }
+  __aicore__ inline float GroupShift(int64_t group) { return ToF32(xGm_.GetValue(group * groupElems_)); }
 
-  // Keeps the group's mean and rstd for the block's next store of statistics.
-  __aicore__ inline void RecordStats(int64_t task, float mean, float rstd, bool noVariance) {
+  // Keeps the mean and rstd of group (n * G + g) for the block's next store of statistics
+  // (a block records consecutive groups).
+  __aicore__ inline void RecordStats(int64_t group, float mean, float rstd, bool noVariance) {
     if (statCount_ == 0) {
-      statStart_ = task;
+      statStart_ = group;
       if (statsInFlight_) {  // the previous batch must have left UB before the scalar unit rewrites it
         Sync<HardEvent::MTE3_S>();
         statsInFlight_ = false;
@@ -474,7 +478,7 @@ class KernelGroupNormSiluMs {
 
   // A whole group in one block: both passes.
   __aicore__ inline void ChunkedTask(int64_t task) {
-    const float shift = GroupShift(task);
+    const float shift = GroupShift(TaskGroup(task));
     ChanCascade stats;
     SliceStats(task, shift, &stats);
     float count = 0.0f;
@@ -482,7 +486,7 @@ class KernelGroupNormSiluMs {
     float m2 = 0.0f;
     stats.Total(&count, &centre, &m2);
     const float rstd = Rstd(m2 * invM_);
-    RecordStats(task, shift + centre, rstd, false);
+    RecordStats(TaskGroup(task), shift + centre, rstd, false);
     SliceOutput(task, shift, centre, rstd);
   }
 
