@@ -11,7 +11,6 @@ import ctypes
 import functools
 import hashlib
 import os
-from pathlib import Path
 import subprocess
 
 import numpy as np
@@ -73,6 +72,12 @@ def _cdll():
     lib.GnsmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, ctypes.c_char_p, cint]
     lib.GnsmsTwinCheckDtypes.restype = cint
     lib.GnsmsTwinCheckDtypes.argtypes = [cint, cint, cint, ctypes.c_char_p, cint]
+    lib.GnsmsTwinMathProbe.restype = cint
+    lib.GnsmsTwinMathProbe.argtypes = [ctypes.c_char_p, ptr, cint, ctypes.c_char_p, cint]
+    lib.GnsmsTwinCostModel.restype = None
+    lib.GnsmsTwinCostModel.argtypes = [ptr, ptr]
+    lib.GnsmsTwinLastStats.restype = cint
+    lib.GnsmsTwinLastStats.argtypes = [ptr, cint]
     return lib
 
 
@@ -164,8 +169,6 @@ def forward_math_probe(name, a, b, execution="immediate"):
     """Runs one of twin_forward.cc's math probes on inputs a, b (32 floats each); returns
     (exp(a), sqrt(a), a / b) as the probe wrote them, raises TwinFault or KeyError."""
     lib = _cdll()
-    lib.GnsmsTwinMathProbe.restype = ctypes.c_int
-    lib.GnsmsTwinMathProbe.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     gm = np.zeros(160, np.float32)
     gm[:32], gm[32:64] = a, b
     error = ctypes.create_string_buffer(2048)
@@ -182,8 +185,6 @@ def forward_cost_model(**changes):
     """The forward library's cost constants (twin::CostModel) as a dict; keyword arguments
     change them for its later launches (ascendc_twin.COST_FIELDS)."""
     lib = _cdll()
-    lib.GnsmsTwinCostModel.restype = None
-    lib.GnsmsTwinCostModel.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     fields = ascendc_twin.COST_FIELDS
     out = np.zeros(len(fields), np.float64)
     lib.GnsmsTwinCostModel(None, out.ctypes.data)
@@ -200,8 +201,6 @@ def forward_last_stats():
     """Per-block cost counters of the forward library's last successful launch (dicts of
     ascendc_twin.STAT_FIELDS)."""
     lib = _cdll()
-    lib.GnsmsTwinLastStats.restype = ctypes.c_int
-    lib.GnsmsTwinLastStats.argtypes = [ctypes.c_void_p, ctypes.c_int]
     blocks = lib.GnsmsTwinLastStats(None, 0)
     out = np.zeros((max(blocks, 1), len(ascendc_twin.STAT_FIELDS)), np.float64)
     lib.GnsmsTwinLastStats(out.ctypes.data, blocks)

@@ -3,6 +3,9 @@ float32 mean/rstd), run on the CPU twin against the float64 reference: every til
 the five dtype pairs x SiLU off / on / on with swish_scale != 1, the shape classes, results
 bit-identical across core counts and block schedules, the host's input checks, and the
 twin's rules for the vector math the forward adds (Exp, Sqrt, Div)."""
+import contextlib
+import re
+
 import numpy as np
 import pytest
 
@@ -294,16 +297,9 @@ def test_host_dtype_rule(x, gamma, beta, ok):
     assert (status == 0) == ok
     if not ok:
         assert status == 2 and ("'gamma'" in message or "'beta'" in message)
-        with pytest.raises(ValueError, match="bad dtype pair") if gamma == beta else _no_raise():
+        # the tiling takes one parameter dtype: a gamma/beta mismatch is CheckDtypes' alone
+        with pytest.raises(ValueError, match="bad dtype pair") if gamma == beta else contextlib.nullcontext():
             fwd.forward_tiling(2, 4, 3, 2, x, gamma)
-
-
-class _no_raise:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 # ---------------------------------------------------------------- twin rules of Exp / Sqrt / Div
@@ -321,3 +317,30 @@ def test_twin_math_values():
 def test_twin_math_rules(probe, words):
     with pytest.raises(ascendc_twin.TwinFault, match=words):
         fwd.forward_math_probe(probe, np.ones(32, np.float32), np.ones(32, np.float32))
+
+
+# ---------------------------------------------------------------- the registration contract
+# What the MindSpore wiring (aclnnGroupNormSiluMs) is written against; CANN generates the
+# aclnn API from the OpDef in this order: inputs, attributes, outputs.
+CONTRACT = {"inputs": ["x", "gamma", "beta"], "outputs": ["y", "mean", "rstd"],
+            "attrs": [("num_groups", "REQUIRED", "Int"), ("eps", "OPTIONAL", "Float"),
+                      ("activate_silu", "OPTIONAL", "Bool"), ("swish_scale", "OPTIONAL", "Float")]}
+
+
+def test_op_definition_matches_the_contract():
+    root = ascendc_twin.ascendc_dir()
+    source = (root / "op_host" / "group_norm_silu_ms.cpp").read_text()
+    assert re.search(r"OP_ADD\(GroupNormSiluMs\)", source)
+    assert re.findall(r'this->Input\("(\w+)"\)\.ParamType\(REQUIRED\)', source) == CONTRACT["inputs"]
+    assert re.findall(r'this->Output\("(\w+)"\)', source) == CONTRACT["outputs"]
+    assert re.findall(r'this->Attr\("(\w+)"\)\.AttrType\((\w+)\)\.(\w+)\(', source) == CONTRACT["attrs"]
+    # mean and rstd are float32 for all five pairs; y follows x
+    assert re.search(r'Output\("mean"\)[^;]*DataType\(stat\)', source)
+    assert re.search(r'Output\("rstd"\)[^;]*DataType\(stat\)', source)
+    assert re.search(r"stat\(data\.size\(\), ge::DT_FLOAT\)", source)
+    assert re.search(r'Output\("y"\)[^;]*DataType\(data\)', source)
+    # the kernel entry takes the GM arguments in the OpDef's order
+    kernel = (root / "op_kernel" / "group_norm_silu_ms.cpp").read_text()
+    entry = re.search(r"void group_norm_silu_ms\(([^)]*)\)", kernel).group(1)
+    params = [p.split()[-1] for p in entry.split(",")]
+    assert params == CONTRACT["inputs"] + CONTRACT["outputs"] + ["workspace", "tiling"]

@@ -113,7 +113,9 @@ int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups,
   }
   if (numGroups == nullptr) return Reject(kTilingMissingInput, "attribute 'num_groups' is missing", message);
   const ShapeView &x = shapes[kInputX];
-  if (x.rank < 2) return Reject(kTilingBadShape, "input 'x' must have rank >= 2 (N, C, *), got " + ShapeText(x), message);
+  if (x.rank < 2) {
+    return Reject(kTilingBadShape, "input 'x' must have rank >= 2 (N, C, *), got " + ShapeText(x), message);
+  }
   if (NumElements(x) < 0) return Reject(kTilingBadShape, "input 'x' has a negative dimension " + ShapeText(x), message);
   const int64_t C = x.dims[1];
   const int64_t G = *numGroups;

@@ -19,8 +19,8 @@ namespace {
 // The int64 fields of GroupNormSiluMsTilingData, in declaration order; eps and swishScale
 // (two floats) follow them and travel as separate arguments.
 const char *const kForwardTilingFields =
-    "N,C,HxW,G,D,mode,rows,rowLen,rowPitch,vectorCoef,activateSilu,sliceCount,sliceItems,numTasks,usedCores,tasksPerCore,tailCores,"
-    "blockDim,chunkElems,chunksPerRow,coefElems,partialElems,reduceWorkElems,statBatch,ubBytes";
+    "N,C,HxW,G,D,mode,rows,rowLen,rowPitch,vectorCoef,activateSilu,sliceCount,sliceItems,numTasks,usedCores,"
+    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerRow,coefElems,partialElems,reduceWorkElems,statBatch,ubBytes";
 constexpr int kForwardIntFields = 25;
 static_assert(sizeof(GroupNormSiluMsTilingData) == kForwardIntFields * sizeof(int64_t) + 2 * sizeof(float),
               "update kForwardTilingFields");
