@@ -49,6 +49,7 @@ CASES = {
     "chunked_ng_above_cores": ((3, 4, 1500), 2, 4, SMALL_UB, "chunked"),
     "chunked_split_g1": ((1, 3, 5000), 1, 48, SMALL_UB, "chunked"),  # N * G = 1 < 48: slices over blocks
     "chunked_split_uneven": ((2, 6, 1777), 3, 40, SMALL_UB, "chunked"),
+    "chunked_split_pairs": ((1, 21, 700), 1, 16, SMALL_UB, "chunked"),  # 21 chunks: slices of 2, the last of 1
     "empty_hw0": ((2, 4, 0), 2, 48, ascendc_twin.UB_910B, "empty_groups"),
     "empty_c0": ((3, 0, 4), 1, 48, ascendc_twin.UB_910B, "empty_groups"),
 }
@@ -203,6 +204,8 @@ def test_groups_are_split_into_slices_only_when_chunked_and_fewer_than_the_cores
                                       ub_bytes=ub, core_num=cores)["sliceCount"]
              for case, (shape, G, cores, ub, _) in CASES.items()}
     assert split["chunked_split_g1"] > 1 and split["chunked_split_uneven"] > 1 and split["chunked_many_short_rows"] > 1
+    pairs = fwd.forward_tiling(1, 21, 700, 1, ub_bytes=SMALL_UB, core_num=16)
+    assert (pairs["sliceCount"], pairs["sliceItems"]) == (11, 2)  # uneven: the last slice has one chunk
     assert split["chunked_910b_ub"] == split["chunked_unaligned"] == 1  # N * G >= cores
     assert split["resident_ng_below_cores"] == 1  # a resident group is never split
     t = fwd.forward_tiling(1, 3, 5000, 1, ub_bytes=SMALL_UB, core_num=48)
@@ -210,7 +213,7 @@ def test_groups_are_split_into_slices_only_when_chunked_and_fewer_than_the_cores
 
 
 @pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_hw1_rank2", "chunked_ng_above_cores",
-                                  "chunked_split_g1", "chunked_split_uneven", "chunked_many_short_rows"])
+                                  "chunked_split_g1", "chunked_split_uneven", "chunked_split_pairs"])
 def test_bit_identical_across_core_counts_and_schedules(case):
     """Also across the split of a group into slices (48 cores) or not (1 core): the slices'
     statistics combine in the same pairwise tree as one block's."""
