@@ -20,6 +20,9 @@ def declare(lib):
     return lib
 
 
+_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16, "float64": np.float64}
+
+
 def cdll():
     return declare(_kernel_lib.cdll())
 
@@ -38,8 +41,14 @@ def forward(x, gamma, beta, group, eps=1e-5, swish_scale=1.0, data_dtype=None, s
     x = np.ascontiguousarray(x)
     N, C, hxw = _sizes(x)
     data_dtype = data_dtype or _kernel_lib._dtype_name(x)
-    stat_np = x.dtype if gamma is None else gamma.dtype
-    stat_dtype = stat_dtype or _kernel_lib._dtype_name(np.empty(0, stat_np))
+    if stat_dtype is None:
+        stat_np = x.dtype if gamma is None else gamma.dtype
+        stat_dtype = "bfloat16" if data_dtype == "bfloat16" and stat_np == np.uint16 else _kernel_lib._dtype_name(
+            np.empty(0, stat_np))
+    stat_np = _STORAGE[stat_dtype]  # the buffers the kernel writes must have the size it assumes
+    for name, array in (("gamma", gamma), ("beta", beta)):
+        if array is not None and array.dtype != stat_np:
+            raise TypeError(f"{name} must be stored as {stat_np} for stat_dtype={stat_dtype}")
     z = np.empty_like(x)
     mean = np.empty((N, group), stat_np)
     rstd = np.empty((N, group), stat_np)
@@ -63,6 +72,9 @@ def backward(dz, x, mean, rstd, gamma, beta, group, output_mask=(True, True, Tru
     gamma = None if gamma is None else np.ascontiguousarray(gamma)
     beta = None if beta is None else np.ascontiguousarray(beta)
     dx = np.empty_like(x) if output_mask[0] else None
+    for name, array in (("mean", mean), ("rstd", rstd), ("gamma", gamma), ("beta", beta)):
+        if array is not None and array.dtype != _STORAGE[stat_dtype]:
+            raise TypeError(f"{name} must be stored as {_STORAGE[stat_dtype]} for stat_dtype={stat_dtype}")
     dgamma = np.empty((C,), mean.dtype) if output_mask[1] else None
     dbeta = np.empty((C,), mean.dtype) if output_mask[2] else None
     status = cdll().MsGroupNormSiluBackward(

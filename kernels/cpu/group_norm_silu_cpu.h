@@ -250,7 +250,9 @@ void GroupNormSiluForward(const T *x, const U *gamma, const U *beta, T *z, U *me
 template <typename T, typename U>
 void GroupNormSiluBackward(const T *dz, const T *x, const U *mean, const U *rstd, const U *gamma, const U *beta,
                            T *dx, U *dgamma, U *dbeta, GroupNormSizes sizes, OutputMask mask, float swish_k) {
-  if (sizes.N * sizes.HxW == 0) {  // empty input: dgamma = dbeta = 0, no dx to write
+  // Empty input: dgamma = dbeta = 0, no dx to write. C == 0 is empty too (and D = C/G = 0
+  // must not reach the kernel's c / D).
+  if (sizes.N * sizes.C * sizes.HxW == 0) {
     for (int64_t c = 0; c < sizes.C; ++c) {
       if (mask.dgamma) dgamma[c] = U{};
       if (mask.dbeta) dbeta[c] = U{};
