@@ -25,6 +25,7 @@ from . import _kernel_lib, _ops
 FUSED_BACKENDS = ("cpu",)
 
 
+@_ops.evaluated_by_graph_compiler  # also called from functions MindSpore compiles (see there)
 def fused_backend():
     """The backend whose fused kernels run now ("cpu"), None where the callers fall back
     to the unfused pair (Ascend); raises for the AscendC twin, which has none yet."""

@@ -11,6 +11,7 @@ with the same results up to rounding: float64 input (the fused kernels are float
 only) and MindSpore on Ascend (no fused AscendC kernel is wired yet). The AscendC twin
 backend raises NotImplementedError (see _silu_ops).
 """
+import functools
 import math
 
 from mindspore import ops
@@ -21,6 +22,9 @@ from .errors import ParamInvalidError, ParamTypeError
 from .functional import FULL_MASK, _absent, _nchw_view, _param_spec, _spec, group_norm, group_norm_forward
 
 
+# Cached like the checks of _checks (hashable arguments): a cached function is also what
+# MindSpore's graph compiler calls in Python at compile time instead of parsing it.
+@functools.lru_cache(maxsize=1024, typed=True)
 def check_swish_scale(swish_scale):
     """swish_scale must be a finite real number (1.0 is SiLU)."""
     if not isinstance(swish_scale, (int, float)) or isinstance(swish_scale, bool):
@@ -29,6 +33,7 @@ def check_swish_scale(swish_scale):
         raise ParamInvalidError(f"swish_scale={swish_scale!r} must be finite")
 
 
+@functools.lru_cache(maxsize=1024, typed=True)
 def check_beta_for_backward(beta, mean, C):
     """The backward's extra input beta (recomputing y needs it): mean's dtype, C elements."""
     if beta is None:
