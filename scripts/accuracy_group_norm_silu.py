@@ -108,8 +108,9 @@ def implementations(shape, groups, dtype, dtype_name, with_torch):
     return impls
 
 
-def measure(shape=(4, 32, 16, 16), groups=8, means=(0.0, 100.0), with_torch=True, dtypes=DTYPES):
-    """[(dtype name, data mean, implementation, {metric: max |error|} or 'failed: ...')]."""
+def measure(shape=(4, 32, 16, 16), groups=8, means=(0.0, 100.0), with_torch=True, dtypes=DTYPES, only=None):
+    """[(dtype name, data mean, implementation, {metric: max |error|} or 'failed: ...')];
+    ``only``: {dtype name: implementation names} to measure (default: all)."""
     rows = []
     for dtype_name in dtypes:
         dtype = DTYPES[dtype_name]
@@ -117,6 +118,8 @@ def measure(shape=(4, 32, 16, 16), groups=8, means=(0.0, 100.0), with_torch=True
             case = make_case(shape, dtype, mean)
             want = expected(case, groups)
             for name, run in implementations(shape, groups, dtype, dtype_name, with_torch):
+                if only is not None and name not in only[dtype_name]:
+                    continue
                 try:
                     got = run(case)
                     rows.append((dtype_name, mean, name,
