@@ -14,13 +14,14 @@ Backends: only "cpu" has fused kernels. The AscendC fused kernels are not wired 
 so ``MS_GROUPNORM_BACKEND=ascendc_twin`` raises NotImplementedError (a silent CPU run
 would pass tests that believe they check the twin); on Ascend the callers (``silu``,
 ``silu_cell``) run the unfused pair, GroupNorm then SiLU. PYNATIVE_MODE runs these aot ops
-too (no pyboost fast path for the fused op yet).
+through the fused module's pyboost fast path when it is available (``_silu_pyboost``;
+$MS_GROUPNORM_PYBOOST=0 opts out): eager calls run the module, graphs (@ms.jit) the aot op.
 """
 import functools
 
-from mindspore import ops
+from mindspore import context, ops
 
-from . import _kernel_lib, _ops
+from . import _kernel_lib, _ops, _pyboost, _silu_pyboost
 
 FUSED_BACKENDS = ("cpu",)
 
@@ -44,8 +45,18 @@ def silu_backward_op(group, swish_scale=1.0, mask=_ops.FULL_MASK):
     return _silu_backward_op(int(group), float(swish_scale), tuple(bool(m) for m in mask), fused_backend())
 
 
+def _op_backend():
+    """fused_backend(), or PYBOOST_BACKEND in PYNATIVE_MODE on the "cpu" backend when the
+    fused pyboost module is enabled and could be built (see _ops._op_backend)."""
+    backend = fused_backend()
+    if (backend == "cpu" and _pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
+            and _silu_pyboost.module() is not None):
+        return _ops.PYBOOST_BACKEND
+    return backend
+
+
 def _require_fused(backend):
-    if backend not in FUSED_BACKENDS:
+    if backend not in FUSED_BACKENDS + (_ops.PYBOOST_BACKEND,):
         raise NotImplementedError(f"ms_groupnorm: no fused GroupNorm + SiLU kernels on backend {backend!r}")
 
 
@@ -71,13 +82,15 @@ def silu_forward_op(group, eps, swish_scale=1.0, mask=_ops.FULL_MASK):
     """(x, gamma, beta) -> (z, mean, rstd); ``mask`` says which of x, gamma, beta get a
     gradient (an empty "none" gamma/beta gets an empty one)."""
     return _silu_forward_op(int(group), float(eps), float(swish_scale), tuple(bool(m) for m in mask),
-                            fused_backend())
+                            _op_backend())
 
 
 @functools.lru_cache(maxsize=None)
 def _silu_forward_op(group, eps, swish_scale, mask, backend):
     _require_fused(backend)
-    backward = _silu_backward_op(group, swish_scale, mask, backend)
+    # The aot backward in every case: in PyNative the fast path's eager calls record the
+    # module's own backward node, and graphs (@ms.jit) run this bprop.
+    backward = _silu_backward_op(group, swish_scale, mask, "cpu" if backend == _ops.PYBOOST_BACKEND else backend)
 
     def bprop(x, gamma, beta, out, dout):
         # Only z's gradient flows back: mean and rstd are saved statistics.
@@ -90,5 +103,9 @@ def _silu_forward_op(group, eps, swish_scale, mask, backend):
         ["z", "mean", "rstd"],
         [("group", "int", group), ("eps", "float", eps), ("swish_scale", "float", swish_scale)],
     )
-    return ops.Custom(_kernel_lib.aot_func("GroupNormSilu"), out_shape=None, out_dtype=None, func_type="aot",
-                      bprop=bprop, reg_info=reg)
+    op_class = _ops.PynativeForward if backend == _ops.PYBOOST_BACKEND else ops.Custom
+    op = op_class(_kernel_lib.aot_func("GroupNormSilu"), out_shape=None, out_dtype=None, func_type="aot",
+                  bprop=bprop, reg_info=reg)
+    if backend == _ops.PYBOOST_BACKEND:
+        op.module_forward, op.module_autograd = _silu_pyboost.forwards(group, eps, swish_scale)
+    return op
