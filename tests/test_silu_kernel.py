@@ -125,6 +125,16 @@ def test_empty_inputs(shape):
     assert dx.shape == shape and not dgamma.any() and not dbeta.any()
 
 
+def test_group_too_large_for_the_scratch(rng):
+    """A group of more than 1 MiB of g: the group-wise backward recomputes g for dx."""
+    shape, G = (2, 2, 70000), 1
+    x, dz, gamma, beta, mean, rstd = make_inputs(rng, shape, G, ms.float32, ms.float32)
+    got = run_backward(dz, x, mean, rstd, gamma, beta, G, ms.float32, ms.float32, swish_scale=0.9)
+    for out, ref, name in zip(got, reference_silu.backward(dz, x, mean, rstd, gamma, beta, G, 0.9),
+                              ("dx", "dgamma", "dbeta")):
+        assert_close(out, ref, ms.float32, name)
+
+
 def test_statistics_are_those_of_the_group_norm_kernel(rng):
     for shape, G, dtype in [((3, 15, 7, 11), 5, np.float32), ((2, 8, 64, 33), 4, np.float16)]:
         x = (rng.standard_normal(shape) * 2 + 3).astype(dtype)
@@ -148,7 +158,8 @@ def test_bad_arguments_get_a_status_not_a_crash():
 
 
 # (N, C, HxW, G) as in test_kernel_simd.SIZES: vector and block tails, HxW below a
-# vector, the channel-wise schedule (N*G < threads), many tiny channels.
+# vector, the channel-wise schedule (N*G < threads; it recomputes g where the group-wise
+# one keeps a group's g in scratch), many tiny channels.
 SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32), (2, 8, 56, 4)]
 
 

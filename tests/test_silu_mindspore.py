@@ -345,3 +345,18 @@ def test_docs_resnet_block_example_trains(mode, tmp_path, monkeypatch):
     grads = example.grads
     assert len(grads) == len(example.block.trainable_params())
     assert all(np.isfinite(g.asnumpy()).all() for g in grads) and any(np.abs(g.asnumpy()).max() > 0 for g in grads)
+
+
+# ---------------------------------------------------------------- mixed precision
+def test_amp_O1_and_O2_steps_match_the_unfused_pair(mode, tmp_path, monkeypatch):
+    """mindspore.amp O1 (whose rewrite copies the layers' Python code) and O2 (float16
+    activations) train GroupNormSiLU as they train ms_groupnorm.GroupNorm followed by SiLU."""
+    from mindspore import amp
+    from test_mixed_precision import _assert_same_step, _layers, _train_step
+    monkeypatch.chdir(tmp_path)  # O1's rewrite writes ./rewritten_network/*.py
+    for level, tolerance in (("O1", 1e-4), ("O2", 5e-3)):
+        conv, norm, dense = _layers(GroupNormSiLU)
+        fused = amp.auto_mixed_precision(nn.SequentialCell(conv, norm, nn.Flatten(), dense), level)
+        conv, norm, dense = _layers(ms_groupnorm.GroupNorm)
+        pair = amp.auto_mixed_precision(nn.SequentialCell(conv, norm, nn.SiLU(), nn.Flatten(), dense), level)
+        _assert_same_step(_train_step(fused), _train_step(pair), rtol=tolerance, atol=tolerance)

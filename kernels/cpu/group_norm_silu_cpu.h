@@ -9,7 +9,8 @@
 // (group_norm_cpu.h) on g = dz * s * (1 + k y (1 - s)) instead of dy:
 //   db[n, c] = sum_hw g, ds[n, c] = sum_hw g * (x - mu), dbeta = sum_n db,
 //   dgamma = sum_n rstd * ds, dx = rstd gamma g + b (x - mu) + c0 (b, c0 as there).
-// g is computed twice (for the sums, then for dx), in the same operations both times.
+// g is kept for the dx pass in a per-thread scratch of one group while that fits in 1 MiB
+// (then it is still in L2), else computed again, in the same operations.
 // Determinism: the schedules and sums of group_norm_cpu.h (threads choose only which
 // group or channel they handle; the row sums follow row_kernels.h's lane/block order;
 // dgamma/dbeta are a serial loop over n), so results are bit-identical for any thread
@@ -161,30 +162,42 @@ class SiluBackwardKernel {
         for (int64_t nc = 0; nc < N * C; ++nc) InputGrad(nc / C, nc % C, 1);
       }
     } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t ng = 0; ng < N * G; ++ng) {
-        const int64_t n = ng / G, g = ng % G;
-        Reduce(n, g * D, D);
-        if (mask_.dx) InputGrad(n, g * D, D);
+      // A group's g (dz * dz/dy) is kept in a per-thread scratch while it fits in
+      // kMaxGroupScratchBytes (it stays in L2), so the dx pass does not recompute sigmoid;
+      // a larger group recomputes it. The same floats either way, so the same bits.
+      const bool keep_g = mask_.dx && D * s_.HxW * static_cast<int64_t>(sizeof(float)) <= kMaxGroupScratchBytes;
+#pragma omp parallel num_threads(threads)
+      {
+        std::vector<float> scratch(keep_g ? D * s_.HxW : 0);
+#pragma omp for schedule(static)
+        for (int64_t ng = 0; ng < N * G; ++ng) {
+          const int64_t n = ng / G, g = ng % G;
+          Reduce(n, g * D, D, keep_g ? scratch.data() : nullptr);
+          if (mask_.dx) InputGrad(n, g * D, D, keep_g ? scratch.data() : nullptr);
+        }
       }
     }
     if (mask_.dgamma || mask_.dbeta) ReduceOverBatch(threads);
   }
 
  private:
+  static constexpr int64_t kMaxGroupScratchBytes = int64_t{1} << 20;
+
   float Mean(int64_t n, int64_t c) const { return ToFloat(mean_[n * s_.G + c / s_.D()]); }
 
   // Even dbeta alone needs x here: g depends on y. So ds is always computed (cheap).
-  void Reduce(int64_t n, int64_t c_first, int64_t rows) {
+  // g_out (rows * HxW floats) receives g when not nullptr.
+  void Reduce(int64_t n, int64_t c_first, int64_t rows, float *g_out = nullptr) {
     const int64_t nc = n * s_.C + c_first;
     const int64_t offset = nc * s_.HxW;
     silu_.reduce_grad(dz_ + offset, x_ + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc], &shift_[c_first], k_,
-                      &db_[nc], &ds_[nc]);
+                      &db_[nc], &ds_[nc], g_out);
   }
 
   // BackwardKernel::InputGrad's coefficients, in the same order (the whole group each
   // call, so both schedules give the same bits); a_c = rstd * gamma_c is scale_.
-  void InputGrad(int64_t n, int64_t c_first, int64_t rows) {
+  // g_stored: what Reduce stored for these rows, or nullptr to recompute g.
+  void InputGrad(int64_t n, int64_t c_first, int64_t rows, const float *g_stored = nullptr) {
     const int64_t D = s_.D(), g = c_first / D;
     double s1 = 0.0, t2 = 0.0;
     for (int64_t c = g * D; c < (g + 1) * D; ++c) {
@@ -198,8 +211,13 @@ class SiluBackwardKernel {
     const float c0 = static_cast<float>(-r * s1 * inv_m);
     const int64_t nc = n * s_.C + c_first;
     const int64_t offset = nc * s_.HxW;
-    silu_.input_grad(dz_ + offset, x_ + offset, dx_ + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc],
-                     &shift_[c_first], k_, b, c0);
+    if (g_stored != nullptr) {
+      silu_.input_grad_stored(g_stored, x_ + offset, dx_ + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc], b,
+                              c0);
+    } else {
+      silu_.input_grad(dz_ + offset, x_ + offset, dx_ + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc],
+                       &shift_[c_first], k_, b, c0);
+    }
   }
 
   // As BackwardKernel::ReduceOverBatch: n ascending, in double.

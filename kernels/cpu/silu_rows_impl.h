@@ -132,24 +132,25 @@ inline double FoldViaFloat(const VF *acc) {
 
 template <typename T>
 void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, VF vk, double *sum_g,
-                       double *sum_gxc) {
+                       double *sum_gxc, float *g_out) {
   double total_g = 0.0, total_gxc = 0.0;
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t end = n - start < kBlock ? n : start + kBlock;
     VF acc_g[kSiluRegs], acc_gxc[kSiluRegs];
     for (int r = 0; r < kSiluRegs; ++r) acc_g[r] = acc_gxc[r] = VF{};
-    auto add = [&](int r, VF d, VF xv) {
-      const VF xc = xv - vmu;
-      const VF g = SwishGrad(d, xc * vs + vt, vk);  // y = (x - mu) * scale + shift, as Affine
+    auto add = [&](int r, int64_t at) {
+      const VF xc = Load(x + at) - vmu;
+      const VF g = SwishGrad(Load(dz + at), xc * vs + vt, vk);  // y = (x - mu) * scale + shift, as Affine
+      if (g_out != nullptr) Store(g_out + at, g);
       acc_g[r] = acc_g[r] + g;
       acc_gxc[r] = acc_gxc[r] + g * xc;
     };
     int64_t i = start;
     for (; i + kLanes <= end; i += kLanes) {
-      for (int r = 0; r < kSiluRegs; ++r) add(r, Load(dz + i + r * kW), Load(x + i + r * kW));
+      for (int r = 0; r < kSiluRegs; ++r) add(r, i + r * kW);
     }
     int reg = 0;  // the block's tail goes to lanes 0, 1, ... as in row_kernels
-    for (; i + kW <= end; i += kW, ++reg) add(reg, Load(dz + i), Load(x + i));
+    for (; i + kW <= end; i += kW, ++reg) add(reg, i);
     if (i < end) {
       const int64_t count = end - i;
       const VI valid = LaneIndex() < static_cast<int>(count);
@@ -157,6 +158,7 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
       const VF xc = xv - vmu;
       VF g = SwishGrad(LoadPartial(dz + i, count), xc * vs + vt, vk);
       g = valid ? g : VF{};  // padded lanes add nothing, whatever scale/shift hold
+      if (g_out != nullptr) StorePartial(g_out + i, g, count);
       acc_g[reg] = acc_g[reg] + g;
       acc_gxc[reg] = acc_gxc[reg] + (valid ? g * xc : VF{});
     }
@@ -169,11 +171,11 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
 
 template <typename T>
 void ReduceSiluGrad(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, const float *scale,
-                    const float *shift, float swish_k, double *sum_g, double *sum_gxc) {
+                    const float *shift, float swish_k, double *sum_g, double *sum_gxc, float *g_out) {
   const VF vmu = Splat(mu), vk = Splat(swish_k);
   for (int64_t r = 0; r < rows; ++r) {
     ReduceSiluGradRow(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk, sum_g + r,
-                      sum_gxc + r);
+                      sum_gxc + r, g_out == nullptr ? nullptr : g_out + r * hxw);
   }
 }
 
@@ -200,6 +202,24 @@ void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, fl
 }
 
 template <typename T>
+void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                         float b, float c) {
+  const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t offset = r * hxw;
+    const VF vs = Splat(scale[r]);
+    auto op = [&](VF gv, VF xv) { return (vs * gv + vb * (xv - vmu)) + vc; };  // as SiluInputGrad
+    int64_t i = 0;
+    for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(g + offset + i), Load(x + offset + i)));
+    if (i < hxw) {
+      const int64_t count = hxw - i;
+      StorePartial(dx + offset + i, op(LoadPartial(g + offset + i, count), LoadPartial(x + offset + i, count)),
+                   count);
+    }
+  }
+}
+
+template <typename T>
 SiluRowKernels<T> MakeSiluRowKernels() {
-  return SiluRowKernels<T>{&NormalizeSilu<T>, &ReduceSiluGrad<T>, &SiluInputGrad<T>};
+  return SiluRowKernels<T>{&NormalizeSilu<T>, &ReduceSiluGrad<T>, &SiluInputGrad<T>, &SiluInputGradStored<T>};
 }
