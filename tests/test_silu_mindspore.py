@@ -348,13 +348,14 @@ def test_docs_resnet_block_example_trains(mode, tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- mixed precision
-def test_amp_O1_and_O2_steps_match_the_unfused_pair(mode, tmp_path, monkeypatch):
-    """mindspore.amp O1 (whose rewrite copies the layers' Python code) and O2 (float16
-    activations) train GroupNormSiLU as they train ms_groupnorm.GroupNorm followed by SiLU."""
+def test_amp_O1_step_matches_the_unfused_pair(mode, tmp_path, monkeypatch):
+    """mindspore.amp O1, whose rewrite copies the layers' Python code into a new network,
+    trains GroupNormSiLU as it trains ms_groupnorm.GroupNorm followed by SiLU. (O2 only
+    casts the layer's input, which the float16 tests cover.)"""
     from mindspore import amp
     from test_mixed_precision import _assert_same_step, _layers, _train_step
     monkeypatch.chdir(tmp_path)  # O1's rewrite writes ./rewritten_network/*.py
-    for level, tolerance in (("O1", 1e-4), ("O2", 5e-3)):
+    for level, tolerance in (("O1", 1e-4),):
         conv, norm, dense = _layers(GroupNormSiLU)
         fused = amp.auto_mixed_precision(nn.SequentialCell(conv, norm, nn.Flatten(), dense), level)
         conv, norm, dense = _layers(ms_groupnorm.GroupNorm)
