@@ -85,8 +85,11 @@ def asc_devkit():
 @pytest.fixture(scope="module")
 def metadef():
     path = _checkout(METADEF_ENV)
-    assert (path / "inc" / "external" / "asc" / "register" / "op_def_registry.h").is_file(), (
-        f"{METADEF_ENV}={path} is not a metadef checkout")
+    assert (path / "inc" / "external" / "register").is_dir(), f"{METADEF_ENV}={path} is not a metadef checkout"
+    if not (path / "inc" / "external" / "asc" / "register" / "op_def_registry.h").is_file():
+        # metadef's tags up to v9.0.1 do not hold the op-definition API (register/op_def_registry.h)
+        pytest.skip(f"{METADEF_ENV}={path} has no inc/external/asc/register/op_def_registry.h (metadef holds the "
+                    "op-definition API only after v9.0.1): use a newer metadef checkout")
     return path
 
 
