@@ -13,7 +13,8 @@ CANN does not ship these as files: its build writes them.
   none of which ``gen_dynamic_shape_v2`` uses; those imports are satisfied with empty modules, and
   the two modules it does use (``global_storage``, ``generate_tiling_code``) are the checkout's own.
   The only settings it reads are the SoC's short name (``Ascend910B``: the 910B's code path) and
-  ``ascendc_tiling_no_register`` (False: the default, the tiling struct size is not registered).
+  ``ascendc_tiling_no_register``, which the op compiler sets when the kernel says
+  ``REGISTER_NONE_TILING`` (``kernel_info_infer.py``) and leaves False otherwise.
 
 The tiling struct is the one the kernel names: ``REGISTER_TILING_DEFAULT(<struct>)`` or
 ``GET_TILING_DATA_WITH_STRUCT(<struct>, ...)`` (CANN's standard C++ tiling struct).
@@ -70,10 +71,10 @@ class _Unused:
         return _Unused(f"{self._name}.{attribute}")
 
 
-def op_tiling_header(asc_devkit, op_type, tiling_struct):
+def op_tiling_header(asc_devkit, op_type, tiling_struct, no_register=False):
     """The per-op tiling header text, as CANN's op compiler writes it for a dynamic-shape kernel."""
     package = "asc_op_compile_base.asc_op_compiler"
-    settings = {"ascendc_short_soc_version": SHORT_SOC_VERSION, "ascendc_tiling_no_register": False}
+    settings = {"ascendc_short_soc_version": SHORT_SOC_VERSION, "ascendc_tiling_no_register": no_register}
     saved = {k: v for k, v in sys.modules.items() if k == "asc_op_compile_base" or k.startswith("asc_op_compile_base.")}
     try:
         for name in ["asc_op_compile_base", "asc_op_compile_base.common", "asc_op_compile_base.common.platform",
