@@ -190,12 +190,25 @@ MUTATIONS = {
 }
 
 
+def own_sources(kernel):
+    """The kernel file and the op_kernel/ headers it includes, directly or not, in include order."""
+    order, pending = [], [kernel]
+    while pending:
+        path = pending.pop(0)
+        if path in order or not path.is_file():
+            continue
+        order.append(path)
+        pending += [kernel.parent / name for name in re.findall(r'#include\s+"([^"/]+)"', path.read_text())]
+    return order
+
+
 def broken_copy(kernel, mutation, directory):
-    """Copies op_kernel/ to `directory`, applies the mutation to the first file it changes."""
+    """Copies op_kernel/ to `directory` and applies the mutation to the first of the kernel's own
+    sources it changes; returns (copied kernel, changed file), or (None, None)."""
     copy = directory / "op_kernel"
     shutil.copytree(kernel.parent, copy)
     mutate, _ = MUTATIONS[mutation]
-    for path in [copy / kernel.name] + sorted(p for p in copy.iterdir() if p.suffix == ".h"):
+    for path in [copy / p.name for p in own_sources(kernel)]:
         text = path.read_text()
         mutated = mutate(text)
         if mutated != text:
