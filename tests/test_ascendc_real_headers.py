@@ -175,17 +175,20 @@ def _tbuf_init_as_queue(text):
     return text
 
 
+BRACES = r"\{(?:[^{}]|\{[^{}]*\})*\}"  # a brace-init list, one level of nested braces (V{})
+COPY_INIT = r"(\bDataCopyExtParams(?:\s+\w+)?\s*)"  # a named object or a temporary
+PAD_INIT = r"(\bDataCopyPadExtParams<[^<>;]+>(?:\s+\w+)?\s*)"
+
 # name: (mutation of a source text (returns it unchanged where it does not apply), what the error names)
 MUTATIONS = {
     "wrong_round_mode": (lambda t: re.sub(r"RoundMode::CAST_\w+", "RoundMode::CAST_NEAREST", t, count=1),
                          "CAST_NEAREST"),
     "wrong_hard_event": (lambda t: re.sub(r"HardEvent::\w+", "HardEvent::V_SCALAR", t, count=1), "V_SCALAR"),
-    "copy_params_seven_args": (lambda t: re.sub(r"(DataCopyExtParams\s+\w+\s*\{)", r"\g<1>0, 0, ", t, count=1),
-                               "DataCopyExtParams"),
-    "copy_params_partial_init": (lambda t: re.sub(r"(DataCopyExtParams\s+\w+\s*)\{[^;]*\};", r"\g<1>{1, 32};", t,
-                                                  count=1), "DataCopyExtParams"),
-    "pad_params_partial_init": (lambda t: re.sub(r"(DataCopyPadExtParams<\w+>\s+\w+\s*)\{[^;]*\};",
-                                                 r"\g<1>{false, 0};", t, count=1), "DataCopyPadExtParams"),
+    "copy_params_seven_args": (lambda t: re.sub(COPY_INIT + r"\{", r"\g<1>{0, 0, ", t, count=1), "DataCopyExtParams"),
+    "copy_params_partial_init": (lambda t: re.sub(COPY_INIT + BRACES, r"\g<1>{1, 32}", t, count=1),
+                                 "DataCopyExtParams"),
+    "pad_params_partial_init": (lambda t: re.sub(PAD_INIT + BRACES, r"\g<1>{false, 0}", t, count=1),
+                                "DataCopyPadExtParams"),
     "tbuf_given_queue_init": (_tbuf_init_as_queue, "InitBuffer"),
 }
 
