@@ -101,11 +101,20 @@ def evaluated_by_graph_compiler(function):
     return functools.lru_cache(maxsize=0)(function)
 
 
+def _bool_triple(mask):
+    """``mask`` as a tuple of 3 bools; the usual tuples are looked up (~0.2 us, not ~1 us)."""
+    known = _BOOL_TRIPLES.get(mask) if type(mask) is tuple else None  # pylint: disable=unidiomatic-typecheck
+    return known if known is not None else tuple(bool(m) for m in mask)
+
+
+_BOOL_TRIPLES = {(a, b, c): (a, b, c) for a in (False, True) for b in (False, True) for c in (False, True)}
+
+
 @evaluated_by_graph_compiler
 def backward_op(group, mask=FULL_MASK):
     """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
     ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
-    return _backward_op(int(group), tuple(bool(m) for m in mask), _op_backend())
+    return _backward_op(int(group), _bool_triple(mask), _op_backend())
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,7 +151,7 @@ def forward_op(group, eps, mask=FULL_MASK):
     ``mask`` says which of x, gamma, beta are real inputs whose gradient is wanted: a
     gamma or beta passed as the empty "none" tensor gets an empty gradient.
     """
-    return _forward_op(int(group), float(eps), tuple(bool(m) for m in mask), _op_backend())
+    return _forward_op(int(group), float(eps), _bool_triple(mask), _op_backend())
 
 
 @functools.lru_cache(maxsize=None)
