@@ -13,7 +13,7 @@ from mindspore import nn, ops
 
 from cases import tensor, to_numpy
 from ms_groupnorm import group_norm, reference
-from ms_groupnorm.errors import ParamTypeError
+from ms_groupnorm.errors import ParamInvalidError, ParamTypeError
 
 SHAPE, G, EPS = (2, 6, 3, 4), 2, 1e-5
 
@@ -140,3 +140,32 @@ def test_variable_of_the_wrong_type_is_refused_while_compiling(mode, rng, argume
 
     with pytest.raises(ParamTypeError, match=f"{argument} is a graph variable of type"):
         bad(x, w, b)
+
+
+def test_graph_variable_on_a_backend_without_the_run_time_ops_is_refused(rng, monkeypatch):
+    """Only the "cpu" backend reads num_groups at run time; elsewhere a clear error while compiling."""
+    monkeypatch.setenv("MS_GROUPNORM_BACKEND", "ascendc_twin")
+    _, (x, w, b) = inputs(rng)
+
+    @jit("STRICT")
+    def variables(x, w, b):
+        return group_norm(x, ms.mutable(G), w, b)
+
+    with pytest.raises(ParamInvalidError, match="only the 'cpu' backend"):
+        variables(x, w, b)
+
+
+def test_one_value_per_group_gives_bias_and_zero_gradient_as_mindspore(mode, rng):
+    """PyTorch raises for N * C/G * HxW == 1; MindSpore's layers return beta, and so do we."""
+    x = tensor(np.array([[1.0, 2.0, 3.0, 4.0]], np.float32), ms.float32)
+    b = tensor(np.array([0.5, -1.0, 2.0, 0.0], np.float32), ms.float32)
+    w = tensor(np.ones(4, np.float32), ms.float32)
+    assert np.array_equal(to_numpy(group_norm(x, 4, w, b)), to_numpy(b).reshape(1, 4))
+    assert np.array_equal(to_numpy(ms.nn.GroupNorm(4, 4)(x)), np.zeros((1, 4), np.float32))
+    weights = tensor(np.arange(4, dtype=np.float32), ms.float32)
+
+    def loss(v):
+        return (group_norm(v, 4, w, b) * weights).sum()
+
+    dx = ms.grad(loss)(x)
+    assert not to_numpy(dx).any()
