@@ -153,7 +153,6 @@ OutputMask ReadMask(mindspore::AotExtra *extra) {
 // Static channel count of an (N, C, *) shape, or -1 while it is unknown.
 int64_t ChannelsOf(int ndim, const int64_t *shape) { return ndim >= 2 ? shape[1] : -1; }
 
-
 // The forward aot body once group and eps are known. params: x, gamma, beta | y, mean,
 // rstd (empty gamma/beta mean ones/zeros); mean and rstd must hold `stat_numel` elements.
 int ForwardFromAot(void **params, int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s, float eps,
