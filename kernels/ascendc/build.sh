@@ -12,6 +12,10 @@
 #   INSTALL_DIR       where the package is installed (default: kernels/ascendc/build/opp)
 #   BUILD_DIR         scratch directory of the build (default: kernels/ascendc/build)
 #   PYTHON            python with the MindSpore Ascend wheel (default: python3)
+#
+# Minimum versions: MindSpore 2.10 (the Ascend wheel's custom_compiler must accept the
+# SoCs below; older ones reject ascend910_93, which is checked before building) and CANN
+# 8.2 (the standard C++ tiling struct, see op_host/group_norm_grad_ms.cpp).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,8 +47,35 @@ if [ ! -f "$COMPILER/setup.py" ]; then
   exit 2
 fi
 
+# The SoC names this wheel's custom_compiler accepts (its check_args set), so that an old
+# wheel fails here with the reason instead of deep inside the build.
+ACCEPTED="$("$PYTHON" - "$COMPILER/setup.py" <<'PY'
+import re, sys
+match = re.search(r"support_soc_version\s*=\s*\{([^}]*)\}", open(sys.argv[1], encoding="utf-8").read())
+print(";".join(re.findall(r"[\"']([^\"']+)[\"']", match.group(1))) if match else "")
+PY
+)"
+if [ -n "$ACCEPTED" ]; then
+  for SOC in ${SOCS//;/ }; do
+    case ";$ACCEPTED;" in
+      *";$SOC;"*) ;;
+      *) echo "build.sh: the MindSpore wheel's custom_compiler ($COMPILER/setup.py) does not accept the SoC" >&2
+         echo "'$SOC' (it accepts: ${ACCEPTED//;/, }). Install MindSpore >= 2.10 (Ascend wheel)." >&2
+         exit 2 ;;
+    esac
+  done
+fi
+
+# Absolute: the .run installer runs from its own temporary directory, where a relative
+# path would resolve somewhere else.
+mkdir -p "$INSTALL_DIR"
+INSTALL_DIR="$(cd "$INSTALL_DIR" && pwd)"
+# A vendor directory from an earlier install makes the installer ask before overwriting
+# (and loop on a closed stdin): remove it first.
+rm -rf "$INSTALL_DIR/vendors/$VENDOR"
+
 rm -rf "$WORK/custom_compiler"
-mkdir -p "$WORK" "$INSTALL_DIR"
+mkdir -p "$WORK"
 cp -r "$COMPILER" "$WORK/custom_compiler"
 cd "$WORK/custom_compiler"
 # op_host/ and op_kernel/ are copied side by side into CANN's project template, so the
@@ -56,3 +87,4 @@ cd "$WORK/custom_compiler"
 echo
 echo "GroupNormGradMs is installed (SoCs: $SOCS). Before running MindSpore, export:"
 echo "  export ASCEND_CUSTOM_OPP_PATH=$INSTALL_DIR/vendors/$VENDOR:\${ASCEND_CUSTOM_OPP_PATH:-}"
+echo "  export LD_LIBRARY_PATH=$INSTALL_DIR/vendors/$VENDOR/op_api/lib:\${LD_LIBRARY_PATH:-}"
