@@ -24,6 +24,7 @@ STATUS_NAMES = {
     5: "inconsistent shapes or group",
     6: "missing or invalid attribute",
     7: "kernel fault (AscendC twin)",
+    8: "num_groups/eps read at run time is invalid (num_groups must be > 0 and divide C)",
 }
 
 
