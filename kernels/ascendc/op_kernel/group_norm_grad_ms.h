@@ -101,7 +101,9 @@ class KernelGroupNormGradMs {
       if (t_->mode == GNG_MODE_HW_ONE) {
         for (int64_t task = first; task < first + count; ++task) HwOneTask(task);
       } else if (t_->splitByChannel != 0) {
-        StreamBegin(first, count, true, true, false);
+        // one stream: every task's sums pass, then (after SyncAll) every task's dx pass, so
+        // the first dx loads are in flight across the SyncAll (they read inputs only)
+        StreamBegin(first, count, true, true, false, t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
       } else {
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
@@ -115,7 +117,6 @@ class KernelGroupNormGradMs {
       int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
       int64_t count = t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
       cachedGroup_ = -1;
-      StreamBegin(first, count, true, false, true);
       for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
@@ -129,8 +130,13 @@ class KernelGroupNormGradMs {
   // ------------------------------------------------------------------ buffers
   __aicore__ inline void InitPhase1Buffers() {
     const int64_t K = t_->chunkElems;
-    pipe_.InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
-    pipe_.InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
+    if (t_->mode == GNG_MODE_HW_ONE) {  // one batch in flight: depth-1 queues
+      pipe_.InitBuffer(rowDyQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_.InitBuffer(rowXQue_, BUFFER_NUM, K * sizeof(T));
+    } else {
+      pipe_.InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_.InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
+    }
     pipe_.InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
     if (t_->mode == GNG_MODE_HW_ONE) {
       // The same bytes as numFloatBufs * K floats, split so that the two buffers MTE3 stores
@@ -272,7 +278,10 @@ class KernelGroupNormGradMs {
   }
   __aicore__ inline int64_t TaskChannels() const { return streamByChannel_ ? 1 : t_->D; }
 
-  __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass) {
+  __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
+                                     bool dxPassAfterAll = false) {
+    streamFirst_ = first;
+    streamDxAfterAll_ = dxPassAfterAll;
     streamTask_ = first;
     streamEnd_ = first + count;
     streamByChannel_ = byChannel;
@@ -303,6 +312,12 @@ class KernelGroupNormGradMs {
       } else {
         ++streamTask_;
         streamPass_ = streamSums_ ? 0 : 1;
+      }
+      if (streamTask_ == streamEnd_ && streamDxAfterAll_) {  // the dx passes follow all sums passes
+        streamDxAfterAll_ = false;
+        streamSums_ = false;
+        streamPass_ = 1;
+        streamTask_ = streamFirst_;
       }
     }
     return false;
@@ -528,11 +543,11 @@ class KernelGroupNormGradMs {
     LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
     LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
     LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
-    IssueRows(dyQue_, dyGm_, base, rows);
-    IssueRows(xQue_, xGm_, base, rows);
+    IssueRows(rowDyQue_, dyGm_, base, rows);
+    IssueRows(rowXQue_, xGm_, base, rows);
     if (t_->dxRequired != 0) IssueRows(gammaQue_, gammaGm_, c0, rows);
-    TakeAsFloat<T>(dyQue_, span, dyF);
-    TakeAsFloat<T>(xQue_, span, xF);
+    TakeAsFloat<T>(rowDyQue_, span, dyF);
+    TakeAsFloat<T>(rowXQue_, span, xF);
     for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
       const int64_t group = n * t_->G + g0 + j;
       Adds(xF[j * P], xF[j * P], -Stat(meanGm_, group), d);
@@ -616,6 +631,8 @@ class KernelGroupNormGradMs {
 
   const GroupNormGradMsTilingData *t_ = nullptr;
   // the load stream (see StreamBegin)
+  int64_t streamFirst_ = 0;
+  bool streamDxAfterAll_ = false;
   int64_t streamTask_ = 0;
   int64_t streamEnd_ = 0;
   int64_t streamItem_ = 0;
@@ -633,16 +650,18 @@ class KernelGroupNormGradMs {
   TPipe pipe_;
   TQue<QuePosition::VECIN, BUFFER_NUM> dyQue_;
   TQue<QuePosition::VECIN, BUFFER_NUM> xQue_;
-  TQue<QuePosition::VECOUT, BUFFER_NUM> dxQue_;
+  TQue<QuePosition::VECOUT, 1> dxQue_;  // depth 1: a dx tensor is dequeued right after it is queued
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
+  TQue<QuePosition::VECIN, 1> rowDyQue_;  // mode 3
+  TQue<QuePosition::VECIN, 1> rowXQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
   TBuf<QuePosition::VECOUT> floatOutBuf_;  // mode 3: dy and dg rows that MTE3 stores to the workspace
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
   TQue<QuePosition::VECIN, BUFFER_NUM> wsQue_;
-  TQue<QuePosition::VECOUT, BUFFER_NUM> outQue_;
+  TQue<QuePosition::VECOUT, 1> outQue_;
   TBuf<QuePosition::VECCALC> accBuf_;
 
   GlobalTensor<T> dyGm_;

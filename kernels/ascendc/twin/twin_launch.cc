@@ -105,8 +105,10 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   twin::Config config;
   config.ubBytes = ubBytes;
   config.coreNum = coreNum;
-  config.policy = policy & 0xFF;    // bits 8+: the execution of the pipes (twin::Execution)
-  config.execution = policy >> 8;
+  config.policy = policy & 0xFF;  // bits 8-15: the execution of the pipes (twin::Execution)
+  config.execution = (policy >> 8) & 0xFF;
+  config.autoSync = ((policy >> 17) & 1) == 0;   // bit 17: no --cce-auto-sync
+  config.saturation = ((policy >> 18) & 1) != 0;  // bit 18: saturation overflow mode
   config.seed = seed;
   config.cost = twin::DefaultCost();
   std::string message;
@@ -115,30 +117,32 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   return status;
 }
 
-// Sets (values != nullptr) and returns in out[9] the cost constants of later launches:
+// Sets (values != nullptr) and returns in out[11] the cost constants of later launches:
 // clockGhz, gmBytesPerNs, dmaSetupCycles, dmaLatencyNs, vecCyclesPerRepeat, vecStartCycles,
-// scalarUbCycles, scalarGmNs, syncAllNs.
+// scalarUbCycles, scalarGmNs, syncAllNs, dmaBurstCycles, vecBarrierCycles.
 GNMS_TWIN_EXPORT void GnmsTwinCostModel(const double *values, double *out) {
   twin::CostModel c = twin::DefaultCost();
-  double *fields[9] = {&c.clockGhz, &c.gmBytesPerNs, &c.dmaSetupCycles, &c.dmaLatencyNs, &c.vecCyclesPerRepeat,
-                       &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs, &c.syncAllNs};
+  double *fields[11] = {&c.clockGhz, &c.gmBytesPerNs, &c.dmaSetupCycles, &c.dmaLatencyNs, &c.vecCyclesPerRepeat,
+                        &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs, &c.syncAllNs, &c.dmaBurstCycles,
+                        &c.vecBarrierCycles};
   if (values != nullptr) {
-    for (int i = 0; i < 9; ++i) *fields[i] = values[i];
+    for (int i = 0; i < 11; ++i) *fields[i] = values[i];
     twin::SetDefaultCost(c);
   }
-  for (int i = 0; i < 9; ++i) out[i] = *fields[i];
+  for (int i = 0; i < 11; ++i) out[i] = *fields[i];
 }
 
 // Copies the per-block cost counters of the last successful launch (twin::PipeStats, field
-// by field as doubles) into out[maxBlocks][17]; returns the number of blocks.
+// by field as doubles) into out[maxBlocks][20]; returns the number of blocks.
 GNMS_TWIN_EXPORT int GnmsTwinLastStats(double *out, int maxBlocks) {
   const std::vector<twin::PipeStats> stats = twin::LastLaunchStats();
   for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
     const twin::PipeStats &s = stats[b];
-    const double row[17] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls, s.vecRepeats,
+    const double row[20] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls, s.vecRepeats,
                             s.barriersAll, s.barriersPipe, s.userFlagPairs, s.queueFlagPairs, s.syncAlls,
-                            s.busyNs[0], s.busyNs[1], s.busyNs[2], s.busyNs[3], s.timeAtSyncAllNs, s.endNs};
-    std::memcpy(out + 17 * b, row, sizeof row);
+                            s.busyNs[0], s.busyNs[1], s.busyNs[2], s.busyNs[3], s.timeAtSyncAllNs, s.endNs,
+                            s.apiFlagPairs, s.autoVBarriers, s.dmaBursts};
+    std::memcpy(out + 20 * b, row, sizeof row);
   }
   return static_cast<int>(stats.size());
 }

@@ -242,6 +242,10 @@ void CheckGm(const void *ptr, size_t bytes, const char *what) {
   }
 }
 
+void DeferFault(const std::string &message) {
+  if (tls_block != nullptr && tls_block->deferredFault.empty()) tls_block->deferredFault = message;
+}
+
 void LockAtomics() { Current().atomics().lock(); }
 void UnlockAtomics() { Current().atomics().unlock(); }
 
@@ -271,8 +275,10 @@ int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std:
       try {
         launch.WaitTurn(static_cast<int>(b));
         blocks[b].ub.assign(static_cast<size_t>(config.ubBytes), 0xFF);
-        blocks[b].pipes.Reset(blocks[b].ub.size(), config.execution, config.cost, config.checkHazards);
+        blocks[b].pipes.Reset(blocks[b].ub.size(), config.execution, config.cost, config.checkHazards,
+                              config.autoSync);
         body();
+        if (!blocks[b].deferredFault.empty()) Fail(blocks[b].deferredFault);
         blocks[b].pipes.Finish();
         launch.Finish(static_cast<int>(b));
       } catch (const KernelFault &) {
