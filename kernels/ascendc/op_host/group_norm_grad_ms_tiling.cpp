@@ -6,8 +6,8 @@
 //            mode 0-2: three per-group fp32 arrays (db, dg, gamma) + one VECIN staging buffer;
 //            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW');
 //            mode 3: a VECIN buffer for K gamma elements.
-//   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of P channels, 2 fp32 accumulators,
-//            2 output staging buffers of P statistics elements.
+//   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of R rows x P channels, 2 fp32
+//            accumulators, 2 output staging buffers of P statistics elements.
 // Phase1Bytes / Stage2Bytes below mirror that order exactly; the CPU twin checks the
 // kernel's real InitBuffer calls against the configured UB size.
 #include "group_norm_grad_ms_tiling.h"
@@ -23,6 +23,7 @@ constexpr int64_t kBufferNum = 2;        // double-buffered queues
 constexpr int64_t kElemAlign = 16;       // 16 elements are 32 bytes of fp16/bf16 and 64 bytes of fp32
 constexpr int64_t kReduceDstFloats = 8;  // one 32-byte block receives the ReduceSum result
 constexpr int64_t kMinUbBytes = 16 * 1024;
+constexpr int64_t kStatWindowGroups = 256;  // 2 KiB of fp32 mean/rstd
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -42,6 +43,7 @@ struct Layout {
   int64_t statElems;
   int64_t residentStride;
   int64_t D;
+  int64_t statWindow;  // groups of mean/rstd in UB at once
 };
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
@@ -54,11 +56,14 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += AlignBytes(l.K * statBytes);
+  total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
   return total;
 }
 
-int64_t Stage2Bytes(int64_t pieceElems, int64_t statBytes) {
-  return kBufferNum * AlignBytes(pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
+// Stage 2: two loads of `rows` workspace rows of P floats, two fp32 accumulators, two output
+// staging buffers.
+int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes) {
+  return kBufferNum * AlignBytes(rows * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
          kBufferNum * AlignBytes(pieceElems * statBytes);
 }
 
@@ -199,13 +204,17 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   const bool empty = in.N * L == 0 || in.C == 0;
   const bool wantsStats = in.dgammaRequired || in.dbetaRequired;
 
-  Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D};
+  // mean/rstd: a window of up to kStatWindowGroups consecutive groups in UB (a core's groups are
+  // consecutive, so it is loaded once per core unless a core has more groups than that)
+  const int64_t statWindow = AlignUp(std::max<int64_t>(1, std::min<int64_t>(in.N * in.G, kStatWindowGroups)),
+                                     kElemAlign);
+  Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D, statWindow};
   auto fits = [&](const Layout &l) { return Phase1Bytes(l, dataBytes, statBytes) <= ubUsable; };
 
   if (!empty && (in.dxRequired || wantsStats)) {
     if (L == 1) {
       // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
-      layout = Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D};
+      layout = Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow};
       const int64_t maxElems = LargestFitting(in.C + kElemAlign, kElemAlign, [&](int64_t k) {
         Layout l = layout;
         l.K = k;
@@ -221,14 +230,14 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     } else {
       const int64_t Lp = AlignUp(L, kElemAlign);
       t.splitByChannel = (in.N * in.G < in.coreNum && D > 1) ? 1 : 0;
-      Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D};
-      Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D};
+      Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow};
+      Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow};
       if (!t.splitByChannel && fits(resident)) {
         layout = resident;
       } else if (fits(channel)) {
         layout = channel;
       } else {
-        layout = Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D};
+        layout = Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow};
         layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
           Layout l = layout;
           l.K = k;
@@ -246,6 +255,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.numFloatBufs = layout.numFloatBufs;
     t.statElems = layout.statElems;
     t.reduceWorkElems = ReduceWorkElems(layout.K);
+    t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
     t.needWorkspace = (t.splitByChannel || wantsStats) ? 1 : 0;
   }
@@ -255,10 +265,15 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
-      return Stage2Bytes(p, statBytes) <= ubUsable;
+      return Stage2Bytes(p, 1, statBytes) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
-    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, statBytes);
+    // as many samples per strided DMA as fit (a DMA has at most 4095 rows)
+    const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, 4095));
+    t.stage2RowsPerLoad = std::max<int64_t>(1, LargestFitting(maxRows, 1, [&](int64_t r) {
+      return Stage2Bytes(t.stage2PieceElems, r, statBytes) <= ubUsable;
+    }));
+    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes);
   }
   t.blockDim = std::max<int64_t>({1, t.phase1Cores, t.stage2Cores});
   *out = t;

@@ -76,8 +76,9 @@ class KernelGroupNormGradMs {
 
   __aicore__ inline void Init(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
                               GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
-                              const GroupNormGradMsTilingData *tiling) {
+                              const GroupNormGradMsTilingData *tiling, TPipe *pipe) {
     t_ = tiling;
+    pipe_ = pipe;
     const uint64_t numel = static_cast<uint64_t>(t_->N * t_->C * t_->HxW);
     dyGm_.SetGlobalBuffer((__gm__ T *)dy, numel);
     xGm_.SetGlobalBuffer((__gm__ T *)x, numel);
@@ -121,7 +122,7 @@ class KernelGroupNormGradMs {
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
       PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
-      pipe_.Reset();
+      pipe_->Reset();
       Stage2(block);
     }
   }
@@ -131,32 +132,35 @@ class KernelGroupNormGradMs {
   __aicore__ inline void InitPhase1Buffers() {
     const int64_t K = t_->chunkElems;
     if (t_->mode == GNG_MODE_HW_ONE) {  // one batch in flight: depth-1 queues
-      pipe_.InitBuffer(rowDyQue_, BUFFER_NUM, K * sizeof(T));
-      pipe_.InitBuffer(rowXQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_->InitBuffer(rowDyQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_->InitBuffer(rowXQue_, BUFFER_NUM, K * sizeof(T));
     } else {
-      pipe_.InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
-      pipe_.InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_->InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
     }
-    pipe_.InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
     if (t_->mode == GNG_MODE_HW_ONE) {
       // The same bytes as numFloatBufs * K floats, split so that the two buffers MTE3 stores
       // to the workspace are VECOUT (UB -> GM copies read VECIN/VECOUT only).
-      pipe_.InitBuffer(floatBuf_, (t_->numFloatBufs - 2) * K * sizeof(float));
-      pipe_.InitBuffer(floatOutBuf_, 2 * K * sizeof(float));
+      pipe_->InitBuffer(floatBuf_, (t_->numFloatBufs - 2) * K * sizeof(float));
+      pipe_->InitBuffer(floatOutBuf_, 2 * K * sizeof(float));
     } else {
-      pipe_.InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
+      pipe_->InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
     }
-    pipe_.InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
+    pipe_->InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
     if (t_->statElems > 0) {
-      pipe_.InitBuffer(statBuf_, 3 * t_->statElems * sizeof(float));
-      pipe_.InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
+      pipe_->InitBuffer(statBuf_, 3 * t_->statElems * sizeof(float));
+      pipe_->InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      pipe_.InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
+      pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
-      pipe_.InitBuffer(gammaQue_, 1, K * sizeof(U));
+      pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
     }
+    pipe_->InitBuffer(statWindow_, 2 * t_->statWindowElems * sizeof(U));  // mean, then rstd
+    statFirst_ = 0;
+    statCount_ = 0;
   }
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
@@ -167,7 +171,7 @@ class KernelGroupNormGradMs {
   // One producer -> consumer ordering between two pipes (a SetFlag/WaitFlag pair).
   template <HardEvent E>
   __aicore__ inline void Sync() {
-    event_t id = static_cast<event_t>(pipe_.FetchEventID(E));
+    event_t id = static_cast<event_t>(pipe_->FetchEventID(E));
     SetFlag<E>(id);
     WaitFlag<E>(id);
   }
@@ -247,7 +251,24 @@ class KernelGroupNormGradMs {
     DataCopyPad(dst[offset], src, copy);
   }
 
-  __aicore__ inline float Stat(const GlobalTensor<U> &gm, int64_t i) { return ToF32(gm.GetValue(i)); }
+  // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
+  // each of mean and rstd) the first time a group outside the current window is asked for:
+  // a core's groups are consecutive, so this is one load per core in all but huge launches.
+  __aicore__ inline float Stat(bool isMean, int64_t i) {
+    if (i < statFirst_ || i >= statFirst_ + statCount_) LoadStatWindow(i);
+    return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
+  }
+  __aicore__ inline void LoadStatWindow(int64_t first) {
+    const int64_t groups = t_->N * t_->G;
+    statFirst_ = first;
+    statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
+    DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(U)), 0, 0, 0};
+    DataCopyPadExtParams<U> pad{false, 0, 0, U{}};
+    LocalTensor<U> window = statWindow_.Get<U>();
+    DataCopyPad(window, meanGm_[first], copy, pad);
+    DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
+    Sync<HardEvent::MTE2_S>();  // the scalar reads of the window wait for both loads
+  }
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
   // the free stat staging buffer, so db and dg may still be on their way to the workspace)
@@ -431,8 +452,8 @@ class KernelGroupNormGradMs {
     const int64_t n = task / t_->G;
     const int64_t g = task % t_->G;
     const int64_t D = t_->D;
-    const float mean = Stat(meanGm_, task);
-    const float rstd = Stat(rstdGm_, task);
+    const float mean = Stat(true, task);
+    const float rstd = Stat(false, task);
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
@@ -464,7 +485,7 @@ class KernelGroupNormGradMs {
     const int64_t group = n * t_->G + c / t_->D;
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
-    ChannelSums(n, c, 1, Stat(meanGm_, group), Stat(rstdGm_, group), db, dg);
+    ChannelSums(n, c, 1, Stat(true, group), Stat(false, group), db, dg);
     Sync<HardEvent::V_MTE3>();
     StoreToWorkspace(wsDbGm_, task, 1, db);
     StoreToWorkspace(wsDgGm_, task, 1, dg);
@@ -487,8 +508,8 @@ class KernelGroupNormGradMs {
       GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);
       cachedGroup_ = group;
     }
-    const float rstd = Stat(rstdGm_, group);
-    ChannelDx(n, c, 1, Stat(meanGm_, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
+    const float rstd = Stat(false, group);
+    ChannelDx(n, c, 1, Stat(true, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
   }
 
   // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
@@ -550,8 +571,8 @@ class KernelGroupNormGradMs {
     TakeAsFloat<T>(rowXQue_, span, xF);
     for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
       const int64_t group = n * t_->G + g0 + j;
-      Adds(xF[j * P], xF[j * P], -Stat(meanGm_, group), d);
-      Muls(xF[j * P], xF[j * P], Stat(rstdGm_, group), d);
+      Adds(xF[j * P], xF[j * P], -Stat(true, group), d);
+      Muls(xF[j * P], xF[j * P], Stat(false, group), d);
     }
     Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
     if (t_->needWorkspace != 0) {
@@ -570,7 +591,7 @@ class KernelGroupNormGradMs {
     }
     Sync<HardEvent::V_S>();  // the scalar unit reads the group sums
     for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
-      const float rstd = Stat(rstdGm_, n * t_->G + g0 + j);
+      const float rstd = Stat(false, n * t_->G + g0 + j);
       const float c1 = sums.GetValue(j) * invM_;
       const float c2 = sums.GetValue(rows + j) * invM_;
       Muls(xF[j * P], xF[j * P], rstd * c2, d);
@@ -593,40 +614,57 @@ class KernelGroupNormGradMs {
   // ------------------------------------------------------------------ stage 2
   // dgamma/dbeta of this block's channel slice: the workspace summed over n in order.
   __aicore__ inline void Stage2(int64_t block) {
-    const int64_t P = t_->stage2PieceElems;
-    pipe_.InitBuffer(wsQue_, BUFFER_NUM, P * sizeof(float));
-    pipe_.InitBuffer(accBuf_, 2 * P * sizeof(float));
-    pipe_.InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
+    const int64_t P = t_->stage2PieceElems;  // a multiple of 8: every UB row starts 32-byte aligned
+    const int64_t R = t_->stage2RowsPerLoad;
+    pipe_->InitBuffer(wsQue_, BUFFER_NUM, R * P * sizeof(float));
+    pipe_->InitBuffer(accBuf_, 2 * P * sizeof(float));
+    pipe_->InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
     LocalTensor<float> accDb = accBuf_.Get<float>();
     LocalTensor<float> accDg = accBuf_.Get<float>()[P];
     const int64_t sliceStart = block * t_->stage2SliceElems;
     const int64_t sliceEnd =
         (sliceStart + t_->stage2SliceElems < t_->C) ? sliceStart + t_->stage2SliceElems : t_->C;
+    const int64_t perLoad = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+    const int64_t batches = (t_->reduceRows + R - 1) / R;
     for (int64_t c0 = sliceStart; c0 < sliceEnd; c0 += P) {
       const int64_t len = (sliceEnd - c0 < P) ? sliceEnd - c0 : P;
       Duplicate(accDb, 0.0f, static_cast<int32_t>(len));
       Duplicate(accDg, 0.0f, static_cast<int32_t>(len));
-      // rows of the workspace, streamed: the load of row i + 1 is issued before row i is added
-      const int64_t perRow = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
-      const int64_t items = t_->reduceRows * perRow;
-      if (items > 0) IssueWorkspaceRow(c0, len, 0, perRow);
+      // R workspace rows (samples) per strided DMA, streamed: load i + 1 is issued before
+      // load i is added; the rows are added in order n = 0..N-1
+      const int64_t items = batches * perLoad;
+      if (items > 0) IssueWorkspaceRows(c0, len, 0, perLoad);
       for (int64_t item = 0; item < items; ++item) {
-        if (item + 1 < items) IssueWorkspaceRow(c0, len, item + 1, perRow);
-        const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
-        LocalTensor<float> row = wsQue_.DeQue<float>();
+        if (item + 1 < items) IssueWorkspaceRows(c0, len, item + 1, perLoad);
+        const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
+        const int64_t first = (item / perLoad) * R;
+        const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
+        LocalTensor<float> loaded = wsQue_.DeQue<float>();
         LocalTensor<float> acc = isDb ? accDb : accDg;
-        Add(acc, acc, row, static_cast<int32_t>(len));
-        wsQue_.FreeTensor(row);
+        for (int64_t r = 0; r < rows; ++r) Add(acc, acc, loaded[r * P], static_cast<int32_t>(len));
+        wsQue_.FreeTensor(loaded);
       }
       if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, c0, len, accDb, 0.0f, false);
       if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, c0, len, accDg, 0.0f, false);
     }
   }
 
-  __aicore__ inline void IssueWorkspaceRow(int64_t c0, int64_t len, int64_t item, int64_t perRow) {
-    const int64_t n = item / perRow;
-    const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
-    IssueLoad(wsQue_, isDb ? wsDbGm_ : wsDgGm_, n * t_->C + c0, len, false);
+  // One DMA of up to R rows n of the db or dg workspace, channels [c0, c0 + len) of each: rows
+  // C floats apart in GM (srcStride in bytes), P floats apart in UB (dstStride in 32-byte blocks).
+  __aicore__ inline void IssueWorkspaceRows(int64_t c0, int64_t len, int64_t item, int64_t perLoad) {
+    const int64_t R = t_->stage2RowsPerLoad;
+    const int64_t P = t_->stage2PieceElems;
+    const int64_t first = (item / perLoad) * R;
+    const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
+    const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
+    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(float)), 32);
+    LocalTensor<float> staging = wsQue_.AllocTensor<float>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(float)),
+                           static_cast<uint32_t>((t_->C - len) * sizeof(float)),
+                           static_cast<uint32_t>((P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
+    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    DataCopyPad(staging, (isDb ? wsDbGm_ : wsDgGm_)[first * t_->C + c0], copy, pad);
+    wsQue_.EnQue(staging);
   }
 
   const GroupNormGradMsTilingData *t_ = nullptr;
@@ -647,7 +685,9 @@ class KernelGroupNormGradMs {
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
 
-  TPipe pipe_;
+  // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
+  // from constant-folding the class's scalars (asc-devkit docs, 避免TPipe在对象内创建和初始化.md).
+  TPipe *pipe_ = nullptr;
   TQue<QuePosition::VECIN, BUFFER_NUM> dyQue_;
   TQue<QuePosition::VECIN, BUFFER_NUM> xQue_;
   TQue<QuePosition::VECOUT, 1> dxQue_;  // depth 1: a dx tensor is dequeued right after it is queued
@@ -663,6 +703,9 @@ class KernelGroupNormGradMs {
   TQue<QuePosition::VECIN, BUFFER_NUM> wsQue_;
   TQue<QuePosition::VECOUT, 1> outQue_;
   TBuf<QuePosition::VECCALC> accBuf_;
+  TBuf<QuePosition::VECIN> statWindow_;  // mean/rstd of statWindowElems consecutive groups (MTE2 -> S)
+  int64_t statFirst_ = 0;
+  int64_t statCount_ = 0;
 
   GlobalTensor<T> dyGm_;
   GlobalTensor<T> xGm_;

@@ -51,11 +51,13 @@ struct GroupNormGradMsTilingData {
   int64_t statElems;         // per-group arrays (db, dg, gamma) of D elements, rounded up to 16
   int64_t reduceWorkElems;   // ReduceSum work buffer
   int64_t copyAligned;       // 1: every GM row is a 32-byte multiple, so plain DataCopy is legal
+  int64_t statWindowElems;   // mean/rstd of this many consecutive groups are loaded into UB at once
   // stage 2 (dgamma/dbeta: reduce the workspace over N)
   int64_t reduceRows;        // rows of the workspace to sum (N, or 0 when x is empty)
   int64_t stage2SliceElems;  // channels per stage-2 block
   int64_t stage2Cores;
-  int64_t stage2PieceElems;  // channels per UB load in stage 2
+  int64_t stage2PieceElems;  // channels per UB load in stage 2 (a multiple of 8)
+  int64_t stage2RowsPerLoad; // workspace rows (samples) per strided DMA in stage 2
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;

@@ -20,8 +20,9 @@ namespace {
 const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,groupsPerTask,numFloatBufs,statElems,"
-    "reduceWorkElems,copyAligned,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,ubBytesPhase1,ubBytesStage2";
-constexpr int kTilingFieldCount = 30;
+    "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,"
+    "ubBytesPhase1,ubBytesStage2";
+constexpr int kTilingFieldCount = 32;
 static_assert(sizeof(GroupNormGradMsTilingData) == kTilingFieldCount * sizeof(int64_t), "update kTilingFields");
 
 void CopyError(const std::string &message, char *error, int errorLen) {
