@@ -194,6 +194,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   t.HxW = in.HxW;
   t.G = in.G;
   t.D = in.C / in.G;
+  t.channelsPerItem = 1;
   t.dxRequired = in.dxRequired;
   t.dgammaRequired = in.dgammaRequired;
   t.dbetaRequired = in.dbetaRequired;
@@ -232,8 +233,16 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.splitByChannel = (in.N * in.G < in.coreNum && D > 1) ? 1 : 0;
       Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow};
       Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow};
+      t.channelsPerItem = 1;
       if (!t.splitByChannel && fits(resident)) {
+        // as many channels per DMA as fit (a DataCopyPad has at most 4095 rows)
+        t.channelsPerItem = LargestFitting(std::min<int64_t>(D, 4095), 1, [&](int64_t cpi) {
+          Layout l = resident;
+          l.K = cpi * Lp;
+          return fits(l);
+        });
         layout = resident;
+        layout.K = t.channelsPerItem * Lp;
       } else if (fits(channel)) {
         layout = channel;
       } else {

@@ -177,14 +177,21 @@ class KernelGroupNormGradMs {
   }
 
   // ------------------------------------------------------------------ GM <-> UB
-  // Issues the load of `len` elements of `src` at `offset` into a buffer of `que` (MTE2).
+  // Issues the load of `rows` rows of `len` elements of `src`, contiguous from `offset`, into
+  // a buffer of `que` with the rows residentStride elements apart (MTE2): one DMA. `aligned`:
+  // every row is a 32-byte multiple; when the rows are also unpadded in UB the DMA is a single
+  // burst (DataCopy), otherwise a burst per row (DataCopyPad).
   template <typename V, typename Que>
-  __aicore__ inline void IssueLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len, bool aligned) {
+  __aicore__ inline void IssueLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len, bool aligned,
+                                   int64_t rows = 1) {
     LocalTensor<V> staging = que.template AllocTensor<V>();
-    if (aligned) {
-      DataCopy(staging, src[offset], static_cast<uint32_t>(len));
+    if (aligned && (rows == 1 || len == t_->residentStride)) {
+      DataCopy(staging, src[offset], static_cast<uint32_t>(rows * len));
     } else {
-      DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+      const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+      const int64_t pitch = rows == 1 ? rowUb : t_->residentStride * static_cast<int64_t>(sizeof(V));
+      DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0,
+                             static_cast<uint32_t>((pitch - rowUb) / 32), 0};
       DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
       DataCopyPad(staging, src[offset], copy, pad);
     }
@@ -222,23 +229,28 @@ class KernelGroupNormGradMs {
     TakeAsFloat<V>(que, len, dst);
   }
 
-  // Stores `len` values of src + add (fp32) as V at `offset` of `dst` through `que`.
+  // Stores `rows` rows of `len` values of src + add (fp32; rows residentStride apart in UB) as
+  // V, contiguous from `offset` of `dst`, through `que`: one DMA (see IssueLoad).
   template <typename V, typename Que>
   __aicore__ inline void StoreFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
-                                        const LocalTensor<float> &src, float add, bool aligned) {
+                                        const LocalTensor<float> &src, float add, bool aligned, int64_t rows = 1) {
+    const int64_t span = (rows - 1) * t_->residentStride + len;
     LocalTensor<V> staging = que.template AllocTensor<V>();
     if constexpr (IsSameType<V, float>::value) {
-      Adds(staging, src, add, static_cast<int32_t>(len));
+      Adds(staging, src, add, static_cast<int32_t>(span));
     } else {
-      Adds(src, src, add, static_cast<int32_t>(len));
-      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(len));
+      Adds(src, src, add, static_cast<int32_t>(span));
+      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
     }
     que.EnQue(staging);
     staging = que.template DeQue<V>();
-    if (aligned) {
-      DataCopy(dst[offset], staging, static_cast<uint32_t>(len));
+    if (aligned && (rows == 1 || len == t_->residentStride)) {
+      DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
     } else {
-      DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+      const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+      const int64_t pitch = rows == 1 ? rowUb : t_->residentStride * static_cast<int64_t>(sizeof(V));
+      DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
+                             static_cast<uint32_t>((pitch - rowUb) / 32), 0, 0};
       DataCopyPad(dst[offset], staging, copy);
     }
     que.FreeTensor(staging);
@@ -283,7 +295,6 @@ class KernelGroupNormGradMs {
     Mul(scratch, gamma, dg, D);
     ReduceSum(red[1], scratch, ReduceWork(), D);
     statQue_.FreeTensor(scratch);
-    Sync<HardEvent::V_S>();  // the scalar reads wait for the reductions (and the gamma copy before them)
     *c1 = red.GetValue(0) * invM_;
     *c2 = red.GetValue(1) * invM_;
   }
@@ -298,6 +309,11 @@ class KernelGroupNormGradMs {
     return (t_->HxW - start < t_->chunkElems) ? t_->HxW - start : t_->chunkElems;
   }
   __aicore__ inline int64_t TaskChannels() const { return streamByChannel_ ? 1 : t_->D; }
+  // Mode 0 moves channelsPerItem channels per item (contiguous in GM, one DMA); else one.
+  __aicore__ inline int64_t ItemsPerPass() const {
+    const int64_t cpi = t_->channelsPerItem;
+    return (TaskChannels() + cpi - 1) / cpi * t_->chunksPerChannel;
+  }
 
   __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
                                      bool dxPassAfterAll = false) {
@@ -314,16 +330,18 @@ class KernelGroupNormGradMs {
     Pump();
   }
 
-  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len) {
+  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows) {
     const int64_t chunks = t_->chunksPerChannel;
+    const int64_t cpi = t_->channelsPerItem;
     while (streamTask_ < streamEnd_) {
-      if (streamItem_ < TaskChannels() * chunks) {
+      if (streamItem_ < ItemsPerPass()) {
         const int64_t n = streamByChannel_ ? streamTask_ / t_->C : streamTask_ / t_->G;
         const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (streamTask_ % t_->G) * t_->D;
-        const int64_t c = c0 + streamItem_ / chunks;
+        const int64_t local = (streamItem_ / chunks) * cpi;
         const int64_t chunk = streamItem_ % chunks;
-        *offset = (n * t_->C + c) * t_->HxW + chunk * t_->chunkElems;
+        *offset = (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems;
         *len = ItemLen(chunk);
+        *rows = (TaskChannels() - local < cpi) ? TaskChannels() - local : cpi;
         ++streamItem_;
         return true;
       }
@@ -348,9 +366,10 @@ class KernelGroupNormGradMs {
     const bool aligned = t_->copyAligned != 0;
     int64_t offset;
     int64_t len;
-    while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len)) {
-      IssueLoad(dyQue_, dyGm_, offset, len, aligned);
-      IssueLoad(xQue_, xGm_, offset, len, aligned);
+    int64_t rows;
+    while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len, &rows)) {
+      IssueLoad(dyQue_, dyGm_, offset, len, aligned, rows);
+      IssueLoad(xQue_, xGm_, offset, len, aligned, rows);
       ++inFlight_;
     }
   }
@@ -369,31 +388,36 @@ class KernelGroupNormGradMs {
   __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
                                      const LocalTensor<float> &db, const LocalTensor<float> &dg) {
     const int64_t chunks = t_->chunksPerChannel;
-    const int64_t items = channels * chunks;
     const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
+    const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
+    const int64_t items = (channels + cpi - 1) / cpi * chunks;
+    const int64_t stride = t_->residentStride;
     LocalTensor<float> red = ReduceDst();
     CascadeSum dbSum;
     CascadeSum dgSum;
     dbSum.Reset();
     dgSum.Reset();
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t local = item / chunks;
+      const int64_t local = (item / chunks) * cpi;
       const int64_t chunk = item % chunks;
       const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+      const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
+      const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
       LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
       LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
       LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
-      TakeItem(len, mean, dyF, xF);
-      Muls(xF, xF, rstd, len);  // xhat
-      Mul(tmp, dyF, xF, len);
+      TakeItem(span, mean, dyF, xF);
+      Muls(xF, xF, rstd, span);  // xhat
+      Mul(tmp, dyF, xF, span);
       if (chunks == 1) {
-        ReduceSum(db[local], dyF, ReduceWork(), len);
-        ReduceSum(dg[local], tmp, ReduceWork(), len);
+        for (int64_t r = 0; r < rows; ++r) {
+          ReduceSum(db[local + r], dyF[r * stride], ReduceWork(), len);
+          ReduceSum(dg[local + r], tmp[r * stride], ReduceWork(), len);
+        }
         continue;
       }
-      ReduceSum(red, dyF, ReduceWork(), len);
+      ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)
       ReduceSum(red[1], tmp, ReduceWork(), len);
-      Sync<HardEvent::V_S>();  // chunk sums go to the scalar cascade
       dbSum.Add(red.GetValue(0));
       dgSum.Add(red.GetValue(1));
       if (chunk == chunks - 1) {
@@ -410,15 +434,21 @@ class KernelGroupNormGradMs {
   __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
                                    const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
     const bool aligned = t_->copyAligned != 0;
-    if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
+    if (t_->mode == GNG_MODE_GROUP_RESIDENT) {  // items of channelsPerItem channels, one store each
       const int32_t L = static_cast<int32_t>(t_->HxW);
+      const int64_t cpi = t_->channelsPerItem;
+      const int64_t stride = t_->residentStride;
       LocalTensor<float> tmp = FloatBuf(0);
-      for (int64_t local = 0; local < channels; ++local) {
+      for (int64_t local = 0; local < channels; local += cpi) {
+        const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
+        const int32_t span = static_cast<int32_t>((rows - 1) * stride + L);
         LocalTensor<float> dyRes = ResidentDy(local);
-        Muls(dyRes, dyRes, rstd * gamma.GetValue(gammaIndex + local), L);
-        Muls(tmp, ResidentX(local), b, L);
-        Sub(dyRes, dyRes, tmp, L);
-        StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned);
+        for (int64_t r = 0; r < rows; ++r) {
+          Muls(dyRes[r * stride], dyRes[r * stride], rstd * gamma.GetValue(gammaIndex + local + r), L);
+        }
+        Muls(tmp, ResidentX(local), b, span);
+        Sub(dyRes, dyRes, tmp, span);
+        StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned, rows);
       }
       return;
     }
@@ -589,7 +619,6 @@ class KernelGroupNormGradMs {
       ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
       ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
     }
-    Sync<HardEvent::V_S>();  // the scalar unit reads the group sums
     for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
       const float rstd = Stat(false, n * t_->G + g0 + j);
       const float c1 = sums.GetValue(j) * invM_;

@@ -19,10 +19,10 @@ namespace {
 // Field names of GroupNormGradMsTilingData, in declaration order (all int64).
 const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
-    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,groupsPerTask,numFloatBufs,statElems,"
+    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
     "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,"
     "ubBytesPhase1,ubBytesStage2";
-constexpr int kTilingFieldCount = 32;
+constexpr int kTilingFieldCount = 33;
 static_assert(sizeof(GroupNormGradMsTilingData) == kTilingFieldCount * sizeof(int64_t), "update kTilingFields");
 
 void CopyError(const std::string &message, char *error, int errorLen) {
