@@ -76,6 +76,27 @@ def test_a_reduce_sum_round_trip_costs_the_vector_pipe_drain():
     assert eight > 7 * one  # each round trip is serial: nothing overlaps it
 
 
+def test_reduce_repeat_sums_each_repeat_as_a_tree_on_the_vector_unit():
+    # 4 repeats of 64 floats at a stride of 64: repeat r holds a pattern whose tree sum differs
+    # from its sequential sum ((1e8 + 1) + (-1e8 + 1) = 0 pairwise, 1 in sequence).
+    values = np.zeros((4, 64), np.float32)
+    for r in range(4):
+        values[r, :4] = [1e8, 1, -1e8, 1]
+        values[r, 8 + r] = r + 1.0  # a distinct value per repeat
+    out = probe("reduce_repeat_order", out_len=8 + 256, init=np.concatenate([np.zeros(8, np.float32),
+                                                                              values.ravel()]))
+    want = []
+    for r in range(4):
+        lanes = values[r].copy()
+        while len(lanes) > 1:
+            lanes = (lanes[0::2] + lanes[1::2]).astype(np.float32)
+        want.append(lanes[0])
+    np.testing.assert_array_equal(out[:4], np.array(want, np.float32))
+    assert list(out[:4]) == [1.0, 2.0, 3.0, 4.0]  # the pairs cancel first
+    stats = ascendc_twin.twin_last_stats()[0]
+    assert stats["api_flag_pairs"] == 0  # no scalar round trip
+
+
 # ---------------------------------------------------------------- V -> V and --cce-auto-sync
 @pytest.mark.parametrize("name, access", [("vector_read_after_write", "reads UB bytes last written"),
                                           ("vector_write_after_read", "writes UB bytes still being read")])

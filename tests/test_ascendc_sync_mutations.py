@@ -25,7 +25,7 @@ ALL, STATS_ONLY = (True, True, True), (False, True, True)
 CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw", "bf16_fp32", 2, ALL),
           ("resident_unaligned_hw", "fp32", 2, STATS_ONLY), ("channel_two_pass", "fp32", 2, ALL),
           ("hw_chunks_unaligned_n3", "bf16_fp32", 2, ALL), ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY),
-          ("channel_split_n1", "fp32", 4, ALL), ("hw_chunks_channel_split", "fp16_fp32", 3, ALL),
+          ("channel_split_n1", "fp32", 4, ALL), ("channel_split_n20", "fp32", 48, ALL), ("hw_chunks_channel_split", "fp16_fp32", 3, ALL),
           ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL)]
 SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
              ("reverse", 0, "deferred")]

@@ -25,6 +25,8 @@ CASES = {
     "resident_c_per_g_1": (2, 4, 7, 4, 4, "group_resident", 0),
     "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass", 0),
     "channel_split_n1": (1, 8, 50, 2, 48, "channel_two_pass", 1),
+    # stage 2's workspace loads (20 rows) reach the UB of the dx stores just before them
+    "channel_split_n20": (20, 4, 50, 2, 48, "channel_two_pass", 1),
     "hw_chunks_larger_than_ub": (2, 2, 20000, 1, 2, "hw_chunks", 0),
     "hw_chunks_unaligned_n3": (3, 2, 12347, 2, 6, "hw_chunks", 0),
     "hw_chunks_channel_split": (1, 4, 9001, 2, 48, "hw_chunks", 1),

@@ -410,10 +410,8 @@ class KernelGroupNormGradMs {
       Muls(xF, xF, rstd, span);  // xhat
       Mul(tmp, dyF, xF, span);
       if (chunks == 1) {
-        for (int64_t r = 0; r < rows; ++r) {
-          ReduceSum(db[local + r], dyF[r * stride], ReduceWork(), len);
-          ReduceSum(dg[local + r], tmp[r * stride], ReduceWork(), len);
-        }
+        RowSums(db[local], dyF, rows, stride, len);
+        RowSums(dg[local], tmp, rows, stride, len);
         continue;
       }
       ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)
@@ -428,6 +426,36 @@ class KernelGroupNormGradMs {
       }
     }
     if (chunks > 1) Sync<HardEvent::S_V>();  // vector and MTE3 readers of db/dg follow the scalar writes
+  }
+
+  // dst[r] = sum of src[r * stride, r * stride + len) for r < rows, written by the vector unit:
+  // ReduceRepeat<SUM> (one instruction per 255 rows when a row is one repeat of <= 64 floats,
+  // else per row its 64-float repeats, the tail, then the partials: three instructions) instead
+  // of count-form ReduceSum, whose every call is a V -> S -> V round trip with a scalar store.
+  // Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of 16 elements.
+  __aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
+                                 int64_t stride, int32_t len) {
+    const int32_t repStride = static_cast<int32_t>(stride / 8);  // in 32-byte blocks
+    if (len <= 64) {
+      for (int64_t r0 = 0; r0 < rows; r0 += 255) {
+        const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
+        ReduceRepeat<ReduceType::SUM, float, float>(dst[r0], src[r0 * stride], len, n, 1, 1, repStride);
+      }
+      return;
+    }
+    const int32_t full = len / 64;
+    const int32_t tail = len % 64;
+    LocalTensor<float> partial = ReduceWork();  // ceil(K / 64) floats
+    for (int64_t r = 0; r < rows; ++r) {
+      LocalTensor<float> row = src[r * stride];
+      if (full + (tail > 0 ? 1 : 0) > 64) {
+        ReduceSum(dst[r], row, partial, len);
+        continue;
+      }
+      ReduceRepeat<ReduceType::SUM, float, float>(partial, row, 64, full, 1, 1, 8);
+      if (tail > 0) ReduceRepeat<ReduceType::SUM, float, float>(partial[full], row[full * 64], tail, 1, 1, 1, 8);
+      ReduceRepeat<ReduceType::SUM, float, float>(dst[r], partial, full + (tail > 0 ? 1 : 0), 1, 1, 1, 8);
+    }
   }
 
   // dx of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with a_c = rstd * gamma_c.

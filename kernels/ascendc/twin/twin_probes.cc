@@ -475,6 +475,31 @@ const std::map<std::string, Probe> &Probes() {
          DataCopy(gm, d, 64);
          ReduceSum(d, d[64], d[64], 64);
        }},
+      // ReduceRepeat<SUM> of 4 repeats of `outLen / 4 - 8` floats (out[8..]) at a stride of
+      // outLen / 4 floats into out[0..4): the tests pick values whose sum depends on the order.
+      {"reduce_repeat_order",
+       [](const ProbeArgs &a) {
+         TPipe pipe;
+         TQue<QuePosition::VECIN, 1> in;
+         TQue<QuePosition::VECOUT, 1> out;
+         pipe.InitBuffer(in, 1, 512 * sizeof(float));
+         pipe.InitBuffer(out, 1, 8 * sizeof(float));
+         GlobalTensor<float> gm;
+         gm.SetGlobalBuffer(a.out, a.outLen);
+         LocalTensor<float> src = in.AllocTensor<float>();
+         DataCopy(src, gm[8], static_cast<uint32_t>(a.outLen - 8));
+         in.EnQue(src);
+         src = in.DeQue<float>();
+         LocalTensor<float> dst = out.AllocTensor<float>();
+         Duplicate(dst, 0.0f, 8);
+         const int32_t stride = static_cast<int32_t>((a.outLen - 8) / 4);
+         ReduceRepeat<ReduceType::SUM, float, float>(dst, src, stride < 64 ? stride : 64, 4, 1, 1, stride / 8);
+         out.EnQue(dst);
+         dst = out.DeQue<float>();
+         DataCopy(gm, dst, 8);
+         out.FreeTensor(dst);
+         in.FreeTensor(src);
+       }},
       // ---- V -> V: the compiler's barriers (--cce-auto-sync) or PipeBarrier<PIPE_V>
       {"vector_read_after_write",
        [](const ProbeArgs &) {
