@@ -24,6 +24,7 @@ constexpr int64_t kElemAlign = 16;       // 16 elements are 32 bytes of fp16/bf1
 constexpr int64_t kReduceDstFloats = 8;  // one 32-byte block receives the ReduceSum result
 constexpr int64_t kMinUbBytes = 16 * 1024;
 constexpr int64_t kStatWindowGroups = 256;  // 2 KiB of fp32 mean/rstd
+constexpr int64_t kAcrossNMaxExtraBytes = 128 * 1024;  // about 4 us of one core's HBM share
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -44,6 +45,7 @@ struct Layout {
   int64_t residentStride;
   int64_t D;
   int64_t statWindow;  // groups of mean/rstd in UB at once
+  bool acrossN = false;  // groupAcrossN: dgamma/dbeta accumulators and their output staging
 };
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
@@ -51,8 +53,9 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   total += AlignBytes(l.numFloatBufs * l.K * 4);
   total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
   if (l.statElems > 0) {
-    total += AlignBytes(3 * l.statElems * 4);  // db, dg, gamma arrays
-    total += AlignBytes(l.statElems * 4);      // staging for gamma / workspace rows
+    total += AlignBytes((l.acrossN ? 5 : 3) * l.statElems * 4);  // db, dg, gamma (+ 2 accumulators)
+    total += AlignBytes(l.statElems * 4);                         // staging for gamma / workspace rows
+    if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += AlignBytes(l.K * statBytes);
@@ -234,6 +237,22 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow};
       Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow};
       t.channelsPerItem = 1;
+      // groupAcrossN: a core takes group g of every sample and sums dgamma/dbeta itself, so the
+      // launch has no workspace, SyncAll or stage 2 (a chain of about two DMA latencies and a
+      // SyncAll); worth it while the coarser split adds at most kAcrossNMaxExtraBytes per core.
+      Layout across = resident;
+      across.acrossN = true;
+      if (wantsStats && fits(across)) {
+        const int64_t normalChannels =
+            t.splitByChannel ? CeilDiv(in.N * in.C, in.coreNum) : CeilDiv(in.N * in.G, in.coreNum) * D;
+        const int64_t acrossChannels = CeilDiv(in.G, in.coreNum) * in.N * D;
+        const int64_t extraBytes = (acrossChannels - normalChannels) * L * 3 * dataBytes;
+        if (extraBytes <= kAcrossNMaxExtraBytes) {
+          t.groupAcrossN = 1;
+          t.splitByChannel = 0;
+          resident = across;
+        }
+      }
       if (!t.splitByChannel && fits(resident)) {
         // as many channels per DMA as fit (a DataCopyPad has at most 4095 rows)
         t.channelsPerItem = LargestFitting(std::min<int64_t>(D, 4095), 1, [&](int64_t cpi) {
@@ -257,7 +276,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.chunksPerChannel = CeilDiv(L, layout.K);
       t.residentStride = layout.residentStride;
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
-      SplitTasks(t.splitByChannel ? in.N * in.C : in.N * in.G, in.coreNum, &t);
+      SplitTasks(t.splitByChannel ? in.N * in.C : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum, &t);
     }
     t.mode = layout.mode;
     t.chunkElems = layout.K;
@@ -266,10 +285,10 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.reduceWorkElems = ReduceWorkElems(layout.K);
     t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
-    t.needWorkspace = (t.splitByChannel || wantsStats) ? 1 : 0;
+    t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN)) ? 1 : 0;
   }
 
-  if (wantsStats && in.C > 0) {
+  if (wantsStats && in.C > 0 && !t.groupAcrossN) {
     t.reduceRows = empty ? 0 : in.N;
     t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);

@@ -106,6 +106,11 @@ class KernelGroupNormGradMs {
         // the first dx loads are in flight across the SyncAll (they read inputs only)
         StreamBegin(first, count, true, true, false, t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
+      } else if (t_->groupAcrossN != 0) {
+        // tasks are groups g, each over n = 0..N-1 (stream tasks g * N + n): dgamma/dbeta of the
+        // group's channels are summed here in the order stage 2 would use, with no workspace
+        StreamBegin(first * t_->N, count * t_->N, false, true, false);
+        for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g);
       } else {
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) GroupTask(task);
@@ -149,7 +154,9 @@ class KernelGroupNormGradMs {
     }
     pipe_->InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
     if (t_->statElems > 0) {
-      pipe_->InitBuffer(statBuf_, 3 * t_->statElems * sizeof(float));
+      // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN)
+      pipe_->InitBuffer(statBuf_, (t_->groupAcrossN != 0 ? 5 : 3) * t_->statElems * sizeof(float));
+      if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
       pipe_->InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
@@ -335,8 +342,9 @@ class KernelGroupNormGradMs {
     const int64_t cpi = t_->channelsPerItem;
     while (streamTask_ < streamEnd_) {
       if (streamItem_ < ItemsPerPass()) {
-        const int64_t n = streamByChannel_ ? streamTask_ / t_->C : streamTask_ / t_->G;
-        const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (streamTask_ % t_->G) * t_->D;
+        const int64_t group = GroupIndex(streamTask_);
+        const int64_t n = streamByChannel_ ? streamTask_ / t_->C : group / t_->G;
+        const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (group % t_->G) * t_->D;
         const int64_t local = (streamItem_ / chunks) * cpi;
         const int64_t chunk = streamItem_ % chunks;
         *offset = (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems;
@@ -505,6 +513,28 @@ class KernelGroupNormGradMs {
   }
 
   // ------------------------------------------------------------------ phase-1 tasks
+  // The (n, g) group index n * G + g of stream task t: t itself, or with groupAcrossN t = g * N + n.
+  __aicore__ inline int64_t GroupIndex(int64_t t) const {
+    return t_->groupAcrossN != 0 ? (t % t_->N) * t_->G + t / t_->N : t;
+  }
+
+  // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
+  // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
+  __aicore__ inline void GroupAcrossNTask(int64_t g) {
+    const int32_t D = static_cast<int32_t>(t_->D);
+    LocalTensor<float> accDb = StatArray(3);
+    LocalTensor<float> accDg = StatArray(4);
+    Duplicate(accDb, 0.0f, D);
+    Duplicate(accDg, 0.0f, D);
+    for (int64_t n = 0; n < t_->N; ++n) {
+      GroupTask(n * t_->G + g);
+      Add(accDb, accDb, StatArray(0), D);
+      Add(accDg, accDg, StatArray(1), D);
+    }
+    if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * D, D, accDb, 0.0f, false);
+    if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * D, D, accDg, 0.0f, false);
+  }
+
   // Modes 0-2, one (n, g) group.
   __aicore__ inline void GroupTask(int64_t task) {
     const int64_t n = task / t_->G;

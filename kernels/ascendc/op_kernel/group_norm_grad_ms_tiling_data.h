@@ -32,6 +32,7 @@ struct GroupNormGradMsTilingData {
   // what to compute
   int64_t mode;
   int64_t splitByChannel;  // 1: phase-1 tasks are (n, c) channels, else (n, g) groups (or group runs in mode 3)
+  int64_t groupAcrossN;    // mode 0: phase-1 tasks are groups g over every n; dgamma/dbeta without workspace
   int64_t dxRequired;
   int64_t dgammaRequired;
   int64_t dbetaRequired;

@@ -18,11 +18,11 @@ namespace {
 
 // Field names of GroupNormGradMsTilingData, in declaration order (all int64).
 const char *const kTilingFields =
-    "N,C,HxW,G,D,mode,splitByChannel,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
+    "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
     "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,"
     "ubBytesPhase1,ubBytesStage2";
-constexpr int kTilingFieldCount = 33;
+constexpr int kTilingFieldCount = 34;
 static_assert(sizeof(GroupNormGradMsTilingData) == kTilingFieldCount * sizeof(int64_t), "update kTilingFields");
 
 void CopyError(const std::string &message, char *error, int errorLen) {
