@@ -16,7 +16,8 @@ PyNative fast path (on by default, $MS_GROUPNORM_PYBOOST=0 opts out, see ``_pybo
 when an op is chosen in PYNATIVE_MODE on the "cpu" backend, ``backward_op`` is the pyboost
 backward and ``forward_op`` is a ``PynativeForward``: the aot op in graphs, the pyboost
 forward in eager calls (recorded for autograd by the module itself while autograd records).
-GRAPH_MODE, the AscendC twin and Ascend are unchanged.
+GRAPH_MODE and the AscendC twin are unchanged. On Ascend, PYNATIVE_MODE uses the Ascend
+module instead (``_ascend_pyboost``, see ``ascend.py``), GRAPH_MODE the aot op.
 """
 import functools
 import os
@@ -51,21 +52,25 @@ def _device_target():
 
 BACKEND_ENV = "MS_GROUPNORM_BACKEND"
 CPU_BACKENDS = ("cpu", "ascendc_twin")
+BACKENDS = CPU_BACKENDS + ("ascend",)
 
 
 def backend_name():
     """Which backward runs: "ascend" when MindSpore's device target is Ascend, else
-    $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu) or "ascendc_twin" (the AscendC
-    kernel's source run by its CPU twin, see ms_groupnorm.ascendc_twin)."""
+    $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu), "ascendc_twin" (the AscendC
+    kernel's source run by its CPU twin, see ms_groupnorm.ascendc_twin) or "ascend" (the
+    Ascend routes on any machine: for simulation, where tests intercept what would reach
+    the device; on a machine without an Ascend device they cannot run)."""
     if _device_target() == "Ascend":
         return "ascend"
     name = os.environ.get(BACKEND_ENV, "cpu") or "cpu"
-    if name not in CPU_BACKENDS:
-        raise ValueError(f"ms_groupnorm: ${BACKEND_ENV} must be one of {CPU_BACKENDS}, got {name!r}")
+    if name not in BACKENDS:
+        raise ValueError(f"ms_groupnorm: ${BACKEND_ENV} must be one of {BACKENDS}, got {name!r}")
     return name
 
 
 PYBOOST_BACKEND = "cpu_pyboost"
+ASCEND_PYBOOST_BACKEND = "ascend_pyboost"
 
 
 def _op_backend():
@@ -78,6 +83,8 @@ def _op_backend():
     under @ms.jit in PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs
     there (tests/test_pyboost.py checks the results stay bitwise equal)."""
     backend = backend_name()
+    if backend == "ascend" and context._get_mode() == context.PYNATIVE_MODE:
+        return ASCEND_PYBOOST_BACKEND  # ops.Custom takes tensors only in PyNative on Ascend
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
     if (_pyboost.enabled() and backend == "cpu" and context._get_mode() == context.PYNATIVE_MODE
@@ -112,6 +119,9 @@ def backward_op(group, mask=FULL_MASK):
 def _backward_op(group, mask, backend):
     if backend == PYBOOST_BACKEND:
         return _pyboost.backward(group, mask)
+    if backend == ASCEND_PYBOOST_BACKEND:
+        from . import _ascend_pyboost, ascend
+        return ascend.PynativeAscendBackward(group, mask, _ascend_pyboost.module())
     if backend == "ascend":
         # The AscendC operator takes CANN's order (dy, mean, rstd, x, gamma); the Cell adapts.
         from . import ascend
@@ -147,8 +157,17 @@ def forward_op(group, eps, mask=FULL_MASK):
 
 @functools.lru_cache(maxsize=None)
 def _forward_op(group, eps, mask, backend):
+    if backend == ASCEND_PYBOOST_BACKEND:
+        from . import _ascend_pyboost, ascend
+        if _ascend_pyboost.forward_installed():
+            return ascend.PynativeAscendForward(group, eps, mask, _ascend_pyboost.module())
     backward = _backward_op(group, mask, backend)
     if backend == "ascend":
+        from . import _ascend_pyboost, ascend
+        if _ascend_pyboost.forward_installed():  # our forward: float32 statistics
+            return ascend.AscendOwnForward(group, eps, backward)
+        return ascend.AscendForward(group, eps, backward)
+    if backend == ASCEND_PYBOOST_BACKEND:
         from . import ascend
         return ascend.AscendForward(group, eps, backward)
 

@@ -961,4 +961,7 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
 
 }  // namespace AscendC
 
+// ---- forward-kernel vector math (Exp, Sqrt, Div): a separate header, see its comment
+#include "kernel_operator_forward_math.h"
+
 #endif  // GNMS_TWIN_KERNEL_OPERATOR_H

@@ -118,32 +118,9 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   return status;
 }
 
-// Sets (values != nullptr) and returns in out[11] the cost constants of later launches:
-// clockGhz, gmBytesPerNs, dmaSetupCycles, dmaLatencyNs, vecCyclesPerRepeat, vecStartCycles,
-// scalarUbCycles, scalarGmNs, syncAllNs, dmaBurstCycles, vecBarrierCycles.
-GNMS_TWIN_EXPORT void GnmsTwinCostModel(const double *values, double *out) {
-  twin::CostModel c = twin::DefaultCost();
-  double *fields[11] = {&c.clockGhz, &c.gmBytesPerNs, &c.dmaSetupCycles, &c.dmaLatencyNs, &c.vecCyclesPerRepeat,
-                        &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs, &c.syncAllNs, &c.dmaBurstCycles,
-                        &c.vecBarrierCycles};
-  if (values != nullptr) {
-    for (int i = 0; i < 11; ++i) *fields[i] = values[i];
-    twin::SetDefaultCost(c);
-  }
-  for (int i = 0; i < 11; ++i) out[i] = *fields[i];
-}
+// The cost constants of later launches (values != nullptr sets them) and the per-block
+// counters of the last successful launch, in the layout of twin::ExchangeCostModel /
+// twin::CopyLastStats (ascendc_twin.COST_FIELDS / STAT_FIELDS).
+GNMS_TWIN_EXPORT void GnmsTwinCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }
 
-// Copies the per-block cost counters of the last successful launch (twin::PipeStats, field
-// by field as doubles) into out[maxBlocks][20]; returns the number of blocks.
-GNMS_TWIN_EXPORT int GnmsTwinLastStats(double *out, int maxBlocks) {
-  const std::vector<twin::PipeStats> stats = twin::LastLaunchStats();
-  for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
-    const twin::PipeStats &s = stats[b];
-    const double row[20] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls, s.vecRepeats,
-                            s.barriersAll, s.barriersPipe, s.userFlagPairs, s.queueFlagPairs, s.syncAlls,
-                            s.busyNs[0], s.busyNs[1], s.busyNs[2], s.busyNs[3], s.timeAtSyncAllNs, s.endNs,
-                            s.apiFlagPairs, s.autoVBarriers, s.dmaBursts};
-    std::memcpy(out + 20 * b, row, sizeof row);
-  }
-  return static_cast<int>(stats.size());
-}
+GNMS_TWIN_EXPORT int GnmsTwinLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }

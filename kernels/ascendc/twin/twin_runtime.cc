@@ -1,4 +1,5 @@
 // Scheduler, barrier and fault handling of the CPU twin (see twin_runtime.h).
+#include <cstring>
 #include "twin_runtime.h"
 
 #include "build_rules.h"
@@ -309,6 +310,32 @@ CostModel DefaultCost() {
 void SetDefaultCost(const CostModel &cost) {
   std::lock_guard<std::mutex> lock(g_stats_mutex);
   g_default_cost = cost;
+}
+
+void ExchangeCostModel(const double *values, double *out) {
+  CostModel c = DefaultCost();
+  double *fields[kCostFieldCount] = {&c.clockGhz,        &c.gmBytesPerNs,     &c.dmaSetupCycles, &c.dmaLatencyNs,
+                                     &c.vecCyclesPerRepeat, &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs,
+                                     &c.syncAllNs,       &c.dmaBurstCycles,   &c.vecBarrierCycles};
+  if (values != nullptr) {
+    for (int i = 0; i < kCostFieldCount; ++i) *fields[i] = values[i];
+    SetDefaultCost(c);
+  }
+  for (int i = 0; i < kCostFieldCount; ++i) out[i] = *fields[i];
+}
+
+int CopyLastStats(double *out, int maxBlocks) {
+  const std::vector<PipeStats> stats = LastLaunchStats();
+  for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
+    const PipeStats &s = stats[b];
+    const double row[kStatFieldCount] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls,
+                                         s.vecRepeats, s.barriersAll, s.barriersPipe, s.userFlagPairs,
+                                         s.queueFlagPairs, s.syncAlls, s.busyNs[0], s.busyNs[1], s.busyNs[2],
+                                         s.busyNs[3], s.timeAtSyncAllNs, s.endNs, s.apiFlagPairs, s.autoVBarriers,
+                                         s.dmaBursts};
+    std::memcpy(out + kStatFieldCount * b, row, sizeof row);
+  }
+  return static_cast<int>(stats.size());
 }
 
 std::vector<PipeStats> LastLaunchStats() {

@@ -87,6 +87,14 @@ std::vector<PipeStats> LastLaunchStats();
 // The cost constants launches from the C API use (the cost report may change them).
 CostModel DefaultCost();
 void SetDefaultCost(const CostModel &cost);
+// The C API's view of both (one layout for every twin library, the order of
+// ms_groupnorm.ascendc_twin.COST_FIELDS / STAT_FIELDS): sets (values != nullptr) and returns in
+// out[kCostFieldCount] the cost constants; copies kStatFieldCount doubles per block of the last
+// launch into out[maxBlocks][...] and returns the number of blocks.
+constexpr int kCostFieldCount = 11;
+constexpr int kStatFieldCount = 20;
+void ExchangeCostModel(const double *values, double *out);
+int CopyLastStats(double *out, int maxBlocks);
 
 // Runs body() once per block. Returns 0, or 1 with *error set to the first fault.
 int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std::vector<GmRegion> &regions,
