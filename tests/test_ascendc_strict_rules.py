@@ -76,14 +76,14 @@ def test_a_reduce_sum_round_trip_costs_the_vector_pipe_drain():
     assert eight > 7 * one  # each round trip is serial: nothing overlaps it
 
 
-def test_reduce_repeat_sums_each_repeat_as_a_tree_on_the_vector_unit():
+def test_whole_reduce_sum_sums_each_repeat_as_a_tree_on_the_vector_unit():
     # 4 repeats of 64 floats at a stride of 64: repeat r holds a pattern whose tree sum differs
     # from its sequential sum ((1e8 + 1) + (-1e8 + 1) = 0 pairwise, 1 in sequence).
     values = np.zeros((4, 64), np.float32)
     for r in range(4):
         values[r, :4] = [1e8, 1, -1e8, 1]
         values[r, 8 + r] = r + 1.0  # a distinct value per repeat
-    out = probe("reduce_repeat_order", out_len=8 + 256, init=np.concatenate([np.zeros(8, np.float32),
+    out = probe("whole_reduce_sum_order", out_len=8 + 256, init=np.concatenate([np.zeros(8, np.float32),
                                                                               values.ravel()]))
     want = []
     for r in range(4):

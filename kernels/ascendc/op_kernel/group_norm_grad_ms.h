@@ -437,7 +437,7 @@ class KernelGroupNormGradMs {
   }
 
   // dst[r] = sum of src[r * stride, r * stride + len) for r < rows, written by the vector unit:
-  // ReduceRepeat<SUM> (one instruction per 255 rows when a row is one repeat of <= 64 floats,
+  // WholeReduceSum (one instruction per 255 rows when a row is one repeat of <= 64 floats,
   // else per row its 64-float repeats, the tail, then the partials: three instructions) instead
   // of count-form ReduceSum, whose every call is a V -> S -> V round trip with a scalar store.
   // Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of 16 elements.
@@ -447,7 +447,7 @@ class KernelGroupNormGradMs {
     if (len <= 64) {
       for (int64_t r0 = 0; r0 < rows; r0 += 255) {
         const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
-        ReduceRepeat<ReduceType::SUM, float, float>(dst[r0], src[r0 * stride], len, n, 1, 1, repStride);
+        WholeReduceSum<float>(dst[r0], src[r0 * stride], len, n, 1, 1, repStride);
       }
       return;
     }
@@ -460,9 +460,9 @@ class KernelGroupNormGradMs {
         ReduceSum(dst[r], row, partial, len);
         continue;
       }
-      ReduceRepeat<ReduceType::SUM, float, float>(partial, row, 64, full, 1, 1, 8);
-      if (tail > 0) ReduceRepeat<ReduceType::SUM, float, float>(partial[full], row[full * 64], tail, 1, 1, 1, 8);
-      ReduceRepeat<ReduceType::SUM, float, float>(dst[r], partial, full + (tail > 0 ? 1 : 0), 1, 1, 1, 8);
+      WholeReduceSum<float>(partial, row, 64, full, 1, 1, 8);
+      if (tail > 0) WholeReduceSum<float>(partial[full], row[full * 64], tail, 1, 1, 1, 8);
+      WholeReduceSum<float>(dst[r], partial, full + (tail > 0 ? 1 : 0), 1, 1, 1, 8);
     }
   }
 

@@ -864,37 +864,32 @@ void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const Local
   roundTrip(twin::kPipeS, twin::kPipeMte3);
 }
 
-enum class ReduceType { SUM, MAX, MIN };
-enum class ReduceOrder : uint8_t { ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX };
-
-// ReduceRepeat<SUM> (mask count form; asc-devkit include/basic_api/kernel_operator_vec_reduce_intf.h,
-// docs .../归约计算/ReduceRepeat.md): dst[r * dstRepStride] = the sum of the first `mask` elements
-// of repeat r, repeat r starting srcRepStride 32-byte blocks after repeat r - 1; inside a
-// repeat a binary tree of neighbour pairs (ReduceDataBlock.md). One vector instruction for
-// all repeats, written by the vector unit (no scalar round trip, unlike count-form ReduceSum).
-// The twin models float, contiguous blocks inside a repeat (srcBlkStride 1) only.
-template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
-void ReduceRepeat(const LocalTensor<T> &dst, const LocalTensor<U> &src, const int32_t mask, const int32_t repeatTime,
-                  const int32_t dstRepStride, const int32_t srcBlkStride, const int32_t srcRepStride,
-                  ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX) {
-  static_assert(reduceType == ReduceType::SUM, "the twin models ReduceRepeat<SUM> only");
-  static_assert(std::is_same<T, float>::value && std::is_same<U, float>::value,
-                "the twin models float ReduceRepeat only (A2: dst and src of one type)");
-  (void)order;  // not used for SUM (ReduceRepeat.md)
-  detail::VectorOperands<float>("ReduceRepeat");
-  if (repeatTime < 0 || repeatTime > 255) twin::Fail("ReduceRepeat: repeatTime outside [0, 255]");
-  if (mask < 1 || mask > 64) twin::Fail("ReduceRepeat: a float mask (count form) is 1..64 elements per repeat");
-  if (srcBlkStride != 1) twin::Fail("ReduceRepeat: the twin models srcBlkStride 1 (contiguous repeats) only");
-  if (dstRepStride < 0 || srcRepStride < 0) twin::Fail("ReduceRepeat: negative stride");
+// WholeReduceSum (mask count form; asc-devkit include/basic_api/kernel_operator_vec_reduce_intf.h at
+// v8.5.0 and v9.0.1; at HEAD it lives on in impl/basic_api/kernel_operator_vec_reduce_intf_impl.h as
+// the deprecated name of ReduceRepeat<ReduceType::SUM>, docs .../归约计算/ReduceRepeat.md):
+// dst[r * dstRepStride] = the sum of the first `mask` elements of repeat r, repeat r starting
+// srcRepStride 32-byte blocks after repeat r - 1; inside a repeat a binary tree of neighbour pairs
+// (ReduceDataBlock.md). One vector instruction for all repeats, written by the vector unit (no
+// scalar round trip, unlike count-form ReduceSum). The twin models float, contiguous blocks inside
+// a repeat (srcBlkStride 1) only.
+template <typename T, bool isSetMask = true>
+void WholeReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t mask, const int32_t repeatTime,
+                    const int32_t dstRepStride, const int32_t srcBlkStride, const int32_t srcRepStride) {
+  static_assert(std::is_same<T, float>::value, "the twin models float WholeReduceSum only");
+  detail::VectorOperands<float>("WholeReduceSum");
+  if (repeatTime < 0 || repeatTime > 255) twin::Fail("WholeReduceSum: repeatTime outside [0, 255]");
+  if (mask < 1 || mask > 64) twin::Fail("WholeReduceSum: a float mask (count form) is 1..64 elements per repeat");
+  if (srcBlkStride != 1) twin::Fail("WholeReduceSum: the twin models srcBlkStride 1 (contiguous repeats) only");
+  if (dstRepStride < 0 || srcRepStride < 0) twin::Fail("WholeReduceSum: negative stride");
   if (repeatTime == 0) return;
   const int64_t srcSpan = static_cast<int64_t>(repeatTime - 1) * srcRepStride * 8 + mask;
   const int64_t dstSpan = static_cast<int64_t>(repeatTime - 1) * dstRepStride + 1;
-  src.Check("ReduceRepeat src", srcSpan, true);
-  dst.Check("ReduceRepeat dst", dstSpan, false);  // 4-byte alignment for float SUM (表3)
+  src.Check("WholeReduceSum src", srcSpan, true);
+  dst.Check("WholeReduceSum dst", dstSpan, false);  // 4-byte alignment for float SUM (ReduceRepeat.md 表3)
   const float *s = src.Data();
   float *d = dst.Data();
   const bool saturate = detail::Saturating();
-  Pipes().Issue(twin::kPipeV, "ReduceRepeat", {src.Range(srcSpan)}, {dst.Range(dstSpan)},
+  Pipes().Issue(twin::kPipeV, "WholeReduceSum", {src.Range(srcSpan)}, {dst.Range(dstSpan)},
                 [s, d, mask, repeatTime, dstRepStride, srcRepStride, saturate] {
                   std::vector<float> out(static_cast<size_t>(repeatTime));  // operands may overlap
                   for (int32_t r = 0; r < repeatTime; ++r) {

@@ -475,9 +475,9 @@ const std::map<std::string, Probe> &Probes() {
          DataCopy(gm, d, 64);
          ReduceSum(d, d[64], d[64], 64);
        }},
-      // ReduceRepeat<SUM> of 4 repeats of `outLen / 4 - 8` floats (out[8..]) at a stride of
+      // WholeReduceSum of 4 repeats of `outLen / 4 - 8` floats (out[8..]) at a stride of
       // outLen / 4 floats into out[0..4): the tests pick values whose sum depends on the order.
-      {"reduce_repeat_order",
+      {"whole_reduce_sum_order",
        [](const ProbeArgs &a) {
          TPipe pipe;
          TQue<QuePosition::VECIN, 1> in;
@@ -493,7 +493,7 @@ const std::map<std::string, Probe> &Probes() {
          LocalTensor<float> dst = out.AllocTensor<float>();
          Duplicate(dst, 0.0f, 8);
          const int32_t stride = static_cast<int32_t>((a.outLen - 8) / 4);
-         ReduceRepeat<ReduceType::SUM, float, float>(dst, src, stride < 64 ? stride : 64, 4, 1, 1, stride / 8);
+         WholeReduceSum<float>(dst, src, stride < 64 ? stride : 64, 4, 1, 1, stride / 8);
          out.EnQue(dst);
          dst = out.DeQue<float>();
          DataCopy(gm, dst, 8);
