@@ -102,11 +102,18 @@ EXECUTIONS = {"immediate": 0, "deferred": 1}
 # Per-block cost counters of the last launch (twin::PipeStats, in order).
 STAT_FIELDS = ("gm_read_bytes", "gm_write_bytes", "scalar_ub", "scalar_gm", "vec_calls", "vec_repeats",
                "barriers_all", "barriers_pipe", "user_flag_pairs", "queue_flag_pairs", "sync_alls", "busy_s_ns",
-               "busy_v_ns", "busy_mte2_ns", "busy_mte3_ns", "time_at_syncall_ns", "end_ns")
+               "busy_v_ns", "busy_mte2_ns", "busy_mte3_ns", "time_at_syncall_ns", "end_ns", "api_flag_pairs",
+               "auto_v_barriers", "dma_bursts")
+# Float overflow modes of the device (twin::Config::saturation): "inf_nan" is the Atlas A2
+# default and what MindSpore 2.10 runs on 910B; "saturation": inf -> +-max, NaN -> 0.
+OVERFLOW_MODES = {"inf_nan": 0, "saturation": 1}
 
 
-def _policy_code(policy, execution):
-    return POLICIES[policy] | (EXECUTIONS[execution] << 8)
+def _policy_code(policy, execution, auto_sync=True, overflow="inf_nan"):
+    """The policy argument of the C entry points: bits 0-7 block order, 8-15 pipe execution,
+    16 no hazard checks (probes only), 17 no --cce-auto-sync, 18 saturation mode."""
+    return (POLICIES[policy] | (EXECUTIONS[execution] << 8) | (0 if auto_sync else 1 << 17)
+            | (OVERFLOW_MODES[overflow] << 18))
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 MODE_NAMES = {0: "group_resident", 1: "channel_two_pass", 2: "hw_chunks", 3: "hw_one"}
@@ -141,7 +148,8 @@ def _twin_cdll():
 
 
 COST_FIELDS = ("clock_ghz", "gm_bytes_per_ns", "dma_setup_cycles", "dma_latency_ns", "vec_cycles_per_repeat",
-               "vec_start_cycles", "scalar_ub_cycles", "scalar_gm_ns", "syncall_ns")
+               "vec_start_cycles", "scalar_ub_cycles", "scalar_gm_ns", "syncall_ns", "dma_burst_cycles",
+               "vec_barrier_cycles")
 
 
 def twin_cost_model(**changes):
@@ -205,7 +213,7 @@ def _raw(array):
 
 
 def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, buffer_bytes=None,
-                execution="immediate"):
+                execution="immediate", auto_sync=True, overflow="inf_nan"):
     """Runs the kernel on the twin. ``buffers``: dy, mean, rstd, x, gamma, dx, dgamma, dbeta
     (numpy arrays or None); ``buffer_bytes`` overrides the sizes the launch declares."""
     ptrs = (ctypes.c_void_p * 8)(*[_raw(b) for b in buffers])
@@ -214,13 +222,15 @@ def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurre
     fields = np.array([tiling[name] for name in tiling_fields()], np.int64)
     error = ctypes.create_string_buffer(2048)
     status = _twin_cdll().GnmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data, tiling["key"], ub_bytes,
-                                         core_num, _policy_code(policy, execution), seed, error, len(error))
+                                         core_num, _policy_code(policy, execution, auto_sync, overflow), seed, error,
+                                         len(error))
     if status:
         raise TwinFault(error.value.decode())
 
 
 def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data_dtype=None, stat_dtype=None,
-                  ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, execution="immediate"):
+                  ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, execution="immediate",
+                  auto_sync=True, overflow="inf_nan"):
     """Kernel-only backward on the twin, our interface: returns (dx, dgamma, dbeta, tiling).
     bf16 travels as uint16 bit patterns (pass data_dtype/stat_dtype "bfloat16"); gamma None means ones."""
     x = np.ascontiguousarray(x)
@@ -240,12 +250,12 @@ def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data
     dgamma = np.full((C,), 0x7F, mean.dtype) if mask[1] else None
     dbeta = np.full((C,), 0x7F, mean.dtype) if mask[2] else None
     twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta], tiling, ub_bytes, core_num, policy, seed,
-                execution=execution)
+                execution=execution, auto_sync=auto_sync, overflow=overflow)
     return dx, dgamma, dbeta, tiling
 
 
 def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurrent", seed=0, out_len=64,
-               execution="immediate", init=None, check_hazards=True):
+               execution="immediate", init=None, check_hazards=True, auto_sync=True, overflow="inf_nan"):
     """Runs one of twin_probes.cc's mini kernels; returns its GM buffer (initially ``init``,
     zero-padded to out_len), raises TwinFault. ``check_hazards=False`` lets a probe with a
     missing synchronisation run to the end (to see what it computes under deferred execution)."""
@@ -254,7 +264,8 @@ def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurr
         out[:len(init)] = init
     error = ctypes.create_string_buffer(2048)
     status = _twin_cdll().GnmsTwinProbe(name.encode(), block_dim, core_num, ub_bytes,
-                                        _policy_code(policy, execution) | (0 if check_hazards else 1 << 16), seed,
+                                        _policy_code(policy, execution, auto_sync, overflow) | (0 if check_hazards else 1 << 16),
+                                        seed,
                                         out.ctypes.data, out_len, error, len(error))
     if status == 2:
         raise KeyError(name)

@@ -17,9 +17,16 @@ Model constants (twin::CostModel; assumptions, not measurements — no Ascend ma
     (CANN's ops-nn UTs use the same 48 and UB 196608).
   * Vector unit: one 256-byte repeat per cycle (the AscendC docs define a repeat as 256 bytes:
     asc-devkit docs/zh/api/SIMD-API/基础API/SIMD计算说明/高维切分.md), plus 10 cycles per instruction.
-  * Clock 1.85 GHz; a DMA instruction holds its MTE pipe for 64 cycles + bytes / bandwidth and its
-    data arrives 1 us later (consecutive DMAs overlap that latency; --dma-latency-ns changes it);
-    a scalar UB access 4 cycles; a scalar GM access 200 ns; a SyncAll 2 us.
+  * Clock 1.85 GHz; a DMA instruction holds its MTE pipe for 64 cycles + 16 cycles per burst (each
+    DataCopyPad row is a burst of at least 32 bytes) + bytes / bandwidth, and its data arrives 1 us
+    later (consecutive DMAs overlap that latency; --dma-latency-ns changes it); a scalar UB access
+    4 cycles; a scalar GM access 200 ns; a SyncAll 2 us; a V barrier (the ones bisheng inserts
+    between dependent vector instructions under --cce-auto-sync, or PipeBarrier<PIPE_V>) 20 cycles.
+  * ReduceSum (count form) is what dav_c220 runs: vcadd, a V -> S wait, the scalar store of the
+    result, S -> V and S -> MTE3 waits; each wait holds the issuing scalar unit until the pipe it
+    waits for is done, so the round trips are serial.
+The per-burst and V-barrier cycles have no public figure; they are assumptions of this model
+(--burst-cycles / --vec-barrier-cycles change them).
 The estimate of a launch is the slowest core's phase 1, plus the SyncAll, plus the slowest core's
 stage 2; a core's time is at least its GM bytes over its bandwidth share (MTE2 and MTE3 share it).
 
@@ -27,10 +34,15 @@ Large shapes are run with fewer samples (N) on the same core count: per-element 
 depend on N, and per-core counts and times are scaled by tasks per core (full / run). The table
 says which rows were scaled.
 
+Last line (backward): worst_over_bound=R (shape, dtype) geomean_over_bound=G, where for each anchor
+shape x dtype the bound is (bytes of reading dy and x once and writing dx once, in the data dtype,
+plus the statistics mean, rstd, gamma, dgamma, dbeta in theirs) / 1.6 TB/s + 3 x the DMA latency,
+and R, G are the largest and the geometric mean of estimate / bound.
+
 With --forward the table is that of the GroupNormSiluMs forward kernel (SiLU on; its floor is
 2 x the data size per element: x read once, y written once), same anchors, constants and scaling.
 
-Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--forward]
+Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--dma-latency-ns 1000] [--forward]
 """
 import argparse
 import math
@@ -51,6 +63,7 @@ CORES = 48
 MAX_RUN_ELEMS = 1 << 21  # larger shapes run with fewer samples
 GM_BYTES_PER_NS = 33.0   # must match twin::CostModel (per-core share of 1.6 TB/s)
 SYNCALL_NS = 2000.0
+HBM_BYTES_PER_NS = 1600.0  # 1.6 TB/s, the whole chip (the bound of issue 15)
 
 
 def storage(values, dtype):
@@ -85,10 +98,11 @@ def measure(shape, dtype_key):
     n_run = N
     if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode and work split
         n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
-        while n_run < N and n_run * G < CORES:
+        while n_run < N and (n_run * G < CORES or ascendc_twin.twin_tiling(
+                n_run, C, HxW, G, data_dtype, stat_dtype, core_num=CORES)["groupAcrossN"] != full["groupAcrossN"]):
             n_run += 1
     tiling, stats = run(n_run, C, HxW, G, data_dtype, stat_dtype)
-    assert tiling["mode"] == full["mode"] and tiling["splitByChannel"] == full["splitByChannel"]
+    assert all(tiling[k] == full[k] for k in ("mode", "splitByChannel", "groupAcrossN"))
     scale = tasks_on_busiest_core(full) / max(1, tasks_on_busiest_core(tiling))
     elems = n_run * C * HxW
     gm = sum(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats)
@@ -115,10 +129,13 @@ def measure(shape, dtype_key):
     bw_ns = busiest_bytes / GM_BYTES_PER_NS
     est_ns = max(est_ns, bw_ns)
     floor_ns = 3 * BYTES[data_dtype] * N * C * HxW / (GM_BYTES_PER_NS * CORES)
+    stat_bytes = BYTES[stat_dtype] * (2 * N * G + 3 * C)  # mean, rstd; gamma, dgamma, dbeta
+    bound_ns = (3 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS + 3 * dma_latency_ns()
     return {
         "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
         "dtype": dtype_key,
-        "mode": ascendc_twin.MODE_NAMES[full["mode"]] + ("/split" if full["splitByChannel"] else ""),
+        "mode": ascendc_twin.MODE_NAMES[full["mode"]] + ("/split" if full["splitByChannel"] else "")
+        + ("/across N" if full["groupAcrossN"] else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
         "gm_b_per_elem": gm / elems,
         "floor_b_per_elem": 3 * BYTES[data_dtype],
@@ -134,19 +151,35 @@ def measure(shape, dtype_key):
         "bw_us": bw_ns / 1000,
         "ratio": est_ns / bw_ns if bw_ns else math.nan,
         "floor_us": floor_ns / 1000,
+        "reduce_trips": per_core_max("api_flag_pairs") * scale / 3,  # ReduceSum: 3 waits per call
+        "auto_v_barriers": per_core_max("auto_v_barriers") * scale,
+        "dma_bursts": per_core_max("dma_bursts") * scale,
+        "bound_us": bound_ns / 1000,
+        "over_bound": est_ns / bound_ns,
     }
 
 
-HEADER = ("| shape | dtype | mode | run | GM B/elem (floor) | PipeBarrier/core | flag pairs/core (own + queue) | "
-          "SyncAll | scalar UB/elem | scalar GM/elem | vector instr/elem | est. µs | bandwidth µs | ratio | "
-          "12·n/HBM µs |")
+def dma_latency_ns():
+    return ascendc_twin.twin_cost_model()["dma_latency_ns"]
+
+
+HEADER = ("| shape | dtype | mode | run | GM B/elem (floor) | DMA bursts/core | flag pairs/core (own + queue) | "
+          "ReduceSum trips/core | compiler V barriers/core | scalar GM/elem | vector instr/elem | est. µs | "
+          "bandwidth µs | bound µs | est./bound |")
 
 
 def row(r):
     return (f"| {r['shape']} | {r['dtype']} | {r['mode']} | {r['run']} | {r['gm_b_per_elem']:.2f} "
-            f"({r['floor_b_per_elem']}) | {r['barriers']:.0f} | {r['user_flags']:.0f} + {r['queue_flags']:.0f} | "
-            f"{r['syncalls']:.0f} | {r['scalar_ub']:.4f} | {r['scalar_gm']:.4f} | {r['vec_calls']:.3f} | "
-            f"{r['est_us']:.1f} | {r['bw_us']:.1f} | {r['ratio']:.2f} | {r['floor_us']:.1f} |")
+            f"({r['floor_b_per_elem']}) | {r['dma_bursts']:.0f} | {r['user_flags']:.0f} + {r['queue_flags']:.0f} | "
+            f"{r['reduce_trips']:.0f} | {r['auto_v_barriers']:.0f} | {r['scalar_gm']:.4f} | {r['vec_calls']:.3f} | "
+            f"{r['est_us']:.1f} | {r['bw_us']:.1f} | {r['bound_us']:.1f} | {r['over_bound']:.2f} |")
+
+
+def summary(rows):
+    worst = max(rows, key=lambda r: r["over_bound"])
+    geomean = math.exp(sum(math.log(r["over_bound"]) for r in rows) / len(rows))
+    return (f"worst_over_bound={worst['over_bound']:.2f} ({worst['shape']}, {worst['dtype']}) "
+            f"geomean_over_bound={geomean:.2f}")
 
 
 # ---------------------------------------------------------------- the forward (GroupNormSiluMs)
@@ -208,22 +241,36 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated subset of " + ",".join(DTYPES))
     parser.add_argument("--dma-latency-ns", type=float, default=None, help="latency of one DMA (default 1000)")
+    parser.add_argument("--burst-cycles", type=float, default=None, help="cycles per DMA burst (default 16)")
+    parser.add_argument("--vec-barrier-cycles", type=float, default=None, help="cycles per V barrier (default 20)")
     parser.add_argument("--forward", action="store_true", help="the GroupNormSiluMs forward kernel's table")
     args = parser.parse_args()
     cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
-    if args.dma_latency_ns is not None:
-        cost_model(dma_latency_ns=args.dma_latency_ns)
+    changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
+                                               ("dma_burst_cycles", args.burst_cycles),
+                                               ("vec_barrier_cycles", args.vec_barrier_cycles)) if value is not None}
+    if changes:
+        cost_model(**changes)
     constants = cost_model()
     assert constants["gm_bytes_per_ns"] == GM_BYTES_PER_NS and constants["syncall_ns"] == SYNCALL_NS
     print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
     print()
-    header, measure_one, format_row = (FORWARD_HEADER, measure_forward, forward_row) if args.forward else \
-        (HEADER, measure, row)
-    print(header)
-    print("|" + "---|" * (header.count("|") - 1))
+    if args.forward:
+        print(FORWARD_HEADER)
+        print("|" + "---|" * (FORWARD_HEADER.count("|") - 1))
+        for shape in ANCHORS:
+            for dtype_key in args.dtypes.split(","):
+                print(forward_row(measure_forward(shape, dtype_key)), flush=True)
+        return
+    print(HEADER)
+    print("|" + "---|" * (HEADER.count("|") - 1))
+    rows = []
     for shape in ANCHORS:
         for dtype_key in args.dtypes.split(","):
-            print(format_row(measure_one(shape, dtype_key)), flush=True)
+            rows.append(measure(shape, dtype_key))
+            print(row(rows[-1]), flush=True)
+    print()
+    print(summary(rows))
 
 
 if __name__ == "__main__":

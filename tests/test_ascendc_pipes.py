@@ -55,9 +55,9 @@ def test_a_queue_hand_over_orders_buffer_reuse():
 
 
 @pytest.mark.parametrize("probe, message", [
-    ("waitflag_without_setflag", r"WaitFlag<V_S>\(0\) without a matching SetFlag.*hang"),
+    ("waitflag_without_setflag", r"WaitFlag<V_S>\(0\) by the kernel without a matching SetFlag.*hang"),
     ("setflag_never_waited", r"SetFlag<MTE2_V>\(1\) was never waited for"),
-    ("setflag_twice", r"SetFlag<V_MTE3>\(2\) while that flag is still set"),
+    ("setflag_twice", r"SetFlag<V_MTE3>\(2\) by the kernel while that flag is still set by the kernel"),
 ])
 def test_flag_rules(probe, message):
     with pytest.raises(TwinFault, match=message):

@@ -23,9 +23,10 @@ FLAGS = ["-std=c++17", "-O0", "-fPIC", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0",
 # Without dx (mask 011) nothing else orders the workspace copies before the next task's sums.
 ALL, STATS_ONLY = (True, True, True), (False, True, True)
 CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw", "bf16_fp32", 2, ALL),
-          ("resident_unaligned_hw", "fp32", 2, STATS_ONLY), ("channel_two_pass", "fp32", 2, ALL),
+          ("resident_unaligned_hw", "fp32", 2, STATS_ONLY), ("resident_workspace_n8", "fp32", 4, ALL),
+          ("channel_two_pass", "fp32", 2, ALL),
           ("hw_chunks_unaligned_n3", "bf16_fp32", 2, ALL), ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY),
-          ("channel_split_n1", "fp32", 4, ALL), ("hw_chunks_channel_split", "fp16_fp32", 3, ALL),
+          ("across_n_small", "fp32", 4, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL), ("hw_chunks_channel_split", "fp16_fp32", 3, ALL),
           ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL)]
 SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
              ("reverse", 0, "deferred")]

@@ -43,7 +43,10 @@ def test_every_plan_fits_in_the_ub(shape, dtype, stat, ub):
     t = tiling(*shape, ub, dtype=dtype, stat=stat)
     # The plan leaves ops-nn's 1 KiB reserve of the UB unused.
     assert 0 < t["ubBytesPhase1"] <= ub - ascendc_twin.UB_RESERVE
-    assert 0 < t["ubBytesStage2"] <= ub - ascendc_twin.UB_RESERVE
+    if t["groupAcrossN"]:  # dgamma/dbeta summed in phase 1: no stage 2
+        assert t["stage2Cores"] == 0 and t["ubBytesStage2"] == 0 and t["needWorkspace"] == 0
+    else:
+        assert 0 < t["ubBytesStage2"] <= ub - ascendc_twin.UB_RESERVE
     assert t["chunkElems"] % 16 == 0
 
 
@@ -53,25 +56,32 @@ def test_the_same_shape_descends_the_ladder_as_the_ub_shrinks():
 
 
 def test_group_split_when_groups_occupy_the_cores():
-    t = tiling(4, 64, 100, 16, 196608, cores=48)  # N*G = 64 >= 48
+    # N*G = 64 >= 48; the group-across-N split would add 8 channels x 1500 x 12 B per core
+    t = tiling(4, 64, 1500, 16, 196608, cores=48)
+    assert t["groupAcrossN"] == 0
     assert t["splitByChannel"] == 0 and t["numTasks"] == 64
     assert t["phase1Cores"] == 48 and t["tasksPerCore"] == 1 and t["tailCores"] == 16
 
 
 def test_channel_split_when_groups_are_fewer_than_cores():
-    t = tiling(1, 64, 100, 4, 196608, cores=48)  # N*G = 4 < 48
+    # N*G = 4 < 48; the group-across-N split would add 14 channels x 1000 x 12 B per core
+    t = tiling(1, 64, 1000, 4, 196608, cores=48)
+    assert t["groupAcrossN"] == 0
     assert t["splitByChannel"] == 1 and t["numTasks"] == 64
     assert t["phase1Cores"] == 48 and t["blockDim"] == 48
     assert t["needWorkspace"] == 1  # dx needs the group sums from the workspace, after SyncAll
 
 
 @pytest.mark.parametrize("shape,cores", [((5, 30, 10, 3), 7), ((1, 1000, 9, 10), 48), ((3, 12, 1, 3), 48),
-                                         ((2, 2, 20000, 1), 3)])
+                                         ((2, 2, 20000, 1), 3), ((5, 30, 1000, 3), 7)])
 def test_tasks_and_stage2_slices_cover_everything_once(shape, cores):
     t = tiling(*shape, 196608, cores=cores)
     assert t["blockDim"] <= cores
     assert t["tasksPerCore"] * t["phase1Cores"] + t["tailCores"] == t["numTasks"]
     assert 0 <= t["tailCores"] < t["phase1Cores"]
+    if t["groupAcrossN"]:  # tasks are the G groups (each over every n); no stage 2
+        assert t["numTasks"] == t["G"] and t["stage2Cores"] == 0 and t["needWorkspace"] == 0
+        return
     assert t["stage2SliceElems"] * t["stage2Cores"] >= t["C"] > t["stage2SliceElems"] * (t["stage2Cores"] - 1)
     assert t["stage2SliceElems"] % 8 == 0  # 32-byte fp32 slices
 
@@ -84,10 +94,13 @@ def test_hw_one_groups_per_task_occupy_the_cores():
 
 
 def test_mask_skips_the_workspace_and_stage2():
-    t = tiling(8, 32, 64, 8, 196608, mask=(True, False, False))
+    # HxW = 1000: the group-across-N split would add 24 channels x 1000 x 12 B per core
+    t = tiling(8, 32, 1000, 8, 196608, mask=(True, False, False))
     assert t["needWorkspace"] == 0 and t["stage2Cores"] == 0
-    t = tiling(8, 32, 64, 8, 196608, mask=(False, True, False))
-    assert t["needWorkspace"] == 1 and t["stage2Cores"] > 0 and t["dxRequired"] == 0
+    t = tiling(8, 32, 1000, 8, 196608, mask=(False, True, False))
+    assert t["needWorkspace"] == 1 and t["stage2Cores"] > 0 and t["dxRequired"] == 0 and t["groupAcrossN"] == 0
+    t = tiling(8, 32, 64, 8, 196608, mask=(False, True, False))  # HxW = 64: summed across N in phase 1
+    assert t["groupAcrossN"] == 1 and t["needWorkspace"] == 0 and t["stage2Cores"] == 0
     t = tiling(8, 32, 64, 8, 196608, mask=(False, False, False))
     assert t["numTasks"] == 0 and t["stage2Cores"] == 0 and t["blockDim"] == 1
 
@@ -123,6 +136,9 @@ def test_statistics_dtype_must_be_data_or_fp32():
         tiling(2, 4, 8, 2, 196608, dtype="float32", stat="float16")
 
 
+DX_ONLY = (True, False, False)  # no group-across-N (whose larger plan would fall back to the plain one)
+
+
 def test_the_ub_reserve_moves_a_plan_down_the_ladder():
     # A resident group (4 channels of HxW fp32 elements) whose plan fits in the whole
     # 192 KiB UB but not outside the 1 KiB reserve must descend to channel_two_pass. The
@@ -130,7 +146,7 @@ def test_the_ub_reserve_moves_a_plan_down_the_ladder():
     ub = 196608
 
     def resident_bytes(hxw):  # infinite when even the larger UB cannot hold the group
-        t = tiling(1, 4, hxw, 1, ub + 8192, cores=1)
+        t = tiling(1, 4, hxw, 1, ub + 8192, cores=1, mask=DX_ONLY)
         return t["ubBytesPhase1"] if ascendc_twin.MODE_NAMES[t["mode"]] == "group_resident" else float("inf")
 
     lo, hi = 1, 4000  # the largest HxW (in steps of 16) whose plan fits in the whole UB
@@ -139,7 +155,7 @@ def test_the_ub_reserve_moves_a_plan_down_the_ladder():
         lo, hi = (mid, hi) if resident_bytes(mid * 16) <= ub else (lo, mid - 1)
     hxw = lo * 16
     assert ub - ascendc_twin.UB_RESERVE < resident_bytes(hxw) <= ub
-    assert ascendc_twin.MODE_NAMES[tiling(1, 4, hxw, 1, ub, cores=1)["mode"]] == "channel_two_pass"
+    assert ascendc_twin.MODE_NAMES[tiling(1, 4, hxw, 1, ub, cores=1, mask=DX_ONLY)["mode"]] == "channel_two_pass"
 
 
 # ---------------------------------------------------------------- host input validation

@@ -23,8 +23,14 @@ CASES = {
     "resident_unaligned_hw": (2, 8, 9, 2, 2, "group_resident", 0),
     "resident_aligned_hw": (3, 6, 32, 3, 4, "group_resident", 0),
     "resident_c_per_g_1": (2, 4, 7, 4, 4, "group_resident", 0),
+    # the coarser "group across N" split would add 16 channels x 2000 x (6 or 12) B per core: not taken
+    "resident_workspace_n8": (8, 8, 2000, 2, 4, "group_resident", 0),
     "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass", 0),
-    "channel_split_n1": (1, 8, 50, 2, 48, "channel_two_pass", 1),
+    # N*G < cores: split by channel, unless the group-across-N split costs little more (it does here)
+    "across_n_small": (1, 8, 50, 2, 48, "group_resident", 0),
+    # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
+    # workspace loads (47 rows) reach the UB of the 16-bit dx stores just before them
+    "channel_split_n47": (47, 2, 250, 1, 48, "channel_two_pass", 1),
     "hw_chunks_larger_than_ub": (2, 2, 20000, 1, 2, "hw_chunks", 0),
     "hw_chunks_unaligned_n3": (3, 2, 12347, 2, 6, "hw_chunks", 0),
     "hw_chunks_channel_split": (1, 4, 9001, 2, 48, "hw_chunks", 1),
@@ -32,6 +38,11 @@ CASES = {
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
 }
+
+
+# Cases whose tiling takes groupAcrossN (mode 0 tasks are groups g over every n: dgamma/dbeta
+# summed by the core, no workspace, SyncAll or stage 2); every other case uses the workspace.
+ACROSS_N = {"resident_unaligned_hw", "resident_aligned_hw", "resident_c_per_g_1", "across_n_small"}
 
 
 def to_bf16_bits(values):
@@ -108,6 +119,7 @@ def test_every_mode_and_dtype_matches_reference(case, dtype_key, execution):
     got, want, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores, execution=execution)
     assert ascendc_twin.MODE_NAMES[tiling["mode"]] == mode
     assert tiling["splitByChannel"] == split
+    assert tiling["groupAcrossN"] == (case in ACROSS_N)
     check_against_reference(got, want, dtype_key, (True, True, True))
 
 
@@ -116,14 +128,17 @@ MASKS = [(True, False, False), (False, True, True), (False, True, False), (False
 
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("mask", MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
-@pytest.mark.parametrize("case", ["resident_unaligned_hw", "channel_split_n1", "hw_chunks_unaligned_n3", "hw_one"])
+@pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_split_n47",
+                                  "hw_chunks_unaligned_n3", "hw_one"])
 def test_output_mask(case, mask, execution):
     N, C, HxW, G, cores, _, _ = CASES[case]
     got, want, tiling = run_case((N, C, HxW), G, "fp16_fp32", mask=mask, core_num=cores, execution=execution)
     check_against_reference(got, want, "fp16_fp32", mask)
-    # Skipped work: no workspace and no stage 2 unless dgamma/dbeta (or the channel split) need them.
-    assert (tiling["stage2Cores"] > 0) == (mask[1] or mask[2])
-    assert tiling["needWorkspace"] == int(mask[1] or mask[2] or tiling["splitByChannel"] == 1)
+    # Skipped work: no workspace and no stage 2 unless dgamma/dbeta (or the channel split) need
+    # them and the group-across-N split does not sum them in phase 1.
+    stats_via_workspace = (mask[1] or mask[2]) and not tiling["groupAcrossN"]
+    assert (tiling["stage2Cores"] > 0) == stats_via_workspace
+    assert tiling["needWorkspace"] == int(stats_via_workspace or tiling["splitByChannel"] == 1)
 
 
 def test_masked_outputs_are_not_written():
@@ -161,7 +176,8 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reve
              ("interleave", 4, "deferred"), ("concurrent", 0, "deferred")]
 
 
-@pytest.mark.parametrize("case", ["resident_unaligned_hw", "channel_split_n1", "hw_chunks_unaligned_n3", "hw_one"])
+@pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "across_n_small",
+                                  "hw_chunks_channel_split", "hw_chunks_unaligned_n3", "hw_one"])
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
 def test_outputs_are_bit_identical_across_block_schedules(case, dtype_key):
     N, C, HxW, G, cores, _, _ = CASES[case]

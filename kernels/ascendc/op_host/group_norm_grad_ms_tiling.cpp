@@ -6,8 +6,8 @@
 //            mode 0-2: three per-group fp32 arrays (db, dg, gamma) + one VECIN staging buffer;
 //            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW');
 //            mode 3: a VECIN buffer for K gamma elements.
-//   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of P channels, 2 fp32 accumulators,
-//            2 output staging buffers of P statistics elements.
+//   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of R rows x P channels, 2 fp32
+//            accumulators, 2 output staging buffers of P statistics elements.
 // Phase1Bytes / Stage2Bytes below mirror that order exactly; the CPU twin checks the
 // kernel's real InitBuffer calls against the configured UB size.
 #include "group_norm_grad_ms_tiling.h"
@@ -23,6 +23,8 @@ constexpr int64_t kBufferNum = 2;        // double-buffered queues
 constexpr int64_t kElemAlign = 16;       // 16 elements are 32 bytes of fp16/bf16 and 64 bytes of fp32
 constexpr int64_t kReduceDstFloats = 8;  // one 32-byte block receives the ReduceSum result
 constexpr int64_t kMinUbBytes = 16 * 1024;
+constexpr int64_t kStatWindowGroups = 256;  // 2 KiB of fp32 mean/rstd
+constexpr int64_t kAcrossNMaxExtraBytes = 128 * 1024;  // about 4 us of one core's HBM share
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -42,6 +44,8 @@ struct Layout {
   int64_t statElems;
   int64_t residentStride;
   int64_t D;
+  int64_t statWindow;  // groups of mean/rstd in UB at once
+  bool acrossN = false;  // groupAcrossN: dgamma/dbeta accumulators and their output staging
 };
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
@@ -49,16 +53,20 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   total += AlignBytes(l.numFloatBufs * l.K * 4);
   total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
   if (l.statElems > 0) {
-    total += AlignBytes(3 * l.statElems * 4);  // db, dg, gamma arrays
-    total += AlignBytes(l.statElems * 4);      // staging for gamma / workspace rows
+    total += AlignBytes((l.acrossN ? 5 : 3) * l.statElems * 4);  // db, dg, gamma (+ 2 accumulators)
+    total += AlignBytes(l.statElems * 4);                         // staging for gamma / workspace rows
+    if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += AlignBytes(l.K * statBytes);
+  total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
   return total;
 }
 
-int64_t Stage2Bytes(int64_t pieceElems, int64_t statBytes) {
-  return kBufferNum * AlignBytes(pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
+// Stage 2: two loads of `rows` workspace rows of P floats, two fp32 accumulators, two output
+// staging buffers.
+int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes) {
+  return kBufferNum * AlignBytes(rows * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
          kBufferNum * AlignBytes(pieceElems * statBytes);
 }
 
@@ -189,6 +197,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   t.HxW = in.HxW;
   t.G = in.G;
   t.D = in.C / in.G;
+  t.channelsPerItem = 1;
   t.dxRequired = in.dxRequired;
   t.dgammaRequired = in.dgammaRequired;
   t.dbetaRequired = in.dbetaRequired;
@@ -199,13 +208,17 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   const bool empty = in.N * L == 0 || in.C == 0;
   const bool wantsStats = in.dgammaRequired || in.dbetaRequired;
 
-  Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D};
+  // mean/rstd: a window of up to kStatWindowGroups consecutive groups in UB (a core's groups are
+  // consecutive, so it is loaded once per core unless a core has more groups than that)
+  const int64_t statWindow = AlignUp(std::max<int64_t>(1, std::min<int64_t>(in.N * in.G, kStatWindowGroups)),
+                                     kElemAlign);
+  Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D, statWindow};
   auto fits = [&](const Layout &l) { return Phase1Bytes(l, dataBytes, statBytes) <= ubUsable; };
 
   if (!empty && (in.dxRequired || wantsStats)) {
     if (L == 1) {
       // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
-      layout = Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D};
+      layout = Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow};
       const int64_t maxElems = LargestFitting(in.C + kElemAlign, kElemAlign, [&](int64_t k) {
         Layout l = layout;
         l.K = k;
@@ -221,14 +234,38 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     } else {
       const int64_t Lp = AlignUp(L, kElemAlign);
       t.splitByChannel = (in.N * in.G < in.coreNum && D > 1) ? 1 : 0;
-      Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D};
-      Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D};
+      Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow};
+      Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow};
+      t.channelsPerItem = 1;
+      // groupAcrossN: a core takes group g of every sample and sums dgamma/dbeta itself, so the
+      // launch has no workspace, SyncAll or stage 2 (a chain of about two DMA latencies and a
+      // SyncAll); worth it while the coarser split adds at most kAcrossNMaxExtraBytes per core.
+      Layout across = resident;
+      across.acrossN = true;
+      if (wantsStats && fits(across)) {
+        const int64_t normalChannels =
+            t.splitByChannel ? CeilDiv(in.N * in.C, in.coreNum) : CeilDiv(in.N * in.G, in.coreNum) * D;
+        const int64_t acrossChannels = CeilDiv(in.G, in.coreNum) * in.N * D;
+        const int64_t extraBytes = (acrossChannels - normalChannels) * L * 3 * dataBytes;
+        if (extraBytes <= kAcrossNMaxExtraBytes) {
+          t.groupAcrossN = 1;
+          t.splitByChannel = 0;
+          resident = across;
+        }
+      }
       if (!t.splitByChannel && fits(resident)) {
+        // as many channels per DMA as fit (a DataCopyPad has at most 4095 rows)
+        t.channelsPerItem = LargestFitting(std::min<int64_t>(D, 4095), 1, [&](int64_t cpi) {
+          Layout l = resident;
+          l.K = cpi * Lp;
+          return fits(l);
+        });
         layout = resident;
+        layout.K = t.channelsPerItem * Lp;
       } else if (fits(channel)) {
         layout = channel;
       } else {
-        layout = Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D};
+        layout = Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow};
         layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
           Layout l = layout;
           l.K = k;
@@ -239,26 +276,32 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.chunksPerChannel = CeilDiv(L, layout.K);
       t.residentStride = layout.residentStride;
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
-      SplitTasks(t.splitByChannel ? in.N * in.C : in.N * in.G, in.coreNum, &t);
+      SplitTasks(t.splitByChannel ? in.N * in.C : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum, &t);
     }
     t.mode = layout.mode;
     t.chunkElems = layout.K;
     t.numFloatBufs = layout.numFloatBufs;
     t.statElems = layout.statElems;
     t.reduceWorkElems = ReduceWorkElems(layout.K);
+    t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
-    t.needWorkspace = (t.splitByChannel || wantsStats) ? 1 : 0;
+    t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN)) ? 1 : 0;
   }
 
-  if (wantsStats && in.C > 0) {
+  if (wantsStats && in.C > 0 && !t.groupAcrossN) {
     t.reduceRows = empty ? 0 : in.N;
     t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
-      return Stage2Bytes(p, statBytes) <= ubUsable;
+      return Stage2Bytes(p, 1, statBytes) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
-    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, statBytes);
+    // as many samples per strided DMA as fit (a DMA has at most 4095 rows)
+    const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, 4095));
+    t.stage2RowsPerLoad = std::max<int64_t>(1, LargestFitting(maxRows, 1, [&](int64_t r) {
+      return Stage2Bytes(t.stage2PieceElems, r, statBytes) <= ubUsable;
+    }));
+    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes);
   }
   t.blockDim = std::max<int64_t>({1, t.phase1Cores, t.stage2Cores});
   *out = t;

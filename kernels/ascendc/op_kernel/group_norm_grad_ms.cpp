@@ -23,8 +23,9 @@ template <typename T, typename U>
 __aicore__ inline void RunGroupNormGradMs(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
                                           GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
                                           const GroupNormGradMsTilingData *tiling) {
+  TPipe pipe;  // outside the kernel class (see KernelGroupNormGradMs::pipe_)
   KernelGroupNormGradMs<T, U> op;
-  op.Init(dy, mean, rstd, x, gamma, dx, dgamma, dbeta, workspace, tiling);
+  op.Init(dy, mean, rstd, x, gamma, dx, dgamma, dbeta, workspace, tiling, &pipe);
   op.Process();
 }
 

@@ -76,8 +76,9 @@ class KernelGroupNormGradMs {
 
   __aicore__ inline void Init(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
                               GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
-                              const GroupNormGradMsTilingData *tiling) {
+                              const GroupNormGradMsTilingData *tiling, TPipe *pipe) {
     t_ = tiling;
+    pipe_ = pipe;
     const uint64_t numel = static_cast<uint64_t>(t_->N * t_->C * t_->HxW);
     dyGm_.SetGlobalBuffer((__gm__ T *)dy, numel);
     xGm_.SetGlobalBuffer((__gm__ T *)x, numel);
@@ -101,8 +102,15 @@ class KernelGroupNormGradMs {
       if (t_->mode == GNG_MODE_HW_ONE) {
         for (int64_t task = first; task < first + count; ++task) HwOneTask(task);
       } else if (t_->splitByChannel != 0) {
-        StreamBegin(first, count, true, true, false);
+        // one stream: every task's sums pass, then (after SyncAll) every task's dx pass, so
+        // the first dx loads are in flight across the SyncAll (they read inputs only)
+        StreamBegin(first, count, true, true, false, t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
+      } else if (t_->groupAcrossN != 0) {
+        // tasks are groups g, each over n = 0..N-1 (stream tasks g * N + n): dgamma/dbeta of the
+        // group's channels are summed here in the order stage 2 would use, with no workspace
+        StreamBegin(first * t_->N, count * t_->N, false, true, false);
+        for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g);
       } else {
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) GroupTask(task);
@@ -115,12 +123,11 @@ class KernelGroupNormGradMs {
       int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
       int64_t count = t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
       cachedGroup_ = -1;
-      StreamBegin(first, count, true, false, true);
       for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
       PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
-      pipe_.Reset();
+      pipe_->Reset();
       Stage2(block);
     }
   }
@@ -129,28 +136,38 @@ class KernelGroupNormGradMs {
   // ------------------------------------------------------------------ buffers
   __aicore__ inline void InitPhase1Buffers() {
     const int64_t K = t_->chunkElems;
-    pipe_.InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
-    pipe_.InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
-    pipe_.InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
+    if (t_->mode == GNG_MODE_HW_ONE) {  // one batch in flight: depth-1 queues
+      pipe_->InitBuffer(rowDyQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_->InitBuffer(rowXQue_, BUFFER_NUM, K * sizeof(T));
+    } else {
+      pipe_->InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
+      pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
+    }
+    pipe_->InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
     if (t_->mode == GNG_MODE_HW_ONE) {
       // The same bytes as numFloatBufs * K floats, split so that the two buffers MTE3 stores
       // to the workspace are VECOUT (UB -> GM copies read VECIN/VECOUT only).
-      pipe_.InitBuffer(floatBuf_, (t_->numFloatBufs - 2) * K * sizeof(float));
-      pipe_.InitBuffer(floatOutBuf_, 2 * K * sizeof(float));
+      pipe_->InitBuffer(floatBuf_, (t_->numFloatBufs - 2) * K * sizeof(float));
+      pipe_->InitBuffer(floatOutBuf_, 2 * K * sizeof(float));
     } else {
-      pipe_.InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
+      pipe_->InitBuffer(floatBuf_, t_->numFloatBufs * K * sizeof(float));
     }
-    pipe_.InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
+    pipe_->InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
     if (t_->statElems > 0) {
-      pipe_.InitBuffer(statBuf_, 3 * t_->statElems * sizeof(float));
-      pipe_.InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
+      // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN)
+      pipe_->InitBuffer(statBuf_, (t_->groupAcrossN != 0 ? 5 : 3) * t_->statElems * sizeof(float));
+      if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
+      pipe_->InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      pipe_.InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
+      pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
-      pipe_.InitBuffer(gammaQue_, 1, K * sizeof(U));
+      pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
     }
+    pipe_->InitBuffer(statWindow_, 2 * t_->statWindowElems * sizeof(U));  // mean, then rstd
+    statFirst_ = 0;
+    statCount_ = 0;
   }
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
@@ -161,20 +178,27 @@ class KernelGroupNormGradMs {
   // One producer -> consumer ordering between two pipes (a SetFlag/WaitFlag pair).
   template <HardEvent E>
   __aicore__ inline void Sync() {
-    event_t id = static_cast<event_t>(pipe_.FetchEventID(E));
+    event_t id = static_cast<event_t>(pipe_->FetchEventID(E));
     SetFlag<E>(id);
     WaitFlag<E>(id);
   }
 
   // ------------------------------------------------------------------ GM <-> UB
-  // Issues the load of `len` elements of `src` at `offset` into a buffer of `que` (MTE2).
+  // Issues the load of `rows` rows of `len` elements of `src`, contiguous from `offset`, into
+  // a buffer of `que` with the rows residentStride elements apart (MTE2): one DMA. `aligned`:
+  // every row is a 32-byte multiple; when the rows are also unpadded in UB the DMA is a single
+  // burst (DataCopy), otherwise a burst per row (DataCopyPad).
   template <typename V, typename Que>
-  __aicore__ inline void IssueLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len, bool aligned) {
+  __aicore__ inline void IssueLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len, bool aligned,
+                                   int64_t rows = 1) {
     LocalTensor<V> staging = que.template AllocTensor<V>();
-    if (aligned) {
-      DataCopy(staging, src[offset], static_cast<uint32_t>(len));
+    if (aligned && (rows == 1 || len == t_->residentStride)) {
+      DataCopy(staging, src[offset], static_cast<uint32_t>(rows * len));
     } else {
-      DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+      const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+      const int64_t pitch = rows == 1 ? rowUb : t_->residentStride * static_cast<int64_t>(sizeof(V));
+      DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0,
+                             static_cast<uint32_t>((pitch - rowUb) / 32), 0};
       DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
       DataCopyPad(staging, src[offset], copy, pad);
     }
@@ -212,23 +236,28 @@ class KernelGroupNormGradMs {
     TakeAsFloat<V>(que, len, dst);
   }
 
-  // Stores `len` values of src + add (fp32) as V at `offset` of `dst` through `que`.
+  // Stores `rows` rows of `len` values of src + add (fp32; rows residentStride apart in UB) as
+  // V, contiguous from `offset` of `dst`, through `que`: one DMA (see IssueLoad).
   template <typename V, typename Que>
   __aicore__ inline void StoreFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
-                                        const LocalTensor<float> &src, float add, bool aligned) {
+                                        const LocalTensor<float> &src, float add, bool aligned, int64_t rows = 1) {
+    const int64_t span = (rows - 1) * t_->residentStride + len;
     LocalTensor<V> staging = que.template AllocTensor<V>();
     if constexpr (IsSameType<V, float>::value) {
-      Adds(staging, src, add, static_cast<int32_t>(len));
+      Adds(staging, src, add, static_cast<int32_t>(span));
     } else {
-      Adds(src, src, add, static_cast<int32_t>(len));
-      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(len));
+      Adds(src, src, add, static_cast<int32_t>(span));
+      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
     }
     que.EnQue(staging);
     staging = que.template DeQue<V>();
-    if (aligned) {
-      DataCopy(dst[offset], staging, static_cast<uint32_t>(len));
+    if (aligned && (rows == 1 || len == t_->residentStride)) {
+      DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
     } else {
-      DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+      const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+      const int64_t pitch = rows == 1 ? rowUb : t_->residentStride * static_cast<int64_t>(sizeof(V));
+      DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
+                             static_cast<uint32_t>((pitch - rowUb) / 32), 0, 0};
       DataCopyPad(dst[offset], staging, copy);
     }
     que.FreeTensor(staging);
@@ -241,7 +270,24 @@ class KernelGroupNormGradMs {
     DataCopyPad(dst[offset], src, copy);
   }
 
-  __aicore__ inline float Stat(const GlobalTensor<U> &gm, int64_t i) { return ToF32(gm.GetValue(i)); }
+  // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
+  // each of mean and rstd) the first time a group outside the current window is asked for:
+  // a core's groups are consecutive, so this is one load per core in all but huge launches.
+  __aicore__ inline float Stat(bool isMean, int64_t i) {
+    if (i < statFirst_ || i >= statFirst_ + statCount_) LoadStatWindow(i);
+    return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
+  }
+  __aicore__ inline void LoadStatWindow(int64_t first) {
+    const int64_t groups = t_->N * t_->G;
+    statFirst_ = first;
+    statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
+    DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(U)), 0, 0, 0};
+    DataCopyPadExtParams<U> pad{false, 0, 0, U{}};
+    LocalTensor<U> window = statWindow_.Get<U>();
+    DataCopyPad(window, meanGm_[first], copy, pad);
+    DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
+    Sync<HardEvent::MTE2_S>();  // the scalar reads of the window wait for both loads
+  }
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
   // the free stat staging buffer, so db and dg may still be on their way to the workspace)
@@ -256,7 +302,6 @@ class KernelGroupNormGradMs {
     Mul(scratch, gamma, dg, D);
     ReduceSum(red[1], scratch, ReduceWork(), D);
     statQue_.FreeTensor(scratch);
-    Sync<HardEvent::V_S>();  // the scalar reads wait for the reductions (and the gamma copy before them)
     *c1 = red.GetValue(0) * invM_;
     *c2 = red.GetValue(1) * invM_;
   }
@@ -271,8 +316,16 @@ class KernelGroupNormGradMs {
     return (t_->HxW - start < t_->chunkElems) ? t_->HxW - start : t_->chunkElems;
   }
   __aicore__ inline int64_t TaskChannels() const { return streamByChannel_ ? 1 : t_->D; }
+  // Mode 0 moves channelsPerItem channels per item (contiguous in GM, one DMA); else one.
+  __aicore__ inline int64_t ItemsPerPass() const {
+    const int64_t cpi = t_->channelsPerItem;
+    return (TaskChannels() + cpi - 1) / cpi * t_->chunksPerChannel;
+  }
 
-  __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass) {
+  __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
+                                     bool dxPassAfterAll = false) {
+    streamFirst_ = first;
+    streamDxAfterAll_ = dxPassAfterAll;
     streamTask_ = first;
     streamEnd_ = first + count;
     streamByChannel_ = byChannel;
@@ -284,16 +337,19 @@ class KernelGroupNormGradMs {
     Pump();
   }
 
-  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len) {
+  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows) {
     const int64_t chunks = t_->chunksPerChannel;
+    const int64_t cpi = t_->channelsPerItem;
     while (streamTask_ < streamEnd_) {
-      if (streamItem_ < TaskChannels() * chunks) {
-        const int64_t n = streamByChannel_ ? streamTask_ / t_->C : streamTask_ / t_->G;
-        const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (streamTask_ % t_->G) * t_->D;
-        const int64_t c = c0 + streamItem_ / chunks;
+      if (streamItem_ < ItemsPerPass()) {
+        const int64_t group = GroupIndex(streamTask_);
+        const int64_t n = streamByChannel_ ? streamTask_ / t_->C : group / t_->G;
+        const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (group % t_->G) * t_->D;
+        const int64_t local = (streamItem_ / chunks) * cpi;
         const int64_t chunk = streamItem_ % chunks;
-        *offset = (n * t_->C + c) * t_->HxW + chunk * t_->chunkElems;
+        *offset = (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems;
         *len = ItemLen(chunk);
+        *rows = (TaskChannels() - local < cpi) ? TaskChannels() - local : cpi;
         ++streamItem_;
         return true;
       }
@@ -304,6 +360,12 @@ class KernelGroupNormGradMs {
         ++streamTask_;
         streamPass_ = streamSums_ ? 0 : 1;
       }
+      if (streamTask_ == streamEnd_ && streamDxAfterAll_) {  // the dx passes follow all sums passes
+        streamDxAfterAll_ = false;
+        streamSums_ = false;
+        streamPass_ = 1;
+        streamTask_ = streamFirst_;
+      }
     }
     return false;
   }
@@ -312,9 +374,10 @@ class KernelGroupNormGradMs {
     const bool aligned = t_->copyAligned != 0;
     int64_t offset;
     int64_t len;
-    while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len)) {
-      IssueLoad(dyQue_, dyGm_, offset, len, aligned);
-      IssueLoad(xQue_, xGm_, offset, len, aligned);
+    int64_t rows;
+    while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len, &rows)) {
+      IssueLoad(dyQue_, dyGm_, offset, len, aligned, rows);
+      IssueLoad(xQue_, xGm_, offset, len, aligned, rows);
       ++inFlight_;
     }
   }
@@ -333,31 +396,34 @@ class KernelGroupNormGradMs {
   __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
                                      const LocalTensor<float> &db, const LocalTensor<float> &dg) {
     const int64_t chunks = t_->chunksPerChannel;
-    const int64_t items = channels * chunks;
     const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
+    const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
+    const int64_t items = (channels + cpi - 1) / cpi * chunks;
+    const int64_t stride = t_->residentStride;
     LocalTensor<float> red = ReduceDst();
     CascadeSum dbSum;
     CascadeSum dgSum;
     dbSum.Reset();
     dgSum.Reset();
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t local = item / chunks;
+      const int64_t local = (item / chunks) * cpi;
       const int64_t chunk = item % chunks;
       const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+      const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
+      const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
       LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
       LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
       LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
-      TakeItem(len, mean, dyF, xF);
-      Muls(xF, xF, rstd, len);  // xhat
-      Mul(tmp, dyF, xF, len);
+      TakeItem(span, mean, dyF, xF);
+      Muls(xF, xF, rstd, span);  // xhat
+      Mul(tmp, dyF, xF, span);
       if (chunks == 1) {
-        ReduceSum(db[local], dyF, ReduceWork(), len);
-        ReduceSum(dg[local], tmp, ReduceWork(), len);
+        RowSums(db[local], dyF, rows, stride, len);
+        RowSums(dg[local], tmp, rows, stride, len);
         continue;
       }
-      ReduceSum(red, dyF, ReduceWork(), len);
+      ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)
       ReduceSum(red[1], tmp, ReduceWork(), len);
-      Sync<HardEvent::V_S>();  // chunk sums go to the scalar cascade
       dbSum.Add(red.GetValue(0));
       dgSum.Add(red.GetValue(1));
       if (chunk == chunks - 1) {
@@ -370,19 +436,55 @@ class KernelGroupNormGradMs {
     if (chunks > 1) Sync<HardEvent::S_V>();  // vector and MTE3 readers of db/dg follow the scalar writes
   }
 
+  // dst[r] = sum of src[r * stride, r * stride + len) for r < rows, written by the vector unit:
+  // WholeReduceSum (one instruction per 255 rows when a row is one repeat of <= 64 floats,
+  // else per row its 64-float repeats, the tail, then the partials: three instructions) instead
+  // of count-form ReduceSum, whose every call is a V -> S -> V round trip with a scalar store.
+  // Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of 16 elements.
+  __aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
+                                 int64_t stride, int32_t len) {
+    const int32_t repStride = static_cast<int32_t>(stride / 8);  // in 32-byte blocks
+    if (len <= 64) {
+      for (int64_t r0 = 0; r0 < rows; r0 += 255) {
+        const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
+        WholeReduceSum<float>(dst[r0], src[r0 * stride], len, n, 1, 1, repStride);
+      }
+      return;
+    }
+    const int32_t full = len / 64;
+    const int32_t tail = len % 64;
+    LocalTensor<float> partial = ReduceWork();  // ceil(K / 64) floats
+    for (int64_t r = 0; r < rows; ++r) {
+      LocalTensor<float> row = src[r * stride];
+      if (full + (tail > 0 ? 1 : 0) > 64) {
+        ReduceSum(dst[r], row, partial, len);
+        continue;
+      }
+      WholeReduceSum<float>(partial, row, 64, full, 1, 1, 8);
+      if (tail > 0) WholeReduceSum<float>(partial[full], row[full * 64], tail, 1, 1, 1, 8);
+      WholeReduceSum<float>(dst[r], partial, full + (tail > 0 ? 1 : 0), 1, 1, 1, 8);
+    }
+  }
+
   // dx of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with a_c = rstd * gamma_c.
   __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
                                    const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
     const bool aligned = t_->copyAligned != 0;
-    if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
+    if (t_->mode == GNG_MODE_GROUP_RESIDENT) {  // items of channelsPerItem channels, one store each
       const int32_t L = static_cast<int32_t>(t_->HxW);
+      const int64_t cpi = t_->channelsPerItem;
+      const int64_t stride = t_->residentStride;
       LocalTensor<float> tmp = FloatBuf(0);
-      for (int64_t local = 0; local < channels; ++local) {
+      for (int64_t local = 0; local < channels; local += cpi) {
+        const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
+        const int32_t span = static_cast<int32_t>((rows - 1) * stride + L);
         LocalTensor<float> dyRes = ResidentDy(local);
-        Muls(dyRes, dyRes, rstd * gamma.GetValue(gammaIndex + local), L);
-        Muls(tmp, ResidentX(local), b, L);
-        Sub(dyRes, dyRes, tmp, L);
-        StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned);
+        for (int64_t r = 0; r < rows; ++r) {
+          Muls(dyRes[r * stride], dyRes[r * stride], rstd * gamma.GetValue(gammaIndex + local + r), L);
+        }
+        Muls(tmp, ResidentX(local), b, span);
+        Sub(dyRes, dyRes, tmp, span);
+        StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned, rows);
       }
       return;
     }
@@ -411,13 +513,35 @@ class KernelGroupNormGradMs {
   }
 
   // ------------------------------------------------------------------ phase-1 tasks
+  // The (n, g) group index n * G + g of stream task t: t itself, or with groupAcrossN t = g * N + n.
+  __aicore__ inline int64_t GroupIndex(int64_t t) const {
+    return t_->groupAcrossN != 0 ? (t % t_->N) * t_->G + t / t_->N : t;
+  }
+
+  // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
+  // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
+  __aicore__ inline void GroupAcrossNTask(int64_t g) {
+    const int32_t D = static_cast<int32_t>(t_->D);
+    LocalTensor<float> accDb = StatArray(3);
+    LocalTensor<float> accDg = StatArray(4);
+    Duplicate(accDb, 0.0f, D);
+    Duplicate(accDg, 0.0f, D);
+    for (int64_t n = 0; n < t_->N; ++n) {
+      GroupTask(n * t_->G + g);
+      Add(accDb, accDb, StatArray(0), D);
+      Add(accDg, accDg, StatArray(1), D);
+    }
+    if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * D, D, accDb, 0.0f, false);
+    if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * D, D, accDg, 0.0f, false);
+  }
+
   // Modes 0-2, one (n, g) group.
   __aicore__ inline void GroupTask(int64_t task) {
     const int64_t n = task / t_->G;
     const int64_t g = task % t_->G;
     const int64_t D = t_->D;
-    const float mean = Stat(meanGm_, task);
-    const float rstd = Stat(rstdGm_, task);
+    const float mean = Stat(true, task);
+    const float rstd = Stat(false, task);
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
@@ -449,7 +573,7 @@ class KernelGroupNormGradMs {
     const int64_t group = n * t_->G + c / t_->D;
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
-    ChannelSums(n, c, 1, Stat(meanGm_, group), Stat(rstdGm_, group), db, dg);
+    ChannelSums(n, c, 1, Stat(true, group), Stat(false, group), db, dg);
     Sync<HardEvent::V_MTE3>();
     StoreToWorkspace(wsDbGm_, task, 1, db);
     StoreToWorkspace(wsDgGm_, task, 1, dg);
@@ -472,8 +596,8 @@ class KernelGroupNormGradMs {
       GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);
       cachedGroup_ = group;
     }
-    const float rstd = Stat(rstdGm_, group);
-    ChannelDx(n, c, 1, Stat(meanGm_, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
+    const float rstd = Stat(false, group);
+    ChannelDx(n, c, 1, Stat(true, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
   }
 
   // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
@@ -528,15 +652,15 @@ class KernelGroupNormGradMs {
     LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
     LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
     LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
-    IssueRows(dyQue_, dyGm_, base, rows);
-    IssueRows(xQue_, xGm_, base, rows);
+    IssueRows(rowDyQue_, dyGm_, base, rows);
+    IssueRows(rowXQue_, xGm_, base, rows);
     if (t_->dxRequired != 0) IssueRows(gammaQue_, gammaGm_, c0, rows);
-    TakeAsFloat<T>(dyQue_, span, dyF);
-    TakeAsFloat<T>(xQue_, span, xF);
+    TakeAsFloat<T>(rowDyQue_, span, dyF);
+    TakeAsFloat<T>(rowXQue_, span, xF);
     for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
       const int64_t group = n * t_->G + g0 + j;
-      Adds(xF[j * P], xF[j * P], -Stat(meanGm_, group), d);
-      Muls(xF[j * P], xF[j * P], Stat(rstdGm_, group), d);
+      Adds(xF[j * P], xF[j * P], -Stat(true, group), d);
+      Muls(xF[j * P], xF[j * P], Stat(false, group), d);
     }
     Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
     if (t_->needWorkspace != 0) {
@@ -553,9 +677,8 @@ class KernelGroupNormGradMs {
       ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
       ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
     }
-    Sync<HardEvent::V_S>();  // the scalar unit reads the group sums
     for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
-      const float rstd = Stat(rstdGm_, n * t_->G + g0 + j);
+      const float rstd = Stat(false, n * t_->G + g0 + j);
       const float c1 = sums.GetValue(j) * invM_;
       const float c2 = sums.GetValue(rows + j) * invM_;
       Muls(xF[j * P], xF[j * P], rstd * c2, d);
@@ -578,44 +701,63 @@ class KernelGroupNormGradMs {
   // ------------------------------------------------------------------ stage 2
   // dgamma/dbeta of this block's channel slice: the workspace summed over n in order.
   __aicore__ inline void Stage2(int64_t block) {
-    const int64_t P = t_->stage2PieceElems;
-    pipe_.InitBuffer(wsQue_, BUFFER_NUM, P * sizeof(float));
-    pipe_.InitBuffer(accBuf_, 2 * P * sizeof(float));
-    pipe_.InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
+    const int64_t P = t_->stage2PieceElems;  // a multiple of 8: every UB row starts 32-byte aligned
+    const int64_t R = t_->stage2RowsPerLoad;
+    pipe_->InitBuffer(wsQue_, BUFFER_NUM, R * P * sizeof(float));
+    pipe_->InitBuffer(accBuf_, 2 * P * sizeof(float));
+    pipe_->InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
     LocalTensor<float> accDb = accBuf_.Get<float>();
     LocalTensor<float> accDg = accBuf_.Get<float>()[P];
     const int64_t sliceStart = block * t_->stage2SliceElems;
     const int64_t sliceEnd =
         (sliceStart + t_->stage2SliceElems < t_->C) ? sliceStart + t_->stage2SliceElems : t_->C;
+    const int64_t perLoad = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+    const int64_t batches = (t_->reduceRows + R - 1) / R;
     for (int64_t c0 = sliceStart; c0 < sliceEnd; c0 += P) {
       const int64_t len = (sliceEnd - c0 < P) ? sliceEnd - c0 : P;
       Duplicate(accDb, 0.0f, static_cast<int32_t>(len));
       Duplicate(accDg, 0.0f, static_cast<int32_t>(len));
-      // rows of the workspace, streamed: the load of row i + 1 is issued before row i is added
-      const int64_t perRow = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
-      const int64_t items = t_->reduceRows * perRow;
-      if (items > 0) IssueWorkspaceRow(c0, len, 0, perRow);
+      // R workspace rows (samples) per strided DMA, streamed: load i + 1 is issued before
+      // load i is added; the rows are added in order n = 0..N-1
+      const int64_t items = batches * perLoad;
+      if (items > 0) IssueWorkspaceRows(c0, len, 0, perLoad);
       for (int64_t item = 0; item < items; ++item) {
-        if (item + 1 < items) IssueWorkspaceRow(c0, len, item + 1, perRow);
-        const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
-        LocalTensor<float> row = wsQue_.DeQue<float>();
+        if (item + 1 < items) IssueWorkspaceRows(c0, len, item + 1, perLoad);
+        const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
+        const int64_t first = (item / perLoad) * R;
+        const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
+        LocalTensor<float> loaded = wsQue_.DeQue<float>();
         LocalTensor<float> acc = isDb ? accDb : accDg;
-        Add(acc, acc, row, static_cast<int32_t>(len));
-        wsQue_.FreeTensor(row);
+        for (int64_t r = 0; r < rows; ++r) Add(acc, acc, loaded[r * P], static_cast<int32_t>(len));
+        wsQue_.FreeTensor(loaded);
       }
       if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, c0, len, accDb, 0.0f, false);
       if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, c0, len, accDg, 0.0f, false);
     }
   }
 
-  __aicore__ inline void IssueWorkspaceRow(int64_t c0, int64_t len, int64_t item, int64_t perRow) {
-    const int64_t n = item / perRow;
-    const bool isDb = t_->dbetaRequired != 0 && item % perRow == 0;
-    IssueLoad(wsQue_, isDb ? wsDbGm_ : wsDgGm_, n * t_->C + c0, len, false);
+  // One DMA of up to R rows n of the db or dg workspace, channels [c0, c0 + len) of each: rows
+  // C floats apart in GM (srcStride in bytes), P floats apart in UB (dstStride in 32-byte blocks).
+  __aicore__ inline void IssueWorkspaceRows(int64_t c0, int64_t len, int64_t item, int64_t perLoad) {
+    const int64_t R = t_->stage2RowsPerLoad;
+    const int64_t P = t_->stage2PieceElems;
+    const int64_t first = (item / perLoad) * R;
+    const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
+    const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
+    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(float)), 32);
+    LocalTensor<float> staging = wsQue_.AllocTensor<float>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(float)),
+                           static_cast<uint32_t>((t_->C - len) * sizeof(float)),
+                           static_cast<uint32_t>((P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
+    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    DataCopyPad(staging, (isDb ? wsDbGm_ : wsDgGm_)[first * t_->C + c0], copy, pad);
+    wsQue_.EnQue(staging);
   }
 
   const GroupNormGradMsTilingData *t_ = nullptr;
   // the load stream (see StreamBegin)
+  int64_t streamFirst_ = 0;
+  bool streamDxAfterAll_ = false;
   int64_t streamTask_ = 0;
   int64_t streamEnd_ = 0;
   int64_t streamItem_ = 0;
@@ -630,20 +772,27 @@ class KernelGroupNormGradMs {
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
 
-  TPipe pipe_;
+  // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
+  // from constant-folding the class's scalars (asc-devkit docs, 避免TPipe在对象内创建和初始化.md).
+  TPipe *pipe_ = nullptr;
   TQue<QuePosition::VECIN, BUFFER_NUM> dyQue_;
   TQue<QuePosition::VECIN, BUFFER_NUM> xQue_;
-  TQue<QuePosition::VECOUT, BUFFER_NUM> dxQue_;
+  TQue<QuePosition::VECOUT, 1> dxQue_;  // depth 1: a dx tensor is dequeued right after it is queued
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
+  TQue<QuePosition::VECIN, 1> rowDyQue_;  // mode 3
+  TQue<QuePosition::VECIN, 1> rowXQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
   TBuf<QuePosition::VECOUT> floatOutBuf_;  // mode 3: dy and dg rows that MTE3 stores to the workspace
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
   TQue<QuePosition::VECIN, BUFFER_NUM> wsQue_;
-  TQue<QuePosition::VECOUT, BUFFER_NUM> outQue_;
+  TQue<QuePosition::VECOUT, 1> outQue_;
   TBuf<QuePosition::VECCALC> accBuf_;
+  TBuf<QuePosition::VECIN> statWindow_;  // mean/rstd of statWindowElems consecutive groups (MTE2 -> S)
+  int64_t statFirst_ = 0;
+  int64_t statCount_ = 0;
 
   GlobalTensor<T> dyGm_;
   GlobalTensor<T> xGm_;

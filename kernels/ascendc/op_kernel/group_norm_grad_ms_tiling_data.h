@@ -32,6 +32,7 @@ struct GroupNormGradMsTilingData {
   // what to compute
   int64_t mode;
   int64_t splitByChannel;  // 1: phase-1 tasks are (n, c) channels, else (n, g) groups (or group runs in mode 3)
+  int64_t groupAcrossN;    // mode 0: phase-1 tasks are groups g over every n; dgamma/dbeta without workspace
   int64_t dxRequired;
   int64_t dgammaRequired;
   int64_t dbetaRequired;
@@ -46,16 +47,19 @@ struct GroupNormGradMsTilingData {
   int64_t chunkElems;        // K: elements per staging buffer (multiple of 16)
   int64_t chunksPerChannel;  // ceil(HxW / K) in modes 1 and 2
   int64_t residentStride;    // mode 0: elements between channels in the resident buffers (HxW rounded up to 16)
+  int64_t channelsPerItem;   // mode 0: channels per load/store (one DMA; K = channelsPerItem * residentStride); else 1
   int64_t groupsPerTask;     // mode 3: groups per task
   int64_t numFloatBufs;      // fp32 work buffers of K elements
   int64_t statElems;         // per-group arrays (db, dg, gamma) of D elements, rounded up to 16
   int64_t reduceWorkElems;   // ReduceSum work buffer
   int64_t copyAligned;       // 1: every GM row is a 32-byte multiple, so plain DataCopy is legal
+  int64_t statWindowElems;   // mean/rstd of this many consecutive groups are loaded into UB at once
   // stage 2 (dgamma/dbeta: reduce the workspace over N)
   int64_t reduceRows;        // rows of the workspace to sum (N, or 0 when x is empty)
   int64_t stage2SliceElems;  // channels per stage-2 block
   int64_t stage2Cores;
-  int64_t stage2PieceElems;  // channels per UB load in stage 2
+  int64_t stage2PieceElems;  // channels per UB load in stage 2 (a multiple of 8)
+  int64_t stage2RowsPerLoad; // workspace rows (samples) per strided DMA in stage 2
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;

@@ -92,10 +92,19 @@ inline twin::PipeModel &Pipes() { return twin::Block().pipes; }
 
 // PipeBarrier<PIPE_ALL> waits for every pipe; a barrier on one pipe orders only that pipe,
 // whose instructions the model already runs in order.
+// PipeBarrier<PIPE_ALL> waits for every pipe. PipeBarrier<PIPE_V> orders dependent vector
+// instructions (on arch 2201 the compiler inserts it under --cce-auto-sync, see
+// twin_pipes.h); a barrier on another single pipe orders only that pipe, whose
+// instructions the model already runs in order.
 template <pipe_t pipe>
 inline void PipeBarrier() {
   twin::Checkpoint();
-  if (pipe == PIPE_ALL) Pipes().BarrierAll(); else Pipes().BarrierPipe();
+  if (pipe == PIPE_ALL) {
+    Pipes().BarrierAll();
+  } else {
+    Pipes().BarrierPipe(pipe == PIPE_V ? twin::kPipeV : pipe == PIPE_MTE2 ? twin::kPipeMte2
+                        : pipe == PIPE_MTE3 ? twin::kPipeMte3 : twin::kPipeS);
+  }
 }
 
 template <bool isAIVOnly = true>
@@ -131,12 +140,12 @@ constexpr int EventDst(HardEvent e) {
 template <HardEvent event>
 inline void SetFlag(int32_t eventId) {
   twin::Checkpoint();
-  Pipes().SetFlag(detail::EventSrc(event), detail::EventDst(event), eventId, false);
+  Pipes().SetFlag(detail::EventSrc(event), detail::EventDst(event), eventId, twin::kFlagKernel);
 }
 template <HardEvent event>
 inline void WaitFlag(int32_t eventId) {
   twin::Checkpoint();
-  Pipes().WaitFlag(detail::EventSrc(event), detail::EventDst(event), eventId, false);
+  Pipes().WaitFlag(detail::EventSrc(event), detail::EventDst(event), eventId, twin::kFlagKernel);
 }
 
 template <typename T>
@@ -174,8 +183,14 @@ struct Slot {
   uint32_t gen = 0;
   const char *owner = "";
   QuePosition pos = QuePosition::VECCALC;
-  int eventId = 0;           // id of this buffer's queue events (unique per TPipe)
-  bool freePending = false;  // FreeTensor set the consumer -> producer event, AllocTensor waits for it
+  // A queue buffer's events (kernel_tquebind_impl.h): EnQue allocates an id of the
+  // producer -> consumer event from the TPipe's pool and sets it, DeQue waits and releases
+  // it; FreeTensor allocates and sets consumer -> producer, AllocTensor (or TPipe::Reset)
+  // waits and releases. -1: none pending.
+  int producer = 0;
+  int consumer = 0;
+  int enQueEvt = -1;
+  int freeEvt = -1;
 };
 
 inline const char *StateName(SlotState s) {
@@ -319,10 +334,7 @@ class TQue {
       if (s->state == detail::SlotState::kFree) {
         s->state = detail::SlotState::kAllocated;
         ++s->gen;
-        if (s->freePending) {  // the producer waits until the consumer has released the buffer
-          s->freePending = false;
-          if (kProducer != kConsumer) Pipes().WaitFlag(kConsumer, kProducer, s->eventId, true);
-        }
+        WaitFree(s);  // the producer waits until the consumer has released the buffer
         return LocalTensor<T>(s, s->gen, s->addr, s->bytes / sizeof(T));
       }
     }
@@ -344,7 +356,12 @@ class TQue {
     }
     t.slot()->state = detail::SlotState::kQueued;
     queued_.push_back(t.slot());
-    if (kProducer != kConsumer) Pipes().SetFlag(kProducer, kConsumer, t.slot()->eventId, true);
+    maxQueued_ = std::max<int32_t>(maxQueued_, static_cast<int32_t>(queued_.size()));
+    ++enQueues_;
+    if (kProducer != kConsumer) {
+      t.slot()->enQueEvt = Pipes().AllocEventId(kProducer, kConsumer);
+      Pipes().SetFlag(kProducer, kConsumer, t.slot()->enQueEvt, twin::kFlagQueue);
+    }
   }
   template <typename T>
   LocalTensor<T> DeQue() {
@@ -353,7 +370,11 @@ class TQue {
     detail::Slot *s = queued_.front();
     queued_.erase(queued_.begin());
     s->state = detail::SlotState::kAllocated;
-    if (kProducer != kConsumer) Pipes().WaitFlag(kProducer, kConsumer, s->eventId, true);
+    if (s->enQueEvt >= 0) {
+      Pipes().WaitFlag(kProducer, kConsumer, s->enQueEvt, twin::kFlagQueue);
+      Pipes().ReleaseEventId(kProducer, kConsumer, s->enQueEvt);
+      s->enQueEvt = -1;
+    }
     return LocalTensor<T>(s, s->gen, s->addr, s->bytes / sizeof(T));
   }
   template <typename T>
@@ -367,13 +388,33 @@ class TQue {
     t.slot()->state = detail::SlotState::kFree;
     ++t.slot()->gen;
     if (kProducer != kConsumer) {
-      Pipes().SetFlag(kConsumer, kProducer, t.slot()->eventId, true);
-      t.slot()->freePending = true;
+      t.slot()->freeEvt = Pipes().AllocEventId(kConsumer, kProducer);
+      Pipes().SetFlag(kConsumer, kProducer, t.slot()->freeEvt, twin::kFlagQueue);
+    }
+  }
+
+  // TQue简介.md: depth 1 gets the compiler's optimisation and is what the docs recommend
+  // unless two tensors really are queued at once. A queue that was given at least `depth`
+  // tensors but never held `depth` at once is flagged when it goes out of scope (the launch
+  // then fails, see twin::DeferFault); with fewer EnQues the run shows nothing either way.
+  ~TQue() {
+    if (depth > 1 && enQueues_ >= depth && maxQueued_ < depth) {
+      twin::DeferFault("TQue of depth " + std::to_string(depth) + " never held more than " +
+                       std::to_string(maxQueued_) + " tensor(s) at once: declare it with depth " +
+                       std::to_string(std::max<int32_t>(maxQueued_, 1)) +
+                       " (TQue简介.md recommends depth 1 unless tensors are really queued together; "
+                       "double buffering comes from InitBuffer's buffer count)");
     }
   }
 
  private:
   friend class TPipe;
+  static void WaitFree(detail::Slot *s) {
+    if (s->freeEvt < 0) return;
+    Pipes().WaitFlag(s->consumer, s->producer, s->freeEvt, twin::kFlagQueue);
+    Pipes().ReleaseEventId(s->consumer, s->producer, s->freeEvt);
+    s->freeEvt = -1;
+  }
   // The pipes a queue hands its buffers between (asc-devkit GetQueEvt: GM -> VECIN is
   // MTE2 -> V, VECOUT -> GM is V -> MTE3; a VECCALC queue stays on V).
   static constexpr int kProducer = pos == QuePosition::VECIN ? twin::kPipeMte2 : twin::kPipeV;
@@ -387,6 +428,8 @@ class TQue {
   }
   std::vector<detail::Slot *> slots_;
   std::vector<detail::Slot *> queued_;
+  int32_t maxQueued_ = 0;
+  int64_t enQueues_ = 0;
 };
 
 template <QuePosition pos>
@@ -420,7 +463,12 @@ class TPipe {
     if (num < 1 || len == 0) twin::Fail("InitBuffer of a queue needs num >= 1 and len > 0");
     que.slots_.clear();
     que.queued_.clear();
-    for (int32_t i = 0; i < num; ++i) que.slots_.push_back(NewSlot(len, detail::SlotState::kFree, "a TQue", pos));
+    for (int32_t i = 0; i < num; ++i) {
+      detail::Slot *s = NewSlot(len, detail::SlotState::kFree, "a TQue", pos);
+      s->producer = TQue<pos, depth>::kProducer;
+      s->consumer = TQue<pos, depth>::kConsumer;
+      que.slots_.push_back(s);
+    }
   }
   template <QuePosition pos>
   void InitBuffer(TBuf<pos> &buf, uint32_t len) {
@@ -432,17 +480,39 @@ class TPipe {
   }
   // Releases every buffer so that UB can be laid out anew (the kernel's stage 2 does this);
   // tensors taken before the Reset become invalid.
+  // Like kernel_tpipe_impl.h TPipe::Reset: waits for the free events still pending on free
+  // queue buffers, then resets the buffer and event pools.
   void Reset() {
     twin::Checkpoint();
     for (auto &s : slots_) {
+      if (s->freeEvt >= 0 && s->state == detail::SlotState::kFree) {
+        Pipes().WaitFlag(s->consumer, s->producer, s->freeEvt, twin::kFlagQueue);
+        Pipes().ReleaseEventId(s->consumer, s->producer, s->freeEvt);
+        s->freeEvt = -1;
+      }
       s->state = detail::SlotState::kDead;
       ++s->gen;
     }
     used_ = 0;
   }
   int64_t UsedBytes() const { return used_; }
-  // Event ids for the kernel's own SetFlag/WaitFlag (the twin keeps queue events apart).
-  int32_t FetchEventID(HardEvent) const { return EVENT_ID0; }
+  // The event-id pool (kernel_tpipe_impl.h): FetchEventID returns the lowest id not
+  // allocated, without reserving it; AllocEventID reserves it until ReleaseEventID.
+  int32_t FetchEventID(HardEvent e) const {
+    return Pipes().FetchEventId(detail::EventSrc(e), detail::EventDst(e));
+  }
+  template <HardEvent e>
+  int32_t FetchEventID() const {
+    return FetchEventID(e);
+  }
+  template <HardEvent e>
+  int32_t AllocEventID() {
+    return Pipes().AllocEventId(detail::EventSrc(e), detail::EventDst(e));
+  }
+  template <HardEvent e>
+  void ReleaseEventID(int32_t id) {
+    Pipes().ReleaseEventId(detail::EventSrc(e), detail::EventDst(e), id);
+  }
 
  private:
   detail::Slot *NewSlot(uint32_t len, detail::SlotState state, const char *owner, QuePosition pos) {
@@ -458,7 +528,6 @@ class TPipe {
     slot->state = state;
     slot->owner = owner;
     slot->pos = pos;
-    slot->eventId = static_cast<int>(slots_.size());
     used_ += bytes;
     slots_.push_back(std::move(slot));
     return slots_.back().get();
@@ -545,10 +614,16 @@ inline void GmWrite(uint8_t *dst, const uint8_t *src, size_t bytes, size_t elemB
   twin::UnlockAtomics();
 }
 
-// How long a DMA of `bytes` holds its MTE pipe (its latency comes on top, see DmaLatencyNs).
-inline double DmaNs(uint64_t bytes) {
+// How long a DMA of `bursts` rows of `rowBytes` each holds its MTE pipe (its latency comes on
+// top, see DmaLatencyNs): a setup, then per burst its overhead and its bytes, every burst
+// moving at least one 32-byte block (DataCopyPad pads each row to 32 bytes in UB; a row is
+// a separate burst: DataCopyPad（GMToUB非对齐数据搬运）.md).
+inline double DmaNs(uint64_t rowBytes, uint64_t bursts = 1) {
   twin::PipeModel &p = Pipes();
-  return p.Cycles(p.cost().dmaSetupCycles) + static_cast<double>(bytes) / p.cost().gmBytesPerNs;
+  p.stats().dmaBursts += static_cast<double>(bursts);
+  const uint64_t moved = std::max<uint64_t>(rowBytes, kUbBlockBytes) * bursts;
+  return p.Cycles(p.cost().dmaSetupCycles + p.cost().dmaBurstCycles * static_cast<double>(bursts)) +
+         static_cast<double>(moved) / p.cost().gmBytesPerNs;
 }
 inline double DmaLatencyNs() { return Pipes().cost().dmaLatencyNs; }
 
@@ -640,7 +715,7 @@ void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const Da
           }
         }
       },
-      detail::DmaNs(static_cast<uint64_t>(p.blockLen) * p.blockCount), detail::DmaLatencyNs());
+      detail::DmaNs(p.blockLen, p.blockCount), detail::DmaLatencyNs());
 }
 
 template <typename T>
@@ -668,7 +743,7 @@ void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, const Da
                     detail::GmWrite(gm + r * pitchGm, ub + r * pitchUb, len, sizeof(T), atomic);
                   }
                 },
-                detail::DmaNs(static_cast<uint64_t>(len) * rows), detail::DmaLatencyNs());
+                detail::DmaNs(len, rows), detail::DmaLatencyNs());
 }
 
 // ---------------------------------------------------------------- vector instructions (fp32)
@@ -679,6 +754,20 @@ void VectorOperands(const char *op) {
   static_assert(std::is_same<T, float>::value, "the twin models fp32 vector arithmetic only");
   twin::Checkpoint();
   (void)op;
+}
+
+// The float overflow mode of the device (twin::Config::saturation). aclrtFloatOverflowMode
+// (CANN runtime API docs): Atlas A2/A3 default to INF_NAN (IEEE results); in the
+// saturation mode "the calculation result of Inf becomes a maximum value and NaN becomes 0".
+// MindSpore 2.10 keeps INF_NAN on 910B unless MS_ASCEND_CHECK_OVERFLOW_MODE=SATURATION_MODE
+// (mindspore/amp.py _all_finite, nn/wrap/loss_scale.py). In saturation mode the twin applies
+// that rule to every vector result and to narrowing casts (asc-devkit
+// docs/zh/api/.../precision_conversion.md: overflow saturates by default).
+inline bool Saturating() { return twin::CurrentConfig().saturation; }
+inline float SaturateFloat(float v) {
+  if (std::isnan(v)) return 0.0f;
+  if (std::isinf(v)) return v > 0 ? 3.4028234663852886e38f : -3.4028234663852886e38f;
+  return v;
 }
 
 // An elementwise V instruction: dst[i] = f(in, i) over `count` elements.
@@ -698,10 +787,11 @@ void Elementwise(const char *op, const LocalTensor<float> &dst, std::initializer
   float *out = dst.Data();
   const twin::UbRange r0 = reads.size() > 0 ? reads[0] : twin::UbRange{0, 0};
   const twin::UbRange r1 = reads.size() > 1 ? reads[1] : twin::UbRange{0, 0};
+  const bool saturate = Saturating();
   Pipes().Issue(twin::kPipeV, op, {r0, r1}, {dst.Range(count)},
-                [in, out, count, f] {
+                [in, out, count, f, saturate] {
                   std::vector<float> result(static_cast<size_t>(count));  // operands may alias dst
-                  for (int32_t i = 0; i < count; ++i) result[i] = f(in, i);
+                  for (int32_t i = 0; i < count; ++i) result[i] = saturate ? SaturateFloat(f(in, i)) : f(in, i);
                   std::memcpy(out, result.data(), result.size() * sizeof(float));
                 },
                 VectorNs(static_cast<uint64_t>(count) * sizeof(float)));
@@ -740,6 +830,11 @@ inline void Duplicate(const LocalTensor<float> &dst, const float &s, const int32
 // (ReduceDataBlock.md: 1+2, 3+4, ..., then the pair sums, ...), and the repeat results
 // added one after another in order. In that mode the shared tmp buffer is not used. The
 // destination needs only 4-byte alignment (ReduceRepeat.md, 表3: SUM float).
+// On its pipes it is what impl/basic_api/dav_c220/kernel_operator_vec_reduce_impl.h
+// (ReduceSumImpl) does: vcadd accumulates on V; the scalar unit waits for V (V_S, id from
+// FetchEventID), reads the accumulator and stores dst[0] itself; then S_V and S_MTE3 waits
+// (ids from FetchEventID). Every call is a vector -> scalar -> vector round trip, and dst[0]
+// is a scalar write.
 template <typename T>
 void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<T> &work, const int32_t &count) {
   detail::VectorOperands<T>("ReduceSum");
@@ -750,22 +845,83 @@ void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const Local
   const float *s = src.Data();
   float *d = dst.Data();
   const int32_t n = count;
-  Pipes().Issue(twin::kPipeV, "ReduceSum", {src.Range(count)}, {dst.Range(1)},
-                [s, d, n] {
-                  float total = 0.0f;
-                  for (int32_t r = 0; r * 64 < n; ++r) {
+  const bool saturate = detail::Saturating();
+  auto acc = std::make_shared<float>(0.0f);  // the accumulator register
+  twin::PipeModel &pipes = Pipes();
+  pipes.Issue(twin::kPipeV, "ReduceSum (vcadd)", {src.Range(count)}, {},
+              [s, n, acc, saturate] {
+                float total = 0.0f;
+                for (int32_t r = 0; r * 64 < n; ++r) {
+                  float lanes[64];
+                  const int32_t len = std::min(64, n - r * 64);
+                  for (int32_t i = 0; i < 64; ++i) lanes[i] = i < len ? s[r * 64 + i] : 0.0f;  // masked lanes add 0
+                  for (int32_t width = 32; width >= 1; width /= 2) {
+                    for (int32_t i = 0; i < width; ++i) lanes[i] = lanes[2 * i] + lanes[2 * i + 1];
+                  }
+                  total = r == 0 ? lanes[0] : total + lanes[0];
+                }
+                *acc = saturate ? detail::SaturateFloat(total) : total;
+              },
+              detail::VectorNs(static_cast<uint64_t>(count) * sizeof(float)));
+  auto roundTrip = [&pipes](int src, int dst) {
+    const int id = pipes.FetchEventId(src, dst);
+    pipes.SetFlag(src, dst, id, twin::kFlagApi);
+    pipes.WaitFlag(src, dst, id, twin::kFlagApi);
+  };
+  roundTrip(twin::kPipeV, twin::kPipeS);
+  pipes.stats().scalarUb += 1;
+  pipes.Issue(twin::kPipeS, "ReduceSum (scalar store of dst[0])", {}, {dst.Range(1)},
+              [d, acc] { std::memcpy(d, acc.get(), sizeof(float)); }, pipes.Cycles(pipes.cost().scalarUbCycles));
+  roundTrip(twin::kPipeS, twin::kPipeV);
+  roundTrip(twin::kPipeS, twin::kPipeMte3);
+}
+
+// WholeReduceSum (mask count form; asc-devkit include/basic_api/kernel_operator_vec_reduce_intf.h at
+// v8.5.0 and v9.0.1; at HEAD it lives on in impl/basic_api/kernel_operator_vec_reduce_intf_impl.h as
+// the deprecated name of ReduceRepeat<ReduceType::SUM>, docs .../归约计算/ReduceRepeat.md):
+// dst[r * dstRepStride] = the sum of the first `mask` elements of repeat r, repeat r starting
+// srcRepStride 32-byte blocks after repeat r - 1; inside a repeat a binary tree of neighbour pairs
+// (ReduceDataBlock.md). One vector instruction for all repeats, written by the vector unit (no
+// scalar round trip, unlike count-form ReduceSum). The twin models float, contiguous blocks inside
+// a repeat (srcBlkStride 1) only.
+template <typename T, bool isSetMask = true>
+void WholeReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const int32_t mask, const int32_t repeatTime,
+                    const int32_t dstRepStride, const int32_t srcBlkStride, const int32_t srcRepStride) {
+  static_assert(std::is_same<T, float>::value, "the twin models float WholeReduceSum only");
+  detail::VectorOperands<float>("WholeReduceSum");
+  if (repeatTime < 0 || repeatTime > 255) twin::Fail("WholeReduceSum: repeatTime outside [0, 255]");
+  if (mask < 1 || mask > 64) twin::Fail("WholeReduceSum: a float mask (count form) is 1..64 elements per repeat");
+  if (srcBlkStride != 1) twin::Fail("WholeReduceSum: the twin models srcBlkStride 1 (contiguous repeats) only");
+  if (dstRepStride < 0 || srcRepStride < 0) twin::Fail("WholeReduceSum: negative stride");
+  if (repeatTime == 0) return;
+  const int64_t srcSpan = static_cast<int64_t>(repeatTime - 1) * srcRepStride * 8 + mask;
+  const int64_t dstSpan = static_cast<int64_t>(repeatTime - 1) * dstRepStride + 1;
+  src.Check("WholeReduceSum src", srcSpan, true);
+  dst.Check("WholeReduceSum dst", dstSpan, false);  // 4-byte alignment for float SUM (ReduceRepeat.md 表3)
+  const float *s = src.Data();
+  float *d = dst.Data();
+  const bool saturate = detail::Saturating();
+  Pipes().Issue(twin::kPipeV, "WholeReduceSum", {src.Range(srcSpan)}, {dst.Range(dstSpan)},
+                [s, d, mask, repeatTime, dstRepStride, srcRepStride, saturate] {
+                  std::vector<float> out(static_cast<size_t>(repeatTime));  // operands may overlap
+                  for (int32_t r = 0; r < repeatTime; ++r) {
                     float lanes[64];
-                    const int32_t len = std::min(64, n - r * 64);
-                    for (int32_t i = 0; i < 64; ++i) lanes[i] = i < len ? s[r * 64 + i] : 0.0f;  // masked lanes add 0
+                    const float *row = s + static_cast<int64_t>(r) * srcRepStride * 8;
+                    for (int32_t i = 0; i < 64; ++i) lanes[i] = i < mask ? row[i] : 0.0f;
                     for (int32_t width = 32; width >= 1; width /= 2) {
                       for (int32_t i = 0; i < width; ++i) lanes[i] = lanes[2 * i] + lanes[2 * i + 1];
                     }
-                    total = r == 0 ? lanes[0] : total + lanes[0];
+                    out[r] = saturate ? detail::SaturateFloat(lanes[0]) : lanes[0];
                   }
-                  std::memcpy(d, &total, sizeof total);
+                  for (int32_t r = 0; r < repeatTime; ++r) d[static_cast<int64_t>(r) * dstRepStride] = out[r];
                 },
-                detail::VectorNs(static_cast<uint64_t>(count) * sizeof(float)));
+                detail::VectorNs(static_cast<uint64_t>(repeatTime) * 256));
 }
+
+namespace detail {
+inline float ToF32(half v) { return static_cast<float>(v); }
+inline float ToF32(bfloat16_t v) { return ToFloat(v); }
+}  // namespace detail
 
 template <typename D, typename S>
 void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode &mode, const uint32_t &count) {
@@ -781,16 +937,28 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
   }
   uint8_t *out = dst.Raw();
   const uint8_t *inRaw = src.Raw();
+  const bool saturate = detail::Saturating();
   Pipes().Issue(twin::kPipeV, "Cast", {src.Range(count)}, {dst.Range(count)},
-                [out, inRaw, count] {
+                [out, inRaw, count, saturate] {
                   std::vector<D> result(count);
                   for (uint32_t i = 0; i < count; ++i) {
                     S v;
                     std::memcpy(&v, inRaw + i * sizeof(S), sizeof(S));
                     if constexpr (widen) {
-                      if constexpr (std::is_same<S, half>::value) result[i] = static_cast<float>(v); else result[i] = ToFloat(v);
+                      float f;
+                      if constexpr (std::is_same<S, half>::value) f = static_cast<float>(v); else f = ToFloat(v);
+                      result[i] = saturate ? detail::SaturateFloat(f) : f;
                     } else {
-                      if constexpr (std::is_same<D, half>::value) result[i] = half(v); else result[i] = ToBfloat16(v);
+                      // saturation: NaN -> 0, and a result beyond the narrow type's range
+                      // (rounded to inf) -> its largest finite value of that sign
+                      const float f = saturate && std::isnan(v) ? 0.0f : static_cast<float>(v);
+                      D r;
+                      if constexpr (std::is_same<D, half>::value) r = half(f); else r = ToBfloat16(f);
+                      if (saturate && std::isinf(detail::ToF32(r))) {
+                        if constexpr (std::is_same<D, half>::value) r.bits = f > 0 ? 0x7BFF : 0xFBFF;
+                        else r.bits = f > 0 ? 0x7F7F : 0xFF7F;
+                      }
+                      result[i] = r;
                     }
                   }
                   std::memcpy(out, result.data(), count * sizeof(D));

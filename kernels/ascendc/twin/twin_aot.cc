@@ -137,6 +137,7 @@ GNMS_TWIN_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_
   config.coreNum = in.coreNum;
   config.policy = static_cast<int>(EnvInt("MS_GROUPNORM_TWIN_POLICY", twin::kConcurrent));
   config.execution = static_cast<int>(EnvInt("MS_GROUPNORM_TWIN_EXECUTION", twin::kImmediate));
+  config.saturation = EnvInt("MS_GROUPNORM_TWIN_SATURATION", 0) != 0;  // 1: saturation overflow mode
   config.seed = static_cast<uint64_t>(EnvInt("MS_GROUPNORM_TWIN_SEED", 0));
   std::string error;
   if (gnms_twin::LaunchKernel(buffers, tiling, gnms::TilingKeyFor(in.dataType, in.statType), config, &error) != 0) {

@@ -88,6 +88,8 @@ GNMS_TWIN_EXPORT int GnsmsTwinLaunch(void *const *buffers, const int64_t *buffer
   config.coreNum = coreNum;
   config.policy = policy & 0xFF;  // bits 8+: the execution of the pipes (twin::Execution)
   config.execution = (policy >> 8) & 0xFF;
+  config.autoSync = ((policy >> 17) & 1) == 0;    // bit 17: no --cce-auto-sync
+  config.saturation = ((policy >> 18) & 1) != 0;  // bit 18: saturation overflow mode
   config.seed = seed;
   config.cost = twin::DefaultCost();
   auto gm = [&](int i) { return static_cast<GM_ADDR>(buffers[i]); };
@@ -192,30 +194,9 @@ GNMS_TWIN_EXPORT int GnsmsTwinMathProbe(const char *name, float *gm, int executi
 // This library has its own copy of the twin runtime, so it exports the same two calls as
 // twin_launch.cc does for the backward's library, with the same layouts.
 
-// Sets (values != nullptr) and returns in out[9] the cost constants of later launches:
-// clockGhz, gmBytesPerNs, dmaSetupCycles, dmaLatencyNs, vecCyclesPerRepeat, vecStartCycles,
-// scalarUbCycles, scalarGmNs, syncAllNs.
-GNMS_TWIN_EXPORT void GnsmsTwinCostModel(const double *values, double *out) {
-  twin::CostModel c = twin::DefaultCost();
-  double *fields[9] = {&c.clockGhz, &c.gmBytesPerNs, &c.dmaSetupCycles, &c.dmaLatencyNs, &c.vecCyclesPerRepeat,
-                       &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs, &c.syncAllNs};
-  if (values != nullptr) {
-    for (int i = 0; i < 9; ++i) *fields[i] = values[i];
-    twin::SetDefaultCost(c);
-  }
-  for (int i = 0; i < 9; ++i) out[i] = *fields[i];
-}
+// The cost constants of later launches (values != nullptr sets them) and the per-block
+// counters of the last successful launch, in the layout of twin::ExchangeCostModel /
+// twin::CopyLastStats (ascendc_twin.COST_FIELDS / STAT_FIELDS).
+GNMS_TWIN_EXPORT void GnsmsTwinCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }
 
-// The per-block counters of the last successful launch (twin::PipeStats, 17 doubles per
-// block, the order of ascendc_twin.STAT_FIELDS); returns the number of blocks.
-GNMS_TWIN_EXPORT int GnsmsTwinLastStats(double *out, int maxBlocks) {
-  const std::vector<twin::PipeStats> stats = twin::LastLaunchStats();
-  for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
-    const twin::PipeStats &s = stats[b];
-    const double row[17] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls, s.vecRepeats,
-                            s.barriersAll, s.barriersPipe, s.userFlagPairs, s.queueFlagPairs, s.syncAlls,
-                            s.busyNs[0], s.busyNs[1], s.busyNs[2], s.busyNs[3], s.timeAtSyncAllNs, s.endNs};
-    std::memcpy(out + 17 * b, row, sizeof row);
-  }
-  return static_cast<int>(stats.size());
-}
+GNMS_TWIN_EXPORT int GnsmsTwinLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }

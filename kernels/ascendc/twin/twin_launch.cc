@@ -18,10 +18,11 @@ namespace {
 
 // Field names of GroupNormGradMsTilingData, in declaration order (all int64).
 const char *const kTilingFields =
-    "N,C,HxW,G,D,mode,splitByChannel,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
-    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,groupsPerTask,numFloatBufs,statElems,"
-    "reduceWorkElems,copyAligned,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,ubBytesPhase1,ubBytesStage2";
-constexpr int kTilingFieldCount = 30;
+    "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
+    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
+    "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,"
+    "ubBytesPhase1,ubBytesStage2";
+constexpr int kTilingFieldCount = 34;
 static_assert(sizeof(GroupNormGradMsTilingData) == kTilingFieldCount * sizeof(int64_t), "update kTilingFields");
 
 void CopyError(const std::string &message, char *error, int errorLen) {
@@ -105,8 +106,10 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   twin::Config config;
   config.ubBytes = ubBytes;
   config.coreNum = coreNum;
-  config.policy = policy & 0xFF;    // bits 8+: the execution of the pipes (twin::Execution)
-  config.execution = policy >> 8;
+  config.policy = policy & 0xFF;  // bits 8-15: the execution of the pipes (twin::Execution)
+  config.execution = (policy >> 8) & 0xFF;
+  config.autoSync = ((policy >> 17) & 1) == 0;   // bit 17: no --cce-auto-sync
+  config.saturation = ((policy >> 18) & 1) != 0;  // bit 18: saturation overflow mode
   config.seed = seed;
   config.cost = twin::DefaultCost();
   std::string message;
@@ -115,30 +118,9 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   return status;
 }
 
-// Sets (values != nullptr) and returns in out[9] the cost constants of later launches:
-// clockGhz, gmBytesPerNs, dmaSetupCycles, dmaLatencyNs, vecCyclesPerRepeat, vecStartCycles,
-// scalarUbCycles, scalarGmNs, syncAllNs.
-GNMS_TWIN_EXPORT void GnmsTwinCostModel(const double *values, double *out) {
-  twin::CostModel c = twin::DefaultCost();
-  double *fields[9] = {&c.clockGhz, &c.gmBytesPerNs, &c.dmaSetupCycles, &c.dmaLatencyNs, &c.vecCyclesPerRepeat,
-                       &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs, &c.syncAllNs};
-  if (values != nullptr) {
-    for (int i = 0; i < 9; ++i) *fields[i] = values[i];
-    twin::SetDefaultCost(c);
-  }
-  for (int i = 0; i < 9; ++i) out[i] = *fields[i];
-}
+// The cost constants of later launches (values != nullptr sets them) and the per-block
+// counters of the last successful launch, in the layout of twin::ExchangeCostModel /
+// twin::CopyLastStats (ascendc_twin.COST_FIELDS / STAT_FIELDS).
+GNMS_TWIN_EXPORT void GnmsTwinCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }
 
-// Copies the per-block cost counters of the last successful launch (twin::PipeStats, field
-// by field as doubles) into out[maxBlocks][17]; returns the number of blocks.
-GNMS_TWIN_EXPORT int GnmsTwinLastStats(double *out, int maxBlocks) {
-  const std::vector<twin::PipeStats> stats = twin::LastLaunchStats();
-  for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
-    const twin::PipeStats &s = stats[b];
-    const double row[17] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls, s.vecRepeats,
-                            s.barriersAll, s.barriersPipe, s.userFlagPairs, s.queueFlagPairs, s.syncAlls,
-                            s.busyNs[0], s.busyNs[1], s.busyNs[2], s.busyNs[3], s.timeAtSyncAllNs, s.endNs};
-    std::memcpy(out + 17 * b, row, sizeof row);
-  }
-  return static_cast<int>(stats.size());
-}
+GNMS_TWIN_EXPORT int GnmsTwinLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }

@@ -38,12 +38,52 @@ void PipeModel::Check(uint32_t opIndex, UbRange r, bool write) {
   }
 }
 
+void PipeModel::CheckVectorOrder(uint32_t opIndex, std::initializer_list<UbRange> reads,
+                                 std::initializer_list<UbRange> writes) {
+  const Op &op = ops_[opIndex];
+  auto laterVector = [&](uint32_t other) {
+    return other != 0 && other != opIndex && ops_[other].pipe == kPipeV && ops_[other].seq > vBarrierSeq_;
+  };
+  const Op *earlier = nullptr;
+  const char *what = "";
+  UbRange where{0, 0};
+  auto scan = [&](const UbRange &r, bool write) {
+    const size_t first = r.addr / 4;
+    const size_t last = std::min<size_t>((static_cast<size_t>(r.addr) + r.bytes + 3) / 4, cells_.size());
+    for (size_t c = first; c < last && earlier == nullptr; ++c) {
+      const Cell &cell = cells_[c];
+      if (laterVector(cell.writer)) {
+        earlier = &ops_[cell.writer];
+        what = write ? "writes UB bytes last written" : "reads UB bytes last written";
+      } else if (write && laterVector(cell.reader[kPipeV])) {
+        earlier = &ops_[cell.reader[kPipeV]];
+        what = "writes UB bytes still being read";
+      }
+      if (earlier != nullptr) where = r;
+    }
+  };
+  for (const UbRange &r : reads) scan(r, false);
+  for (const UbRange &r : writes) scan(r, true);
+  if (earlier == nullptr) return;
+  if (!autoSync_) {
+    Fail(std::string("V->V dependency without a barrier: V ") + op.name + " (call " + std::to_string(op.call) + ") " +
+         what + " [" + std::to_string(where.addr) + ", " + std::to_string(where.addr + where.bytes) + ") by V " +
+         earlier->name + " (call " + std::to_string(earlier->call) +
+         ") with no PipeBarrier<PIPE_V> in between: on arch 2201 the vector pipe does not order dependent "
+         "instructions, only bisheng's --cce-auto-sync (off in this launch) would insert the barrier");
+  }
+  stats_.autoVBarriers += 1;  // the barrier bisheng inserts before this instruction
+  vBarrierSeq_ = op.seq - 1;
+  t_[kPipeV] += Cycles(cost_.vecBarrierCycles);
+}
+
 void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange> reads,
                       std::initializer_list<UbRange> writes, std::function<void()> effect, double durationNs,
                       double latencyNs) {
   const uint64_t seq = ++vc_[pipe][pipe];
   ops_.push_back(Op{name, pipe, seq, ++calls_});
   const uint32_t index = static_cast<uint32_t>(ops_.size() - 1);
+  if (pipe == kPipeV) CheckVectorOrder(index, reads, writes);
   if (checkHazards_) {
     for (const UbRange &r : reads) Check(index, r, false);
     for (const UbRange &r : writes) Check(index, r, true);
@@ -70,30 +110,68 @@ void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange>
   }
 }
 
-void PipeModel::SetFlag(int src, int dst, int id, bool queue) {
-  if (!queue && (id < 0 || id > 7)) Fail("SetFlag: event id " + std::to_string(id) + " is outside 0-7 (A2/A3)");
-  Flag &f = flags_[std::make_tuple(src, dst, id, queue)];
+namespace {
+const char *FlagUserName(FlagUser u) {
+  switch (u) {
+    case kFlagKernel: return "the kernel";
+    case kFlagQueue: return "a TQue";
+    case kFlagApi: return "an API's internal synchronisation";
+  }
+  return "?";
+}
+std::string EventText(int src, int dst, int id) {
+  return std::string("<") + PipeName(src) + "_" + PipeName(dst) + ">(" + std::to_string(id) + ")";
+}
+}  // namespace
+
+int PipeModel::FetchEventId(int src, int dst) const {
+  for (int id = 0; id < 8; ++id) {
+    if ((eventOccupy_[src][dst] & (1U << id)) == 0) return id;
+  }
+  Fail(std::string("FetchEventID/AllocEventID<") + PipeName(src) + "_" + PipeName(dst) +
+       ">: all 8 event ids are allocated (TQue events in flight and AllocEventID reservations share one pool)");
+}
+
+int PipeModel::AllocEventId(int src, int dst) {
+  const int id = FetchEventId(src, dst);
+  eventOccupy_[src][dst] = static_cast<uint8_t>(eventOccupy_[src][dst] | (1U << id));
+  return id;
+}
+
+void PipeModel::ReleaseEventId(int src, int dst, int id) {
+  if (id < 0 || id > 7 || (eventOccupy_[src][dst] & (1U << id)) == 0) {
+    Fail("ReleaseEventID" + EventText(src, dst, id) + " of an id that is not allocated");
+  }
+  eventOccupy_[src][dst] = static_cast<uint8_t>(eventOccupy_[src][dst] & ~(1U << id));
+}
+
+void PipeModel::SetFlag(int src, int dst, int id, FlagUser user) {
+  if (id < 0 || id > 7) Fail("SetFlag: event id " + std::to_string(id) + " is outside 0-7 (A2/A3)");
+  Flag &f = flags_[std::make_tuple(src, dst, id)];
   if (f.set) {
-    Fail(std::string("SetFlag<") + PipeName(src) + "_" + PipeName(dst) + ">(" + std::to_string(id) +
-         ") while that flag is still set: the flag is one bit, so the two SetFlags merge and the second "
-         "WaitFlag would wait forever");
+    Fail("SetFlag" + EventText(src, dst, id) + " by " + FlagUserName(user) + " while that flag is still set by " +
+         FlagUserName(f.user) + ": the flag is one bit, so the two SetFlags merge and the second "
+         "WaitFlag would wait forever (a hang; ids come from one pool shared by FetchEventID/AllocEventID, the "
+         "TQues and ReduceSum, and FetchEventID does not reserve its id)");
   }
   f.set = true;
+  f.user = user;
   for (int q = 0; q < kPipeCount; ++q) f.vc[q] = vc_[src][q];
   f.issued = issued_[src];
   f.t = src == kPipeS ? t_[kPipeS] : std::max(done_[src], t_[kPipeS]);
 }
 
-void PipeModel::WaitFlag(int src, int dst, int id, bool queue) {
-  auto it = flags_.find(std::make_tuple(src, dst, id, queue));
+void PipeModel::WaitFlag(int src, int dst, int id, FlagUser user) {
+  auto it = flags_.find(std::make_tuple(src, dst, id));
   if (it == flags_.end() || !it->second.set) {
-    Fail(std::string("WaitFlag<") + PipeName(src) + "_" + PipeName(dst) + ">(" + std::to_string(id) +
-         ") without a matching SetFlag: the " + PipeName(dst) + " pipe would wait forever (a hang on hardware)");
+    Fail("WaitFlag" + EventText(src, dst, id) + " by " + FlagUserName(user) + " without a matching SetFlag: the " +
+         PipeName(dst) + " pipe would wait forever (a hang on hardware)");
   }
   Flag &f = it->second;
   f.set = false;
   for (int q = 0; q < kPipeCount; ++q) vc_[dst][q] = std::max(vc_[dst][q], f.vc[q]);
-  if (queue) stats_.queueFlagPairs += 1; else stats_.userFlagPairs += 1;
+  if (user == kFlagQueue) stats_.queueFlagPairs += 1; else if (user == kFlagApi) stats_.apiFlagPairs += 1;
+  else stats_.userFlagPairs += 1;
   const uint64_t upTo = f.issued;
   const double ready = f.t;
   if (dst == kPipeS) {
@@ -147,7 +225,15 @@ void PipeModel::BarrierAll() {
     t_[p] = t;
     done_[p] = t;
   }
+  vBarrierSeq_ = vc_[kPipeV][kPipeV];
   DrainAll();
+}
+
+void PipeModel::BarrierPipe(int pipe) {
+  stats_.barriersPipe += 1;
+  if (pipe != kPipeV) return;  // the other pipes run their instructions in order
+  vBarrierSeq_ = vc_[kPipeV][kPipeV];
+  t_[kPipeV] += Cycles(cost_.vecBarrierCycles);
 }
 
 void PipeModel::SyncAll() {
@@ -167,7 +253,9 @@ void PipeModel::Finish() {
   for (int p = 0; p < kPipeCount; ++p) end = std::max(end, std::max(t_[p], done_[p]));
   stats_.endNs = end;
   for (const auto &entry : flags_) {
-    if (entry.second.set && !std::get<3>(entry.first)) {
+    // A TQue's FreeTensor flag waits for an AllocTensor that may never come (TPipe's
+    // destructor waits for those); every other flag needs its WaitFlag.
+    if (entry.second.set && entry.second.user != kFlagQueue) {
       Fail(std::string("SetFlag<") + PipeName(std::get<0>(entry.first)) + "_" + PipeName(std::get<1>(entry.first)) +
            ">(" + std::to_string(std::get<2>(entry.first)) +
            ") was never waited for: every SetFlag needs its WaitFlag before the kernel ends");

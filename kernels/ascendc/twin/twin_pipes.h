@@ -9,6 +9,12 @@
 //     ones are done (asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核内同步/SetFlag-WaitFlag.md:
 //     the flag is one bit, set by SetFlag, cleared by WaitFlag; ids 0-7 on A2/A3);
 //   * PipeBarrier<PIPE_ALL>, and SyncAll (which also waits for every pipe);
+//   * V -> V: on arch 2201 the vector pipe does not order dependent instructions itself;
+//     bisheng's --cce-auto-sync (on by default in custom-op projects) inserts a V barrier
+//     between them (asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核内同步/关键特性说明.md:
+//     "针对NPU架构2201，PIPE_V之间由毕昇编译器自动完成同步插入"). The model counts those compiler
+//     barriers (and costs them); with autoSync off a dependent pair without
+//     PipeBarrier<PIPE_V> between them stops the launch;
 //   * a TQue hand-over: EnQue/DeQue insert SetFlag/WaitFlag from the producer pipe to the
 //     consumer pipe, FreeTensor/AllocTensor the reverse (asc-devkit
 //     impl/basic_api/kernel_tquebind_impl.h EnQue/DeQue/FreeBuffer/AllocBuffer, events from
@@ -27,6 +33,13 @@
 // until something forces them (a WaitFlag on that pipe's SetFlag, PipeBarrier<PIPE_ALL>,
 // SyncAll, the end of the block), so a kernel that lacks a synchronisation also computes
 // wrong numbers.
+//
+// Event ids: one pool per HardEvent (src, dst pipe pair), ids 0-7, shared by the kernel's
+// FetchEventID / AllocEventID, the TQues (EnQue and FreeTensor allocate, DeQue and
+// AllocTensor release: asc-devkit impl/basic_api/kernel_tquebind_impl.h) and the APIs that
+// synchronise internally (ReduceSum: dav_c220/kernel_operator_vec_reduce_impl.h). A flag
+// is one bit per (event, id): two live users of one id merge their SetFlags, and one of
+// the WaitFlags waits forever; the model refuses the second SetFlag as that hang.
 //
 // Cost: each block counts GM bytes, scalar accesses, vector instructions and repeats,
 // barriers and flag pairs, and keeps a per-pipe timeline (see CostModel) whose end is
@@ -63,14 +76,21 @@ struct CostModel {
   double scalarUbCycles = 4.0;     // one scalar UB access
   double scalarGmNs = 200.0;       // one scalar GM access (data-cache miss)
   double syncAllNs = 2000.0;       // one cross-core SyncAll
+  double dmaBurstCycles = 16.0;    // per DMA burst (a DataCopyPad row; each row is at least 32 bytes)
+  double vecBarrierCycles = 20.0;  // a V barrier (the compiler's, or PipeBarrier<PIPE_V>): the V pipeline drains
 };
+
+// Who set a flag (for the statistics, and for the end-of-block rule).
+enum FlagUser : int { kFlagKernel = 0, kFlagQueue = 1, kFlagApi = 2 };
 
 struct PipeStats {
   double gmReadBytes = 0, gmWriteBytes = 0;
   double scalarUb = 0, scalarGm = 0;
   double vecCalls = 0, vecRepeats = 0;
   double barriersAll = 0, barriersPipe = 0;
-  double userFlagPairs = 0, queueFlagPairs = 0;
+  double userFlagPairs = 0, queueFlagPairs = 0, apiFlagPairs = 0;
+  double autoVBarriers = 0;  // V barriers the compiler inserts between dependent vector instructions
+  double dmaBursts = 0;
   double syncAlls = 0;
   double busyNs[kPipeCount] = {0, 0, 0, 0};
   double timeAtSyncAllNs = -1;  // block time when it reached its (last) SyncAll
@@ -84,8 +104,11 @@ struct UbRange {
 
 class PipeModel {
  public:
-  void Reset(size_t ubBytes, int execution, const CostModel &cost, bool checkHazards = true) {
+  void Reset(size_t ubBytes, int execution, const CostModel &cost, bool checkHazards = true, bool autoSync = true) {
     checkHazards_ = checkHazards;
+    autoSync_ = autoSync;
+    vBarrierSeq_ = 0;
+    for (auto &row : eventOccupy_) for (auto &bits : row) bits = 0;
     cells_.assign(ubBytes / 4 + 1, Cell{});
     ops_.assign(1, Op{});  // op 0 = "nobody"
     for (auto &row : vc_) for (auto &v : row) v = 0;
@@ -108,12 +131,17 @@ class PipeModel {
   void Issue(int pipe, const char *name, std::initializer_list<UbRange> reads, std::initializer_list<UbRange> writes,
              std::function<void()> effect, double durationNs, double latencyNs = 0.0);
 
-  // SetFlag/WaitFlag of `id` from pipe src to pipe dst; `queue` marks the events a TQue
-  // inserts (their ids live apart from the kernel's own, as AllocEventID keeps them).
-  void SetFlag(int src, int dst, int id, bool queue);
-  void WaitFlag(int src, int dst, int id, bool queue);
+  // SetFlag/WaitFlag of `id` from pipe src to pipe dst; `user` says who (statistics).
+  void SetFlag(int src, int dst, int id, FlagUser user);
+  void WaitFlag(int src, int dst, int id, FlagUser user);
+  // The event-id pool of the (src, dst) event: Fetch returns the lowest free id without
+  // reserving it, Alloc reserves it, Release frees it (TPipe::FetchEventID / AllocEventID /
+  // ReleaseEventID, kernel_tpipe_impl.h).
+  int FetchEventId(int src, int dst) const;
+  int AllocEventId(int src, int dst);
+  void ReleaseEventId(int src, int dst, int id);
   void BarrierAll();
-  void BarrierPipe() { stats_.barriersPipe += 1; }
+  void BarrierPipe(int pipe);
   void SyncAll();
   // End of the block: runs what is still queued; SetFlags nobody waited for are a fault.
   void Finish();
@@ -139,10 +167,14 @@ class PipeModel {
     uint64_t vc[kPipeCount] = {0, 0, 0, 0};
     uint64_t issued = 0;  // instructions of the source pipe issued before the SetFlag
     double t = 0;         // time the source pipe reaches the SetFlag
+    FlagUser user = kFlagKernel;
   };
 
   [[noreturn]] void Hazard(const Op &now, const char *access, UbRange r, const Op &before, const char *what) const;
   void Check(uint32_t opIndex, UbRange r, bool write);
+  // A V instruction that depends on an earlier V one since the last V barrier (read after
+  // write, write after read or write): the compiler's barrier, or a fault without autoSync.
+  void CheckVectorOrder(uint32_t opIndex, std::initializer_list<UbRange> reads, std::initializer_list<UbRange> writes);
   void DrainTo(int pipe, uint64_t count);
   void DrainAll();
 
@@ -154,7 +186,10 @@ class PipeModel {
   uint64_t executed_[kPipeCount] = {};
   double t_[kPipeCount] = {};     // when each pipe can start its next instruction
   double done_[kPipeCount] = {};  // when the results of each pipe's instructions so far are all there
-  std::map<std::tuple<int, int, int, bool>, Flag> flags_;
+  std::map<std::tuple<int, int, int>, Flag> flags_;
+  uint8_t eventOccupy_[kPipeCount][kPipeCount] = {};
+  bool autoSync_ = true;
+  uint64_t vBarrierSeq_ = 0;  // V instructions up to this one are ordered before later V ones
   int execution_ = kImmediate;
   bool checkHazards_ = true;
   CostModel cost_;

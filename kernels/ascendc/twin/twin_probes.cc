@@ -84,6 +84,36 @@ void PipeProbe(const ProbeArgs &a, Missing miss) {
   DataCopy(gm[192], out2, 64);
 }
 
+// A depth-2 VECIN queue over 4 loads: `overlap` keeps two loads queued before the first
+// DeQue; without it each load is dequeued before the next is queued.
+void QueueDepthProbe(const ProbeArgs &a, bool overlap) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 2> que;
+  TBuf<QuePosition::VECCALC> acc;
+  pipe.InitBuffer(que, 2, 64 * sizeof(float));
+  pipe.InitBuffer(acc, 64 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> sum = acc.Get<float>();
+  Duplicate(sum, 0.0f, 64);
+  auto load = [&] {
+    LocalTensor<float> t = que.AllocTensor<float>();
+    DataCopy(t, gm, 64);
+    que.EnQue(t);
+  };
+  auto take = [&] {
+    LocalTensor<float> t = que.DeQue<float>();
+    Add(sum, sum, t, 64);
+    que.FreeTensor(t);
+  };
+  if (overlap) load();
+  for (int i = 0; i < (overlap ? 3 : 4); ++i) {
+    load();
+    take();
+  }
+  if (overlap) take();
+}
+
 const std::map<std::string, Probe> &Probes() {
   static const std::map<std::string, Probe> probes = {
       {"deque_before_enque",
@@ -333,6 +363,221 @@ const std::map<std::string, Probe> &Probes() {
          out.FreeTensor(dst);
          in.FreeTensor(src);
        }},
+      // ---- one event-id pool (kernel_tpipe_impl.h, kernel_tquebind_impl.h)
+      // Broken: FetchEventID does not reserve, so the queue's EnQue allocates the same
+      // V_MTE3 id while the kernel's flag is still set.
+      {"event_fetch_then_queue",
+       [](const ProbeArgs &a) {
+         TPipe pipe;
+         TQue<QuePosition::VECOUT, 1> que;
+         pipe.InitBuffer(que, 1, 256);
+         GlobalTensor<float> gm;
+         gm.SetGlobalBuffer(a.out, a.outLen);
+         LocalTensor<float> t = que.AllocTensor<float>();
+         Duplicate(t, 1.0f, 64);
+         const int32_t id = pipe.FetchEventID(HardEvent::V_MTE3);
+         SetFlag<HardEvent::V_MTE3>(id);
+         que.EnQue(t);
+         t = que.DeQue<float>();
+         WaitFlag<HardEvent::V_MTE3>(id);
+         DataCopy(gm, t, 64);
+         que.FreeTensor(t);
+       }},
+      // Correct: the same with AllocEventID, which reserves the id until ReleaseEventID.
+      {"event_alloc_then_queue",
+       [](const ProbeArgs &a) {
+         TPipe pipe;
+         TQue<QuePosition::VECOUT, 1> que;
+         pipe.InitBuffer(que, 1, 256);
+         GlobalTensor<float> gm;
+         gm.SetGlobalBuffer(a.out, a.outLen);
+         LocalTensor<float> t = que.AllocTensor<float>();
+         Duplicate(t, 1.0f, 64);
+         const int32_t id = pipe.AllocEventID<HardEvent::V_MTE3>();
+         SetFlag<HardEvent::V_MTE3>(id);
+         que.EnQue(t);
+         t = que.DeQue<float>();
+         WaitFlag<HardEvent::V_MTE3>(id);
+         pipe.ReleaseEventID<HardEvent::V_MTE3>(id);
+         DataCopy(gm, t, 64);
+         que.FreeTensor(t);
+       }},
+      // Broken: the kernel waits on the id the queue's EnQue set (id 0, the lowest free
+      // one), so the DeQue's wait finds no flag: a hang.
+      {"event_kernel_takes_queue_flag",
+       [](const ProbeArgs &) {
+         TPipe pipe;
+         TQue<QuePosition::VECOUT, 1> que;
+         pipe.InitBuffer(que, 1, 256);
+         LocalTensor<float> t = que.AllocTensor<float>();
+         Duplicate(t, 1.0f, 64);
+         que.EnQue(t);
+         WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+         t = que.DeQue<float>();
+         que.FreeTensor(t);
+       }},
+      // Broken: a V_S flag of the kernel is still set when ReduceSum fetches the same id for
+      // its internal V -> S wait.
+      {"event_kernel_flag_across_reduce_sum",
+       [](const ProbeArgs &) {
+         TPipe pipe;
+         TBuf<QuePosition::VECCALC> buf;
+         pipe.InitBuffer(buf, 512);
+         LocalTensor<float> t = buf.Get<float>();
+         Duplicate(t, 1.0f, 64);
+         const int32_t id = pipe.FetchEventID(HardEvent::V_S);
+         SetFlag<HardEvent::V_S>(id);
+         ReduceSum(t[64], t, t[120], 64);
+         WaitFlag<HardEvent::V_S>(id);
+       }},
+      {"event_pool_exhausted",
+       [](const ProbeArgs &) {
+         TPipe pipe;
+         for (int i = 0; i < 9; ++i) pipe.AllocEventID<HardEvent::MTE2_V>();
+       }},
+      // ---- ReduceSum on its pipes (dav_c220 ReduceSumImpl)
+      // Correct: the scalar read, a vector read and an MTE3 copy of the result need no
+      // synchronisation of the kernel's own (ReduceSum waits V_S, S_V and S_MTE3 itself).
+      // out[0] = sum, out[8:16] = 2 * sum, repeated `outLen / 64` times.
+      {"reduce_sum_round_trips",
+       [](const ProbeArgs &a) {
+         TPipe pipe;
+         TBuf<QuePosition::VECOUT> buf;
+         TBuf<QuePosition::VECCALC> src;
+         pipe.InitBuffer(buf, 64 * sizeof(float));
+         pipe.InitBuffer(src, 64 * sizeof(float));
+         GlobalTensor<float> gm;
+         gm.SetGlobalBuffer(a.out, a.outLen);
+         LocalTensor<float> s = src.Get<float>();
+         LocalTensor<float> d = buf.Get<float>();
+         Duplicate(s, 0.5f, 64);
+         for (int64_t i = 0; i < a.outLen / 64; ++i) {
+           ReduceSum(d, s, s, 64);
+           const float sum = d.GetValue(0);
+           Muls(d[8], s, 4.0f * sum / 64.0f, 8);
+           PipeBarrier<PIPE_ALL>();
+           DataCopy(gm[i * 64], d, 64);
+           PipeBarrier<PIPE_ALL>();
+         }
+       }},
+      // Broken: ReduceSum's scalar store overwrites a buffer MTE3 is still copying out.
+      {"reduce_sum_store_while_mte3_reads",
+       [](const ProbeArgs &a) {
+         TPipe pipe;
+         TBuf<QuePosition::VECOUT> buf;
+         pipe.InitBuffer(buf, 128 * sizeof(float));
+         GlobalTensor<float> gm;
+         gm.SetGlobalBuffer(a.out, a.outLen);
+         LocalTensor<float> d = buf.Get<float>();
+         Duplicate(d, 1.0f, 128);
+         SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+         WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+         DataCopy(gm, d, 64);
+         ReduceSum(d, d[64], d[64], 64);
+       }},
+      // WholeReduceSum of 4 repeats of `outLen / 4 - 8` floats (out[8..]) at a stride of
+      // outLen / 4 floats into out[0..4): the tests pick values whose sum depends on the order.
+      {"whole_reduce_sum_order",
+       [](const ProbeArgs &a) {
+         TPipe pipe;
+         TQue<QuePosition::VECIN, 1> in;
+         TQue<QuePosition::VECOUT, 1> out;
+         pipe.InitBuffer(in, 1, 512 * sizeof(float));
+         pipe.InitBuffer(out, 1, 8 * sizeof(float));
+         GlobalTensor<float> gm;
+         gm.SetGlobalBuffer(a.out, a.outLen);
+         LocalTensor<float> src = in.AllocTensor<float>();
+         DataCopy(src, gm[8], static_cast<uint32_t>(a.outLen - 8));
+         in.EnQue(src);
+         src = in.DeQue<float>();
+         LocalTensor<float> dst = out.AllocTensor<float>();
+         Duplicate(dst, 0.0f, 8);
+         const int32_t stride = static_cast<int32_t>((a.outLen - 8) / 4);
+         WholeReduceSum<float>(dst, src, stride < 64 ? stride : 64, 4, 1, 1, stride / 8);
+         out.EnQue(dst);
+         dst = out.DeQue<float>();
+         DataCopy(gm, dst, 8);
+         out.FreeTensor(dst);
+         in.FreeTensor(src);
+       }},
+      // ---- V -> V: the compiler's barriers (--cce-auto-sync) or PipeBarrier<PIPE_V>
+      {"vector_read_after_write",
+       [](const ProbeArgs &) {
+         TPipe pipe;
+         TBuf<QuePosition::VECCALC> buf;
+         pipe.InitBuffer(buf, 512);
+         LocalTensor<float> t = buf.Get<float>();
+         Duplicate(t, 1.0f, 64);
+         Adds(t[64], t, 1.0f, 64);
+       }},
+      {"vector_write_after_read",
+       [](const ProbeArgs &) {
+         TPipe pipe;
+         TBuf<QuePosition::VECCALC> buf;
+         TBuf<QuePosition::VECCALC> other;
+         pipe.InitBuffer(buf, 512);
+         pipe.InitBuffer(other, 512);
+         LocalTensor<float> t = buf.Get<float>();
+         Duplicate(other.Get<float>(), 1.0f, 64);  // independent of the pair below
+         PipeBarrier<PIPE_ALL>();
+         Adds(t[64], other.Get<float>(), 1.0f, 64);  // reads `other`
+         Duplicate(other.Get<float>(), 2.0f, 64);    // overwrites it
+       }},
+      {"vector_pair_with_barrier",
+       [](const ProbeArgs &) {
+         TPipe pipe;
+         TBuf<QuePosition::VECCALC> buf;
+         pipe.InitBuffer(buf, 512);
+         LocalTensor<float> t = buf.Get<float>();
+         Duplicate(t, 1.0f, 64);
+         PipeBarrier<PIPE_V>();
+         Adds(t[64], t, 1.0f, 64);
+       }},
+      {"vector_independent",
+       [](const ProbeArgs &) {
+         TPipe pipe;
+         TBuf<QuePosition::VECCALC> buf;
+         pipe.InitBuffer(buf, 512);
+         LocalTensor<float> t = buf.Get<float>();
+         Duplicate(t, 1.0f, 64);
+         Duplicate(t[64], 2.0f, 64);  // other bytes: independent of the first
+         PipeBarrier<PIPE_V>();
+         Adds(t, t, 1.0f, 64);  // in place: one instruction reading and writing its operand is not a pair
+       }},
+      // ---- narrowing casts: out[0:16] fp32 -> half -> fp32, out[16:32] fp32 -> bf16 -> fp32
+      {"cast_special_values",
+       [](const ProbeArgs &a) {
+         TPipe pipe;
+         TQue<QuePosition::VECIN, 1> in;
+         TQue<QuePosition::VECOUT, 1> out;
+         TBuf<QuePosition::VECCALC> narrow;
+         pipe.InitBuffer(in, 1, 16 * sizeof(float));
+         pipe.InitBuffer(out, 1, 32 * sizeof(float));
+         pipe.InitBuffer(narrow, 64);
+         GlobalTensor<float> gm;
+         gm.SetGlobalBuffer(a.out, a.outLen);
+         LocalTensor<float> src = in.AllocTensor<float>();
+         DataCopy(src, gm, 16);
+         in.EnQue(src);
+         src = in.DeQue<float>();
+         LocalTensor<float> dst = out.AllocTensor<float>();
+         LocalTensor<half> h = narrow.Get<half>();
+         Cast(h, src, RoundMode::CAST_RINT, 16);
+         Cast(dst, h, RoundMode::CAST_NONE, 16);
+         LocalTensor<bfloat16_t> b = narrow.Get<bfloat16_t>();
+         Cast(b, src, RoundMode::CAST_RINT, 16);
+         Cast(dst[16], b, RoundMode::CAST_NONE, 16);
+         out.EnQue(dst);
+         dst = out.DeQue<float>();
+         DataCopy(gm, dst, 32);
+         out.FreeTensor(dst);
+         in.FreeTensor(src);
+       }},
+      // ---- queue depth (TQue简介.md: depth 1 unless tensors are really queued together)
+      {"queue_deeper_than_filled",
+       [](const ProbeArgs &a) { QueueDepthProbe(a, false); }},
+      {"queue_depth_used",
+       [](const ProbeArgs &a) { QueueDepthProbe(a, true); }},
   };
   return probes;
 }
@@ -352,6 +597,9 @@ GNMS_TWIN_EXPORT int GnmsTwinProbe(const char *name, int64_t blockDim, int64_t c
   config.policy = policy & 0xFF;  // bits 8-15: the execution of the pipes; bit 16: no hazard checks
   config.execution = (policy >> 8) & 0xFF;
   config.checkHazards = ((policy >> 16) & 1) == 0;
+  config.cost = twin::DefaultCost();
+  config.autoSync = ((policy >> 17) & 1) == 0;    // bit 17: no --cce-auto-sync
+  config.saturation = ((policy >> 18) & 1) != 0;  // bit 18: saturation overflow mode
   config.seed = seed;
   std::vector<twin::GmRegion> regions;
   if (outLen > 0) regions.push_back({out, static_cast<size_t>(outLen) * sizeof(float), "out"});

@@ -1,4 +1,5 @@
 // Scheduler, barrier and fault handling of the CPU twin (see twin_runtime.h).
+#include <cstring>
 #include "twin_runtime.h"
 
 #include "build_rules.h"
@@ -242,6 +243,10 @@ void CheckGm(const void *ptr, size_t bytes, const char *what) {
   }
 }
 
+void DeferFault(const std::string &message) {
+  if (tls_block != nullptr && tls_block->deferredFault.empty()) tls_block->deferredFault = message;
+}
+
 void LockAtomics() { Current().atomics().lock(); }
 void UnlockAtomics() { Current().atomics().unlock(); }
 
@@ -271,8 +276,10 @@ int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std:
       try {
         launch.WaitTurn(static_cast<int>(b));
         blocks[b].ub.assign(static_cast<size_t>(config.ubBytes), 0xFF);
-        blocks[b].pipes.Reset(blocks[b].ub.size(), config.execution, config.cost, config.checkHazards);
+        blocks[b].pipes.Reset(blocks[b].ub.size(), config.execution, config.cost, config.checkHazards,
+                              config.autoSync);
         body();
+        if (!blocks[b].deferredFault.empty()) Fail(blocks[b].deferredFault);
         blocks[b].pipes.Finish();
         launch.Finish(static_cast<int>(b));
       } catch (const KernelFault &) {
@@ -303,6 +310,32 @@ CostModel DefaultCost() {
 void SetDefaultCost(const CostModel &cost) {
   std::lock_guard<std::mutex> lock(g_stats_mutex);
   g_default_cost = cost;
+}
+
+void ExchangeCostModel(const double *values, double *out) {
+  CostModel c = DefaultCost();
+  double *fields[kCostFieldCount] = {&c.clockGhz,        &c.gmBytesPerNs,     &c.dmaSetupCycles, &c.dmaLatencyNs,
+                                     &c.vecCyclesPerRepeat, &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs,
+                                     &c.syncAllNs,       &c.dmaBurstCycles,   &c.vecBarrierCycles};
+  if (values != nullptr) {
+    for (int i = 0; i < kCostFieldCount; ++i) *fields[i] = values[i];
+    SetDefaultCost(c);
+  }
+  for (int i = 0; i < kCostFieldCount; ++i) out[i] = *fields[i];
+}
+
+int CopyLastStats(double *out, int maxBlocks) {
+  const std::vector<PipeStats> stats = LastLaunchStats();
+  for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
+    const PipeStats &s = stats[b];
+    const double row[kStatFieldCount] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls,
+                                         s.vecRepeats, s.barriersAll, s.barriersPipe, s.userFlagPairs,
+                                         s.queueFlagPairs, s.syncAlls, s.busyNs[0], s.busyNs[1], s.busyNs[2],
+                                         s.busyNs[3], s.timeAtSyncAllNs, s.endNs, s.apiFlagPairs, s.autoVBarriers,
+                                         s.dmaBursts};
+    std::memcpy(out + kStatFieldCount * b, row, sizeof row);
+  }
+  return static_cast<int>(stats.size());
 }
 
 std::vector<PipeStats> LastLaunchStats() {

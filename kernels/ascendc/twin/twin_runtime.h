@@ -34,6 +34,12 @@ struct Config {
   int execution = kImmediate;  // kDeferred: V/MTE2/MTE3 work waits until a synchronisation forces it
   CostModel cost;
   bool checkHazards = true;  // false only to show what a missing synchronisation computes
+  // bisheng's --cce-auto-sync (default in custom-op projects): the compiler orders dependent
+  // vector instructions; false: each needs a PipeBarrier<PIPE_V> (twin_pipes.h)
+  bool autoSync = true;
+  // float overflow mode: false INF_NAN (the Atlas A2 default, and what MindSpore 2.10 runs on
+  // 910B), true saturation (inf -> +-max, NaN -> 0; kernel_operator.h Saturating)
+  bool saturation = false;
 };
 
 // A global-memory buffer handed to the launch; every GM access must fall inside one.
@@ -47,6 +53,9 @@ struct GmRegion {
 struct KernelFault {};
 
 [[noreturn]] void Fail(const std::string &message);
+// A fault found where nothing may be thrown (a destructor): the block fails when its kernel
+// body returns. The first one counts.
+void DeferFault(const std::string &message);
 
 // Called by every API entry point: stops the block if the launch was aborted and, under
 // kInterleave, may hand the core over to another block.
@@ -59,6 +68,7 @@ struct BlockState {
   std::vector<uint8_t> ub;  // this core's unified buffer, filled with 0xFF garbage at start
   bool atomicAdd = false;   // SetAtomicAdd<float>() in effect
   PipeModel pipes;          // pipe synchronisation, hazards, deferred execution, cost
+  std::string deferredFault;  // see DeferFault
 };
 BlockState &Block();
 int64_t TilingKey();
@@ -77,6 +87,14 @@ std::vector<PipeStats> LastLaunchStats();
 // The cost constants launches from the C API use (the cost report may change them).
 CostModel DefaultCost();
 void SetDefaultCost(const CostModel &cost);
+// The C API's view of both (one layout for every twin library, the order of
+// ms_groupnorm.ascendc_twin.COST_FIELDS / STAT_FIELDS): sets (values != nullptr) and returns in
+// out[kCostFieldCount] the cost constants; copies kStatFieldCount doubles per block of the last
+// launch into out[maxBlocks][...] and returns the number of blocks.
+constexpr int kCostFieldCount = 11;
+constexpr int kStatFieldCount = 20;
+void ExchangeCostModel(const double *values, double *out);
+int CopyLastStats(double *out, int maxBlocks);
 
 // Runs body() once per block. Returns 0, or 1 with *error set to the first fault.
 int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std::vector<GmRegion> &regions,
