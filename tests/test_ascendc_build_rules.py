@@ -260,12 +260,13 @@ def test_kernel_entry_declares_a_type_that_allows_syncall():
 
 
 # ---------------------------------------------------------------- registration name == func
-def test_registration_name_equals_func(monkeypatch):
+def test_registration_name_equals_func(monkeypatch, tmp_path):
     """MindSpore's docs ("Name Consistency") and its aclnn tests register an Ascend C op
     under exactly the name given as ``func`` (e.g. CustomRegOp("aclnnAddCustom") with
     func="aclnnAddCustom")."""
     from mindspore import ops
     made = {}
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(tmp_path))  # the op is only built inside CANN's environment
 
     def fake_custom(func, out_shape=None, out_dtype=None, func_type=None, bprop=None, reg_info=None):
         made.update(func=func, func_type=func_type, reg_info=reg_info)
