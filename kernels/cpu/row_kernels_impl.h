@@ -140,8 +140,9 @@ void ReduceGrad(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, do
 // sum_i term(x[i]) for one row: `vector_add(acc, v)` / `scalar_add(lane, v)` add the
 // terms of v to the running sums and compute the same thing (the term may be fused
 // into the add, as CenteredSquares does).
+// Always inlined into the loop over rows, as ReduceGradBlock is.
 template <typename T, typename VectorAdd, typename ScalarAdd>
-double SumRow(const T *x, int64_t n, VectorAdd vector_add, ScalarAdd scalar_add) {
+[[gnu::always_inline]] inline double SumRow(const T *x, int64_t n, VectorAdd vector_add, ScalarAdd scalar_add) {
   double total = 0.0;
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t end = n - start < kBlock ? n : start + kBlock;
