@@ -212,13 +212,19 @@ class BackwardKernel {
 // fold per channel, most of the time for 8x8 channels.) With fewer groups than
 // threads the blocks are the unit of work, each block's sum is the same double, and
 // they are added in the same order, so both schedules give the same bits.
+// The first sum is of x - x0, x0 the mean of the group's first kShiftElements
+// elements: a float lane (up to kBlock / kLanes elements) then sums deviations from a
+// rough mean, not values near the mean, so with |mean| >> std the mean's rounding
+// error scales with the spread of x rather than with |mean|; with a mean near 0 the
+// deviations are no larger than the values.
 template <typename T, typename U>
 class ForwardKernel {
  public:
   ForwardKernel(const T *x, const U *gamma, const U *beta, T *y, U *mean, U *rstd, GroupNormSizes sizes, float eps)
       : x_(x), gamma_(gamma), beta_(beta), y_(y), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps),
         stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()), group_size_(sizes.D() * sizes.HxW),
-        group_mean_(sizes.N * sizes.G), group_rstd_(sizes.N * sizes.G), scale_(sizes.N * sizes.C), shift_(sizes.C) {
+        group_mean_(sizes.N * sizes.G), group_rstd_(sizes.N * sizes.G), scale_(sizes.N * sizes.C), shift_(sizes.C),
+        mean_shift_(sizes.N * sizes.G) {
     for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta_, c);
   }
 
@@ -228,10 +234,11 @@ class ForwardKernel {
     if (SplitByChannel(N * G, threads)) {
       const int64_t blocks = (group_size_ + kBlock - 1) / kBlock, items = N * G * blocks;
       std::vector<double> block_sums(items);
+      for (int64_t ng = 0; ng < N * G; ++ng) ComputeShift(ng);
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t k = 0; k < items; ++k) {
-        const int64_t start = (k % blocks) * kBlock;
-        rows_.sum(Group(k / blocks) + start, std::min(kBlock, group_size_ - start), 1, &block_sums[k]);
+        const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+        rows_.centered_sum(Group(ng) + start, Shift(ng), std::min(kBlock, group_size_ - start), 1, &block_sums[k]);
       }
       for (int64_t ng = 0; ng < N * G; ++ng) GroupMean(ng, InOrder(&block_sums[ng * blocks], blocks));
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -247,7 +254,8 @@ class ForwardKernel {
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t ng = 0; ng < N * G; ++ng) {
         double sum;
-        rows_.sum(Group(ng), group_size_, 1, &sum);
+        ComputeShift(ng);
+        rows_.centered_sum(Group(ng), Shift(ng), group_size_, 1, &sum);
         GroupMean(ng, sum);
         rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sum);
         GroupRstd(ng, sum);
@@ -259,6 +267,18 @@ class ForwardKernel {
  private:
   const T *Group(int64_t ng) const { return x_ + ng * group_size_; }
   const T *Channel(int64_t n, int64_t c) const { return x_ + (n * s_.C + c) * s_.HxW; }
+
+  // x0 of the group (see above), the same in both schedules; 0 when the group is empty
+  // or x0 is not finite, so an inf or NaN element gives the mean it gave unshifted.
+  static constexpr int64_t kShiftElements = 64;
+  float Shift(int64_t ng) const { return mean_shift_[ng]; }
+  void ComputeShift(int64_t ng) {
+    const int64_t count = std::min(kShiftElements, group_size_);
+    double sum = 0.0;
+    if (count > 0) rows_.sum(Group(ng), count, 1, &sum);
+    const float x0 = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+    mean_shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;
+  }
 
   // What a sum over the whole group returns: its blocks' sums added in order.
   static double InOrder(const double *block_sums, int64_t blocks) {
@@ -272,9 +292,9 @@ class ForwardKernel {
   // bf16) would shift every y. Only the stored copy is rounded. A caller that wants its
   // backward to use exactly the statistics the forward used asks for float32 ones (the
   // layers and group_norm do; see ms_groupnorm/functional.py).
-  void GroupMean(int64_t ng, double sum) {
+  void GroupMean(int64_t ng, double centered_sum) {
     const double m = static_cast<double>(group_size_);
-    const float mu = m > 0 ? static_cast<float>(sum / m) : 0.0f;
+    const float mu = m > 0 ? static_cast<float>(static_cast<double>(Shift(ng)) + centered_sum / m) : 0.0f;
     mean_[ng] = FromFloat<U>(mu);
     group_mean_[ng] = mu;
   }
@@ -312,6 +332,7 @@ class ForwardKernel {
   std::vector<float> group_rstd_;
   std::vector<float> scale_;  // (N, C) rstd * gamma
   std::vector<float> shift_;  // (C,) beta as float
+  std::vector<float> mean_shift_;  // (N, G) x0 of the first sum
 };
 
 // ------------------------------------------------------------------ float64

@@ -59,6 +59,8 @@ struct RowKernels {
   // y[r][i] = (x[r][i] - mu) * scale[r] + shift[r]
   void (*normalize)(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
                     bool stream);
+  // sums[r] = sum_i (x[r][i] - mu)
+  void (*centered_sum)(const T *x, float mu, int64_t hxw, int64_t rows, double *sums);
 };
 
 struct RowKernelSet {

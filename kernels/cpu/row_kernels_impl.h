@@ -180,6 +180,14 @@ void Sum(const T *x, int64_t hxw, int64_t rows, double *sums) {
 }
 
 template <typename T>
+void CenteredSum(const T *x, float mu, int64_t hxw, int64_t rows, double *sums) {
+  const typename V::reg vmu = V::Set1(mu);
+  auto vector_add = [vmu](typename V::reg acc, typename V::reg v) { return V::Add(acc, V::Sub(v, vmu)); };
+  auto scalar_add = [mu](float lane, float v) { return lane + (v - mu); };
+  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_add, scalar_add);
+}
+
+template <typename T>
 void CenteredSquares(const T *x, float mu, int64_t hxw, int64_t rows, double *sums) {
   const typename V::reg vmu = V::Set1(mu);
   auto vector_add = [vmu](typename V::reg acc, typename V::reg v) {
@@ -281,5 +289,5 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
 
 template <typename T>
 RowKernels<T> MakeRowKernels() {
-  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>};
+  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>, &CenteredSum<T>};
 }
