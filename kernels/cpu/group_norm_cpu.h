@@ -15,11 +15,12 @@
 //
 // Determinism: every sum runs in an order fixed by the shapes alone (kLanes float
 // lanes over blocks of kBlock elements, folded into double; see row_kernels.h), per
-// channel. Threads only decide *which* channel or group a core handles, never how a
-// sum is split, and the reduction over N for dgamma/dbeta is a serial loop per
-// channel. So the outputs are bit-identical for any thread count, the group-wise and
-// channel-wise schedules below give identical bits too, and so do the portable,
-// AVX2 and AVX-512 builds of the row loops.
+// channel (the backward's sums) or per group (the forward's statistics). Threads only
+// decide *which* channel, group or block a core handles, never how a sum is split, and
+// the reduction over N for dgamma/dbeta is a serial loop per channel. So the outputs are bit-identical for any thread count, and the group-wise
+// and channel-wise schedules below give identical bits too. The portable, AVX2 and
+// AVX-512 builds of the row loops add in the same order but differ in fused
+// multiply-adds (row_kernels.h), so they agree to within rounding, not bit for bit.
 //
 // Memory traffic: the group-wise schedule reads a group's dy and x once from memory;
 // the dx pass re-reads them from L2, where the reduction just left them (a group of
@@ -240,14 +241,14 @@ class ForwardKernel {
         const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
         rows_.centered_sum(Group(ng) + start, Shift(ng), std::min(kBlock, group_size_ - start), 1, &block_sums[k]);
       }
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupMean(ng, InOrder(&block_sums[ng * blocks], blocks));
+      for (int64_t ng = 0; ng < N * G; ++ng) GroupMean(ng, InOrder(block_sums.data() + ng * blocks, blocks));
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t k = 0; k < items; ++k) {
         const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
         rows_.centered_squares(Group(ng) + start, group_mean_[ng], std::min(kBlock, group_size_ - start), 1,
                                &block_sums[k]);
       }
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupRstd(ng, InOrder(&block_sums[ng * blocks], blocks));
+      for (int64_t ng = 0; ng < N * G; ++ng) GroupRstd(ng, InOrder(block_sums.data() + ng * blocks, blocks));
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannels(nc / C, nc % C, 1);
     } else {

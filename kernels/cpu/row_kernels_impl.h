@@ -4,7 +4,8 @@
 // header's inline functions compiled for AVX-512 could replace the baseline copies
 // at link time).
 //
-// V provides: reg, kWidth (divides kLanes), Zero, Set1, Add, Sub, Mul, Load/Store/Stream
+// V provides: reg, kWidth (divides kLanes), Zero, Set1, Add, Sub, Mul, MulAdd (a * b + c,
+// for reg and for float: fused in the FMA builds, in both forms), Load/Store/Stream
 // for float, Half and BFloat16, StoreLanes (floats to memory), FoldRegs and
 // FoldRegsViaFloat (FoldLanes and FoldLanesViaFloat below on the kLanes/kWidth
 // registers, without the trip through memory), Fence
