@@ -237,3 +237,21 @@ def test_nan_bits_agree_across_builds(isa_control):
         outputs[isa] = (_stores_through_forward(isa_control, payloads, "float16").tobytes(),
                         _stores_through_forward(isa_control, payloads, "bfloat16").tobytes())
     assert len(set(outputs.values())) == 1, outputs.keys()
+
+
+@pytest.mark.parametrize("first", [np.inf, -np.inf, np.nan, 3e38])
+def test_forward_mean_when_a_group_starts_with_inf_nan_or_a_huge_value(isa_control, first):
+    """The forward sums x - x0 (x0 a rough mean of the group's first elements); a
+    non-finite x0 must not turn an inf mean into NaN, nor a huge one overflow."""
+    x = np.random.default_rng(5).standard_normal((2, 4, 50)).astype(np.float32)
+    x[0, 0, 0] = first  # group 0 of sample 0 starts with it; the other groups stay finite
+    want = x.reshape(2, 2, -1).astype(np.float64).mean(axis=2)
+    for isa in _available_isas():
+        isa_control.MsGroupNormSelectIsa(isa.encode())
+        for threads in (1, 3):  # group-wise and block-wise schedules
+            isa_control.MsGroupNormSetNumThreads(threads)
+            _, mean, _ = _kernel_lib.forward(x, np.ones(4, np.float32), np.zeros(4, np.float32), 2, 1e-5)
+            assert np.array_equal(np.isnan(mean), np.isnan(want)), (isa, threads, mean, want)
+            finite = np.isfinite(want)
+            assert np.array_equal(mean[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)]), (isa, mean)
+            np.testing.assert_allclose(mean[finite], want[finite], rtol=1e-6, atol=1e-6)
