@@ -205,80 +205,73 @@ class BackwardKernel {
 };
 
 // ------------------------------------------------------------------ forward
-// Three passes per group (sum, centred squares, normalise); the last two read x from
-// L2 in the group-wise schedule, so memory sees one read of x and one write of y.
-// The statistics need only group totals, and a group's D channels are contiguous, so
-// the two sums run over the group's D * HxW elements as one row: kBlock-element
-// blocks folded into double and added in order. (Summing channel by channel cost a
-// fold per channel, most of the time for 8x8 channels.) With fewer groups than
-// threads the blocks are the unit of work, each block's sum is the same double, and
-// they are added in the same order, so both schedules give the same bits.
-// The first sum is of x - x0, x0 the mean of the group's first kShiftElements
-// elements: a float lane (up to kBlock / kLanes elements) then sums deviations from a
-// rough mean, not values near the mean, so with |mean| >> std the mean's rounding
-// error scales with the spread of x rather than with |mean|; with a mean near 0 the
-// deviations are no larger than the values.
+// The forward's statistics, shared by every forward kernel (GroupNorm, GroupNorm + SiLU)
+// so that they all store the same mean and rstd bits.
+// They need only group totals, and a group's D channels are contiguous, so the two
+// sums (x - x0, then (x - mean)^2) run over the group's D * HxW elements as one row:
+// kBlock-element blocks folded into double and added in order. (Summing channel by
+// channel cost a fold per channel, most of the time for 8x8 channels.) With fewer
+// groups than threads (ByBlocks) the blocks are the unit of work, each block's sum is
+// the same double, and they are added in the same order, so both schedules give the
+// same bits. x0 is the mean of the group's first kShiftElements elements: a float
+// lane (up to kBlock / kLanes elements) then sums deviations from a rough mean, not
+// values near the mean, so with |mean| >> std the mean's rounding error scales with
+// the spread of x rather than with |mean|; with a mean near 0 the deviations are no
+// larger than the values.
 template <typename T, typename U>
-class ForwardKernel {
+class GroupStatistics {
  public:
-  ForwardKernel(const T *x, const U *gamma, const U *beta, T *y, U *mean, U *rstd, GroupNormSizes sizes, float eps)
-      : x_(x), gamma_(gamma), beta_(beta), y_(y), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps),
-        stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()), group_size_(sizes.D() * sizes.HxW),
-        group_mean_(sizes.N * sizes.G), group_rstd_(sizes.N * sizes.G), scale_(sizes.N * sizes.C), shift_(sizes.C),
-        mean_shift_(sizes.N * sizes.G) {
-    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta_, c);
+  GroupStatistics(const T *x, U *mean, U *rstd, GroupNormSizes sizes, float eps)
+      : x_(x), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps), rows_(ActiveRowKernels().For<T>()),
+        group_size_(sizes.D() * sizes.HxW), shift_(sizes.N * sizes.G), group_mean_(sizes.N * sizes.G),
+        group_rstd_(sizes.N * sizes.G) {}
+
+  // The statistics of group ng = n * G + g (the group-wise schedule: one thread per group).
+  void ForGroup(int64_t ng) {
+    double sum;
+    ComputeShift(ng);
+    rows_.centered_sum(Group(ng), shift_[ng], group_size_, 1, &sum);
+    GroupMean(ng, sum);
+    rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sum);
+    GroupRstd(ng, sum);
   }
 
-  void Run() {
-    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    const int threads = ThreadsFor(N * C * s_.HxW);
-    if (SplitByChannel(N * G, threads)) {
-      const int64_t blocks = (group_size_ + kBlock - 1) / kBlock, items = N * G * blocks;
-      std::vector<double> block_sums(items);
-      for (int64_t ng = 0; ng < N * G; ++ng) ComputeShift(ng);
+  // Every group's statistics with the blocks as the unit of work (fewer groups than threads).
+  void ByBlocks(int threads) {
+    const int64_t groups = s_.N * s_.G, blocks = (group_size_ + kBlock - 1) / kBlock, items = groups * blocks;
+    std::vector<double> block_sums(items);
+    for (int64_t ng = 0; ng < groups; ++ng) ComputeShift(ng);
 #pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t k = 0; k < items; ++k) {
-        const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
-        rows_.centered_sum(Group(ng) + start, Shift(ng), std::min(kBlock, group_size_ - start), 1, &block_sums[k]);
-      }
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupMean(ng, InOrder(block_sums.data() + ng * blocks, blocks));
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t k = 0; k < items; ++k) {
-        const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
-        rows_.centered_squares(Group(ng) + start, group_mean_[ng], std::min(kBlock, group_size_ - start), 1,
-                               &block_sums[k]);
-      }
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupRstd(ng, InOrder(block_sums.data() + ng * blocks, blocks));
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannels(nc / C, nc % C, 1);
-    } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t ng = 0; ng < N * G; ++ng) {
-        double sum;
-        ComputeShift(ng);
-        rows_.centered_sum(Group(ng), Shift(ng), group_size_, 1, &sum);
-        GroupMean(ng, sum);
-        rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sum);
-        GroupRstd(ng, sum);
-        NormalizeChannels(ng / G, (ng % G) * D, D);
-      }
+    for (int64_t k = 0; k < items; ++k) {
+      const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+      rows_.centered_sum(Group(ng) + start, shift_[ng], std::min(kBlock, group_size_ - start), 1, &block_sums[k]);
     }
+    for (int64_t ng = 0; ng < groups; ++ng) GroupMean(ng, InOrder(block_sums.data() + ng * blocks, blocks));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < items; ++k) {
+      const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+      rows_.centered_squares(Group(ng) + start, group_mean_[ng], std::min(kBlock, group_size_ - start), 1,
+                             &block_sums[k]);
+    }
+    for (int64_t ng = 0; ng < groups; ++ng) GroupRstd(ng, InOrder(block_sums.data() + ng * blocks, blocks));
   }
+
+  // The float32 statistics y is computed with (before rounding to U; see GroupMean).
+  float Mean(int64_t ng) const { return group_mean_[ng]; }
+  float Rstd(int64_t ng) const { return group_rstd_[ng]; }
 
  private:
   const T *Group(int64_t ng) const { return x_ + ng * group_size_; }
-  const T *Channel(int64_t n, int64_t c) const { return x_ + (n * s_.C + c) * s_.HxW; }
 
   // x0 of the group (see above), the same in both schedules; 0 when the group is empty
   // or x0 is not finite, so an inf or NaN element gives the mean it gave unshifted.
   static constexpr int64_t kShiftElements = 64;
-  float Shift(int64_t ng) const { return mean_shift_[ng]; }
   void ComputeShift(int64_t ng) {
     const int64_t count = std::min(kShiftElements, group_size_);
     double sum = 0.0;
     if (count > 0) rows_.sum(Group(ng), count, 1, &sum);
     const float x0 = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
-    mean_shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;
+    shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;
   }
 
   // What a sum over the whole group returns: its blocks' sums added in order.
@@ -295,7 +288,7 @@ class ForwardKernel {
   // layers and group_norm do; see ms_groupnorm/functional.py).
   void GroupMean(int64_t ng, double centered_sum) {
     const double m = static_cast<double>(group_size_);
-    const float mu = m > 0 ? static_cast<float>(static_cast<double>(Shift(ng)) + centered_sum / m) : 0.0f;
+    const float mu = m > 0 ? static_cast<float>(static_cast<double>(shift_[ng]) + centered_sum / m) : 0.0f;
     mean_[ng] = FromFloat<U>(mu);
     group_mean_[ng] = mu;
   }
@@ -310,30 +303,65 @@ class ForwardKernel {
     group_rstd_[ng] = r32;  // float32, not the rounded output (see GroupMean)
   }
 
-  void NormalizeChannels(int64_t n, int64_t c_first, int64_t rows) {
-    const int64_t g = c_first / s_.D();
-    float *scale = &scale_[n * s_.C + c_first];
-    for (int64_t k = 0; k < rows; ++k) scale[k] = group_rstd_[n * s_.G + g] * GammaAt(gamma_, c_first + k);
-    rows_.normalize(Channel(n, c_first), y_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows, group_mean_[n * s_.G + g],
-                    scale, &shift_[c_first], stream_);
-  }
-
   const T *x_;
-  const U *gamma_;
-  const U *beta_;
-  T *y_;
   U *mean_;
   U *rstd_;
   GroupNormSizes s_;
   float eps_;
-  bool stream_;
   const RowKernels<T> &rows_;
   int64_t group_size_;             // D * HxW elements, contiguous
+  std::vector<float> shift_;       // (N, G) x0 of the first sum
   std::vector<float> group_mean_;  // (N, G): float32 mean/rstd (before rounding to U)
   std::vector<float> group_rstd_;
+};
+
+// Statistics (above), then y = (x - mean) * (rstd * gamma) + beta per channel; in the
+// group-wise schedule y is written while the group is still in L2, so memory sees one
+// read of x and one write of y.
+template <typename T, typename U>
+class ForwardKernel {
+ public:
+  ForwardKernel(const T *x, const U *gamma, const U *beta, T *y, U *mean, U *rstd, GroupNormSizes sizes, float eps)
+      : x_(x), gamma_(gamma), y_(y), s_(sizes), stream_(StreamOutput<T>(sizes)),
+        rows_(ActiveRowKernels().For<T>()), stats_(x, mean, rstd, sizes, eps), scale_(sizes.N * sizes.C),
+        shift_(sizes.C) {
+    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta, c);
+  }
+
+  void Run() {
+    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    const int threads = ThreadsFor(N * C * s_.HxW);
+    if (SplitByChannel(N * G, threads)) {
+      stats_.ByBlocks(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannels(nc / C, nc % C, 1);
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t ng = 0; ng < N * G; ++ng) {
+        stats_.ForGroup(ng);
+        NormalizeChannels(ng / G, (ng % G) * D, D);
+      }
+    }
+  }
+
+ private:
+  void NormalizeChannels(int64_t n, int64_t c_first, int64_t rows) {
+    const int64_t ng = n * s_.G + c_first / s_.D();
+    float *scale = &scale_[n * s_.C + c_first];
+    for (int64_t k = 0; k < rows; ++k) scale[k] = stats_.Rstd(ng) * GammaAt(gamma_, c_first + k);
+    rows_.normalize(x_ + (n * s_.C + c_first) * s_.HxW, y_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows,
+                    stats_.Mean(ng), scale, &shift_[c_first], stream_);
+  }
+
+  const T *x_;
+  const U *gamma_;
+  T *y_;
+  GroupNormSizes s_;
+  bool stream_;
+  const RowKernels<T> &rows_;
+  GroupStatistics<T, U> stats_;
   std::vector<float> scale_;  // (N, C) rstd * gamma
   std::vector<float> shift_;  // (C,) beta as float
-  std::vector<float> mean_shift_;  // (N, G) x0 of the first sum
 };
 
 // ------------------------------------------------------------------ float64
