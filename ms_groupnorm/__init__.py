@@ -8,9 +8,12 @@ from .cell import GroupNorm
 from .convert import convert_group_norm
 from .errors import GroupNormParamError, ParamInvalidError, ParamNullptrError
 from .functional import group_norm, group_norm_backward, group_norm_forward
+from .silu import group_norm_silu, group_norm_silu_backward, group_norm_silu_forward
+from .silu_cell import GroupNormSiLU
 
 __all__ = [
     "GroupNorm",
+    "GroupNormSiLU",
     "GroupNormParamError",
     "ParamInvalidError",
     "ParamNullptrError",
@@ -18,5 +21,8 @@ __all__ = [
     "group_norm",
     "group_norm_backward",
     "group_norm_forward",
+    "group_norm_silu",
+    "group_norm_silu_backward",
+    "group_norm_silu_forward",
     "mint",
 ]

@@ -169,7 +169,27 @@ def check_layer_input(shape, dtype, num_channels, cls_name):
     return stat_dtype_for(dtype), dtype == mstype.float64
 
 
-def _check_group_norm_args(input, weight, bias, num_groups, eps):
+@functools.lru_cache(maxsize=4096, typed=True)
+def check_group_norm_graph_variables(input, weight, bias, num_groups, num_groups_type, eps, eps_type):
+    """check_group_norm for a call inside a graph where ``num_groups`` or ``eps`` is a graph
+    variable (``ms.mutable``, or a mutable argument of an ``@ms.jit`` function).
+
+    A variable's value is unknown while the graph compiles, and arrives here as None next
+    to its MindSpore type (``F.typeof``); a constant arrives as its value with type None.
+    A variable is checked by type now (an integer type for num_groups, a number type for
+    eps: what ``ops.group_norm`` accepts) and by value when the kernel runs (num_groups
+    > 0 and dividing C; see GroupNormRuntimeGroup in kernels/cpu/group_norm_aot.cc).
+    Returns what check_group_norm returns."""
+    if num_groups_type is not None and num_groups_type not in mstype.int_type + mstype.uint_type:
+        raise ParamTypeError(f"num_groups is a graph variable of type {num_groups_type}, but it must be an int")
+    if eps_type is not None and eps_type not in mstype.float_type + mstype.int_type + mstype.uint_type:
+        raise ParamTypeError(f"eps is a graph variable of type {eps_type}, but it must be a float")
+    _check_group_norm_args(input, weight, bias, num_groups, eps, num_groups_known=num_groups_type is None,
+                           eps_known=eps_type is None)
+    return stat_dtype_for(input[1]), input[1] == mstype.float64
+
+
+def _check_group_norm_args(input, weight, bias, num_groups, eps, num_groups_known=True, eps_known=True):
     if input is None:
         raise ParamNullptrError("input is a required tensor and must not be None")
     x_shape, x_dtype = input
@@ -183,11 +203,12 @@ def _check_group_norm_args(input, weight, bias, num_groups, eps):
         if arg[1] not in allowed:
             raise ParamTypeError(f"{name} has dtype {_dtype_name(arg[1])}, but with a {_dtype_name(x_dtype)} input "
                                  f"it must be " + " or ".join(_dtype_name(d) for d in allowed))
-    if not isinstance(num_groups, int) or isinstance(num_groups, bool):
-        raise ParamTypeError(f"num_groups={num_groups!r} must be an int")
-    if num_groups <= 0:
-        raise ParamInvalidError(f"num_groups={num_groups} must be > 0")
-    if not isinstance(eps, (int, float)) or isinstance(eps, bool):
+    if num_groups_known:
+        if not isinstance(num_groups, int) or isinstance(num_groups, bool):
+            raise ParamTypeError(f"num_groups={num_groups!r} must be an int")
+        if num_groups <= 0:
+            raise ParamInvalidError(f"num_groups={num_groups} must be > 0")
+    if eps_known and (not isinstance(eps, (int, float)) or isinstance(eps, bool)):
         raise ParamTypeError(f"eps={eps!r} must be a float")
     if x_shape is None:  # rank unknown until run time
         return
@@ -195,7 +216,7 @@ def _check_group_norm_args(input, weight, bias, num_groups, eps):
     C = x_shape[1]
     if C is None or C < 0:
         return
-    if C % num_groups != 0:
+    if num_groups_known and C % num_groups != 0:
         raise ParamInvalidError(f"C={C} (the input's dimension 1) is not divisible by num_groups={num_groups}")
     for name, arg in (("weight", weight), ("bias", bias)):
         if arg is not None and _known_numel(arg[0]) not in (None, C):

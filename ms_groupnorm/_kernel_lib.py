@@ -24,6 +24,7 @@ STATUS_NAMES = {
     5: "inconsistent shapes or group",
     6: "missing or invalid attribute",
     7: "kernel fault (AscendC twin)",
+    8: "num_groups/eps read at run time is invalid (num_groups must be > 0 and divide C)",
 }
 
 
@@ -137,8 +138,12 @@ def forward(x, gamma, beta, group, eps=1e-5, stat_dtype=None, data_dtype=None):
     N, C = x.shape[0], x.shape[1]
     hxw = int(np.prod(x.shape[2:], dtype=np.int64))
     data_dtype = data_dtype or _dtype_name(x)
-    stat_np = x.dtype if gamma is None else gamma.dtype
-    stat_dtype = stat_dtype or _dtype_name(np.empty(0, stat_np))
+    if stat_dtype is None:
+        stat_np = x.dtype if gamma is None else gamma.dtype
+        stat_dtype = _dtype_name(np.empty(0, stat_np))
+    else:  # the buffers must hold what the kernel writes: 4 bytes per float32 statistic
+        stat_np = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16,
+                   "float64": np.float64}[stat_dtype]
     y = np.empty_like(x)
     mean = np.empty((N, group), stat_np)
     rstd = np.empty((N, group), stat_np)

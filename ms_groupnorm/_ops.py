@@ -16,7 +16,8 @@ PyNative fast path (on by default, $MS_GROUPNORM_PYBOOST=0 opts out, see ``_pybo
 when an op is chosen in PYNATIVE_MODE on the "cpu" backend, ``backward_op`` is the pyboost
 backward and ``forward_op`` is a ``PynativeForward``: the aot op in graphs, the pyboost
 forward in eager calls (recorded for autograd by the module itself while autograd records).
-GRAPH_MODE, the AscendC twin and Ascend are unchanged.
+GRAPH_MODE and the AscendC twin are unchanged. On Ascend, PYNATIVE_MODE uses the Ascend
+module instead (``_ascend_pyboost``, see ``ascend.py``), GRAPH_MODE the aot op.
 """
 import functools
 import os
@@ -51,21 +52,25 @@ def _device_target():
 
 BACKEND_ENV = "MS_GROUPNORM_BACKEND"
 CPU_BACKENDS = ("cpu", "ascendc_twin")
+BACKENDS = CPU_BACKENDS + ("ascend",)
 
 
 def backend_name():
     """Which backward runs: "ascend" when MindSpore's device target is Ascend, else
-    $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu) or "ascendc_twin" (the AscendC
-    kernel's source run by its CPU twin, see ms_groupnorm.ascendc_twin)."""
+    $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu), "ascendc_twin" (the AscendC
+    kernel's source run by its CPU twin, see ms_groupnorm.ascendc_twin) or "ascend" (the
+    Ascend routes on any machine: for simulation, where tests intercept what would reach
+    the device; on a machine without an Ascend device they cannot run)."""
     if _device_target() == "Ascend":
         return "ascend"
     name = os.environ.get(BACKEND_ENV, "cpu") or "cpu"
-    if name not in CPU_BACKENDS:
-        raise ValueError(f"ms_groupnorm: ${BACKEND_ENV} must be one of {CPU_BACKENDS}, got {name!r}")
+    if name not in BACKENDS:
+        raise ValueError(f"ms_groupnorm: ${BACKEND_ENV} must be one of {BACKENDS}, got {name!r}")
     return name
 
 
 PYBOOST_BACKEND = "cpu_pyboost"
+ASCEND_PYBOOST_BACKEND = "ascend_pyboost"
 
 
 def _op_backend():
@@ -78,6 +83,8 @@ def _op_backend():
     under @ms.jit in PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs
     there (tests/test_pyboost.py checks the results stay bitwise equal)."""
     backend = backend_name()
+    if backend == "ascend" and context._get_mode() == context.PYNATIVE_MODE:
+        return ASCEND_PYBOOST_BACKEND  # ops.Custom takes tensors only in PyNative on Ascend
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
     if (_pyboost.enabled() and backend == "cpu" and context._get_mode() == context.PYNATIVE_MODE
@@ -101,17 +108,29 @@ def evaluated_by_graph_compiler(function):
     return functools.lru_cache(maxsize=0)(function)
 
 
+def _bool_triple(mask):
+    """``mask`` as a tuple of 3 bools; the usual tuples are looked up (~0.2 us, not ~1 us)."""
+    known = _BOOL_TRIPLES.get(mask) if type(mask) is tuple else None  # pylint: disable=unidiomatic-typecheck
+    return known if known is not None else tuple(bool(m) for m in mask)
+
+
+_BOOL_TRIPLES = {(a, b, c): (a, b, c) for a in (False, True) for b in (False, True) for c in (False, True)}
+
+
 @evaluated_by_graph_compiler
 def backward_op(group, mask=FULL_MASK):
     """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
     ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
-    return _backward_op(int(group), tuple(bool(m) for m in mask), _op_backend())
+    return _backward_op(int(group), _bool_triple(mask), _op_backend())
 
 
 @functools.lru_cache(maxsize=None)
 def _backward_op(group, mask, backend):
     if backend == PYBOOST_BACKEND:
         return _pyboost.backward(group, mask)
+    if backend == ASCEND_PYBOOST_BACKEND:
+        from . import _ascend_pyboost, ascend
+        return ascend.PynativeAscendBackward(group, mask, _ascend_pyboost.module())
     if backend == "ascend":
         # The AscendC operator takes CANN's order (dy, mean, rstd, x, gamma); the Cell adapts.
         from . import ascend
@@ -142,13 +161,26 @@ def forward_op(group, eps, mask=FULL_MASK):
     ``mask`` says which of x, gamma, beta are real inputs whose gradient is wanted: a
     gamma or beta passed as the empty "none" tensor gets an empty gradient.
     """
-    return _forward_op(int(group), float(eps), tuple(bool(m) for m in mask), _op_backend())
+    return _forward_op(int(group), float(eps), _bool_triple(mask), _op_backend())
 
 
 @functools.lru_cache(maxsize=None)
 def _forward_op(group, eps, mask, backend):
-    backward = _backward_op(group, mask, backend)
+    if backend == ASCEND_PYBOOST_BACKEND:
+        from . import _ascend_pyboost, ascend
+        if _ascend_pyboost.forward_installed():
+            return ascend.PynativeAscendForward(group, eps, mask, _ascend_pyboost.module())
+    # The bprop runs only inside a graph (an eager PynativeForward call records the module's
+    # own backward node), so the pyboost forward's bprop takes the aot backward: a graph
+    # node in STRICT syntax too, where calling the pyboost function (a Python callable that
+    # only LAX's fallback interprets) failed to compile. The same kernel, so the same bits.
+    backward = _backward_op(group, mask, "cpu" if backend == PYBOOST_BACKEND else backend)
     if backend == "ascend":
+        from . import _ascend_pyboost, ascend
+        if _ascend_pyboost.forward_installed():  # our forward: float32 statistics
+            return ascend.AscendOwnForward(group, eps, backward)
+        return ascend.AscendForward(group, eps, backward)
+    if backend == ASCEND_PYBOOST_BACKEND:
         from . import ascend
         return ascend.AscendForward(group, eps, backward)
 
@@ -170,6 +202,58 @@ def _forward_op(group, eps, mask, backend):
         op.module_forward = _pyboost.forward(group, eps)
         op.module_autograd = _pyboost.autograd_forward(group, eps)
     return op
+
+
+# ---- num_groups / eps as graph variables (ms.mutable inside a graph) ----
+# A graph variable has no value while the graph compiles, so it cannot become the
+# "group"/"eps" attribute of the ops above (an attribute is fixed at compile time), and
+# mean/rstd of shape (N, group) cannot be inferred. These ops take group (int64) and eps
+# (float32) as one-element tensor inputs that the kernel reads when it runs, as
+# MindSpore's own GroupNorm primitive takes num_groups as an input; their mean/rstd are
+# (N, C) buffers holding the N*group statistics first (kernels/cpu/group_norm_aot.cc,
+# GroupNormRuntimeGroup). Only the "cpu" backend has them (functional.group_norm checks
+# this while compiling); they are only ever created inside a graph, where the PyNative
+# fast path does not apply.
+
+
+@evaluated_by_graph_compiler
+def runtime_group_backward_op(mask=FULL_MASK):
+    """The backward op reading group at run time: (dy, x, mean, rstd, gamma, group) ->
+    (dx, dgamma, dbeta), mean/rstd as runtime_group_forward_op returns them."""
+    return _runtime_group_backward_op(tuple(bool(m) for m in mask))
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime_group_backward_op(mask):
+    reg = _reg_info(
+        "GroupNormGradRuntimeGroupMs",
+        ["dy", "x", "mean", "rstd", "gamma", "group"],
+        ["dx", "dgamma", "dbeta"],
+        [("dx_is_require", "bool", mask[0]), ("dgamma_is_require", "bool", mask[1]),
+         ("dbeta_is_require", "bool", mask[2])],
+    )
+    return ops.Custom(_kernel_lib.aot_func("GroupNormGradRuntimeGroup"), out_shape=None, out_dtype=None,
+                      func_type="aot", reg_info=reg)
+
+
+@evaluated_by_graph_compiler
+def runtime_group_forward_op(mask=FULL_MASK):
+    """The forward op reading group and eps at run time: (x, gamma, beta, group, eps) ->
+    (y, mean, rstd), mean/rstd (N, C); its bprop runs runtime_group_backward_op."""
+    return _runtime_group_forward_op(tuple(bool(m) for m in mask))
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime_group_forward_op(mask):
+    backward = _runtime_group_backward_op(mask)
+
+    def bprop(x, gamma, beta, group, eps, out, dout):
+        dx, dgamma, dbeta = backward(dout[0], x, out[1], out[2], gamma, group)
+        return dx, dgamma, dbeta, ops.zeros_like(group), ops.zeros_like(eps)
+
+    reg = _reg_info("GroupNormRuntimeGroupMs", ["x", "gamma", "beta", "group", "eps"], ["y", "mean", "rstd"], [])
+    return ops.Custom(_kernel_lib.aot_func("GroupNormRuntimeGroup"), out_shape=None, out_dtype=None,
+                      func_type="aot", bprop=bprop, reg_info=reg)
 
 
 def recording_gradient():

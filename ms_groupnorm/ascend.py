@@ -1,15 +1,27 @@
-"""The AscendC GroupNormGradMs operator as ms_groupnorm registers it on Ascend.
+"""The AscendC operators as ms_groupnorm calls them on Ascend.
 
-``ASCEND_OP`` describes the operator as kernels/ascendc/op_host defines it (type name,
-inputs, outputs, attributes, in CANN's order); ``ascend_reg_info`` turns it into the
-CustomRegOp and ``AscendBackward`` is the Cell that ``_ops.backward_op`` uses when the
-device target is Ascend. It takes our backward interface (dy, x, mean, rstd, gamma) and
-calls the operator in CANN's order (dy, mean, rstd, x, gamma). ``AscendForward`` is the
-forward Cell on Ascend (MindSpore's GroupNorm primitive with our backward as its bprop).
+``ASCEND_OP`` (GroupNormGradMs) and ``ASCEND_FORWARD_OP`` (GroupNormSiluMs) describe the
+operators as kernels/ascendc/op_host defines them (type name, inputs, outputs, attributes,
+in CANN's order). What runs where:
 
-The CPU twin that runs the same kernel source on this machine is ``ascendc_twin``.
+* GRAPH_MODE (jit_level O0/O1): ``AscendBackward``, a Cell calling
+  ``ops.Custom(func="<group_norm_ascend_infer.cc>:aclnnGroupNormGradMs", func_type="aot")``
+  with tensors then scalars in CANN's order; the C++ infer makes dynamic shapes and
+  ranks work. The forward is ``AscendForward``: MindSpore's GroupNorm primitive with our
+  backward as its bprop.
+* PYNATIVE_MODE: the CustomOpBuilder(backend="Ascend") module (``_ascend_pyboost``), which
+  launches the operators through AclnnOpRunner: ``PynativeAscendBackward`` for the
+  backward; for the forward ``PynativeAscendForward`` (our GroupNormSiluMs, float32
+  statistics, autograd through the C++ Function API) when that operator is installed,
+  else ``AscendForward`` with the module's backward as its bprop.
+
+``$MS_GROUPNORM_BACKEND=ascend`` selects these routes on any machine (simulation only: the
+tests intercept what would reach the device). The CPU twin that runs the kernel source
+on this machine is ``ascendc_twin``.
 """
+import os
 from dataclasses import dataclass
+from pathlib import Path
 OP_TYPE = "GroupNormGradMs"
 # The ``func`` of ops.Custom and the CustomRegOp name: MindSpore requires them to be the
 # same (docs op_custom_ascendc.md, "Precautions: Name Consistency"; its aclnn tests use
@@ -41,29 +53,62 @@ ASCEND_OP = OpDescription(
            ("dbeta_is_require", "bool")),
 )
 
+# Our AscendC forward (kernels/ascendc/op_host/group_norm_silu_ms.cpp), used with
+# activate_silu=False as plain GroupNorm: y in x's dtype, mean/rstd float32 (N, G).
+# gamma/beta are required inputs (the caller passes ones/zeros for "none").
+FORWARD_OP_TYPE = "GroupNormSiluMs"
+ASCEND_FORWARD_OP = OpDescription(
+    op_type=FORWARD_OP_TYPE,
+    inputs=("x", "gamma", "beta"),
+    outputs=("y", "mean", "rstd"),
+    attrs=(("num_groups", "int"), ("eps", "float"), ("activate_silu", "bool"), ("swish_scale", "float")),
+)
+
+# The C++ infers for GRAPH_MODE (compiled by MindSpore's _compile_aot).
+INFER_SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_ascend_infer.cc"
+FORWARD_INFER_SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_silu_ascend_infer.cc"
+
 # (data dtype, statistics dtype) pairs of the OpDef, as MindSpore DataType names.
 ASCEND_DTYPE_PAIRS = (("F32_Default", "F32_Default"), ("F16_Default", "F16_Default"),
                       ("BF16_Default", "BF16_Default"), ("F16_Default", "F32_Default"),
                       ("BF16_Default", "F32_Default"))
 
 
-def ascend_reg_info():
-    """The CustomRegOp of the Ascend operator. Attributes carry no value: on Ascend,
+# Forward: (x, gamma/beta) pairs; mean/rstd always float32.
+FORWARD_DTYPE_PAIRS = (("F32_Default", "F32_Default"), ("F16_Default", "F16_Default"),
+                       ("BF16_Default", "BF16_Default"), ("F16_Default", "F32_Default"),
+                       ("BF16_Default", "F32_Default"))
+
+
+def _reg_info(description, rows):
+    """The CustomRegOp of an operator description. Attributes carry no value: on Ascend,
     MindSpore passes scalars as call arguments after the tensors."""
     from mindspore.ops import CustomRegOp, DataType
 
-    reg = CustomRegOp(ACLNN_FUNC)  # == func: see ACLNN_FUNC
-    for index, name in enumerate(ASCEND_OP.inputs):
+    reg = CustomRegOp("aclnn" + description.op_type)  # == func: see ACLNN_FUNC
+    for index, name in enumerate(description.inputs):
         reg = reg.input(index, name, "required")
-    for index, name in enumerate(ASCEND_OP.outputs):
+    for index, name in enumerate(description.outputs):
         reg = reg.output(index, name, "required")
-    for data, stat in ASCEND_DTYPE_PAIRS:
-        # dy, mean, rstd, x, gamma | dx, dgamma, dbeta
-        row = [data, stat, stat, data, stat, data, stat, stat]
+    for row in rows:
         reg = reg.dtype_format(*[getattr(DataType, name) for name in row])
-    for name, value_type in ASCEND_OP.attrs:
+    for name, value_type in description.attrs:
         reg = reg.attr(name, "required", value_type)
     return reg.target("Ascend").get_op_info()
+
+
+def ascend_reg_info():
+    """The CustomRegOp of GroupNormGradMs."""
+    # dy, mean, rstd, x, gamma | dx, dgamma, dbeta
+    return _reg_info(ASCEND_OP, [[data, stat, stat, data, stat, data, stat, stat]
+                                 for data, stat in ASCEND_DTYPE_PAIRS])
+
+
+def ascend_forward_reg_info():
+    """The CustomRegOp of GroupNormSiluMs."""
+    # x, gamma, beta | y, mean, rstd
+    return _reg_info(ASCEND_FORWARD_OP, [[data, param, param, data, "F32_Default", "F32_Default"]
+                                         for data, param in FORWARD_DTYPE_PAIRS])
 
 
 def check_graph_jit_level():
@@ -78,20 +123,52 @@ def check_graph_jit_level():
             f"operators); call ms.set_context(jit_config={GRAPH_JIT_CONFIG!r}) or use PYNATIVE_MODE.")
 
 
+COMPILER_CACHE_ENV = "MS_COMPILER_CACHE_PATH"
+
+
+def absolute_compiler_cache():
+    """Makes $MS_COMPILER_CACHE_PATH absolute (default: ./custom_kernel_meta, made absolute).
+
+    Why: MindSpore compiles the aclnn callback and our infer into that directory and
+    remembers them by that path (custom_ops.py _get_cache_path/_compile_aot); a relative
+    one stops resolving as soon as the working directory changes ("couldn't find the AOT
+    binary file")."""
+    path = os.environ.get(COMPILER_CACHE_ENV) or "custom_kernel_meta"
+    if not os.path.isabs(path):
+        os.environ[COMPILER_CACHE_ENV] = os.path.abspath(path)
+    return os.environ[COMPILER_CACHE_ENV]
+
+
 def ascend_backward_custom():
-    """``ops.Custom`` for the installed AscendC operator (needs CANN and ASCEND_CUSTOM_OPP_PATH)."""
+    """``ops.Custom`` for the installed AscendC operator, with the C++ infer (so GRAPH_MODE
+    takes dynamic shapes and ranks). Needs CANN's environment and ASCEND_CUSTOM_OPP_PATH."""
     from mindspore import ops
 
     check_graph_jit_level()
-
-    def out_shape(dy, mean, rstd, x, gamma, *attrs):
-        return x, gamma, gamma
-
-    def out_dtype(dy, mean, rstd, x, gamma, *attrs):
-        return x, gamma, gamma
-
-    return ops.Custom(ACLNN_FUNC, out_shape=out_shape, out_dtype=out_dtype, func_type="aot",
+    if not os.environ.get("ASCEND_OPP_PATH"):
+        raise RuntimeError("ms_groupnorm: GRAPH_MODE on Ascend needs CANN's environment ($ASCEND_OPP_PATH is unset): "
+                           "`source <CANN>/set_env.sh` first")
+    absolute_compiler_cache()
+    return ops.Custom(f"{INFER_SOURCE}:{ACLNN_FUNC}", out_shape=None, out_dtype=None, func_type="aot",
                       reg_info=ascend_reg_info())
+
+
+def ascend_forward_custom(group):
+    """``ops.Custom`` for our installed GroupNormSiluMs forward, with a C++ infer compiled
+    for this ``group`` (mean/rstd are (N, group); see group_norm_silu_ascend_infer.cc)."""
+    from mindspore import ops
+
+    check_graph_jit_level()
+    if not os.environ.get("ASCEND_OPP_PATH"):
+        raise RuntimeError("ms_groupnorm: GRAPH_MODE on Ascend needs CANN's environment ($ASCEND_OPP_PATH is unset): "
+                           "`source <CANN>/set_env.sh` first")
+    source = Path(absolute_compiler_cache()) / "ms_groupnorm" / f"group_norm_silu_infer_g{int(group)}.cc"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    text = f'#define GNMS_NUM_GROUPS {int(group)}\n#include "{FORWARD_INFER_SOURCE}"\n'
+    if not source.is_file() or source.read_text() != text:
+        source.write_text(text)
+    return ops.Custom(f"{source}:aclnn{FORWARD_OP_TYPE}", out_shape=None, out_dtype=None, func_type="aot",
+                      reg_info=ascend_forward_reg_info())
 
 
 def _backward_cell_class():
@@ -162,3 +239,107 @@ def _forward_cell_class():
 
 def AscendForward(group, eps, backward):  # noqa: N802 (a Cell factory; MindSpore is imported lazily)
     return _forward_cell_class()(group, eps, backward)
+
+
+def _own_forward_cell_class():
+    from mindspore import dtype as mstype
+    from mindspore import nn, ops
+
+    class AscendOwnForward(nn.Cell):
+        """The GRAPH_MODE forward when our GroupNormSiluMs is installed: float32 mean/rstd
+        for every input dtype (the mixed kernels then run in the backward), with a bprop
+        that feeds them to our backward. gamma/beta go to the operator in float32 (ones/
+        zeros for an empty "none"); mean/rstd come back in gamma's dtype, as in
+        ``PynativeAscendForward``."""
+
+        def __init__(self, group, eps, backward, op=None):
+            super().__init__()
+            self.group = int(group)
+            self.eps = float(eps)
+            self.backward = backward
+            self.op = op if op is not None else ascend_forward_custom(group)
+
+        def construct(self, x, gamma, beta):
+            channels = x.shape[1]
+            weight = ops.ones((channels,), mstype.float32) if gamma.shape[0] == 0 else gamma.astype(mstype.float32)
+            bias = ops.zeros((channels,), mstype.float32) if beta.shape[0] == 0 else beta.astype(mstype.float32)
+            y, mean, rstd = self.op(x, weight, bias, self.group, self.eps, False, 1.0)
+            return y, mean.astype(gamma.dtype), rstd.astype(gamma.dtype)
+
+        def bprop(self, x, gamma, beta, out, dout):
+            dx, dgamma, dbeta = self.backward(dout[0], x, out[1], out[2], gamma.astype(out[1].dtype))
+            return dx, dgamma.astype(gamma.dtype), dbeta.astype(beta.dtype)
+
+    return AscendOwnForward
+
+
+def AscendOwnForward(group, eps, backward, op=None):  # noqa: N802 (a Cell factory, as above)
+    return _own_forward_cell_class()(group, eps, backward, op)
+
+
+# ---------------------------------------------------------------- PYNATIVE_MODE
+def _masked(outputs, mask, x_dtype, stat_dtype):
+    """The operator writes all three outputs; those whose mask bit is off become (0,)."""
+    from mindspore import ops
+
+    dx, dgamma, dbeta = outputs
+    return (dx if mask[0] else ops.zeros((0,), x_dtype), dgamma if mask[1] else ops.zeros((0,), stat_dtype),
+            dbeta if mask[2] else ops.zeros((0,), stat_dtype))
+
+
+class PynativeAscendBackward:
+    """``(dy, x, mean, rstd, gamma) -> (dx, dgamma, dbeta)`` in PYNATIVE_MODE on Ascend:
+    the Ascend module's ``group_norm_grad`` (AclnnOpRunner; it reorders to CANN's order).
+    An empty "none" gamma becomes ones, as aclnnGroupNormBackward treats a null gamma."""
+
+    def __init__(self, group, mask, module):
+        self.group = int(group)
+        self.mask = tuple(bool(m) for m in mask)
+        self.grad = module.group_norm_grad
+
+    def __call__(self, dy, x, mean, rstd, gamma):
+        from mindspore import ops
+
+        if gamma.shape[0] == 0:
+            gamma = ops.ones((x.shape[1],), mean.dtype)
+        outputs = self.grad(dy, x, mean, rstd, gamma, self.group, *self.mask)
+        return _masked(outputs, self.mask, x.dtype, mean.dtype)
+
+
+class PynativeAscendForward:
+    """``(x, gamma, beta) -> (y, mean, rstd)`` in PYNATIVE_MODE on Ascend through our
+    GroupNormSiluMs operator (activate_silu off): statistics computed, saved and used in
+    float32 for every input dtype, as on CPU. While autograd records, the module's
+    ``group_norm_autograd`` (C++ Function API, backward GroupNormGradMs); otherwise its
+    plain ``group_norm``.
+
+    gamma/beta go to the operator in float32 (a pair the OpDef has for every x dtype, and
+    the statistics dtype the backward needs); an empty "none" one becomes ones/zeros and
+    gets no gradient. mean/rstd come back in gamma's dtype (the group_norm_forward
+    contract); the layer passes float32 gamma, so they stay float32 there."""
+
+    def __init__(self, group, eps, mask, module):
+        self.group = int(group)
+        self.eps = float(eps)
+        self.mask = tuple(bool(m) for m in mask)
+        self.forward = module.group_norm
+        self.autograd = module.group_norm_autograd
+
+    def __call__(self, x, gamma, beta):
+        from mindspore import ops
+        from mindspore import dtype as mstype
+
+        from ._ops import recording_gradient
+
+        stat_dtype = gamma.dtype
+        channels = x.shape[1]
+        gamma_grad, beta_grad = self.mask[1] and gamma.shape[0] != 0, self.mask[2] and beta.shape[0] != 0
+        gamma = ops.cast(gamma, mstype.float32) if gamma.shape[0] else ops.ones((channels,), mstype.float32)
+        beta = ops.cast(beta, mstype.float32) if beta.shape[0] else ops.zeros((channels,), mstype.float32)
+        if recording_gradient():
+            y, mean, rstd = self.autograd(x, gamma, beta, self.group, self.eps, gamma_grad, beta_grad)
+        else:
+            y, mean, rstd = self.forward(x, gamma, beta, self.group, self.eps)
+        if stat_dtype != mstype.float32:
+            mean, rstd = ops.cast(mean, stat_dtype), ops.cast(rstd, stat_dtype)
+        return y, mean, rstd

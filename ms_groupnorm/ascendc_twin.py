@@ -30,6 +30,8 @@ _TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runt
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
                  "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
                  "../cpu/aot_status.h")
+# kernel_operator.h includes the forward kernel's vector math (ms_groupnorm.ascendc_twin_forward).
+_TWIN_HEADERS += ("twin/kernel_operator_forward_math.h",)
 _TWIN_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0",
                "-fvisibility=hidden", "-Wall", "-Wextra")
 

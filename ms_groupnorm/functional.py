@@ -4,10 +4,12 @@ import functools
 
 import numpy as np
 from mindspore import Tensor, ops
+from mindspore import dtype as mstype
+from mindspore.ops import functional as F
 from mindspore.ops.primitive import constexpr
 
 from . import _checks, _ops
-from .errors import ParamTypeError
+from .errors import ParamInvalidError, ParamTypeError
 
 FULL_MASK = _ops.FULL_MASK
 
@@ -42,6 +44,21 @@ def _check_group_norm(shape, dtype, weight_spec, bias_spec, num_groups, eps):
 
 
 @constexpr(check=False)
+def _check_group_norm_graph_variables(shape, dtype, weight_spec, bias_spec, num_groups, num_groups_type, eps,
+                                      eps_type):
+    """_check_group_norm where num_groups or eps is a graph variable (its value None, its
+    type given; a constant has type None); see _checks.check_group_norm_graph_variables."""
+    stat_dtype, _ = _checks.check_group_norm_graph_variables(
+        (None if shape is None else tuple(shape), dtype), weight_spec, bias_spec, num_groups, num_groups_type, eps,
+        eps_type)
+    if _ops.backend_name() != "cpu":  # float64 included: the "cpu" backend takes it
+        raise ParamInvalidError(
+            f"num_groups/eps given as a graph variable (e.g. ms.mutable) are read when the kernel runs, which only "
+            f"the 'cpu' backend supports (this backend is {_ops.backend_name()!r}); pass Python numbers")
+    return stat_dtype
+
+
+@constexpr(check=False)
 def _param_spec(shape, dtype):
     return None if shape is None else tuple(shape), dtype
 
@@ -50,13 +67,36 @@ def _run_group_norm(input, num_groups, weight, bias, eps, mask, stat_dtype):
     """y of GroupNorm after the checks: statistics in ``stat_dtype``, float32 for
     float16/bfloat16 input (weight/bias are cast up, their gradients cast back), the input's
     dtype otherwise."""
+    weight, bias = _cast_params(weight, bias, stat_dtype)
+    return _ops.forward_op(num_groups, float(eps), mask)(input, weight, bias)[0]
+
+
+def _cast_params(weight, bias, stat_dtype):
+    """weight/bias in ``stat_dtype``, the empty "none" tensor for an absent one."""
     weight = _absent(stat_dtype) if weight is None else weight
     bias = _absent(stat_dtype) if bias is None else bias
     if weight.dtype != stat_dtype:
         weight = ops.cast(weight, stat_dtype)
     if bias.dtype != stat_dtype:
         bias = ops.cast(bias, stat_dtype)
-    return _ops.forward_op(num_groups, float(eps), mask)(input, weight, bias)[0]
+    return weight, bias
+
+
+def _group_norm_graph_variables(input, num_groups, weight, bias, eps):
+    """group_norm inside a graph where num_groups or eps is a graph variable: both reach
+    the kernel as tensors it reads when it runs (see _ops.runtime_group_forward_op).
+    The same float32 eps and the same kernels as the attribute route, so the results are
+    bitwise equal to a call with the same Python numbers."""
+    groups_known, eps_known = F.isconstant(num_groups), F.isconstant(eps)
+    stat_dtype = _check_group_norm_graph_variables(
+        input.shape, input.dtype, None if weight is None else _param_spec(weight.shape, weight.dtype),
+        None if bias is None else _param_spec(bias.shape, bias.dtype),
+        num_groups, None if groups_known else F.typeof(num_groups), eps, None if eps_known else F.typeof(eps))
+    mask = (True, weight is not None, bias is not None)
+    weight, bias = _cast_params(weight, bias, stat_dtype)
+    group = ops.scalar_to_tensor(num_groups, mstype.int64)
+    eps = ops.scalar_to_tensor(eps, mstype.float32)
+    return _ops.runtime_group_forward_op(mask)(input, weight, bias, group, eps)[0]
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint: disable=redefined-builtin
@@ -69,12 +109,24 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint:
     than a group's variance gives NaN there). With a float16/bfloat16 input the mean and
     rstd are computed, used and saved for the backward in float32, whatever weight's
     dtype. Returns y with input's shape and dtype.
+
+    Inside a graph (GRAPH_MODE, ``@ms.jit``) ``num_groups`` and ``eps`` may also be graph
+    variables (``ms.mutable(2)``, mutable arguments), whose values are unknown while the
+    graph compiles: they then reach the kernel as tensors, and num_groups is checked
+    (> 0, dividing C) when the kernel runs (CPU backend only).
     """
-    stat_dtype = _check_group_norm(input.shape, input.dtype,
-                                   None if weight is None else _param_spec(weight.shape, weight.dtype),
-                                   None if bias is None else _param_spec(bias.shape, bias.dtype), num_groups, eps)
-    return _run_group_norm(input, num_groups, weight, bias, eps, (True, weight is not None, bias is not None),
-                           stat_dtype)
+    # F.isconstant is folded while a graph compiles, so only one route is compiled (nested
+    # ifs: `if not (a and b): return ...` before the static route compiled that route too,
+    # whose check refuses num_groups=None), and is True in PyNative (~0.2 us).
+    if F.isconstant(num_groups):
+        if F.isconstant(eps):
+            stat_dtype = _check_group_norm(input.shape, input.dtype,
+                                           None if weight is None else _param_spec(weight.shape, weight.dtype),
+                                           None if bias is None else _param_spec(bias.shape, bias.dtype),
+                                           num_groups, eps)
+            return _run_group_norm(input, num_groups, weight, bias, eps,
+                                   (True, weight is not None, bias is not None), stat_dtype)
+    return _group_norm_graph_variables(input, num_groups, weight, bias, eps)
 
 
 def group_norm_forward(input, gamma, beta, N, C, HxW, group, eps=1e-5):

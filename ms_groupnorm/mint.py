@@ -39,3 +39,7 @@ class GroupNorm(PynativeMixedPrecision, nn.Cell):
     def extend_repr(self):
         return 'num_groups={}, num_channels={}, eps={}, affine={}'.format(
             self.num_groups, self.num_channels, self.eps, self.affine)
+
+
+# The fused twin (ms_groupnorm/silu_cell.py subclasses GroupNorm above, hence imported last).
+from ms_groupnorm.silu_cell import MintGroupNormSiLU as GroupNormSiLU  # noqa: E402  pylint: disable=wrong-import-position

@@ -27,7 +27,10 @@ Large shapes are run with fewer samples (N) on the same core count: per-element 
 depend on N, and per-core counts and times are scaled by tasks per core (full / run). The table
 says which rows were scaled.
 
-Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16]
+With --forward the table is that of the GroupNormSiluMs forward kernel (SiLU on; its floor is
+2 x the data size per element: x read once, y written once), same anchors, constants and scaling.
+
+Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--forward]
 """
 import argparse
 import math
@@ -37,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from ms_groupnorm import ascendc_twin  # noqa: E402
+from ms_groupnorm import ascendc_twin, ascendc_twin_forward  # noqa: E402
 
 ANCHORS = [(2, 64, 32, 32, 32), (8, 320, 64, 64, 32), (16, 128, 56, 56, 32), (32, 32, 28, 28, 8),
            (4, 1280, 8, 8, 32), (1, 3, 224, 224, 1), (3, 60, 17, 19, 6)]
@@ -146,22 +149,81 @@ def row(r):
             f"{r['est_us']:.1f} | {r['bw_us']:.1f} | {r['ratio']:.2f} | {r['floor_us']:.1f} |")
 
 
+# ---------------------------------------------------------------- the forward (GroupNormSiluMs)
+def measure_forward(shape, dtype_key):
+    N, C, H, W, G = shape
+    HxW = H * W
+    data_dtype, param_dtype = DTYPES[dtype_key]
+    full = ascendc_twin_forward.forward_tiling(N, C, HxW, G, data_dtype, param_dtype, core_num=CORES)
+    n_run = N
+    if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode
+        n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
+        while n_run < N and n_run * G < CORES:
+            n_run += 1
+    rng = np.random.default_rng(0)
+    x = storage(rng.standard_normal((n_run, C, HxW)), data_dtype)
+    gamma = storage(np.ones(C), param_dtype)
+    beta = storage(np.zeros(C), param_dtype)
+    _, _, _, tiling = ascendc_twin_forward.twin_forward(x, gamma, beta, G, data_dtype=data_dtype,
+                                                        param_dtype=param_dtype, core_num=CORES)
+    stats = ascendc_twin_forward.forward_last_stats()
+    assert tiling["mode"] == full["mode"]
+    scale = tasks_on_busiest_core(full) / max(1, tasks_on_busiest_core(tiling))
+    elems = n_run * C * HxW
+    gm = sum(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats)
+    est_ns = max(max(s["end_ns"], (s["gm_read_bytes"] + s["gm_write_bytes"]) / GM_BYTES_PER_NS) for s in stats) * scale
+    bw_ns = max(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats) * scale / GM_BYTES_PER_NS
+    est_ns = max(est_ns, bw_ns)
+    return {
+        "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
+        "dtype": dtype_key,
+        "mode": ascendc_twin_forward.MODE_NAMES[full["mode"]],
+        "run": "full" if n_run == N else f"N={n_run} of {N}",
+        "gm_b_per_elem": gm / elems,
+        "floor_b_per_elem": 2 * BYTES[data_dtype],
+        "user_flags": max(s["user_flag_pairs"] for s in stats) * scale,
+        "queue_flags": max(s["queue_flag_pairs"] for s in stats) * scale,
+        "scalar_ub": sum(s["scalar_ub"] for s in stats) / elems,
+        "scalar_gm": sum(s["scalar_gm"] for s in stats) / elems,
+        "vec_calls": sum(s["vec_calls"] for s in stats) / elems,
+        "est_us": est_ns / 1000,
+        "bw_us": bw_ns / 1000,
+        "ratio": est_ns / bw_ns if bw_ns else math.nan,
+        "floor_us": 2 * BYTES[data_dtype] * N * C * HxW / (GM_BYTES_PER_NS * CORES) / 1000,
+    }
+
+
+FORWARD_HEADER = ("| shape | dtype | mode | run | GM B/elem (floor) | flag pairs/core (own + queue) | scalar UB/elem | "
+                  "scalar GM/elem | vector instr/elem | est. µs | bandwidth µs | ratio | 2·s·n/HBM µs |")
+
+
+def forward_row(r):
+    return (f"| {r['shape']} | {r['dtype']} | {r['mode']} | {r['run']} | {r['gm_b_per_elem']:.2f} "
+            f"({r['floor_b_per_elem']}) | {r['user_flags']:.0f} + {r['queue_flags']:.0f} | {r['scalar_ub']:.4f} | "
+            f"{r['scalar_gm']:.4f} | {r['vec_calls']:.3f} | {r['est_us']:.1f} | {r['bw_us']:.1f} | "
+            f"{r['ratio']:.2f} | {r['floor_us']:.1f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated subset of " + ",".join(DTYPES))
     parser.add_argument("--dma-latency-ns", type=float, default=None, help="latency of one DMA (default 1000)")
+    parser.add_argument("--forward", action="store_true", help="the GroupNormSiluMs forward kernel's table")
     args = parser.parse_args()
+    cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
     if args.dma_latency_ns is not None:
-        ascendc_twin.twin_cost_model(dma_latency_ns=args.dma_latency_ns)
-    constants = ascendc_twin.twin_cost_model()
+        cost_model(dma_latency_ns=args.dma_latency_ns)
+    constants = cost_model()
     assert constants["gm_bytes_per_ns"] == GM_BYTES_PER_NS and constants["syncall_ns"] == SYNCALL_NS
     print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
     print()
-    print(HEADER)
-    print("|" + "---|" * (HEADER.count("|") - 1))
+    header, measure_one, format_row = (FORWARD_HEADER, measure_forward, forward_row) if args.forward else \
+        (HEADER, measure, row)
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
     for shape in ANCHORS:
         for dtype_key in args.dtypes.split(","):
-            print(row(measure(shape, dtype_key)), flush=True)
+            print(format_row(measure_one(shape, dtype_key)), flush=True)
 
 
 if __name__ == "__main__":

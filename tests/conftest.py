@@ -1,11 +1,20 @@
 import functools
 import os
+import tempfile
 
 import mindspore as ms
 import numpy as np
 import pytest
 
 REQUIRE_ASCEND_ENV = "MS_GROUPNORM_REQUIRE_ASCEND"  # set by check_on_ascend.sh: never skip there
+
+# MindSpore compiles custom-op helpers (the aclnn callback on Ascend) into
+# $MS_COMPILER_CACHE_PATH, default ./custom_kernel_meta, and remembers them by that path;
+# every test below runs in its own directory, so the path must be absolute.
+if not os.path.isabs(os.environ.get("MS_COMPILER_CACHE_PATH", "")):
+    os.environ["MS_COMPILER_CACHE_PATH"] = (os.path.abspath(os.environ["MS_COMPILER_CACHE_PATH"])
+                                            if os.environ.get("MS_COMPILER_CACHE_PATH")
+                                            else tempfile.mkdtemp(prefix="ms_groupnorm_kernel_meta_"))
 
 
 @functools.lru_cache(maxsize=None)

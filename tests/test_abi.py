@@ -256,3 +256,109 @@ def test_broken_plain_api_calls_return_errors(rng, change, status):
         sizes["group"], change.get("data_dtype", b"float32"), b"float32", 1, 1, 1)
     assert result == status
     assert np.all(dx == 7.0)
+
+
+# ---- run-time num_groups / eps (GroupNormRuntimeGroup, GroupNormGradRuntimeGroup) ----
+# group and eps arrive as one-element tensors; mean/rstd are (N, C) buffers holding the
+# N*group statistics first and zeros after (what a graph variable num_groups needs).
+BAD_RUNTIME_SCALAR = 8
+
+
+def runtime_forward_tensors(rng, shape=(2, 6, 5), G=3, eps=1e-5):
+    x, gamma, beta = forward_tensors(rng, shape, G)[:3]
+    N, C = shape[:2]
+    return [x, gamma, beta, np.array([G], np.int64), np.array([eps], np.float32),
+            np.full(shape, 7.0, np.float32), np.full((N, C), 7.0, np.float32), np.full((N, C), 7.0, np.float32)]
+
+
+RUNTIME_FORWARD_DTYPES = ["float32"] * 3 + ["int64", "float32"] + ["float32"] * 3
+
+
+def test_runtime_group_forward_matches_the_attribute_op_bitwise(rng, make_extra):
+    tensors = runtime_forward_tensors(rng)
+    assert aot_call("GroupNormRuntimeGroup", tensors, RUNTIME_FORWARD_DTYPES, None) == OK
+    static = forward_tensors(rng)
+    static[:3] = tensors[:3]
+    assert aot_call("GroupNorm", static, ["float32"] * 6, make_extra(group=3, eps=1e-5)) == OK
+    y, mean, rstd = tensors[5:]
+    assert np.array_equal(y, static[3])
+    for padded, exact in ((mean, static[4]), (rstd, static[5])):  # (N, C) buffer: N*G statistics, then zeros
+        flat = padded.reshape(-1)
+        assert np.array_equal(flat[:6], exact.reshape(-1)) and not flat[6:].any()
+
+
+RUNTIME_FORWARD_BREAKAGES = [
+    ("nparam 6", dict(nparam=6), BAD_PARAMS),
+    ("group 0", dict(tensors={3: np.array([0], np.int64)}), BAD_RUNTIME_SCALAR),
+    ("group -3", dict(tensors={3: np.array([-3], np.int64)}), BAD_RUNTIME_SCALAR),
+    ("C % group", dict(tensors={3: np.array([4], np.int64)}), BAD_RUNTIME_SCALAR),
+    ("group > C", dict(tensors={3: np.array([12], np.int64)}), BAD_RUNTIME_SCALAR),
+    ("group int32", dict(tensors={3: np.array([3], np.int32)}, dtypes={3: "int32"}), BAD_RUNTIME_SCALAR),
+    ("group two elements", dict(tensors={3: np.array([3, 3], np.int64)}), BAD_RUNTIME_SCALAR),
+    ("group no data", dict(tensors={3: None}), BAD_RUNTIME_SCALAR),
+    ("eps float64", dict(tensors={4: np.array([1e-5])}, dtypes={4: "float64"}), BAD_RUNTIME_SCALAR),
+    ("mean (N, group)", dict(tensors={6: np.full((2, 3), 7.0, np.float32)}), BAD_SHAPE),
+    ("rstd numel", dict(tensors={7: np.full((2, 5), 7.0, np.float32)}), BAD_SHAPE),
+    ("y dtype", dict(dtypes={5: "float16"}), BAD_DTYPE),
+]
+
+
+@pytest.mark.parametrize("change,status", [b[1:] for b in RUNTIME_FORWARD_BREAKAGES],
+                         ids=[b[0] for b in RUNTIME_FORWARD_BREAKAGES])
+def test_broken_runtime_group_forward_calls_return_errors_and_touch_nothing(rng, change, status):
+    tensors = runtime_forward_tensors(rng)
+    dtypes = list(RUNTIME_FORWARD_DTYPES)
+    for index, value in change.get("tensors", {}).items():
+        tensors[index] = value
+    for index, value in change.get("dtypes", {}).items():
+        dtypes[index] = value
+    assert aot_call("GroupNormRuntimeGroup", tensors, dtypes, None, nparam=change.get("nparam")) == status
+    for out in tensors[5:]:
+        assert np.all(out == 7.0)
+
+
+def runtime_backward_tensors(rng, shape=(2, 6, 5), G=3):
+    dy, x, mean, rstd, gamma, dx, dgamma, dbeta = backward_tensors(rng, shape, G)
+    N, C = shape[:2]
+    pad = np.zeros(N * C - N * G, np.float32)
+    mean_nc = np.concatenate([mean.reshape(-1), pad]).reshape(N, C)
+    rstd_nc = np.concatenate([rstd.reshape(-1), pad]).reshape(N, C)
+    return [dy, x, mean_nc, rstd_nc, gamma, np.array([G], np.int64), dx, dgamma, dbeta]
+
+
+RUNTIME_BACKWARD_DTYPES = ["float32"] * 5 + ["int64"] + ["float32"] * 3
+
+
+def test_runtime_group_backward_matches_the_attribute_op_bitwise(rng, make_extra):
+    tensors = runtime_backward_tensors(rng)
+    assert aot_call("GroupNormGradRuntimeGroup", tensors, RUNTIME_BACKWARD_DTYPES, make_extra()) == OK
+    static = backward_tensors(rng)
+    static[:2], static[4] = tensors[:2], tensors[4]
+    static[2], static[3] = tensors[2].reshape(-1)[:6].reshape(2, 3), tensors[3].reshape(-1)[:6].reshape(2, 3)
+    assert aot_call("GroupNormGrad", static, F32x8, make_extra(group=3)) == OK
+    for got, want in zip(tensors[6:], static[5:]):
+        assert np.array_equal(got, want)
+
+
+RUNTIME_BACKWARD_BREAKAGES = [
+    ("nparam 8", dict(nparam=8), BAD_PARAMS),
+    ("group 0", dict(tensors={5: np.array([0], np.int64)}), BAD_RUNTIME_SCALAR),
+    ("C % group", dict(tensors={5: np.array([4], np.int64)}), BAD_RUNTIME_SCALAR),
+    ("group float32", dict(tensors={5: np.array([3.0], np.float32)}, dtypes={5: "float32"}), BAD_RUNTIME_SCALAR),
+    ("mean (N, group)", dict(tensors={2: np.zeros((2, 3), np.float32)}), BAD_SHAPE),
+    ("dgamma numel", dict(tensors={7: np.full(4, 7.0, np.float32)}), BAD_SHAPE),
+]
+
+
+@pytest.mark.parametrize("change,status", [b[1:] for b in RUNTIME_BACKWARD_BREAKAGES],
+                         ids=[b[0] for b in RUNTIME_BACKWARD_BREAKAGES])
+def test_broken_runtime_group_backward_calls_return_errors_and_touch_nothing(rng, make_extra, change, status):
+    tensors = runtime_backward_tensors(rng)
+    dtypes = list(RUNTIME_BACKWARD_DTYPES)
+    for index, value in change.get("tensors", {}).items():
+        tensors[index] = value
+    for index, value in change.get("dtypes", {}).items():
+        dtypes[index] = value
+    assert aot_call("GroupNormGradRuntimeGroup", tensors, dtypes, make_extra(), nparam=change.get("nparam")) == status
+    for out in tensors[6:]:
+        assert np.all(out == 7.0)

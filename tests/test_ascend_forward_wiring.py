@@ -36,14 +36,76 @@ def test_builtin_forward_feeds_our_backward(mode, rng):
 
 
 def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
+    """GRAPH_MODE: AscendForward over the aot AscendBackward. PYNATIVE_MODE: the Ascend
+    module, with our forward when GroupNormSiluMs is installed, else AscendForward over
+    the module's backward (ops.Custom takes tensors only there)."""
+    from ms_groupnorm import _ascend_pyboost
+
+    class Module:
+        group_norm = group_norm_autograd = group_norm_grad = object()
+
     monkeypatch.setattr(_ops, "backend_name", lambda: "ascend")
     monkeypatch.setattr(ascend, "AscendBackward", lambda group, mask: ("ascend backward", group, mask))
+    monkeypatch.setattr(_ascend_pyboost, "module", lambda: Module)
     _ops._forward_op.cache_clear()
     _ops._backward_op.cache_clear()
+    monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: False)
     try:
+        ms.set_context(mode=ms.GRAPH_MODE)
         op = _ops.forward_op(4, 1e-5)
         assert type(op).__name__ == "AscendForward"
         assert op.backward == ("ascend backward", 4, (True, True, True))
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        op = _ops.forward_op(4, 1e-5)
+        assert type(op).__name__ == "AscendForward" and isinstance(op.backward, ascend.PynativeAscendBackward)
+        monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: True)
+        _ops._forward_op.cache_clear()
+        op = _ops.forward_op(4, 1e-5)
+        assert isinstance(op, ascend.PynativeAscendForward) and op.autograd is Module.group_norm_autograd
     finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
         _ops._forward_op.cache_clear()
         _ops._backward_op.cache_clear()
+
+
+class ForwardInCannOrder(nn.Cell):
+    """Stands in for GroupNormSiluMs: CANN's argument order and call-time attributes; the CPU
+    forward computes (statistics in gamma's dtype, float32 here)."""
+
+    def __init__(self, G):
+        super().__init__()
+        self.inner = _ops._forward_op(G, 1e-5, (True, True, True), "cpu")
+
+    def construct(self, x, gamma, beta, num_groups, eps, activate_silu, swish_scale):
+        return self.inner(x, gamma, beta)
+
+
+class BackwardInCannOrder(nn.Cell):
+    def __init__(self, G):
+        super().__init__()
+        self.inner = _ops._backward_op(G, (True, True, True), "cpu")
+
+    def construct(self, dy, mean, rstd, x, gamma, num_groups, dx_req, dgamma_req, dbeta_req):
+        return self.inner(dy, x, mean, rstd, gamma)
+
+
+def test_own_forward_wiring_trains_with_float32_statistics(mode, rng):
+    """AscendOwnForward (GRAPH_MODE's forward when GroupNormSiluMs is installed) with CPU
+    stand-ins in CANN's order at the operator boundary: float16 input, float32 statistics
+    reach the backward, gradients match the reference."""
+    G, shape = 3, (2, 6, 4, 5)
+    backward = ascend.AscendBackward(G, (True, True, True), op=BackwardInCannOrder(G))
+    forward = ascend.AscendOwnForward(G, 1e-5, backward, op=ForwardInCannOrder(G))
+    net = Net(forward, shape[1])
+    x = rng.standard_normal(shape).astype(np.float16)
+    w = rng.standard_normal(shape).astype(np.float32)
+    _, mean, _ = forward(Tensor(x), net.gamma, net.beta)
+    assert mean.dtype == ms.float32
+    dx, (dgamma, dbeta) = ms.grad(net, grad_position=0, weights=[net.gamma, net.beta])(Tensor(x), Tensor(w))
+    gamma = net.gamma.asnumpy()
+    x64 = x.astype(np.float64)
+    _, mean, rstd = reference.forward(x64, gamma, net.beta.asnumpy(), G)
+    want = reference.backward(w.astype(np.float16).astype(np.float64), x64, mean, rstd, gamma, G)
+    assert_close(dx, want[0], ms.float16, "dx")
+    assert_close(dgamma, want[1], ms.float32, "dgamma")
+    assert_close(dbeta, want[2], ms.float32, "dbeta")

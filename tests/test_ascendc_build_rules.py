@@ -102,6 +102,46 @@ def test_kernel_entry_uses_numeric_tiling_keys(tmp_path):
     assert keys and all(re.fullmatch(r"\d+", k) for k in keys), keys
 
 
+# ---------------------------------------------------------------- DMA parameter classes
+# asc-devkit's DataCopyExtParams / DataCopyPadExtParams<T> are constructor classes with a default
+# constructor and one taking every field (include/basic_api/kernel_struct_data_copy.h, dav-c220
+# branch): a brace-init with some of the fields names no constructor and does not compile.
+PARAMS_PROBE = """
+#include "kernel_operator.h"
+using namespace AscendC;
+void probe(uint32_t len) {{
+  {statement}
+  (void)len;
+}}
+"""
+PARAMS_REFUSED = {
+    "copy_two_fields": "DataCopyExtParams copy{1, len};",
+    "copy_four_fields": "DataCopyExtParams copy{1, len, 0, 0};",
+    "copy_seven_fields": "DataCopyExtParams copy{1, len, 0, 0, 0, 0, 0};",
+    "pad_two_fields": "DataCopyPadExtParams<float> pad{false, 0};",
+    "pad_three_fields": "DataCopyPadExtParams<float> pad{false, 0, 0};",
+}
+PARAMS_ACCEPTED = {
+    "copy_default": "DataCopyExtParams copy; DataCopyExtParams empty{};",
+    "copy_all_fields": "DataCopyExtParams copy{1, len, 0, 0, 0};",
+    "pad_default": "DataCopyPadExtParams<float> pad; DataCopyPadExtParams<float> empty{};",
+    "pad_all_fields": "DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};",
+}
+
+
+@pytest.mark.parametrize("case", list(PARAMS_REFUSED))
+def test_twin_refuses_a_partial_brace_init_of_the_dma_parameter_classes(case, tmp_path):
+    result = compile_only(PARAMS_PROBE.format(statement=PARAMS_REFUSED[case]), tmp_path)
+    assert result.returncode != 0
+    assert "no matching function for call to" in result.stderr, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("case", list(PARAMS_ACCEPTED))
+def test_twin_accepts_the_dma_parameter_classes_with_no_or_all_fields(case, tmp_path):
+    result = compile_only(PARAMS_PROBE.format(statement=PARAMS_ACCEPTED[case]), tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
 # ---------------------------------------------------------------- kernel type vs SyncAll
 LAUNCH_PROBE = r"""
 #include <cstdio>

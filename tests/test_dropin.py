@@ -15,7 +15,7 @@ from cases import TOLERANCE
 from ms_groupnorm import ParamInvalidError, group_norm, group_norm_backward, group_norm_forward, reference
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
-import accuracy_low_precision as accuracy  # noqa: E402  (the measurement the README quotes)
+import accuracy_low_precision as accuracy  # noqa: E402  (the measurement docs/accuracy.md quotes)
 
 sys.path.pop(0)
 

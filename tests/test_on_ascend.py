@@ -1,10 +1,12 @@
-"""The installed AscendC operator on a real Ascend device (run by kernels/ascendc/check_on_ascend.sh).
+"""The installed AscendC operators on a real Ascend device (run by kernels/ascendc/check_on_ascend.sh).
 
-Tests marked ``ascend`` need an Ascend device, CANN and the installed operator
+Tests marked ``ascend`` need an Ascend device, CANN and the installed operators
 (ASCEND_CUSTOM_OPP_PATH); elsewhere conftest.py skips them with a one-line reason. They run
-our backward (ms_groupnorm's AscendBackward -> ops.Custom("aclnnGroupNormGradMs")) in
-GRAPH_MODE (jit_level O0, as MindSpore documents for aclnn custom operators) and in
-PYNATIVE_MODE, for every tiling mode x dtype pair x output mask, against the float64
+our backward (``_ops.backward_op``: in GRAPH_MODE AscendBackward -> ops.Custom with the C++
+infer, jit_level O0 as MindSpore documents for aclnn custom operators; in PYNATIVE_MODE the
+CustomOpBuilder(backend="Ascend") module) for every tiling mode x dtype pair x output mask,
+GRAPH_MODE with dynamic shapes and an unknown rank, the GroupNorm layer in float16/bfloat16
+with float32 statistics (our GroupNormSiluMs forward), against the float64
 reference and against MindSpore's built-in GroupNormGrad (aclnnGroupNormBackward; its 910B
 kernel takes one dtype for all tensors, so the mixed pairs are compared with the reference
 only), then print a timing table against the built-in (no timed assertion).
@@ -19,8 +21,9 @@ import mindspore as ms
 import numpy as np
 import pytest
 
+import ms_groupnorm
 from cases import assert_close, make_inputs, tensor, to_numpy
-from ms_groupnorm import ascend, ascendc_twin, reference
+from ms_groupnorm import _ascend_pyboost, _ops, ascend, ascendc_twin, reference
 
 # (x shape, G) per tiling mode of the host tiling on a 192 KiB UB with 40 or 48 vector cores.
 MODE_SHAPES = {
@@ -63,9 +66,11 @@ def _set_mode(exec_mode):
 
 
 class _Ours(ms.nn.Cell):
+    """Our backward as the package picks it in the current mode (create after _set_mode)."""
+
     def __init__(self, G, mask):
         super().__init__()
-        self.op = ascend.AscendBackward(G, mask)
+        self.op = _ops.backward_op(G, mask)
 
     def construct(self, dy, x, mean, rstd, gamma):
         return self.op(dy, x, mean, rstd, gamma)
@@ -140,3 +145,63 @@ def test_timing_table_against_the_builtin():
     print(f"{'mode':<18}{'dtype':<7}{'shape':<22}{'ours us':>10}{'built-in us':>13}{'ratio':>8}")
     for mode, pair, shape, ours, theirs in rows:
         print(f"{mode:<18}{pair:<7}{str(shape):<22}{ours * 1e6:>10.1f}{theirs * 1e6:>13.1f}{ours / theirs:>8.2f}")
+
+
+@pytest.mark.ascend
+def test_pynative_uses_the_ascend_module():
+    _set_mode("pynative")
+    op = _ops.backward_op(4, (True, True, True))
+    assert isinstance(op, ascend.PynativeAscendBackward)
+    assert op.grad == _ascend_pyboost.module().group_norm_grad
+
+
+@pytest.mark.ascend
+def test_graph_dynamic_shapes_and_rank():
+    """set_inputs with unknown dimensions, then with an unknown rank: the C++ infer."""
+    _set_mode("graph")
+    G = 4
+    for dynamic in ([None, 16, None, None], None):
+        net = _Ours(G, (True, True, True))
+        spec = ms.Tensor(shape=dynamic, dtype=ms.float32)
+        stat = ms.Tensor(shape=[None, G], dtype=ms.float32)
+        net.set_inputs(spec, spec, stat, stat, ms.Tensor(shape=[16], dtype=ms.float32))
+        for shape in ((2, 16, 5, 6), (3, 16, 7, 2)):
+            arrays, tensors = _inputs(shape, G, ms.float32, ms.float32, seed=sum(shape))
+            want = reference.backward(*arrays, G)
+            got = net(*tensors)
+            for k, name in enumerate(("dx", "dgamma", "dbeta")):
+                assert_close(got[k], want[k], ms.float32, f"{name} {shape} dynamic={dynamic}")
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("exec_mode", ["graph", "pynative"])
+@pytest.mark.parametrize("dtype", [ms.float16, ms.bfloat16], ids=["fp16", "bf16"])
+def test_layer_low_precision_with_float32_statistics(dtype, exec_mode):
+    """fp16/bf16 input through ms_groupnorm.GroupNorm (float32 parameters): gradients vs the
+    float64 reference; in PYNATIVE_MODE the forward is our GroupNormSiluMs, whose mean/rstd
+    are float32, so the backward runs the mixed (data, float32) kernels."""
+    _set_mode(exec_mode)
+    if exec_mode == "pynative":
+        assert _ascend_pyboost.forward_installed(), "GroupNormSiluMs is not installed (build.sh builds it)"
+        _, mean, _ = ms_groupnorm.group_norm_forward(ms.Tensor(np.ones((2, 8, 3), np.float32), dtype),
+                                                     ms.Tensor(np.ones(8, np.float32)),
+                                                     ms.Tensor(np.zeros(8, np.float32)), 2, 8, 3, 4)
+        assert mean.dtype == ms.float32
+    rng = np.random.default_rng(5)
+    N, C, H, W, G = 2, 8, 6, 5, 4
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    x_in = to_numpy(ms.Tensor(x, dtype))  # what the kernels see
+    w = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    net = ms_groupnorm.GroupNorm(G, C)
+
+    def loss(t):
+        return (net(t).astype(ms.float32) * ms.Tensor(w)).sum()
+
+    dx, (dgamma, dbeta) = ms.grad(loss, grad_position=0, weights=net.trainable_params())(ms.Tensor(x, dtype))
+    gamma = net.gamma.asnumpy().astype(np.float64)
+    _, mean, rstd = reference.forward(x_in, gamma, np.zeros(C), G)
+    dy = to_numpy(ms.Tensor(w, dtype))
+    want = reference.backward(dy, x_in, mean, rstd, gamma, G)
+    assert_close(dx, want[0], dtype, "dx")
+    assert_close(dgamma, want[1], ms.float32, "dgamma")
+    assert_close(dbeta, want[2], ms.float32, "dbeta")

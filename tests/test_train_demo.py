@@ -165,7 +165,7 @@ def test_msrun_data_parallel_ranks_end_identical(tmp_path):
 
 @pytest.mark.skipif(shutil.which("msrun") is None, reason="msrun (MindSpore's launcher) is not on PATH")
 def test_msrun_reports_a_failed_rank(tmp_path):
-    """The README's msrun command (--join=True) with a tolerance no run can meet: every
+    """The msrun command of docs/usage.md (--join=True) with a tolerance no run can meet: every
     rank fails, rank 0 says so, and msrun itself exits non-zero naming the log directory."""
     cmd = ["msrun", "--worker_num=2", "--local_worker_num=2", f"--master_port={_free_port()}",
            f"--log_dir={tmp_path / 'logs'}", "--join=True", "--cluster_time_out=120",

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds and installs the GroupNormGradMs AscendC operator package on an Ascend machine,
+# Builds and installs the AscendC operator package (GroupNormGradMs, GroupNormSiluMs) on an Ascend machine,
 # with the custom_compiler shipped in the MindSpore Ascend wheel, and prints the
 # ASCEND_CUSTOM_OPP_PATH to export. On a machine without CANN it stops with a message.
 #
-# The package is built for every SoC the operator definition lists with AddConfig
-# (op_host/group_norm_grad_ms.cpp), read from the source so the two cannot drift apart.
+# custom_compiler builds every operator of op_host/ and op_kernel/ (GroupNormGradMs and
+# GroupNormSiluMs) into one package, for the SoCs the operator definitions list with
+# AddConfig, read from the sources (every OP_ADD file must list the same SoCs, in order).
 #
 # Environment (all optional):
 #   ASCEND_HOME_PATH  CANN install (default: /usr/local/Ascend/ascend-toolkit/latest)
@@ -12,6 +13,10 @@
 #   INSTALL_DIR       where the package is installed (default: kernels/ascendc/build/opp)
 #   BUILD_DIR         scratch directory of the build (default: kernels/ascendc/build)
 #   PYTHON            python with the MindSpore Ascend wheel (default: python3)
+#
+# Minimum versions: MindSpore 2.10 (the Ascend wheel's custom_compiler must accept the
+# SoCs below; older ones reject ascend910_93, which is checked before building) and CANN
+# 8.2 (the standard C++ tiling struct, see op_host/group_norm_grad_ms.cpp).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,9 +27,24 @@ WORK="${BUILD_DIR:-$HERE/build}"
 PYTHON="${PYTHON:-python3}"
 
 # AddConfig("<soc>") lines of the OpDef, joined with ';' (custom_compiler's separator).
-SOCS="$(grep -o 'AddConfig("[a-z0-9_]*"' "$HERE/op_host/group_norm_grad_ms.cpp" | sed 's/AddConfig("\(.*\)"/\1/' | paste -sd ';' -)"
+SOCS=""
+OPS=""
+for OPDEF in $(grep -l 'OP_ADD(' "$HERE"/op_host/*.cpp); do
+  OP_SOCS="$(grep -o 'AddConfig("[a-z0-9_]*"' "$OPDEF" | sed 's/AddConfig("\(.*\)"/\1/' | paste -sd ';' -)"
+  if [ -z "$OP_SOCS" ]; then
+    echo "build.sh: no AddConfig(\"<soc>\") found in op_host/$(basename "$OPDEF")." >&2
+    exit 2
+  fi
+  if [ -n "$SOCS" ] && [ "$OP_SOCS" != "$SOCS" ]; then
+    echo "build.sh: op_host/$(basename "$OPDEF") lists the SoCs '$OP_SOCS', another operator '$SOCS';" >&2
+    echo "the package is built for one SoC list: make the AddConfig lines agree." >&2
+    exit 2
+  fi
+  SOCS="$OP_SOCS"
+  OPS="$OPS $(grep -o 'OP_ADD([A-Za-z0-9_]*)' "$OPDEF" | sed 's/OP_ADD(\(.*\))/\1/')"
+done
 if [ -z "$SOCS" ]; then
-  echo "build.sh: no AddConfig(\"<soc>\") found in op_host/group_norm_grad_ms.cpp." >&2
+  echo "build.sh: no operator definition (OP_ADD) found in op_host/." >&2
   exit 2
 fi
 
@@ -43,8 +63,35 @@ if [ ! -f "$COMPILER/setup.py" ]; then
   exit 2
 fi
 
+# The SoC names this wheel's custom_compiler accepts (its check_args set), so that an old
+# wheel fails here with the reason instead of deep inside the build.
+ACCEPTED="$("$PYTHON" - "$COMPILER/setup.py" <<'PY'
+import re, sys
+match = re.search(r"support_soc_version\s*=\s*\{([^}]*)\}", open(sys.argv[1], encoding="utf-8").read())
+print(";".join(re.findall(r"[\"']([^\"']+)[\"']", match.group(1))) if match else "")
+PY
+)"
+if [ -n "$ACCEPTED" ]; then
+  for SOC in ${SOCS//;/ }; do
+    case ";$ACCEPTED;" in
+      *";$SOC;"*) ;;
+      *) echo "build.sh: the MindSpore wheel's custom_compiler ($COMPILER/setup.py) does not accept the SoC" >&2
+         echo "'$SOC' (it accepts: ${ACCEPTED//;/, }). Install MindSpore >= 2.10 (Ascend wheel)." >&2
+         exit 2 ;;
+    esac
+  done
+fi
+
+# Absolute: the .run installer runs from its own temporary directory, where a relative
+# path would resolve somewhere else.
+mkdir -p "$INSTALL_DIR"
+INSTALL_DIR="$(cd "$INSTALL_DIR" && pwd)"
+# A vendor directory from an earlier install makes the installer ask before overwriting
+# (and loop on a closed stdin): remove it first.
+rm -rf "$INSTALL_DIR/vendors/$VENDOR"
+
 rm -rf "$WORK/custom_compiler"
-mkdir -p "$WORK" "$INSTALL_DIR"
+mkdir -p "$WORK"
 cp -r "$COMPILER" "$WORK/custom_compiler"
 cd "$WORK/custom_compiler"
 # op_host/ and op_kernel/ are copied side by side into CANN's project template, so the
@@ -54,5 +101,6 @@ cd "$WORK/custom_compiler"
   --ascend_cann_package_path "$CANN" --install_path "$INSTALL_DIR"
 
 echo
-echo "GroupNormGradMs is installed (SoCs: $SOCS). Before running MindSpore, export:"
+echo "Installed:$OPS (SoCs: $SOCS). Before running MindSpore, export:"
 echo "  export ASCEND_CUSTOM_OPP_PATH=$INSTALL_DIR/vendors/$VENDOR:\${ASCEND_CUSTOM_OPP_PATH:-}"
+echo "  export LD_LIBRARY_PATH=$INSTALL_DIR/vendors/$VENDOR/op_api/lib:\${LD_LIBRARY_PATH:-}"

@@ -6,6 +6,8 @@
 # built-in GroupNormGrad for every tiling mode, dtype pair and output mask, and a timing
 # table against the built-in. Ends with one line: "VERDICT: PASS ..." or "VERDICT: FAIL ...".
 #
+# Minimum versions: MindSpore 2.10 (Ascend wheel) and CANN 8.2; see build.sh.
+#
 # Exit status: 0 all passed, 1 a test failed, 2 no CANN / build failed.
 # Environment: ASCEND_HOME_PATH (CANN, default /usr/local/Ascend/ascend-toolkit/latest),
 # PYTHON (default python3), and build.sh's VENDOR_NAME / INSTALL_DIR.
@@ -16,7 +18,9 @@ REPO="$(cd "$HERE/../.." && pwd)"
 CANN="${ASCEND_HOME_PATH:-/usr/local/Ascend/ascend-toolkit/latest}"
 PYTHON="${PYTHON:-python3}"
 VENDOR="${VENDOR_NAME:-ms_groupnorm}"
-export INSTALL_DIR="${INSTALL_DIR:-$HERE/build/opp}"
+INSTALL_DIR="${INSTALL_DIR:-$HERE/build/opp}"
+mkdir -p "$INSTALL_DIR"
+export INSTALL_DIR="$(cd "$INSTALL_DIR" && pwd)"  # absolute: used after cd and by the installer
 
 if [ -f "$CANN/set_env.sh" ]; then
   ENV_SCRIPT="$CANN/set_env.sh"
@@ -28,8 +32,12 @@ else
   echo "VERDICT: NOT RUN (no CANN)"
   exit 2
 fi
+# CANN's set_env.sh appends to variables that may be unset (LD_LIBRARY_PATH, PYTHONPATH,
+# ...): source it with unset variables allowed, then restore -u.
+set +u
 # shellcheck disable=SC1090
 source "$ENV_SCRIPT"
+set -u
 
 echo "== 1/2 build and install the operator (build.sh)"
 if ! ASCEND_HOME_PATH="$CANN" PYTHON="$PYTHON" bash "$HERE/build.sh"; then
@@ -37,9 +45,16 @@ if ! ASCEND_HOME_PATH="$CANN" PYTHON="$PYTHON" bash "$HERE/build.sh"; then
   exit 2
 fi
 export ASCEND_CUSTOM_OPP_PATH="$INSTALL_DIR/vendors/$VENDOR:${ASCEND_CUSTOM_OPP_PATH:-}"
+# MindSpore loads op_api/lib/libcust_opapi.so itself; CANN's installer also advises this.
+export LD_LIBRARY_PATH="$INSTALL_DIR/vendors/$VENDOR/op_api/lib:${LD_LIBRARY_PATH:-}"
+# Absolute: MindSpore remembers the compiled aclnn callback by this path, and the tests
+# change directory (a relative ./custom_kernel_meta would stop resolving).
+export MS_COMPILER_CACHE_PATH="${MS_COMPILER_CACHE_PATH:-$HERE/build/kernel_meta}"
+mkdir -p "$MS_COMPILER_CACHE_PATH"
+export MS_COMPILER_CACHE_PATH="$(cd "$MS_COMPILER_CACHE_PATH" && pwd)"
 export MS_GROUPNORM_REQUIRE_ASCEND=1  # the ascend tests must run here, never skip
 
-echo "== 2/2 pytest -m ascend (GRAPH jit_level O0 and PYNATIVE, vs reference and built-in; timing table)"
+echo "== 2/2 pytest -m ascend (GRAPH jit_level O0 and PYNATIVE, vs reference and built-in; dynamic shapes; timing table)"
 LOG="$(mktemp)"
 cd "$REPO" && "$PYTHON" -m pytest -m ascend tests/test_on_ascend.py -q -s -rfEs -p no:cacheprovider 2>&1 | tee "$LOG"
 STATUS=${PIPESTATUS[0]}

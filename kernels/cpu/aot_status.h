@@ -14,6 +14,7 @@ enum AotStatus : int {
   kBadShape = 5,       // inconsistent element counts, group, or sizes that overflow
   kBadAttr = 6,        // missing or invalid attribute
   kKernelFault = 7,    // the twin only: the AscendC kernel broke a hardware rule
+  kBadRuntimeScalar = 8,  // num_groups/eps read from a tensor at run time: missing, not > 0, or not dividing C
 };
 
 }  // namespace ms_groupnorm

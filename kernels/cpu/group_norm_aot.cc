@@ -6,11 +6,14 @@
 //    InferType hooks), used by mindspore.ops.Custom(func_type="aot").
 // Every entry point validates what it is handed and returns a non-zero status instead
 // of touching memory whose size it cannot vouch for.
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "aot_extra.h"
 #include "aot_status.h"
 #include "group_norm_cpu.h"
+#include "group_norm_silu_cpu.h"
 
 // The library is built with -fvisibility=hidden; only these entry points are exported.
 #define MS_GROUPNORM_EXPORT __attribute__((visibility("default")))
@@ -151,6 +154,108 @@ OutputMask ReadMask(mindspore::AotExtra *extra) {
 // Static channel count of an (N, C, *) shape, or -1 while it is unknown.
 int64_t ChannelsOf(int ndim, const int64_t *shape) { return ndim >= 2 ? shape[1] : -1; }
 
+// The forward aot body once group and eps are known. params: x, gamma, beta | y, mean,
+// rstd (empty gamma/beta mean ones/zeros); mean and rstd must hold `stat_numel` elements.
+int ForwardFromAot(void **params, int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s, float eps,
+                   int64_t stat_numel) {
+  enum { kX, kGamma, kBeta, kY, kMean, kRstd };
+  const DType data = ParseDType(dtypes[kX]);
+  const DType stat = ParseDType(dtypes[kGamma]);
+  if (ParseDType(dtypes[kY]) != data) return kBadDtype;
+  for (int i : {kBeta, kMean, kRstd}) {
+    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
+  }
+  const int64_t numel = s.N * s.C * s.HxW;
+  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
+  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
+  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
+      NumElements(ndims[kY], shapes[kY]) != numel || NumElements(ndims[kMean], shapes[kMean]) != stat_numel ||
+      NumElements(ndims[kRstd], shapes[kRstd]) != stat_numel) {
+    return kBadShape;
+  }
+  return RunForward(params[kX], gamma_numel == 0 ? nullptr : params[kGamma], beta_numel == 0 ? nullptr : params[kBeta],
+                    params[kY], params[kMean], params[kRstd], s, eps, data, stat);
+}
+
+// The backward aot body once group and the mask are known. params: dy, x, mean, rstd,
+// gamma | dx, dgamma, dbeta (an empty gamma means ones); mean and rstd must hold
+// `stat_numel` elements, of which the kernel reads the first N*group.
+int BackwardFromAot(void **params, int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s,
+                    OutputMask mask, int64_t stat_numel) {
+  enum { kDy, kX, kMean, kRstd, kGamma, kDx, kDgamma, kDbeta };
+  const DType data = ParseDType(dtypes[kX]);
+  const DType stat = ParseDType(dtypes[kMean]);
+  if (ParseDType(dtypes[kDy]) != data || ParseDType(dtypes[kDx]) != data) return kBadDtype;
+  for (int i : {kRstd, kGamma, kDgamma, kDbeta}) {
+    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
+  }
+  const int64_t numel = s.N * s.C * s.HxW;
+  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
+  if (NumElements(ndims[kDy], shapes[kDy]) != numel || NumElements(ndims[kMean], shapes[kMean]) != stat_numel ||
+      NumElements(ndims[kRstd], shapes[kRstd]) != stat_numel || (gamma_numel != s.C && gamma_numel != 0) ||
+      (mask.dx && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
+      (mask.dgamma && NumElements(ndims[kDgamma], shapes[kDgamma]) != s.C) ||
+      (mask.dbeta && NumElements(ndims[kDbeta], shapes[kDbeta]) != s.C)) {
+    return kBadShape;
+  }
+  const void *gamma = gamma_numel == 0 ? nullptr : params[kGamma];
+  return RunBackward(params[kDy], params[kX], params[kMean], params[kRstd], gamma, params[kDx], params[kDgamma],
+                     params[kDbeta], s, data, stat, mask);
+}
+
+// ---- run-time num_groups / eps (graph variables, e.g. ms.mutable) ----
+// A graph variable has no value while the graph compiles, so it cannot be an attribute;
+// these ops take it as a one-element tensor input and read it when they run. The
+// statistics' shape cannot depend on a value unknown at infer time, so mean/rstd are
+// (N, C) buffers: the N*group statistics in (N, group) row-major order first, zeros after
+// (group divides C, so N*group <= N*C whenever C > 0).
+
+// The one-element int64 tensor params[index] as group, checked against C; false (after
+// one line on stderr naming the parameter: this runs inside a graph, where no Python
+// exception can be raised) when it is not a valid group count.
+bool ReadRuntimeGroup(void **params, int *ndims, int64_t **shapes, const char **dtypes, int index,
+                      GroupNormSizes *s) {
+  if (std::strcmp(dtypes[index], "int64") != 0 || NumElements(ndims[index], shapes[index]) != 1 ||
+      params[index] == nullptr) {
+    std::fprintf(stderr, "ms_groupnorm: num_groups must reach the kernel as one int64 element\n");
+    return false;
+  }
+  s->G = *static_cast<const int64_t *>(params[index]);
+  if (s->G <= 0 || s->C % s->G != 0) {
+    std::fprintf(stderr, "ms_groupnorm: num_groups=%lld must be > 0 and divide C=%lld (the input's dimension 1)\n",
+                 static_cast<long long>(s->G), static_cast<long long>(s->C));
+    return false;
+  }
+  return true;
+}
+
+bool ReadRuntimeEps(void **params, int *ndims, int64_t **shapes, const char **dtypes, int index, float *eps) {
+  if (std::strcmp(dtypes[index], "float32") != 0 || NumElements(ndims[index], shapes[index]) != 1 ||
+      params[index] == nullptr) {
+    std::fprintf(stderr, "ms_groupnorm: eps must reach the kernel as one float32 element\n");
+    return false;
+  }
+  *eps = *static_cast<const float *>(params[index]);
+  return true;
+}
+
+// Zeroes elements [used, total) of a stats buffer of element size `bytes`: the unused
+// tail of the (N, C) run-time-group statistics is defined, not stale memory.
+void ZeroTail(void *buffer, int64_t used, int64_t total, size_t bytes) {
+  if (total > used) std::memset(static_cast<char *>(buffer) + used * bytes, 0, (total - used) * bytes);
+}
+
+size_t StatBytes(const char *dtype) {
+  switch (ParseDType(dtype)) {
+    case DType::kFloat64:
+      return 8;
+    case DType::kFloat32:
+      return 4;
+    default:
+      return 2;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -180,31 +285,11 @@ MS_GROUPNORM_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int
                   void *extra_ptr) {
   if (!ValidAotArguments(nparam, 8, params, ndims, shapes, dtypes)) return kBadParamCount;
   auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  enum { kDy, kX, kMean, kRstd, kGamma, kDx, kDgamma, kDbeta };
   GroupNormSizes s;
-  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
+  if (!SizesFromInput(ndims[1], shapes[1], &s)) return kBadRank;
   if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
   if (!ValidSizes(s)) return kBadShape;
-  const OutputMask mask = ReadMask(extra);
-
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kMean]);
-  if (ParseDType(dtypes[kDy]) != data || ParseDType(dtypes[kDx]) != data) return kBadDtype;
-  for (int i : {kRstd, kGamma, kDgamma, kDbeta}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  if (NumElements(ndims[kDy], shapes[kDy]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G || (gamma_numel != s.C && gamma_numel != 0) ||
-      (mask.dx && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
-      (mask.dgamma && NumElements(ndims[kDgamma], shapes[kDgamma]) != s.C) ||
-      (mask.dbeta && NumElements(ndims[kDbeta], shapes[kDbeta]) != s.C)) {
-    return kBadShape;
-  }
-  const void *gamma = gamma_numel == 0 ? nullptr : params[kGamma];
-  return RunBackward(params[kDy], params[kX], params[kMean], params[kRstd], gamma, params[kDx], params[kDgamma],
-                     params[kDbeta], s, data, stat, mask);
+  return BackwardFromAot(params, ndims, shapes, dtypes, s, ReadMask(extra), s.N * s.G);
 }
 
 // dx has x's shape, dgamma/dbeta are (C,); an output whose mask bit is off is (0,).
@@ -228,30 +313,12 @@ MS_GROUPNORM_EXPORT int GroupNorm(int nparam, void **params, int *ndims, int64_t
               void *extra_ptr) {
   if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
   auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  enum { kX, kGamma, kBeta, kY, kMean, kRstd };
   GroupNormSizes s;
-  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
+  if (!SizesFromInput(ndims[0], shapes[0], &s)) return kBadRank;
   if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
   if (!ValidSizes(s)) return kBadShape;
   if (!extra->HasAttr("eps")) return kBadAttr;
-  const float eps = extra->GetAttrFloat("eps");
-
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kGamma]);
-  if (ParseDType(dtypes[kY]) != data) return kBadDtype;
-  for (int i : {kBeta, kMean, kRstd}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
-  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
-      NumElements(ndims[kY], shapes[kY]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G) {
-    return kBadShape;
-  }
-  return RunForward(params[kX], gamma_numel == 0 ? nullptr : params[kGamma], beta_numel == 0 ? nullptr : params[kBeta],
-                    params[kY], params[kMean], params[kRstd], s, eps, data, stat);
+  return ForwardFromAot(params, ndims, shapes, dtypes, s, extra->GetAttrFloat("eps"), s.N * s.G);
 }
 
 MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormInferShape(int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
@@ -265,6 +332,250 @@ MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormInferShape(int *n
 MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormInferType(std::vector<mindspore::TypeId> types,
                                                   mindspore::AotExtra * /*extra*/) {
   return {types[0], types[1], types[1]};  // y follows x; mean, rstd follow gamma
+}
+
+// ------------------------------------------------ aot: forward, run-time num_groups / eps
+// params: x, gamma, beta, group (int64, 1 element), eps (float32, 1 element) | y, mean, rstd.
+// mean/rstd are (N, C): see "run-time num_groups / eps" above.
+MS_GROUPNORM_EXPORT int GroupNormRuntimeGroup(int nparam, void **params, int *ndims, int64_t **shapes,
+                                              const char **dtypes, void * /*stream*/, void * /*extra*/) {
+  if (!ValidAotArguments(nparam, 8, params, ndims, shapes, dtypes)) return kBadParamCount;
+  GroupNormSizes s;
+  if (!SizesFromInput(ndims[0], shapes[0], &s)) return kBadRank;
+  float eps = 0.0f;
+  if (!ReadRuntimeGroup(params, ndims, shapes, dtypes, 3, &s) || !ReadRuntimeEps(params, ndims, shapes, dtypes, 4, &eps)) {
+    return kBadRuntimeScalar;
+  }
+  if (!ValidSizes(s)) return kBadShape;
+  // The tensors without the two scalar inputs, in GroupNorm's order.
+  void *tensors[6] = {params[0], params[1], params[2], params[5], params[6], params[7]};
+  int tensor_ndims[6] = {ndims[0], ndims[1], ndims[2], ndims[5], ndims[6], ndims[7]};
+  int64_t *tensor_shapes[6] = {shapes[0], shapes[1], shapes[2], shapes[5], shapes[6], shapes[7]};
+  const char *tensor_dtypes[6] = {dtypes[0], dtypes[1], dtypes[2], dtypes[5], dtypes[6], dtypes[7]};
+  if (s.N * s.C == 0) {  // no statistics to compute, and no room for N*group of them when C == 0
+    const bool empty_outputs = NumElements(ndims[5], shapes[5]) == 0 && NumElements(ndims[6], shapes[6]) == 0;
+    return empty_outputs ? kOk : kBadShape;
+  }
+  const int status = ForwardFromAot(tensors, tensor_ndims, tensor_shapes, tensor_dtypes, s, eps, s.N * s.C);
+  if (status == kOk) {
+    const size_t bytes = StatBytes(dtypes[6]);
+    ZeroTail(params[6], s.N * s.G, s.N * s.C, bytes);
+    ZeroTail(params[7], s.N * s.G, s.N * s.C, bytes);
+  }
+  return status;
+}
+
+// y has x's shape; mean and rstd are (N, C).
+MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormRuntimeGroupInferShape(int *ndims, int64_t **shapes,
+                                                                                      mindspore::AotExtra * /*extra*/) {
+  const int64_t batch = ndims[0] >= 2 ? shapes[0][0] : -1;  // [-2] is an unknown rank
+  const std::vector<int64_t> stats{batch, ChannelsOf(ndims[0], shapes[0])};
+  return {std::vector<int64_t>(shapes[0], shapes[0] + ndims[0]), stats, stats};
+}
+
+MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormRuntimeGroupInferType(std::vector<mindspore::TypeId> types,
+                                                                                  mindspore::AotExtra * /*extra*/) {
+  return {types[0], types[1], types[1]};  // y follows x; mean, rstd follow gamma
+}
+
+// ------------------------------------------------ aot: backward, run-time num_groups
+// params: dy, x, mean, rstd (N, C as GroupNormRuntimeGroup returns them), gamma,
+// group (int64, 1 element) | dx, dgamma, dbeta. attrs: the three mask bits.
+MS_GROUPNORM_EXPORT int GroupNormGradRuntimeGroup(int nparam, void **params, int *ndims, int64_t **shapes,
+                                                  const char **dtypes, void * /*stream*/, void *extra_ptr) {
+  if (!ValidAotArguments(nparam, 9, params, ndims, shapes, dtypes)) return kBadParamCount;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
+  GroupNormSizes s;
+  if (!SizesFromInput(ndims[1], shapes[1], &s)) return kBadRank;
+  if (!ReadRuntimeGroup(params, ndims, shapes, dtypes, 5, &s)) return kBadRuntimeScalar;
+  if (!ValidSizes(s)) return kBadShape;
+  const OutputMask mask = ReadMask(extra);
+  void *tensors[8] = {params[0], params[1], params[2], params[3], params[4], params[6], params[7], params[8]};
+  int tensor_ndims[8] = {ndims[0], ndims[1], ndims[2], ndims[3], ndims[4], ndims[6], ndims[7], ndims[8]};
+  int64_t *tensor_shapes[8] = {shapes[0], shapes[1], shapes[2], shapes[3], shapes[4], shapes[6], shapes[7], shapes[8]};
+  const char *tensor_dtypes[8] = {dtypes[0], dtypes[1], dtypes[2], dtypes[3], dtypes[4], dtypes[6], dtypes[7], dtypes[8]};
+  if (s.C == 0) {  // no channels: dx is empty and dgamma/dbeta have no elements
+    return kOk;
+  }
+  return BackwardFromAot(tensors, tensor_ndims, tensor_shapes, tensor_dtypes, s, mask, s.N * s.C);
+}
+
+MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormGradRuntimeGroupInferShape(int *ndims, int64_t **shapes,
+                                                                                          mindspore::AotExtra *extra) {
+  return GroupNormGradInferShape(ndims, shapes, extra);  // same outputs; x is input 1 in both
+}
+
+MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormGradRuntimeGroupInferType(
+    std::vector<mindspore::TypeId> types, mindspore::AotExtra *extra) {
+  return GroupNormGradInferType(std::move(types), extra);
+}
+
+}  // extern "C"
+
+// ================================================================ fused GroupNorm + SiLU
+// Same validation and dtype rules as GroupNorm's entry points above; swish_scale is the
+// k of z = y * sigmoid(k * y) (1 = SiLU). float64 is rejected (kBadDtype): the Python
+// layer runs float64 as the unfused pair.
+namespace {
+
+int RunSiluForward(const void *x, const void *gamma, const void *beta, void *z, void *mean, void *rstd,
+                   const GroupNormSizes &s, float eps, float swish_k, DType data, DType stat) {
+  if (!ValidSizes(s)) return kBadShape;
+  if (!ValidDTypePair(data, stat) || data == DType::kFloat64) return kBadDtype;
+  if (s.N * s.C > 0 && (mean == nullptr || rstd == nullptr)) return kNullPointer;
+  if (s.N * s.C * s.HxW > 0 && (x == nullptr || z == nullptr)) return kNullPointer;
+  DispatchDTypes(data, stat, [&](auto t, auto u) {
+    using T = decltype(t);
+    using U = decltype(u);
+    if constexpr (!std::is_same_v<T, double>) {
+      ms_groupnorm::GroupNormSiluForward<T, U>(static_cast<const T *>(x), static_cast<const U *>(gamma),
+                                               static_cast<const U *>(beta), static_cast<T *>(z),
+                                               static_cast<U *>(mean), static_cast<U *>(rstd), s, eps, swish_k);
+    }
+  });
+  return kOk;
+}
+
+int RunSiluBackward(const void *dz, const void *x, const void *mean, const void *rstd, const void *gamma,
+                    const void *beta, void *dx, void *dgamma, void *dbeta, const GroupNormSizes &s, float swish_k,
+                    DType data, DType stat, OutputMask mask) {
+  if (!ValidSizes(s)) return kBadShape;
+  if (!ValidDTypePair(data, stat) || data == DType::kFloat64) return kBadDtype;
+  const bool empty = s.N * s.HxW == 0;
+  if (!empty && (dz == nullptr || x == nullptr || mean == nullptr || rstd == nullptr)) return kNullPointer;
+  if ((mask.dx && !empty && dx == nullptr) || (mask.dgamma && s.C > 0 && dgamma == nullptr) ||
+      (mask.dbeta && s.C > 0 && dbeta == nullptr)) {
+    return kNullPointer;
+  }
+  DispatchDTypes(data, stat, [&](auto t, auto u) {
+    using T = decltype(t);
+    using U = decltype(u);
+    if constexpr (!std::is_same_v<T, double>) {
+      ms_groupnorm::GroupNormSiluBackward<T, U>(
+          static_cast<const T *>(dz), static_cast<const T *>(x), static_cast<const U *>(mean),
+          static_cast<const U *>(rstd), static_cast<const U *>(gamma), static_cast<const U *>(beta),
+          static_cast<T *>(dx), static_cast<U *>(dgamma), static_cast<U *>(dbeta), s, mask, swish_k);
+    }
+  });
+  return kOk;
+}
+
+bool ReadFloatAttr(mindspore::AotExtra *extra, const char *name, float *value) {
+  if (extra == nullptr || !extra->HasAttr(name)) return false;
+  *value = extra->GetAttrFloat(name);
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+MS_GROUPNORM_EXPORT int MsGroupNormSiluForward(const void *x, const void *gamma, const void *beta, void *z,
+                                               void *mean, void *rstd, int64_t N, int64_t C, int64_t HxW,
+                                               int64_t group, float eps, float swish_scale, const char *data_dtype,
+                                               const char *stat_dtype) {
+  const GroupNormSizes s{N, C, HxW, group};
+  return RunSiluForward(x, gamma, beta, z, mean, rstd, s, eps, swish_scale, ParseDType(data_dtype),
+                        ParseDType(stat_dtype));
+}
+
+MS_GROUPNORM_EXPORT int MsGroupNormSiluBackward(const void *dz, const void *x, const void *mean, const void *rstd,
+                                                const void *gamma, const void *beta, void *dx, void *dgamma,
+                                                void *dbeta, int64_t N, int64_t C, int64_t HxW, int64_t group,
+                                                float swish_scale, const char *data_dtype, const char *stat_dtype,
+                                                int dx_is_require, int dgamma_is_require, int dbeta_is_require) {
+  const GroupNormSizes s{N, C, HxW, group};
+  const OutputMask mask{dx_is_require != 0, dgamma_is_require != 0, dbeta_is_require != 0};
+  return RunSiluBackward(dz, x, mean, rstd, gamma, beta, dx, dgamma, dbeta, s, swish_scale, ParseDType(data_dtype),
+                         ParseDType(stat_dtype), mask);
+}
+
+// params: x, gamma, beta | z, mean, rstd (empty gamma/beta: ones/zeros); attrs: group, eps, swish_scale.
+MS_GROUPNORM_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                                      void * /*stream*/, void *extra_ptr) {
+  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
+  enum { kX, kGamma, kBeta, kZ, kMean, kRstd };
+  GroupNormSizes s;
+  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
+  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
+  if (!ValidSizes(s)) return kBadShape;
+  float eps = 0.0f, swish_k = 0.0f;
+  if (!ReadFloatAttr(extra, "eps", &eps) || !ReadFloatAttr(extra, "swish_scale", &swish_k)) return kBadAttr;
+
+  const DType data = ParseDType(dtypes[kX]);
+  const DType stat = ParseDType(dtypes[kGamma]);
+  if (ParseDType(dtypes[kZ]) != data) return kBadDtype;
+  for (int i : {kBeta, kMean, kRstd}) {
+    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
+  }
+  const int64_t numel = s.N * s.C * s.HxW;
+  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
+  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
+  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
+      NumElements(ndims[kZ], shapes[kZ]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
+      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G) {
+    return kBadShape;
+  }
+  return RunSiluForward(params[kX], gamma_numel == 0 ? nullptr : params[kGamma],
+                        beta_numel == 0 ? nullptr : params[kBeta], params[kZ], params[kMean], params[kRstd], s, eps,
+                        swish_k, data, stat);
+}
+
+MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluInferShape(int *ndims, int64_t **shapes,
+                                                                              mindspore::AotExtra *extra) {
+  return GroupNormInferShape(ndims, shapes, extra);  // z like x, mean/rstd (N, group)
+}
+
+MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormSiluInferType(std::vector<mindspore::TypeId> types,
+                                                                          mindspore::AotExtra *extra) {
+  return GroupNormInferType(types, extra);
+}
+
+// params: dz, x, mean, rstd, gamma, beta | dx, dgamma, dbeta (empty gamma/beta: ones/zeros).
+// attrs: group, swish_scale, dx_is_require, dgamma_is_require, dbeta_is_require.
+MS_GROUPNORM_EXPORT int GroupNormSiluGrad(int nparam, void **params, int *ndims, int64_t **shapes,
+                                          const char **dtypes, void * /*stream*/, void *extra_ptr) {
+  if (!ValidAotArguments(nparam, 9, params, ndims, shapes, dtypes)) return kBadParamCount;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
+  enum { kDz, kX, kMean, kRstd, kGamma, kBeta, kDx, kDgamma, kDbeta };
+  GroupNormSizes s;
+  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
+  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
+  if (!ValidSizes(s)) return kBadShape;
+  float swish_k = 0.0f;
+  if (!ReadFloatAttr(extra, "swish_scale", &swish_k)) return kBadAttr;
+  const OutputMask mask = ReadMask(extra);
+
+  const DType data = ParseDType(dtypes[kX]);
+  const DType stat = ParseDType(dtypes[kMean]);
+  if (ParseDType(dtypes[kDz]) != data || ParseDType(dtypes[kDx]) != data) return kBadDtype;
+  for (int i : {kRstd, kGamma, kBeta, kDgamma, kDbeta}) {
+    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
+  }
+  const int64_t numel = s.N * s.C * s.HxW;
+  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
+  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
+  if (NumElements(ndims[kDz], shapes[kDz]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
+      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G || (gamma_numel != s.C && gamma_numel != 0) ||
+      (beta_numel != s.C && beta_numel != 0) || (mask.dx && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
+      (mask.dgamma && NumElements(ndims[kDgamma], shapes[kDgamma]) != s.C) ||
+      (mask.dbeta && NumElements(ndims[kDbeta], shapes[kDbeta]) != s.C)) {
+    return kBadShape;
+  }
+  return RunSiluBackward(params[kDz], params[kX], params[kMean], params[kRstd],
+                         gamma_numel == 0 ? nullptr : params[kGamma], beta_numel == 0 ? nullptr : params[kBeta],
+                         params[kDx], params[kDgamma], params[kDbeta], s, swish_k, data, stat, mask);
+}
+
+MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluGradInferShape(int *ndims, int64_t **shapes,
+                                                                                  mindspore::AotExtra *extra) {
+  return GroupNormGradInferShape(ndims, shapes, extra);  // dx like x (input 1), dgamma/dbeta (C,)
+}
+
+MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormSiluGradInferType(std::vector<mindspore::TypeId> types,
+                                                                              mindspore::AotExtra *extra) {
+  return GroupNormGradInferType(types, extra);  // dx follows x; dgamma, dbeta follow mean
 }
 
 }  // extern "C"

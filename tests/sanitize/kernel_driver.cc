@@ -15,6 +15,11 @@ int MsGroupNormBackward(const void *, const void *, const void *, const void *, 
                         int64_t, int64_t, int64_t, int64_t, const char *, const char *, int, int, int);
 int MsGroupNormForward(const void *, const void *, const void *, void *, void *, void *, int64_t, int64_t, int64_t,
                        int64_t, float, const char *, const char *);
+int MsGroupNormSiluForward(const void *, const void *, const void *, void *, void *, void *, int64_t, int64_t,
+                           int64_t, int64_t, float, float, const char *, const char *);
+int MsGroupNormSiluBackward(const void *, const void *, const void *, const void *, const void *, const void *,
+                            void *, void *, void *, int64_t, int64_t, int64_t, int64_t, float, const char *,
+                            const char *, int, int, int);
 void MsGroupNormSetMinElementsPerThread(int64_t);
 void MsGroupNormSetStreamMinBytes(int64_t);
 }
@@ -83,6 +88,16 @@ void RunCase(int64_t N, int64_t C, int64_t HxW, int64_t G, const char *data, con
   status = MsGroupNormBackward(dy.get(), x.get(), mean.get(), rstd.get(), gamma.get(), dx.get(), dgamma.get(),
                                dbeta.get(), N, C, HxW, G, data, stat, mdx, mdg, mdb);
   Expect(status == 0, "backward status", N, C, HxW, G, data);
+  // The fused GroupNorm + swish kernels on the same buffers (swish scale != 1), beta absent
+  // where gamma is.
+  const void *fused_beta = with_gamma ? beta.get() : nullptr;
+  status = MsGroupNormSiluForward(x.get(), gamma.get(), fused_beta, y.get(), mean.get(), rstd.get(), N, C, HxW, G,
+                                  1e-5f, 1.3f, data, stat);
+  Expect(status == 0, "fused forward status", N, C, HxW, G, data);
+  Buffer fdx(mdx ? numel : 0, data, rng), fdgamma(mdg ? C : 0, stat, rng), fdbeta(mdb ? C : 0, stat, rng);
+  status = MsGroupNormSiluBackward(dy.get(), x.get(), mean.get(), rstd.get(), gamma.get(), fused_beta, fdx.get(),
+                                   fdgamma.get(), fdbeta.get(), N, C, HxW, G, 1.3f, data, stat, mdx, mdg, mdb);
+  Expect(status == 0, "fused backward status", N, C, HxW, G, data);
   if (mdb) {  // dbeta[c] = sum over n, hw of dy
     for (int64_t c = 0; c < C; ++c) {
       double want = 0.0, scale = 0.0;
@@ -135,6 +150,10 @@ int main() {
                             "float32", "float32") != 0, "overflow rejected", 1, 1, 1, 1, "float32");
   Expect(MsGroupNormForward(&one, nullptr, nullptr, &one, &one, &one, 1, 1, 1, 1, 1e-5f, "float64", "float32") != 0,
          "float64 rejected", 1, 1, 1, 1, "float64");
+  Expect(MsGroupNormSiluBackward(&one, &one, &one, &one, nullptr, nullptr, &one, &one, &one, 1, 3, 1, 2, 1.0f,
+                                 "float32", "float32", 1, 1, 1) != 0, "fused C % G rejected", 1, 3, 1, 2, "float32");
+  Expect(MsGroupNormSiluForward(&one, nullptr, nullptr, &one, &one, &one, 1, 1, 1, 1, 1e-5f, 1.0f, "float64",
+                                "float64") != 0, "fused float64 rejected", 1, 1, 1, 1, "float64");
   std::printf("%d kernel cases, %d failures\n", cases, failures);
   return failures == 0 ? 0 : 1;
 }

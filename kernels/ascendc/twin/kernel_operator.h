@@ -468,7 +468,15 @@ class TPipe {
 };
 
 // ---------------------------------------------------------------- data movement
+// Constructor classes, as in asc-devkit (include/basic_api/kernel_struct_data_copy.h, dav-c220
+// branch): built with no argument or with all of them; a partial brace-init such as
+// DataCopyExtParams{1, len} does not compile on the real headers, so it must not here either.
 struct DataCopyExtParams {
+  DataCopyExtParams() {}
+  DataCopyExtParams(const uint16_t count, const uint32_t len, const uint32_t srcStrideIn, const uint32_t dstStrideIn,
+                    const uint32_t rsvIn)
+      : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
+
   uint16_t blockCount = 1;
   uint32_t blockLen = 0;   // bytes per row
   uint32_t srcStride = 0;  // GM->UB: bytes between GM rows; UB->GM: 32-byte blocks between UB rows
@@ -478,6 +486,10 @@ struct DataCopyExtParams {
 
 template <typename T>
 struct DataCopyPadExtParams {
+  DataCopyPadExtParams() {}
+  DataCopyPadExtParams(const bool isPadValue, const uint8_t leftPadValue, const uint8_t rightPadValue, T padValue)
+      : isPad(isPadValue), leftPadding(leftPadValue), rightPadding(rightPadValue), paddingValue(padValue) {}
+
   bool isPad = false;
   uint8_t leftPadding = 0;
   uint8_t rightPadding = 0;
@@ -787,5 +799,8 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
 }
 
 }  // namespace AscendC
+
+// ---- forward-kernel vector math (Exp, Sqrt, Div): a separate header, see its comment
+#include "kernel_operator_forward_math.h"
 
 #endif  // GNMS_TWIN_KERNEL_OPERATOR_H

@@ -1,0 +1,266 @@
+// Host tiling of GroupNormSiluMs (see group_norm_silu_ms_tiling.h).
+//
+// The kernel allocates, in this order, with every buffer rounded up to 32 bytes (K =
+// chunkElems: the whole group in mode 0, one chunk in mode 1):
+//   x (VECIN) and y (VECOUT) queues of 2 buffers of K x-dtype elements (depth 1: one load
+//   or store in flight while the previous one is computed); 2 fp32 work buffers of K;
+//   a scratch buffer: reduce result (8 floats), the constant 1.0 (8), the per-row partial
+//   sums and the ReduceSum work buffer; mean/rstd staging (VECOUT, 2 x statBatch floats);
+//   with coefficient arrays (coefElems > 0): one gamma and one beta staging buffer of
+//   coefElems parameter elements and 2 fp32 arrays of coefElems; in mode 1, the slice
+//   statistics buffers (kMaxSlices x 8 floats VECIN, 8 floats VECOUT), whatever the split.
+// Mode 2 (empty groups) allocates the mean/rstd staging only. PlanBytes mirrors that order;
+// the CPU twin checks the kernel's real InitBuffer calls against the configured UB size.
+#include "group_norm_silu_ms_tiling.h"
+
+#include <algorithm>
+#include <string>
+
+namespace gnsms {
+namespace {
+
+constexpr int64_t kBlockBytes = 32;
+constexpr int64_t kBufferNum = 2;
+constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of fp32
+constexpr int64_t kScratchHeadFloats = 16;  // reduce result block + the 1.0 block
+constexpr int64_t kMaxStatBatch = 256;
+constexpr int64_t kMinUbBytes = 16 * 1024;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+int64_t AlignBytes(int64_t bytes) { return AlignUp(bytes, kBlockBytes); }
+int64_t BytesOf(ScalarType t) { return t == ScalarType::kFloat32 ? 4 : 2; }
+
+int64_t ReduceWorkElems(int64_t maxCount) {
+  // ReduceSum keeps one fp32 partial per 64-element repeat, rounded up to a block.
+  return AlignUp(std::max<int64_t>(CeilDiv(maxCount, 64), 1), 8);
+}
+
+struct Plan {
+  int64_t mode;
+  int64_t K;
+  int64_t coefElems;
+  int64_t partialElems;
+  int64_t reduceWorkElems;
+  int64_t statBatch;
+};
+
+int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
+  const int64_t stats = AlignBytes(2 * p.statBatch * 4);
+  if (p.mode == GNS_MODE_EMPTY_GROUPS) return stats;
+  int64_t total = 2 * kBufferNum * AlignBytes(p.K * dataBytes);  // x and y queues
+  total += AlignBytes(2 * p.K * 4);                              // fp32 work buffers
+  total += AlignBytes((kScratchHeadFloats + p.partialElems + p.reduceWorkElems) * 4);
+  total += stats;
+  if (p.coefElems > 0) total += 2 * AlignBytes(p.coefElems * paramBytes) + AlignBytes(2 * p.coefElems * 4);
+  if (p.mode == GNS_MODE_CHUNKED) {  // slice statistics: read back (VECIN) and written (VECOUT)
+    total += AlignBytes(kMaxSlices * kSliceEntryFloats * 4) + AlignBytes(kSliceEntryFloats * 4);
+  }
+  return total;
+}
+
+// The largest multiple of `align` in [align, limit] for which fits(value) holds, or 0.
+template <typename Fits>
+int64_t LargestFitting(int64_t limit, int64_t align, Fits fits) {
+  int64_t lo = 0;
+  int64_t hi = limit / align;
+  while (lo < hi) {  // binary search on a monotone predicate
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (fits(mid * align)) lo = mid; else hi = mid - 1;
+  }
+  return lo * align;
+}
+
+const char *const kInputNames[kNumInputs] = {"x", "gamma", "beta"};
+
+std::string ShapeText(const ShapeView &s) {
+  std::string text = "(";
+  for (int64_t i = 0; i < s.rank; ++i) text += (i ? ", " : "") + std::to_string(s.dims[i]);
+  return text + (s.rank == 1 ? ",)" : ")");
+}
+
+int64_t NumElements(const ShapeView &s) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < s.rank; ++i) {
+    if (s.dims[i] < 0) return -1;
+    n *= s.dims[i];
+  }
+  return n;
+}
+
+int Reject(int status, const std::string &text, std::string *message) {
+  if (message != nullptr) *message = "GroupNormSiluMs: " + text;
+  return status;
+}
+
+const char *TypeName(ScalarType t) {
+  switch (t) {
+    case ScalarType::kFloat32: return "float32";
+    case ScalarType::kFloat16: return "float16";
+    case ScalarType::kBFloat16: return "bfloat16";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups, std::string *message) {
+  for (int i = 0; i < kNumInputs; ++i) {
+    if (!shapes[i].present || (shapes[i].rank > 0 && shapes[i].dims == nullptr)) {
+      return Reject(kTilingMissingInput,
+                    std::string("input '") + kInputNames[i] + "' is missing (no tensor descriptor or shape)", message);
+    }
+  }
+  if (numGroups == nullptr) return Reject(kTilingMissingInput, "attribute 'num_groups' is missing", message);
+  const ShapeView &x = shapes[kInputX];
+  if (x.rank < 2) {
+    return Reject(kTilingBadShape, "input 'x' must have rank >= 2 (N, C, *), got " + ShapeText(x), message);
+  }
+  if (NumElements(x) < 0) return Reject(kTilingBadShape, "input 'x' has a negative dimension " + ShapeText(x), message);
+  const int64_t C = x.dims[1];
+  const int64_t G = *numGroups;
+  if (G <= 0) return Reject(kTilingBadShape, "attribute 'num_groups' must be > 0, got " + std::to_string(G), message);
+  if (C % G != 0) {
+    return Reject(kTilingBadShape,
+                  "attribute 'num_groups' (" + std::to_string(G) + ") must divide C = " + std::to_string(C), message);
+  }
+  for (int i : {kInputGamma, kInputBeta}) {
+    if (NumElements(shapes[i]) != C) {
+      return Reject(kTilingBadShape, std::string("input '") + kInputNames[i] + "' must have C = " + std::to_string(C) +
+                                         " elements, got " + ShapeText(shapes[i]), message);
+    }
+  }
+  return kTilingOk;
+}
+
+int CheckDtypes(ScalarType x, ScalarType gamma, ScalarType beta, std::string *message) {
+  if (gamma != beta) {
+    return Reject(kTilingBadDtype, std::string("inputs 'gamma' and 'beta' must have one dtype, got ") +
+                                       TypeName(gamma) + " and " + TypeName(beta), message);
+  }
+  if (TilingKeyFor(x, gamma) < 0) {
+    return Reject(kTilingBadDtype, std::string("input 'gamma' must be float32 or x's dtype (") + TypeName(x) +
+                                       "), got " + TypeName(gamma), message);
+  }
+  return kTilingOk;
+}
+
+int64_t TilingKeyFor(ScalarType data, ScalarType param) {
+  if (param == data) {
+    switch (data) {
+      case ScalarType::kFloat32: return GNS_KEY_FP32;
+      case ScalarType::kFloat16: return GNS_KEY_FP16;
+      case ScalarType::kBFloat16: return GNS_KEY_BF16;
+    }
+  }
+  if (param == ScalarType::kFloat32 && data == ScalarType::kFloat16) return GNS_KEY_FP16_FP32;
+  if (param == ScalarType::kFloat32 && data == ScalarType::kBFloat16) return GNS_KEY_BF16_FP32;
+  return -1;
+}
+
+int64_t UserWorkspaceBytes(const GroupNormSiluMsTilingData &t) {
+  return t.sliceCount > 1 ? t.numTasks * kSliceEntryFloats * static_cast<int64_t>(sizeof(float)) : 0;
+}
+
+const char *ModeName(int64_t mode) {
+  switch (mode) {
+    case GNS_MODE_GROUP_RESIDENT: return "group_resident";
+    case GNS_MODE_CHUNKED: return "chunked";
+    case GNS_MODE_EMPTY_GROUPS: return "empty_groups";
+    default: return "unknown";
+  }
+}
+
+int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
+  if (in.N < 0 || in.C < 0 || in.HxW < 0 || in.G <= 0 || in.C % in.G != 0) return kTilingBadShape;
+  if (TilingKeyFor(in.dataType, in.paramType) < 0) return kTilingBadDtype;
+  if (in.ubBytes < kMinUbBytes || in.coreNum < 1) return kTilingBadPlatform;
+  const int64_t ubUsable = in.ubBytes - kUbReserveBytes;
+
+  GroupNormSiluMsTilingData t{};
+  t.N = in.N;
+  t.C = in.C;
+  t.HxW = in.HxW;
+  t.G = in.G;
+  t.D = in.C / in.G;
+  t.eps = in.eps;
+  t.swishScale = in.swishScale;
+  t.activateSilu = in.activateSilu ? 1 : 0;
+  const int64_t dataBytes = BytesOf(in.dataType);
+  const int64_t paramBytes = BytesOf(in.paramType);
+  const int64_t M = t.D * in.HxW;
+
+  const int64_t groups = in.N * in.G;
+  if (groups == 0) {  // nothing to compute or write
+    t.sliceCount = 1;
+    t.blockDim = 1;
+    t.statBatch = 8;
+    *out = t;
+    return kTilingOk;
+  }
+  // statBatch is sized below, once the task count is known; the plans only need an upper bound.
+  t.statBatch = kMaxStatBatch;
+
+  Plan plan{GNS_MODE_EMPTY_GROUPS, 0, 0, 0, 0, t.statBatch};
+  t.sliceCount = 1;
+  if (M == 0) {
+    t.mode = GNS_MODE_EMPTY_GROUPS;
+  } else {
+    t.vectorCoef = in.HxW == 1 ? 1 : 0;
+    t.rows = t.vectorCoef ? 1 : t.D;
+    t.rowLen = t.vectorCoef ? t.D : in.HxW;
+    t.rowPitch = AlignUp(t.rowLen, kBlockBytes / dataBytes);
+    const int64_t coefElems = AlignUp(t.D, kElemAlign);  // >= rowPitch when the coefficients are vectors
+    auto fits = [&](const Plan &p) { return PlanBytes(p, dataBytes, paramBytes) <= ubUsable; };
+    const int64_t groupElems = t.rows * t.rowPitch;
+    Plan resident{GNS_MODE_GROUP_RESIDENT, groupElems, coefElems, AlignUp(t.rows, 8),
+                  ReduceWorkElems(groupElems), t.statBatch};
+    if (t.rows <= kMaxCopyRows && fits(resident)) {
+      plan = resident;
+      t.chunksPerRow = 1;
+    } else {
+      // Chunks of one row; with vector coefficients each chunk brings its gamma/beta slice.
+      Plan chunked{GNS_MODE_CHUNKED, 0, 0, 8, 0, t.statBatch};
+      const int64_t limit = AlignUp(t.rowLen, kElemAlign);
+      chunked.K = LargestFitting(limit, kElemAlign, [&](int64_t k) {
+        Plan p = chunked;
+        p.K = k;
+        p.coefElems = t.vectorCoef ? k : 0;
+        p.reduceWorkElems = ReduceWorkElems(k);
+        return fits(p);
+      });
+      if (chunked.K == 0) return kTilingNoFit;
+      chunked.coefElems = t.vectorCoef ? chunked.K : 0;
+      chunked.reduceWorkElems = ReduceWorkElems(chunked.K);
+      plan = chunked;
+      t.chunksPerRow = CeilDiv(t.rowLen, chunked.K);
+      // Fewer groups than cores: slices of 2^k chunks, as few as fill the cores.
+      const int64_t items = t.rows * t.chunksPerRow;
+      const int64_t maxSlices = std::min(kMaxSlices, in.coreNum / groups);
+      if (maxSlices >= 2 && items >= 2) {
+        int64_t p = 1;
+        while (CeilDiv(items, p) > maxSlices) p *= 2;
+        t.sliceItems = p;
+        t.sliceCount = CeilDiv(items, p);
+      }
+    }
+    t.mode = plan.mode;
+  }
+  if (t.sliceCount == 1) t.sliceItems = t.rows * t.chunksPerRow;
+  t.numTasks = groups * t.sliceCount;
+  t.usedCores = std::min(t.numTasks, in.coreNum);
+  t.tasksPerCore = t.numTasks / t.usedCores;
+  t.tailCores = t.numTasks % t.usedCores;
+  t.blockDim = std::max<int64_t>(1, t.usedCores);
+  t.statBatch = std::min<int64_t>(AlignUp(t.tasksPerCore + 1, 8), kMaxStatBatch);
+  plan.statBatch = t.statBatch;
+  t.chunkElems = plan.K;
+  t.coefElems = plan.coefElems;
+  t.partialElems = plan.partialElems;
+  t.reduceWorkElems = plan.reduceWorkElems;
+  t.ubBytes = PlanBytes(plan, dataBytes, paramBytes);
+  *out = t;
+  return kTilingOk;
+}
+
+}  // namespace gnsms

@@ -1,0 +1,578 @@
+/*
+ * GroupNormSiluMs kernel: GroupNorm forward with float32 statistics, optionally followed by
+ * SiLU/Swish (CANN's GroupNormSilu/GroupNormSwish contract, our own operator).
+ *
+ * For a group (n, g) of M = D * HxW elements (contiguous in GM):
+ *   mean = sum(x) / M,  var = sum((x - mean)^2) / M (biased),  rstd = 1 / sqrt(var + eps)
+ *   y = (x - mean) * rstd * gamma_c + beta_c;   with activate_silu: y = y * sigmoid(s * y)
+ * computed as y / (1 + exp(-s * y)) (s = swish_scale; exp overflow gives y / inf = 0, the
+ * limit). mean and rstd are written as float32, y in x's dtype (rounded to nearest even).
+ *
+ * Work split (host tiling): tasks are (n, g) groups, consecutive ones per block, each
+ * computed by one block from its own data in a fixed order (no atomics). When N * G is below
+ * the core count and a group does not fit in UB (mode 1), a task is a slice of 2^k chunks
+ * of a group: the slices' (count, mean, M2) go through the workspace, and after SyncAll
+ * every block of the group combines them in slice order, which is the same pairwise tree
+ * one block builds (ChanCascade). So the results depend neither on the core count nor on
+ * the order in which the blocks run.
+ *
+ * A group is `rows` rows of `rowLen` elements: its D channels (HxW > 1; gamma/beta are a
+ * scalar per row) or one row of D elements (HxW == 1; gamma/beta are vectors along the
+ * row). In UB rows sit at rowPitch, rowLen rounded up to 32 bytes of x's dtype, so every
+ * row starts 32-byte aligned in the x staging buffers and in the fp32 work buffers.
+ *
+ * Statistics, deterministic and numerically safe:
+ *   mode 0 (group_resident): the group is loaded once (one DataCopyPad of its rows) and
+ *     stays in UB: exact two-pass statistics (the ReduceSum of x - shift, then that of
+ *     (x - mean)^2; over the whole group when its rows are contiguous in UB, else per row
+ *     and then over the row sums), then y from the resident copy. GM traffic: x read once.
+ *   mode 1 (chunked): the group does not fit. Pass 1 streams chunks of a row; each chunk
+ *     gets its own two-pass (count, mean, M2) in UB, combined into the group's in chunk
+ *     order with Chan et al.'s update (delta = m_b - m_a; m = m_a + delta * n_b / n;
+ *     M2 = M2_a + M2_b + delta^2 n_a n_b / n) in a pairwise cascade (ChanCascade), which
+ *     never subtracts two large sums (the sum/sum-of-squares formula loses every digit
+ *     when |mean| >> std). Pass 2 streams the chunks again for y. GM traffic: x read twice.
+ *   Both modes take the statistics of x - shift, shift = the group's first element, so
+ *   that a mean far larger than the spread costs no digits either (x - shift is exact for
+ *   x near the shift); mean = shift + mean(x - shift), and y is centred as
+ *   (x - shift) - mean(x - shift), without the rounding of the stored mean.
+ *   mode 2 (empty_groups, D * HxW == 0): mean = 0 and rstd = NaN (no variance), y empty.
+ * rstd is computed on the vector unit (Duplicate, Sqrt, Div): the AscendC API documents no
+ * scalar square root.
+ */
+#ifndef GROUP_NORM_SILU_MS_H
+#define GROUP_NORM_SILU_MS_H
+
+#include "kernel_operator.h"
+#include "group_norm_silu_ms_tiling_data.h"
+
+namespace GroupNormSiluMsKernel {
+using namespace AscendC;
+
+constexpr int32_t BUFFER_NUM = 2;  // buffers per GM <-> UB queue; the queues have depth 1
+constexpr int32_t FLOATS_PER_BLOCK = 8;
+constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
+constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
+
+template <typename V>
+__aicore__ inline float ToF32(V v) {
+  if constexpr (IsSameType<V, bfloat16_t>::value) {
+    return ToFloat(v);
+  } else {
+    return static_cast<float>(v);
+  }
+}
+
+// Statistics (count, mean, M2 = sum of squared deviations) of consecutive chunks, combined
+// as a binary counter: level i holds the combination of 2^i consecutive chunks, so every
+// chunk passes through O(log chunks) combinations (pairwise, not a running sum whose error
+// grows with the chunk count), in a fixed order. Chan, Golub and LeVeque's update:
+//   delta = m_b - m_a;  m = m_a + delta * n_b / n;  M2 = M2_a + M2_b + delta^2 * n_a * n_b / n.
+struct ChanCascade {
+  float count[40];
+  float mean[40];
+  float m2[40];
+  uint32_t chunks;
+  __aicore__ inline void Reset() { chunks = 0; }
+  __aicore__ static inline void Merge(float na, float ma, float m2a, float *nb, float *mb, float *m2b) {
+    const float n = na + *nb;
+    const float delta = *mb - ma;
+    const float m = ma + delta * (*nb / n);
+    *m2b = m2a + *m2b + delta * delta * (na * *nb / n);
+    *mb = m;
+    *nb = n;
+  }
+  __aicore__ inline void Add(float n, float m, float s) {
+    uint32_t i = 0;
+    for (uint32_t c = chunks; (c & 1U) != 0; c >>= 1) {
+      Merge(count[i], mean[i], m2[i], &n, &m, &s);  // the older chunks on the left
+      ++i;
+    }
+    count[i] = n;
+    mean[i] = m;
+    m2[i] = s;
+    ++chunks;
+  }
+  // The combination of every chunk added (lower levels are the later chunks).
+  __aicore__ inline void Total(float *n, float *m, float *s) const {
+    bool first = true;
+    uint32_t i = 0;
+    for (uint32_t c = chunks; c != 0; c >>= 1, ++i) {
+      if ((c & 1U) == 0) continue;
+      if (first) {
+        *n = count[i];
+        *m = mean[i];
+        *s = m2[i];
+        first = false;
+      } else {
+        float nb = *n;
+        float mb = *m;
+        float sb = *s;
+        Merge(count[i], mean[i], m2[i], &nb, &mb, &sb);  // level i holds older chunks than the total so far
+        *n = nb;
+        *m = mb;
+        *s = sb;
+      }
+    }
+  }
+};
+
+template <typename T, typename U>
+class KernelGroupNormSiluMs {
+ public:
+  __aicore__ inline KernelGroupNormSiluMs() {}
+
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR gamma, GM_ADDR beta, GM_ADDR y, GM_ADDR mean, GM_ADDR rstd,
+                              GM_ADDR workspace, const GroupNormSiluMsTilingData *tiling, TPipe *pipe) {
+    t_ = tiling;
+    pipe_ = pipe;
+    const uint64_t numel = static_cast<uint64_t>(t_->N * t_->C * t_->HxW);
+    xGm_.SetGlobalBuffer((__gm__ T *)x, numel);
+    yGm_.SetGlobalBuffer((__gm__ T *)y, numel);
+    gammaGm_.SetGlobalBuffer((__gm__ U *)gamma, t_->C);
+    betaGm_.SetGlobalBuffer((__gm__ U *)beta, t_->C);
+    meanGm_.SetGlobalBuffer((__gm__ float *)mean, t_->N * t_->G);
+    rstdGm_.SetGlobalBuffer((__gm__ float *)rstd, t_->N * t_->G);
+    if (t_->sliceCount > 1) wsGm_.SetGlobalBuffer((__gm__ float *)workspace, t_->numTasks * FLOATS_PER_BLOCK);
+    groupElems_ = t_->D * t_->HxW;
+    invM_ = groupElems_ > 0 ? 1.0f / static_cast<float>(groupElems_) : 0.0f;
+  }
+
+  __aicore__ inline void Process() {
+    const int64_t block = GetBlockIdx();
+    if (block >= t_->usedCores) return;  // blockDim == usedCores: every launched block works
+    const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
+    const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
+    InitBuffers();
+    if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
+      for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
+    } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
+      IssueGroupLoad(first);
+      for (int64_t task = first; task < end; ++task) ResidentTask(task, task + 1 < end);
+    } else if (t_->sliceCount == 1) {
+      StreamBegin(first, end, 0, 1);
+      for (int64_t task = first; task < end; ++task) ChunkedTask(task);
+    } else {
+      StreamBegin(first, end, 0, 0);
+      for (int64_t task = first; task < end; ++task) SliceStatsTask(task);
+    }
+    if (t_->mode == GNS_MODE_CHUNKED && t_->sliceCount > 1) {
+      SyncAll();  // every slice's statistics are in the workspace
+      StreamBegin(first, end, 1, 1);
+      for (int64_t task = first; task < end; ++task) SliceOutputTask(task);
+    }
+    FlushStats();
+  }
+
+ private:
+  // ------------------------------------------------------------------ buffers
+  __aicore__ inline void InitBuffers() {
+    pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float));
+    if (t_->mode == GNS_MODE_EMPTY_GROUPS) return;
+    const int64_t K = t_->chunkElems;
+    pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(yQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(workBuf_, 2 * K * sizeof(float));
+    pipe_->InitBuffer(scratchBuf_, (2 * FLOATS_PER_BLOCK + t_->partialElems + t_->reduceWorkElems) * sizeof(float));
+    if (t_->coefElems > 0) {
+      pipe_->InitBuffer(gammaQue_, 1, t_->coefElems * sizeof(U));
+      pipe_->InitBuffer(betaQue_, 1, t_->coefElems * sizeof(U));
+      pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
+    }
+    if (t_->mode == GNS_MODE_CHUNKED) {  // the host plans these in every chunked layout
+      pipe_->InitBuffer(slicesInBuf_, MAX_SLICES * FLOATS_PER_BLOCK * sizeof(float));
+      pipe_->InitBuffer(sliceOutBuf_, FLOATS_PER_BLOCK * sizeof(float));
+    }
+    Duplicate(One(), 1.0f, FLOATS_PER_BLOCK);  // the numerator of rstd = 1 / sqrt(var + eps)
+  }
+
+  __aicore__ inline LocalTensor<float> XF() { return workBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> Tmp() { return workBuf_.Get<float>()[t_->chunkElems]; }
+  __aicore__ inline LocalTensor<float> Red() { return scratchBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> One() { return scratchBuf_.Get<float>()[FLOATS_PER_BLOCK]; }
+  __aicore__ inline LocalTensor<float> Partials() { return scratchBuf_.Get<float>()[2 * FLOATS_PER_BLOCK]; }
+  __aicore__ inline LocalTensor<float> ReduceWork() {
+    return scratchBuf_.Get<float>()[2 * FLOATS_PER_BLOCK + t_->partialElems];
+  }
+  __aicore__ inline LocalTensor<float> GammaF() { return coefBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> BetaF() { return coefBuf_.Get<float>()[t_->coefElems]; }
+  __aicore__ inline LocalTensor<float> MeanOut() { return statBuf_.Get<float>(); }
+  __aicore__ inline LocalTensor<float> RstdOut() { return statBuf_.Get<float>()[t_->statBatch]; }
+
+  // One producer -> consumer ordering between two pipes (a SetFlag/WaitFlag pair).
+  template <HardEvent E>
+  __aicore__ inline void Sync() {
+    event_t id = static_cast<event_t>(pipe_->FetchEventID(E));
+    SetFlag<E>(id);
+    WaitFlag<E>(id);
+  }
+
+  // ------------------------------------------------------------------ GM <-> UB
+  // `rows` rows of `len` contiguous elements of src at `offset` into the queue's next buffer,
+  // at a pitch of `len` rounded up to 32 bytes (DataCopyPad pads each row to 32 bytes).
+  template <typename V, typename Que>
+  __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows, int64_t len) {
+    LocalTensor<V> staging = que.template AllocTensor<V>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+    DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+    DataCopyPad(staging, src[offset], copy, pad);
+    que.EnQue(staging);
+  }
+
+  // Takes the oldest load of `que`, writes it as fp32 to dst (V), frees the staging buffer.
+  template <typename V, typename Que>
+  __aicore__ inline void TakeAsFloat(Que &que, int64_t count, const LocalTensor<float> &dst) {
+    LocalTensor<V> staging = que.template DeQue<V>();
+    if constexpr (IsSameType<V, float>::value) {
+      Muls(dst, staging, 1.0f, static_cast<int32_t>(count));  // a vector copy
+    } else {
+      Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(count));
+    }
+    que.FreeTensor(staging);
+  }
+
+  // y (fp32 in src, `count` elements at the UB pitch) to GM as `rows` rows of `len` elements.
+  __aicore__ inline void StoreRows(int64_t offset, int64_t rows, int64_t len, int64_t count,
+                                   const LocalTensor<float> &src) {
+    LocalTensor<T> staging = yQue_.template AllocTensor<T>();
+    if constexpr (IsSameType<T, float>::value) {
+      Muls(staging, src, 1.0f, static_cast<int32_t>(count));
+    } else {
+      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(count));
+    }
+    yQue_.EnQue(staging);
+    staging = yQue_.template DeQue<T>();
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
+    DataCopyPad(yGm_[offset], staging, copy);
+    yQue_.FreeTensor(staging);
+  }
+
+  __aicore__ inline float Param(const GlobalTensor<U> &gm, int64_t c) { return ToF32(gm.GetValue(c)); }
+
+  // ------------------------------------------------------------------ statistics
+  // rstd = 1 / sqrt(var + eps) on the vector unit, read back by the scalar unit.
+  __aicore__ inline float Rstd(float var) {
+    LocalTensor<float> red = Red();
+    Duplicate(red, var + t_->eps, FLOATS_PER_BLOCK);
+    Sqrt(red, red, FLOATS_PER_BLOCK);
+    Div(red, One(), red, FLOATS_PER_BLOCK);
+    Sync<HardEvent::V_S>();
+    return red.GetValue(0);
+  }
+
+  // Sum of `rows` rows of `len` elements at the UB pitch: one ReduceSum when the rows are
+  // contiguous (no padding between them), else per-row ReduceSums into the partial array and
+  // their ReduceSum (each ReduceSum is a vector -> scalar -> vector round trip on A2, so the
+  // rows are not summed one by one when they need not be). A fixed order either way.
+  // Returns the sum on the scalar unit.
+  __aicore__ inline float SumRows(const LocalTensor<float> &src, int64_t rows, int64_t len) {
+    LocalTensor<float> red = Red();
+    if (rows == 1 || len == t_->rowPitch) {
+      ReduceSum(red, src, ReduceWork(), static_cast<int32_t>(rows * len));
+    } else {
+      LocalTensor<float> partials = Partials();
+      for (int64_t r = 0; r < rows; ++r) {
+        ReduceSum(partials[r], src[r * t_->rowPitch], ReduceWork(), static_cast<int32_t>(len));
+      }
+      ReduceSum(red, partials, ReduceWork(), static_cast<int32_t>(rows));
+    }
+    Sync<HardEvent::V_S>();
+    return red.GetValue(0);
+  }
+
+  // The first element of the group (a scalar read of the input): the statistics are taken of
+  // x - shift, which is exact for x within a factor 2 of the shift (Sterbenz), so a mean far
+  // larger than the spread costs the sums no digits.
+  __aicore__ inline float GroupShift(int64_t group) { return ToF32(xGm_.GetValue(group * groupElems_)); }
+
+  // Keeps the mean and rstd of group (n * G + g) for the block's next store of statistics
+  // (a block records consecutive groups).
+  __aicore__ inline void RecordStats(int64_t group, float mean, float rstd, bool noVariance) {
+    if (statCount_ == 0) {
+      statStart_ = group;
+      if (statsInFlight_) {  // the previous batch must have left UB before the scalar unit rewrites it
+        Sync<HardEvent::MTE3_S>();
+        statsInFlight_ = false;
+      }
+    }
+    MeanOut().SetValue(static_cast<uint32_t>(statCount_), mean);
+    if (noVariance) {
+      RstdOut().template ReinterpretCast<uint32_t>().SetValue(static_cast<uint32_t>(statCount_), FLOAT_QNAN_BITS);
+    } else {
+      RstdOut().SetValue(static_cast<uint32_t>(statCount_), rstd);
+    }
+    ++statCount_;
+    if (statCount_ == t_->statBatch) FlushStats();
+  }
+
+  __aicore__ inline void FlushStats() {
+    if (statCount_ == 0) return;
+    Sync<HardEvent::S_MTE3>();  // the scalar writes are in UB before MTE3 reads them
+    DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(float)), 0, 0, 0};
+    DataCopyPad(meanGm_[statStart_], MeanOut(), copy);
+    DataCopyPad(rstdGm_[statStart_], RstdOut(), copy);
+    statsInFlight_ = true;
+    statCount_ = 0;
+  }
+
+  // y = y * sigmoid(s * y) = y / (1 + exp(-s * y)) in place; tmp is scratch.
+  __aicore__ inline void Silu(const LocalTensor<float> &y, const LocalTensor<float> &tmp, int32_t count) {
+    if (t_->activateSilu == 0) return;
+    Muls(tmp, y, -t_->swishScale, count);
+    Exp(tmp, tmp, count);
+    Adds(tmp, tmp, 1.0f, count);
+    Div(y, y, tmp, count);
+  }
+
+  // ------------------------------------------------------------------ mode 0: group resident
+  __aicore__ inline void IssueGroupLoad(int64_t task) {
+    IssueRows(xQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+  }
+
+  __aicore__ inline void ResidentTask(int64_t task, bool hasNext) {
+    const int64_t g = task % t_->G;
+    const int64_t rows = t_->rows;
+    const int64_t len = t_->rowLen;
+    const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
+    LocalTensor<float> xF = XF();
+    LocalTensor<float> tmp = Tmp();
+    TakeAsFloat<T>(xQue_, span, xF);
+    if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
+    IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
+    IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
+    const float shift = GroupShift(task);
+    Adds(xF, xF, -shift, span);
+    const float offset = SumRows(xF, rows, len) * invM_;  // mean - shift
+    Adds(xF, xF, -offset, span);  // x - mean, kept for y
+    Mul(tmp, xF, xF, span);
+    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
+    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+    const float var = SumRows(tmp, rows, len) * invM_;  // its V -> S wait also covers gamma/beta
+    const float rstd = Rstd(var);
+    RecordStats(task, shift + offset, rstd, false);
+    if (t_->vectorCoef != 0) {
+      Muls(xF, xF, rstd, span);
+      Mul(xF, xF, GammaF(), span);
+      Add(xF, xF, BetaF(), span);
+    } else {
+      const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
+      for (int64_t r = 0; r < rows; ++r) {
+        Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(r), pitch);
+        Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(r), pitch);
+      }
+    }
+    Silu(xF, tmp, span);
+    StoreRows(task * groupElems_, rows, len, span, xF);
+  }
+
+  // ------------------------------------------------------------------ mode 1: chunked
+  // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
+  // k * K); a task covers items [first, end) of its group (all of them when sliceCount == 1).
+  __aicore__ inline int64_t ItemsPerGroup() const { return t_->rows * t_->chunksPerRow; }
+  __aicore__ inline int64_t TaskGroup(int64_t task) const { return task / t_->sliceCount; }
+  __aicore__ inline int64_t TaskFirstItem(int64_t task) const { return (task % t_->sliceCount) * t_->sliceItems; }
+  __aicore__ inline int64_t TaskEndItem(int64_t task) const {
+    const int64_t end = TaskFirstItem(task) + t_->sliceItems;
+    return end < ItemsPerGroup() ? end : ItemsPerGroup();
+  }
+
+  __aicore__ inline int64_t ItemLen(int64_t item) const {
+    const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
+    return (t_->rowLen - start < t_->chunkElems) ? t_->rowLen - start : t_->chunkElems;
+  }
+
+  __aicore__ inline int64_t ItemOffset(int64_t group, int64_t item) const {
+    const int64_t r = item / t_->chunksPerRow;
+    const int64_t chunk = item % t_->chunksPerRow;
+    return group * groupElems_ + r * t_->rowLen + chunk * t_->chunkElems;
+  }
+
+  // The block's loads form one stream over its tasks, each task's items in passes
+  // firstPass..lastPass (0: statistics, 1: y). One load is in flight ahead of the compute.
+  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass) {
+    streamTask_ = first;
+    streamEnd_ = end;
+    streamFirstPass_ = firstPass;
+    streamLastPass_ = lastPass;
+    streamPass_ = firstPass;
+    streamItem_ = TaskFirstItem(first);
+    if (first < end) StreamIssue();
+  }
+
+  __aicore__ inline void StreamIssue() {
+    IssueRows(xQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
+    if (++streamItem_ < TaskEndItem(streamTask_)) return;
+    if (streamPass_ < streamLastPass_) {
+      ++streamPass_;
+    } else {
+      ++streamTask_;
+      streamPass_ = streamFirstPass_;
+    }
+    streamItem_ = TaskFirstItem(streamTask_);
+  }
+
+  // The next chunk as fp32 in XF(); issues the load after it.
+  __aicore__ inline void TakeChunk(int64_t len) {
+    TakeAsFloat<T>(xQue_, len, XF());
+    if (streamTask_ < streamEnd_) StreamIssue();
+  }
+
+  // Pass 1 of a task: each chunk's two-pass statistics of x - shift, combined pairwise.
+  __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats) {
+    LocalTensor<float> xF = XF();
+    LocalTensor<float> tmp = Tmp();
+    stats->Reset();
+    for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
+      const int64_t len = ItemLen(item);
+      const int32_t n = static_cast<int32_t>(len);
+      TakeChunk(len);
+      Adds(xF, xF, -shift, n);
+      const float nb = static_cast<float>(len);
+      const float mb = SumRows(xF, 1, len) / nb;
+      Adds(tmp, xF, -mb, n);
+      Mul(tmp, tmp, tmp, n);
+      const float m2b = SumRows(tmp, 1, len);
+      stats->Add(nb, mb, m2b);
+    }
+  }
+
+  // Pass 2 of a task: y of its chunks. `centre` is mean - shift.
+  __aicore__ inline void SliceOutput(int64_t task, float shift, float centre, float rstd) {
+    const int64_t group = TaskGroup(task);
+    const int64_t g = group % t_->G;
+    LocalTensor<float> xF = XF();
+    LocalTensor<float> tmp = Tmp();
+    float rowScale = 0.0f;  // rstd * gamma_c
+    float rowBeta = 0.0f;
+    int64_t coefRow = -1;
+    for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
+      const int64_t r = item / t_->chunksPerRow;
+      const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
+      const int64_t len = ItemLen(item);
+      const int32_t n = static_cast<int32_t>(len);
+      if (t_->vectorCoef != 0) {
+        IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
+        IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
+      } else if (r != coefRow) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
+        rowScale = rstd * Param(gammaGm_, g * t_->D + r);
+        rowBeta = Param(betaGm_, g * t_->D + r);
+        coefRow = r;
+      }
+      TakeChunk(len);
+      Adds(xF, xF, -shift, n);
+      Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
+      if (t_->vectorCoef != 0) {
+        TakeAsFloat<U>(gammaQue_, len, GammaF());
+        TakeAsFloat<U>(betaQue_, len, BetaF());
+        Muls(xF, xF, rstd, n);
+        Mul(xF, xF, GammaF(), n);
+        Add(xF, xF, BetaF(), n);
+      } else {
+        Muls(xF, xF, rowScale, n);
+        Adds(xF, xF, rowBeta, n);
+      }
+      Silu(xF, tmp, n);
+      StoreRows(ItemOffset(group, item), 1, len, len, xF);
+    }
+  }
+
+  // A whole group in one block: both passes.
+  __aicore__ inline void ChunkedTask(int64_t task) {
+    const float shift = GroupShift(TaskGroup(task));
+    ChanCascade stats;
+    SliceStats(task, shift, &stats);
+    float count = 0.0f;
+    float centre = 0.0f;  // mean - shift
+    float m2 = 0.0f;
+    stats.Total(&count, &centre, &m2);
+    const float rstd = Rstd(m2 * invM_);
+    RecordStats(TaskGroup(task), shift + centre, rstd, false);
+    SliceOutput(task, shift, centre, rstd);
+  }
+
+  // Split groups, before SyncAll: a slice's (count, mean, M2) to its workspace entry.
+  __aicore__ inline void SliceStatsTask(int64_t task) {
+    ChanCascade stats;
+    SliceStats(task, GroupShift(TaskGroup(task)), &stats);
+    float count = 0.0f;
+    float centre = 0.0f;
+    float m2 = 0.0f;
+    stats.Total(&count, &centre, &m2);
+    LocalTensor<float> entry = sliceOutBuf_.Get<float>();
+    if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
+    entry.SetValue(0, count);
+    entry.SetValue(1, centre);
+    entry.SetValue(2, m2);
+    Sync<HardEvent::S_MTE3>();
+    DataCopyExtParams copy{1, static_cast<uint32_t>(3 * sizeof(float)), 0, 0, 0};
+    DataCopyPad(wsGm_[task * FLOATS_PER_BLOCK], entry, copy);
+    entryInFlight_ = true;
+  }
+
+  // Split groups, after SyncAll: the group's slice statistics combined in slice order (the
+  // same on every block of the group, and the same tree as one block's cascade), then y.
+  __aicore__ inline void SliceOutputTask(int64_t task) {
+    const int64_t group = TaskGroup(task);
+    const int64_t slices = t_->sliceCount;
+    LocalTensor<float> entries = slicesInBuf_.Get<float>();
+    DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(3 * sizeof(float)),
+                           static_cast<uint32_t>((FLOATS_PER_BLOCK - 3) * sizeof(float)), 0, 0};
+    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    DataCopyPad(entries, wsGm_[group * slices * FLOATS_PER_BLOCK], copy, pad);
+    Sync<HardEvent::MTE2_S>();
+    ChanCascade stats;
+    stats.Reset();
+    for (int64_t s = 0; s < slices; ++s) {
+      const uint32_t at = static_cast<uint32_t>(s * FLOATS_PER_BLOCK);
+      stats.Add(entries.GetValue(at), entries.GetValue(at + 1), entries.GetValue(at + 2));
+    }
+    float count = 0.0f;
+    float centre = 0.0f;
+    float m2 = 0.0f;
+    stats.Total(&count, &centre, &m2);
+    const float shift = GroupShift(group);
+    const float rstd = Rstd(m2 * invM_);
+    if (task % slices == 0) RecordStats(group, shift + centre, rstd, false);
+    SliceOutput(task, shift, centre, rstd);
+  }
+
+  const GroupNormSiluMsTilingData *t_ = nullptr;
+  TPipe *pipe_ = nullptr;
+  int64_t groupElems_ = 0;
+  float invM_ = 0.0f;
+  // the chunk stream (mode 1)
+  int64_t streamTask_ = 0;
+  int64_t streamEnd_ = 0;
+  int64_t streamItem_ = 0;
+  int64_t streamPass_ = 0;
+  int64_t streamFirstPass_ = 0;
+  int64_t streamLastPass_ = 0;
+  bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
+  // mean/rstd staging
+  int64_t statStart_ = 0;
+  int64_t statCount_ = 0;
+  bool statsInFlight_ = false;
+
+  TQue<QuePosition::VECIN, 1> xQue_;
+  TQue<QuePosition::VECOUT, 1> yQue_;
+  TQue<QuePosition::VECIN, 1> gammaQue_;
+  TQue<QuePosition::VECIN, 1> betaQue_;
+  TBuf<QuePosition::VECCALC> workBuf_;
+  TBuf<QuePosition::VECCALC> scratchBuf_;
+  TBuf<QuePosition::VECCALC> coefBuf_;
+  TBuf<QuePosition::VECOUT> statBuf_;  // mean and rstd, stored to GM by MTE3
+  TBuf<QuePosition::VECIN> slicesInBuf_;  // a split group's slice statistics, loaded by MTE2
+  TBuf<QuePosition::VECOUT> sliceOutBuf_;  // this slice's statistics, stored by MTE3
+
+  GlobalTensor<T> xGm_;
+  GlobalTensor<T> yGm_;
+  GlobalTensor<U> gammaGm_;
+  GlobalTensor<U> betaGm_;
+  GlobalTensor<float> meanGm_;
+  GlobalTensor<float> rstdGm_;
+  GlobalTensor<float> wsGm_;  // split groups: one 8-float entry per task
+};
+
+}  // namespace GroupNormSiluMsKernel
+
+#endif  // GROUP_NORM_SILU_MS_H

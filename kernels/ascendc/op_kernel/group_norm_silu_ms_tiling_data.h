@@ -1,0 +1,65 @@
+// Tiling data of GroupNormSiluMs (GroupNorm forward, optionally followed by SiLU), shared
+// by the host tiling function and the kernel.
+//
+// A plain struct (CANN's "standard C++ tiling struct": the host fills it, the kernel reads
+// it with GET_TILING_DATA_WITH_STRUCT). Every UB buffer size the kernel passes to
+// InitBuffer is derived from these fields on the host, which sums them against the UB.
+#ifndef GROUP_NORM_SILU_MS_TILING_DATA_H
+#define GROUP_NORM_SILU_MS_TILING_DATA_H
+
+#include <cstdint>
+
+// Tiling modes, chosen by what fits in the unified buffer (UB).
+constexpr int64_t GNS_MODE_GROUP_RESIDENT = 0;  // a whole (n, g) group stays in UB: x read once, exact two-pass stats
+constexpr int64_t GNS_MODE_CHUNKED = 1;         // the group does not fit: chunks, combined (Chan) stats, x read twice
+constexpr int64_t GNS_MODE_EMPTY_GROUPS = 2;    // D * HxW == 0: only mean = 0 and rstd = NaN are written
+
+// Tiling keys: the (x, gamma/beta) dtype pair (mean and rstd are always float32).
+constexpr int64_t GNS_KEY_FP32 = 1;       // float / float
+constexpr int64_t GNS_KEY_FP16 = 2;       // half / half
+constexpr int64_t GNS_KEY_BF16 = 3;       // bfloat16 / bfloat16
+constexpr int64_t GNS_KEY_FP16_FP32 = 4;  // half x, float gamma/beta
+constexpr int64_t GNS_KEY_BF16_FP32 = 5;  // bfloat16 x, float gamma/beta
+
+struct GroupNormSiluMsTilingData {
+  // sizes
+  int64_t N;
+  int64_t C;
+  int64_t HxW;
+  int64_t G;
+  int64_t D;  // C / G
+  int64_t mode;
+  // A group seen as `rows` rows of `rowLen` elements, contiguous in GM: the D channels of
+  // HxW elements when HxW > 1 (per-row scalar gamma/beta), or one row of D elements when
+  // HxW == 1 (gamma/beta are vectors along the row: vectorCoef = 1).
+  int64_t rows;
+  int64_t rowLen;
+  int64_t rowPitch;  // elements between rows in UB: rowLen rounded up to 32 bytes of x's dtype
+  int64_t vectorCoef;
+  int64_t activateSilu;
+  // work split: tasks [0, numTasks) over usedCores blocks, the first tailCores get one more;
+  // a block's tasks are consecutive. A task is a slice of sliceItems consecutive chunks of
+  // the group task / sliceCount (sliceCount == 1: a whole group). Mode 1 splits groups into
+  // slices when N * G < cores; sliceItems is a power of two, so the slices' statistics
+  // combine in the same pairwise tree as one block's (results do not depend on the split).
+  int64_t sliceCount;
+  int64_t sliceItems;
+  int64_t numTasks;
+  int64_t usedCores;
+  int64_t tasksPerCore;
+  int64_t tailCores;
+  int64_t blockDim;
+  // UB layout
+  int64_t chunkElems;      // mode 0: rows * rowPitch (the group); mode 1: K, elements per chunk (multiple of 16)
+  int64_t chunksPerRow;    // mode 1: ceil(rowLen / K); mode 0: 1
+  int64_t coefElems;       // fp32 gamma/beta array length (mode 0: D or rowPitch; mode 1 vectorCoef: K; else 0)
+  int64_t partialElems;    // per-row partial sums (rows rounded up to 8)
+  int64_t reduceWorkElems; // ReduceSum work buffer
+  int64_t statBatch;       // mean/rstd entries kept in UB before one store to GM
+  int64_t ubBytes;         // UB bytes the kernel allocates (for tests and logs)
+  // attributes
+  float eps;
+  float swishScale;
+};
+
+#endif  // GROUP_NORM_SILU_MS_TILING_DATA_H

@@ -1,0 +1,73 @@
+// The inner loops of the fused GroupNorm + SiLU kernels (group_norm_silu_cpu.h), one
+// contiguous channel row at a time, behind a table of function pointers per ISA build,
+// like row_kernels.h (whose statistics loops the fused forward reuses unchanged).
+//
+// swish_k is the swish scale k of z = y * sigmoid(k * y), y = (x - mu) * scale + shift
+// (scale = rstd * gamma, shift = beta); k = 1 is SiLU. The backward recomputes y and
+// sigmoid(k * y) from x instead of reading a stored y:
+//   dz/dy = s + k*y * s * (1 - s) = s * (1 + t * (1 - s)),  s = sigmoid(t), t = k * y.
+//
+// Bit-identical builds by construction (silu_rows_impl.h): every element, tails
+// included, goes through the same lane-wise vector operations (a partial vector is
+// padded, its extra lanes masked), sigmoid uses this project's own exp (no libm call,
+// whose result could differ between builds), fp-contract is off, and the sums follow
+// row_kernels.h's discipline exactly: kLanes float lanes per kBlock block (tail to lanes
+// 0, 1, ...), folded into double by FoldLanesViaFloat's tree, blocks added in order.
+#pragma once
+
+#include <cstdint>
+
+#include "half_types.h"
+#include "row_kernels.h"
+
+namespace ms_groupnorm {
+
+template <typename T>
+struct SiluRowKernels {
+  // z[r][i] = y * sigmoid(k * y), y = (x[r][i] - mu) * scale[r] + shift[r]
+  void (*normalize_silu)(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale,
+                         const float *shift, float swish_k);
+  // g = dz * dz/dy (recomputed); sum_g[r] = sum_i g, sum_gxc[r] = sum_i g * (x - mu);
+  // g itself is stored into g_out[r * hxw + i] unless g_out is nullptr
+  void (*reduce_grad)(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, const float *scale,
+                      const float *shift, float swish_k, double *sum_g, double *sum_gxc, float *g_out);
+  // dx[r][i] = (scale[r] * g + b * (x - mu)) + c, g recomputed as in reduce_grad
+  void (*input_grad)(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                     const float *shift, float swish_k, float b, float c);
+  // the same from the g that reduce_grad stored (the same floats, so the same bits)
+  void (*input_grad_stored)(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, float mu,
+                            const float *scale, float b, float c);
+};
+
+struct SiluRowKernelSet {
+  const char *isa;
+  SiluRowKernels<float> f32;
+  SiluRowKernels<Half> f16;
+  SiluRowKernels<BFloat16> bf16;
+
+  template <typename T>
+  const SiluRowKernels<T> &For() const;
+};
+
+template <>
+inline const SiluRowKernels<float> &SiluRowKernelSet::For<float>() const {
+  return f32;
+}
+template <>
+inline const SiluRowKernels<Half> &SiluRowKernelSet::For<Half>() const {
+  return f16;
+}
+template <>
+inline const SiluRowKernels<BFloat16> &SiluRowKernelSet::For<BFloat16>() const {
+  return bf16;
+}
+
+const SiluRowKernelSet &PortableSiluRowKernels();
+const SiluRowKernelSet *Avx2SiluRowKernels();    // nullptr where not compiled in or unsupported
+const SiluRowKernelSet *Avx512SiluRowKernels();  // nullptr where not compiled in or unsupported
+
+// The build with the same ISA as ActiveRowKernels(), so MsGroupNormSelectIsa and
+// $MS_GROUPNORM_CPU_ISA switch the fused loops too.
+const SiluRowKernelSet &ActiveSiluRowKernels();
+
+}  // namespace ms_groupnorm

@@ -1,0 +1,61 @@
+// The AVX2 build of the fused GroupNorm + SiLU row loops (silu_rows_impl.h): 8 float
+// lanes per ymm register, F16C fp16 conversions. Only the code between push_options and
+// pop_options is compiled for AVX2 + F16C; the CPU check stays baseline.
+#include <cstdint>
+
+#include "silu_rows.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+#include "fp_contract_off.h"
+
+namespace ms_groupnorm {
+namespace isa_silu_avx2 {
+
+constexpr int kW = 8;
+typedef float VF __attribute__((vector_size(4 * kW)));
+typedef int32_t VI __attribute__((vector_size(4 * kW)));
+typedef uint32_t VU __attribute__((vector_size(4 * kW)));
+typedef uint16_t VH __attribute__((vector_size(2 * kW)));
+
+struct HalfIO {
+  static VF Load(const Half *p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
+  static void Store(Half *p, VF v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+};
+
+#include "silu_rows_impl.h"
+
+}  // namespace isa_silu_avx2
+}  // namespace ms_groupnorm
+
+#pragma GCC pop_options
+
+namespace ms_groupnorm {
+
+namespace isa_silu_avx2 {
+static const SiluRowKernelSet &Set() {
+  static const SiluRowKernelSet set{"avx2", MakeSiluRowKernels<float>(), MakeSiluRowKernels<Half>(),
+                                    MakeSiluRowKernels<BFloat16>()};
+  return set;
+}
+}  // namespace isa_silu_avx2
+
+const SiluRowKernelSet *Avx2SiluRowKernels() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? &isa_silu_avx2::Set() : nullptr;
+}
+
+}  // namespace ms_groupnorm
+
+#else  // not x86-64 with GCC/Clang: no AVX2 build
+
+namespace ms_groupnorm {
+const SiluRowKernelSet *Avx2SiluRowKernels() { return nullptr; }
+}  // namespace ms_groupnorm
+
+#endif

@@ -1,0 +1,61 @@
+// The AVX-512 build of the fused GroupNorm + SiLU row loops (silu_rows_impl.h): 16 float
+// lanes per zmm register, AVX-512F fp16 conversions. Only the code between push_options and
+// pop_options is compiled for AVX-512F; the CPU check stays baseline.
+#include <cstdint>
+
+#include "silu_rows.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#include "fp_contract_off.h"
+
+namespace ms_groupnorm {
+namespace isa_silu_avx512 {
+
+constexpr int kW = 16;
+typedef float VF __attribute__((vector_size(4 * kW)));
+typedef int32_t VI __attribute__((vector_size(4 * kW)));
+typedef uint32_t VU __attribute__((vector_size(4 * kW)));
+typedef uint16_t VH __attribute__((vector_size(2 * kW)));
+
+struct HalfIO {
+  static VF Load(const Half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
+  static void Store(Half *p, VF v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+};
+
+#include "silu_rows_impl.h"
+
+}  // namespace isa_silu_avx512
+}  // namespace ms_groupnorm
+
+#pragma GCC pop_options
+
+namespace ms_groupnorm {
+
+namespace isa_silu_avx512 {
+static const SiluRowKernelSet &Set() {
+  static const SiluRowKernelSet set{"avx512", MakeSiluRowKernels<float>(), MakeSiluRowKernels<Half>(),
+                                    MakeSiluRowKernels<BFloat16>()};
+  return set;
+}
+}  // namespace isa_silu_avx512
+
+const SiluRowKernelSet *Avx512SiluRowKernels() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") ? &isa_silu_avx512::Set() : nullptr;
+}
+
+}  // namespace ms_groupnorm
+
+#else  // not x86-64 with GCC/Clang: no AVX-512 build
+
+namespace ms_groupnorm {
+const SiluRowKernelSet *Avx512SiluRowKernels() { return nullptr; }
+}  // namespace ms_groupnorm
+
+#endif

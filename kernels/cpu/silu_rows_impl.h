@@ -1,0 +1,225 @@
+// The row loops of silu_rows.h, written once over GCC/Clang vector extensions and
+// compiled once per ISA: each silu_rows_<isa>.cc includes this file inside its own
+// namespace after choosing the target ISA and defining
+//   kW            float lanes of the native vector (divides kLanes),
+//   VF, VI, VU    float / int32 / uint32 vectors of kW lanes, VH a uint16 vector of kW lanes,
+//   HalfIO        static VF Load(const Half *), static void Store(Half *, VF) (kW elements,
+//                 rounding to nearest even like ToHalf / F16C).
+// Nothing here may include a header (see row_kernels_impl.h for why).
+//
+// Every lane computes the same IEEE operations in the same order in every build (vector
+// extension arithmetic is lane-wise; fp-contract is off), and there is no scalar tail
+// loop: a partial vector is loaded padded with zeros and its extra lanes are masked. So
+// the builds agree bit for bit without a separate scalar twin of each formula.
+
+constexpr int kSiluRegs = kLanes / kW;
+static_assert(kSiluRegs * kW == kLanes, "a vector width must divide the lane count");
+
+inline VF Splat(float s) { return VF{} + s; }
+
+inline VI LaneIndex() {
+  VI v{};
+  for (int k = 0; k < kW; ++k) v[k] = k;
+  return v;
+}
+
+// ---- loads and stores of kW elements (memory order) ----
+inline VF Load(const float *p) {
+  VF v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline VF Load(const BFloat16 *p) {  // exact: a bf16 is the top half of a float
+  VH h;
+  __builtin_memcpy(&h, p, sizeof h);
+  return reinterpret_cast<VF>(__builtin_convertvector(h, VU) << 16);
+}
+inline VF Load(const Half *p) { return HalfIO::Load(p); }
+
+inline void Store(float *p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
+// ToBFloat16 lane-wise: round to nearest even on bit 16, a NaN stays a quiet NaN.
+inline void Store(BFloat16 *p, VF v) {
+  const VU u = reinterpret_cast<VU>(v);
+  const VU rounded = u + (0x7fffu + ((u >> 16) & 1u));
+  const VU bits = (v != v) ? (u | 0x400000u) : rounded;
+  const VH h = __builtin_convertvector(bits >> 16, VH);
+  __builtin_memcpy(p, &h, sizeof h);
+}
+inline void Store(Half *p, VF v) { HalfIO::Store(p, v); }
+
+// The first `count` (< kW) elements, the other lanes zero.
+template <typename T>
+inline VF LoadPartial(const T *p, int64_t count) {
+  T buffer[kW] = {};
+  for (int64_t k = 0; k < count; ++k) buffer[k] = p[k];
+  return Load(buffer);
+}
+template <typename T>
+inline void StorePartial(T *p, VF v, int64_t count) {
+  T buffer[kW];
+  Store(buffer, v);
+  for (int64_t k = 0; k < count; ++k) p[k] = buffer[k];
+}
+
+// ---- sigmoid(t) = 1 / (1 + exp(-t)) with this project's exp ----
+// exp(u) = 2^k * p(r), u = k ln2 + r, |r| <= ln2 / 2: k by the round-to-nearest trick
+// (adding 1.5 * 2^23), ln2 split in two (Cody and Waite; k * ln2_hi is exact), p the
+// degree-7 polynomial of Cephes' expf (S. Moshier; relative error ~1e-7 on that range).
+// u is clamped to [-87, 88] so that 2^k stays a normal float: beyond, sigmoid is 0 or 1
+// to float precision anyway (1 + e^-87 == 1; 1 / (1 + e^88) < 7e-39).
+inline VF Sigmoid(VF t) {
+  VF u = -t;
+  u = u < Splat(88.0f) ? u : Splat(88.0f);  // a NaN becomes 88 here, but y (NaN) still
+  u = u > Splat(-87.0f) ? u : Splat(-87.0f);  // reaches z and the gradient through y * s
+  const VF shifter = Splat(12582912.0f);
+  const VF kf = (u * 1.44269504088896341f + shifter) - shifter;
+  const VF r = (u - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  VF p = Splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = (p * (r * r) + r) + 1.0f;
+  const VI k = __builtin_convertvector(kf, VI);
+  const VF two_k = reinterpret_cast<VF>((k + 127) << 23);
+  return Splat(1.0f) / (Splat(1.0f) + p * two_k);
+}
+
+// y exactly as row_kernels' Normalize computes it: (x - mu) * scale + shift.
+inline VF Affine(VF x, VF mu, VF scale, VF shift) { return (x - mu) * scale + shift; }
+
+inline VF Swish(VF y, VF k) { return y * Sigmoid(k * y); }
+
+// dz * d(y * sigmoid(k y))/dy = dz * s * (1 + t * (1 - s)), t = k y, s = sigmoid(t).
+inline VF SwishGrad(VF dz, VF y, VF k) {
+  const VF t = k * y;
+  const VF s = Sigmoid(t);
+  return dz * (s * (Splat(1.0f) + t * (Splat(1.0f) - s)));
+}
+
+template <typename T>
+void NormalizeSilu(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
+                   float swish_k) {
+  const VF vmu = Splat(mu), vk = Splat(swish_k);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *x_row = x + r * hxw;
+    T *z_row = z + r * hxw;
+    const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
+    int64_t i = 0;
+    for (; i + kW <= hxw; i += kW) Store(z_row + i, Swish(Affine(Load(x_row + i), vmu, vs, vt), vk));
+    if (i < hxw) StorePartial(z_row + i, Swish(Affine(LoadPartial(x_row + i, hxw - i), vmu, vs, vt), vk), hxw - i);
+  }
+}
+
+// FoldLanesViaFloat of row_kernels_impl.h (the backward's fold), on kSiluRegs vectors.
+inline double FoldViaFloat(const VF *acc) {
+  float lanes[kLanes];
+  for (int r = 0; r < kSiluRegs; ++r) __builtin_memcpy(lanes + r * kW, &acc[r], sizeof(VF));
+  constexpr int kFold = 8;
+  static_assert(kLanes == 4 * kFold, "four rows of 8 lanes");
+  float quad[kFold];
+  for (int k = 0; k < kFold; ++k) {
+    quad[k] = (lanes[k] + lanes[kFold + k]) + (lanes[2 * kFold + k] + lanes[3 * kFold + k]);
+  }
+  double part[kFold];
+  for (int k = 0; k < kFold; ++k) part[k] = quad[k];
+  for (int width = kFold / 2; width > 0; width /= 2) {
+    for (int k = 0; k < width; ++k) part[k] += part[k + width];
+  }
+  return part[0];
+}
+
+template <typename T>
+void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, VF vk, double *sum_g,
+                       double *sum_gxc, float *g_out) {
+  double total_g = 0.0, total_gxc = 0.0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = n - start < kBlock ? n : start + kBlock;
+    VF acc_g[kSiluRegs], acc_gxc[kSiluRegs];
+    for (int r = 0; r < kSiluRegs; ++r) acc_g[r] = acc_gxc[r] = VF{};
+    auto add = [&](int r, int64_t at) {
+      const VF xc = Load(x + at) - vmu;
+      const VF g = SwishGrad(Load(dz + at), xc * vs + vt, vk);  // y = (x - mu) * scale + shift, as Affine
+      if (g_out != nullptr) Store(g_out + at, g);
+      acc_g[r] = acc_g[r] + g;
+      acc_gxc[r] = acc_gxc[r] + g * xc;
+    };
+    int64_t i = start;
+    for (; i + kLanes <= end; i += kLanes) {
+      for (int r = 0; r < kSiluRegs; ++r) add(r, i + r * kW);
+    }
+    int reg = 0;  // the block's tail goes to lanes 0, 1, ... as in row_kernels
+    for (; i + kW <= end; i += kW, ++reg) add(reg, i);
+    if (i < end) {
+      const int64_t count = end - i;
+      const VI valid = LaneIndex() < static_cast<int>(count);
+      const VF xv = LoadPartial(x + i, count);
+      const VF xc = xv - vmu;
+      VF g = SwishGrad(LoadPartial(dz + i, count), xc * vs + vt, vk);
+      g = valid ? g : VF{};  // padded lanes add nothing, whatever scale/shift hold
+      if (g_out != nullptr) StorePartial(g_out + i, g, count);
+      acc_g[reg] = acc_g[reg] + g;
+      acc_gxc[reg] = acc_gxc[reg] + (valid ? g * xc : VF{});
+    }
+    total_g += FoldViaFloat(acc_g);
+    total_gxc += FoldViaFloat(acc_gxc);
+  }
+  *sum_g = total_g;
+  *sum_gxc = total_gxc;
+}
+
+template <typename T>
+void ReduceSiluGrad(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, const float *scale,
+                    const float *shift, float swish_k, double *sum_g, double *sum_gxc, float *g_out) {
+  const VF vmu = Splat(mu), vk = Splat(swish_k);
+  for (int64_t r = 0; r < rows; ++r) {
+    ReduceSiluGradRow(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk, sum_g + r,
+                      sum_gxc + r, g_out == nullptr ? nullptr : g_out + r * hxw);
+  }
+}
+
+template <typename T>
+void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                   const float *shift, float swish_k, float b, float c) {
+  const VF vmu = Splat(mu), vk = Splat(swish_k), vb = Splat(b), vc = Splat(c);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t offset = r * hxw;
+    const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
+    // dx = (a * g + b * (x - mu)) + c with a = rstd * gamma = scale, as row_kernels' AffineGrad
+    auto op = [&](VF d, VF xv) {
+      const VF xc = xv - vmu;
+      return (vs * SwishGrad(d, xc * vs + vt, vk) + vb * xc) + vc;
+    };
+    int64_t i = 0;
+    for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(dz + offset + i), Load(x + offset + i)));
+    if (i < hxw) {
+      const int64_t count = hxw - i;
+      StorePartial(dx + offset + i, op(LoadPartial(dz + offset + i, count), LoadPartial(x + offset + i, count)),
+                   count);
+    }
+  }
+}
+
+template <typename T>
+void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                         float b, float c) {
+  const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t offset = r * hxw;
+    const VF vs = Splat(scale[r]);
+    auto op = [&](VF gv, VF xv) { return (vs * gv + vb * (xv - vmu)) + vc; };  // as SiluInputGrad
+    int64_t i = 0;
+    for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(g + offset + i), Load(x + offset + i)));
+    if (i < hxw) {
+      const int64_t count = hxw - i;
+      StorePartial(dx + offset + i, op(LoadPartial(g + offset + i, count), LoadPartial(x + offset + i, count)),
+                   count);
+    }
+  }
+}
+
+template <typename T>
+SiluRowKernels<T> MakeSiluRowKernels() {
+  return SiluRowKernels<T>{&NormalizeSilu<T>, &ReduceSiluGrad<T>, &SiluInputGrad<T>, &SiluInputGradStored<T>};
+}

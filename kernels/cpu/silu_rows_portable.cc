@@ -1,0 +1,50 @@
+// The portable build of the fused GroupNorm + SiLU row loops (silu_rows_impl.h): four
+// float lanes per vector (SSE2 on x86-64, NEON or scalar code elsewhere), fp16 through
+// the scalar conversions of half_types.h. Also picks the build matching the row kernels'.
+#include <cstdint>
+#include <cstring>
+
+#include "silu_rows.h"
+
+#include "fp_contract_off.h"
+
+namespace ms_groupnorm {
+namespace isa_silu_portable {
+
+constexpr int kW = 4;
+typedef float VF __attribute__((vector_size(4 * kW)));
+typedef int32_t VI __attribute__((vector_size(4 * kW)));
+typedef uint32_t VU __attribute__((vector_size(4 * kW)));
+typedef uint16_t VH __attribute__((vector_size(2 * kW)));
+
+struct HalfIO {
+  static VF Load(const Half *p) {
+    VF v;
+    for (int k = 0; k < kW; ++k) v[k] = ToFloat(p[k]);
+    return v;
+  }
+  static void Store(Half *p, VF v) {
+    for (int k = 0; k < kW; ++k) p[k] = ToHalf(v[k]);
+  }
+};
+
+#include "silu_rows_impl.h"
+
+}  // namespace isa_silu_portable
+
+const SiluRowKernelSet &PortableSiluRowKernels() {
+  static const SiluRowKernelSet set{"portable", isa_silu_portable::MakeSiluRowKernels<float>(),
+                                    isa_silu_portable::MakeSiluRowKernels<Half>(),
+                                    isa_silu_portable::MakeSiluRowKernels<BFloat16>()};
+  return set;
+}
+
+const SiluRowKernelSet &ActiveSiluRowKernels() {
+  const char *isa = ActiveRowKernels().isa;
+  const SiluRowKernelSet *set = nullptr;
+  if (std::strcmp(isa, "avx512") == 0) set = Avx512SiluRowKernels();
+  if (std::strcmp(isa, "avx2") == 0) set = Avx2SiluRowKernels();
+  return set != nullptr ? *set : PortableSiluRowKernels();
+}
+
+}  // namespace ms_groupnorm

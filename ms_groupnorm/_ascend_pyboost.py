@@ -1,0 +1,120 @@
+"""PyNative on Ascend: the CustomOpBuilder(backend="Ascend") module that launches the
+installed AscendC operators through AclnnOpRunner (source: _native/group_norm_ascend_pyboost.cc).
+
+Why: on Ascend, ``ops.Custom.__call__`` runs ``pyboost_custom_ext``, which accepts tensors
+only, and our operator takes num_groups and the output mask as scalars; MindSpore's docs
+point Ascend C operators in PyNative to CustomOpBuilder + AclnnOpRunner. GRAPH_MODE keeps
+``ops.Custom(func_type="aot")`` (see ``ascend.py``).
+
+Built on first use, once per MindSpore version, source and installed operator headers,
+into the same cache as the CPU fast path (``_pyboost.cache_root()``); later processes only
+load it. It needs CANN's environment (``$ASCEND_OPP_PATH``, from CANN's set_env.sh) and the
+GroupNormGradMs operator installed where ``$ASCEND_CUSTOM_OPP_PATH`` points (its
+``op_api/include/aclnn_group_norm_grad_ms.h`` is compiled against, so that the arguments
+are checked against CANN's declaration); without either, ``module()`` raises a
+RuntimeError that says what to run. There is no silent fallback: on Ascend no other
+eager route passes the scalars.
+"""
+import functools
+import hashlib
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from . import _pyboost
+
+SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_ascend_pyboost.cc"
+GRAD_OP_TYPE = "GroupNormGradMs"
+FORWARD_OP_TYPE = "GroupNormSiluMs"
+_HINT = ("on a 910B run `bash kernels/ascendc/build.sh` (or check_on_ascend.sh) and export the "
+         "ASCEND_CUSTOM_OPP_PATH it prints")
+
+
+def aclnn_header_name(op_type):
+    """``aclnn_<snake_case>.h``, the header CANN generates for ``op_type`` (the name
+    MindSpore's CustomInfoGenerator looks for as well)."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", "aclnn" + op_type)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower() + ".h"
+
+
+def custom_opp_entries():
+    """The vendor directories of $ASCEND_CUSTOM_OPP_PATH, in order."""
+    return [Path(entry) for entry in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if entry]
+
+
+def installed_header(op_type):
+    """The installed ``op_api/include/aclnn_<op>.h`` of ``op_type`` (first
+    $ASCEND_CUSTOM_OPP_PATH entry that has it, as MindSpore searches), or None."""
+    for entry in custom_opp_entries():
+        header = entry / "op_api" / "include" / aclnn_header_name(op_type)
+        if header.is_file():
+            return header
+    return None
+
+
+def forward_installed():
+    """True when our GroupNormSiluMs forward operator is installed too."""
+    return installed_header(FORWARD_OP_TYPE) is not None
+
+
+def check_environment():
+    """Raises a RuntimeError saying what is missing: CANN's environment or the operator.
+    Returns the installed operator headers (grad first)."""
+    if not os.environ.get("ASCEND_OPP_PATH"):
+        raise RuntimeError("ms_groupnorm: the Ascend PyNative module needs CANN's environment ($ASCEND_OPP_PATH is "
+                           "unset): `source <CANN>/set_env.sh` first (e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh)")
+    grad = installed_header(GRAD_OP_TYPE)
+    if grad is None:
+        searched = ", ".join(str(e) for e in custom_opp_entries()) or "$ASCEND_CUSTOM_OPP_PATH is unset"
+        raise RuntimeError(f"ms_groupnorm: the AscendC operator {GRAD_OP_TYPE} is not installed (no "
+                           f"op_api/include/{aclnn_header_name(GRAD_OP_TYPE)} in: {searched}); {_HINT}")
+    headers = [grad]
+    forward = installed_header(FORWARD_OP_TYPE)
+    if forward is not None:
+        headers.append(forward)
+    return headers
+
+
+def _build_key(headers):
+    import mindspore
+
+    digest = hashlib.sha256()
+    for part in [mindspore.__version__, SOURCE.read_bytes()] + [h.read_bytes() for h in headers]:
+        digest.update(part if isinstance(part, bytes) else str(part).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def build():
+    """Builds (or re-checks) and loads the module; raises with a clear message on failure."""
+    from mindspore import ops
+
+    headers = check_environment()
+    if not SOURCE.is_file():
+        raise FileNotFoundError(f"ms_groupnorm: {SOURCE} is not installed")
+    missing = _pyboost.missing_tools()
+    if missing:
+        raise RuntimeError(f"ms_groupnorm: building the Ascend PyNative module needs {', '.join(missing)} on PATH")
+    key = _build_key(headers)
+    name = f"ms_groupnorm_ascend_{key}"
+    build_dir = _pyboost.cache_root() / "ascend_pyboost" / key
+    build_dir.mkdir(parents=True, exist_ok=True)
+    _pyboost._remove_stale_lock(build_dir)
+    compiling = not (build_dir / f"{name}.so").is_file()
+    if compiling:
+        sys.stderr.write(f"ms_groupnorm: compiling the Ascend PyNative module once (cached in {build_dir})...\n")
+    start = time.monotonic()
+    builder = ops.CustomOpBuilder(name, [str(SOURCE)], backend="Ascend",
+                                  include_paths=sorted({str(h.parent) for h in headers}), build_dir=str(build_dir))
+    loaded = builder.load()
+    if compiling:
+        sys.stderr.write(f"ms_groupnorm: Ascend PyNative module built in {time.monotonic() - start:.0f} s\n")
+    return loaded
+
+
+@functools.lru_cache(maxsize=None)
+def module():
+    """The loaded module (built on first use); raises when it cannot be built."""
+    return build()

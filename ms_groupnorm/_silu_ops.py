@@ -1,0 +1,111 @@
+"""The ``mindspore.ops.Custom`` operators of the fused GroupNorm + swish (SiLU for
+swish_scale = 1), created once and cached, as ``_ops`` does for GroupNorm:
+
+* ``silu_backward_op(group, swish_scale, mask)``: dz, x, mean, rstd, gamma, beta ->
+  dx, dgamma, dbeta; masked-off outputs come back as (0,).
+* ``silu_forward_op(group, eps, swish_scale, mask)``: x, gamma, beta -> z, mean, rstd,
+  with a bprop that feeds x and the saved mean/rstd to ``silu_backward_op``, which
+  recomputes y and sigmoid: the forward keeps nothing full-size for the backward but x.
+
+An empty (0,) gamma/beta stands for ones/zeros. Shapes and dtypes come from the library's
+C++ InferShape/InferType hooks (GRAPH_MODE dynamic shape works as for GroupNorm).
+
+Backends: only "cpu" has fused kernels. The AscendC fused kernels are not wired here yet,
+so ``MS_GROUPNORM_BACKEND=ascendc_twin`` raises NotImplementedError (a silent CPU run
+would pass tests that believe they check the twin); on Ascend the callers (``silu``,
+``silu_cell``) run the unfused pair, GroupNorm then SiLU. PYNATIVE_MODE runs these aot ops
+through the fused module's pyboost fast path when it is available (``_silu_pyboost``;
+$MS_GROUPNORM_PYBOOST=0 opts out): eager calls run the module, graphs (@ms.jit) the aot op.
+"""
+import functools
+
+from mindspore import context, ops
+
+from . import _kernel_lib, _ops, _pyboost, _silu_pyboost
+
+FUSED_BACKENDS = ("cpu",)
+
+
+@_ops.evaluated_by_graph_compiler  # also called from functions MindSpore compiles (see there)
+def fused_backend():
+    """The backend whose fused kernels run now ("cpu"), None where the callers fall back
+    to the unfused pair (Ascend); raises for the AscendC twin, which has none yet."""
+    backend = _ops.backend_name()
+    if backend == "ascendc_twin":
+        raise NotImplementedError(
+            f"ms_groupnorm: the fused GroupNorm + SiLU has no AscendC twin kernels yet "
+            f"(${_ops.BACKEND_ENV}=ascendc_twin); unset ${_ops.BACKEND_ENV} for the CPU kernels, or use "
+            f"group_norm followed by ops.silu")
+    return backend if backend in FUSED_BACKENDS else None
+
+
+@_ops.evaluated_by_graph_compiler
+def silu_backward_op(group, swish_scale=1.0, mask=_ops.FULL_MASK):
+    """(dz, x, mean, rstd, gamma, beta) -> (dx, dgamma, dbeta)."""
+    return _silu_backward_op(int(group), float(swish_scale), tuple(bool(m) for m in mask), fused_backend())
+
+
+def _op_backend():
+    """fused_backend(), or PYBOOST_BACKEND in PYNATIVE_MODE on the "cpu" backend when the
+    fused pyboost module is enabled and could be built (see _ops._op_backend)."""
+    backend = fused_backend()
+    if (backend == "cpu" and _pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
+            and _silu_pyboost.module() is not None):
+        return _ops.PYBOOST_BACKEND
+    return backend
+
+
+def _require_fused(backend):
+    if backend not in FUSED_BACKENDS + (_ops.PYBOOST_BACKEND,):
+        raise NotImplementedError(f"ms_groupnorm: no fused GroupNorm + SiLU kernels on backend {backend!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _silu_backward_op(group, swish_scale, mask, backend):
+    _require_fused(backend)
+    reg = _ops._reg_info(
+        "GroupNormSiluGradMs",
+        ["dz", "x", "mean", "rstd", "gamma", "beta"],
+        ["dx", "dgamma", "dbeta"],
+        [("group", "int", group),
+         ("swish_scale", "float", swish_scale),
+         ("dx_is_require", "bool", mask[0]),
+         ("dgamma_is_require", "bool", mask[1]),
+         ("dbeta_is_require", "bool", mask[2])],
+    )
+    return ops.Custom(_kernel_lib.aot_func("GroupNormSiluGrad"), out_shape=None, out_dtype=None, func_type="aot",
+                      reg_info=reg)
+
+
+@_ops.evaluated_by_graph_compiler
+def silu_forward_op(group, eps, swish_scale=1.0, mask=_ops.FULL_MASK):
+    """(x, gamma, beta) -> (z, mean, rstd); ``mask`` says which of x, gamma, beta get a
+    gradient (an empty "none" gamma/beta gets an empty one)."""
+    return _silu_forward_op(int(group), float(eps), float(swish_scale), tuple(bool(m) for m in mask),
+                            _op_backend())
+
+
+@functools.lru_cache(maxsize=None)
+def _silu_forward_op(group, eps, swish_scale, mask, backend):
+    _require_fused(backend)
+    # The aot backward in every case: in PyNative the fast path's eager calls record the
+    # module's own backward node, and graphs (@ms.jit) run this bprop.
+    backward = _silu_backward_op(group, swish_scale, mask, "cpu" if backend == _ops.PYBOOST_BACKEND else backend)
+
+    def bprop(x, gamma, beta, out, dout):
+        # Only z's gradient flows back: mean and rstd are saved statistics.
+        dx, dgamma, dbeta = backward(dout[0], x, out[1], out[2], gamma, beta)
+        return dx, dgamma, dbeta
+
+    reg = _ops._reg_info(
+        "GroupNormSiluMs",
+        ["x", "gamma", "beta"],
+        ["z", "mean", "rstd"],
+        [("group", "int", group), ("eps", "float", eps), ("swish_scale", "float", swish_scale)],
+    )
+    op_class = _ops.PynativeForward if backend == _ops.PYBOOST_BACKEND else ops.Custom
+    op = op_class(_kernel_lib.aot_func("GroupNormSilu"), out_shape=None, out_dtype=None, func_type="aot",
+                  bprop=bprop, reg_info=reg)
+    if backend == _ops.PYBOOST_BACKEND:
+        op.module_forward, op.module_autograd = _silu_pyboost.forwards(group, eps, swish_scale)
+    return op

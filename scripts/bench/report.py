@@ -1,0 +1,246 @@
+"""The report: the markdown tables, the targets with a met/NOT met line each, and the plot."""
+import statistics
+
+from .common import BANDWIDTH_TARGET_SHAPES, ITEM4_DTYPES, MID, TINY, shape_name, torch
+from .summary import geomean, ratio
+
+
+TIME_COLUMNS = ["triad", "bwd/ours_kernel", "bwd/torch", "bwd/numpy", "bwd/ours_pynative", "bwd/ms_pynative",
+                "bwd/ours_graph", "bwd/ms_graph", "fwd/ours_kernel", "fwd/torch", "fwd/ours_pynative",
+                "fwd/ms_pynative", "graphfwd/ours_graph", "graphfwd/ms_graph"]
+
+
+def fmt(value, spec=".3g", suffix=""):
+    return "—" if value is None else f"{value:{spec}}{suffix}"
+
+
+def render_markdown(summary, raw, shapes, dtypes, threads_list, broken, isa, rounds, seconds, machine_isa="",
+                    avx2_forced=False, percall=None, network=None):
+    lines = [f"Benchmark `scripts/bench_group_norm.py`: {rounds} round(s), implementations "
+             f"interleaved per configuration; machine: {machine_isa}; ms_groupnorm ISA build `{isa}`"
+             f"{' (and the avx2 build, forced, for item 4)' if avx2_forced else ''}; torch "
+             f"{torch.__version__ if torch else 'not installed'}; {seconds / 60:.1f} min.",
+             "Times are medians over rounds (ms); speed-ups are medians of same-round ratios "
+             "(other / ours, > 1 = ours faster). GB/s = ideal traffic / time; % = of the same-run "
+             f"{'torch' if torch else 'numpy'} triad a = b + c on tensor-sized float32 arrays (no non-temporal stores, so a kernel that streams its output can "
+             "pass 100 %).", ""]
+    lines += ["### Backward", "",
+              "| shape | dtype | thr | ours kernel ms | GB/s (% triad) | vs torch | vs numpy | PyNative: vs MS GroupNormGrad | "
+              "GRAPH bwd: vs MS | ours PyNative vs torch | ours GRAPH bwd vs torch |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for threads in threads_list:
+        for dtype in dtypes:
+            for shape in shapes:
+                e = summary.get((shape, dtype, threads), {})
+                k = e.get("bwd/ours_kernel")
+                if not k:
+                    continue
+                lines.append(
+                    f"| {shape_name(shape)} | {dtype} | {threads} | {k['ms']:.4g} | "
+                    f"{k.get('gbps', 0):.1f} ({100 * k.get('fraction', 0):.0f} %) | "
+                    f"{fmt(ratio(e, 'bwd/ours_kernel', 'bwd/torch'), '.2f', '×')} | "
+                    f"{fmt(ratio(e, 'bwd/ours_kernel', 'bwd/numpy'), '.1f', '×')} | "
+                    f"{fmt(ratio(e, 'bwd/ours_pynative', 'bwd/ms_pynative'), '.1f', '×')} | "
+                    f"{fmt(ratio(e, 'bwd/ours_graph', 'bwd/ms_graph'), '.1f', '×')} | "
+                    f"{fmt(ratio(e, 'bwd/ours_pynative', 'bwd/torch'), '.2f', '×')} | "
+                    f"{fmt(ratio(e, 'bwd/ours_graph', 'bwd/torch'), '.2f', '×')} |")
+    lines += ["", "### Forward", "",
+              "| shape | dtype | thr | ours kernel ms | GB/s (% triad) | vs torch | vs numpy | PyNative: vs MS GroupNorm | "
+              "GRAPH fwd: vs MS |", "|---|---|---|---|---|---|---|---|---|"]
+    for threads in threads_list:
+        for dtype in dtypes:
+            for shape in shapes:
+                e = summary.get((shape, dtype, threads), {})
+                k = e.get("fwd/ours_kernel")
+                if not k:
+                    continue
+                lines.append(
+                    f"| {shape_name(shape)} | {dtype} | {threads} | {k['ms']:.4g} | "
+                    f"{k.get('gbps', 0):.1f} ({100 * k.get('fraction', 0):.0f} %) | "
+                    f"{fmt(ratio(e, 'fwd/ours_kernel', 'fwd/torch'), '.2f', '×')} | "
+                    f"{fmt(ratio(e, 'fwd/ours_kernel', 'fwd/numpy'), '.1f', '×')} | "
+                    f"{fmt(ratio(e, 'fwd/ours_pynative', 'fwd/ms_pynative'), '.1f', '×')} | "
+                    f"{fmt(ratio(e, 'graphfwd/ours_graph', 'graphfwd/ms_graph'), '.1f', '×')} |")
+    lines += ["", "### Median times (ms)", "", "| shape | dtype | thr | " + " | ".join(TIME_COLUMNS) + " |",
+              "|---|---|---|" + "---|" * len(TIME_COLUMNS)]
+    for threads in threads_list:
+        for dtype in dtypes:
+            for shape in shapes:
+                e = summary.get((shape, dtype, threads), {})
+                if not e:
+                    continue
+                cells = [fmt(e[c]["ms"], ".4g") if c in e else "—" for c in TIME_COLUMNS]
+                lines.append(f"| {shape_name(shape)} | {dtype} | {threads} | " + " | ".join(cells) + " |")
+    if network:
+        import bench_network
+
+        lines += ["", "### Network training step (VAE-like, `scripts/bench_network.py`)", "",
+                  "Per-step medians over interleaved rounds; ceiling = nn.GroupNorm step / identity step; "
+                  "gain taken = (t_nn − t_ours) / (t_nn − t_identity) per round, median ± half the interquartile "
+                  "range.", ""] + bench_network.table(network)
+    lines += ["", "### Issue 11 targets (items 1–4), this run", ""]
+    lines += issue11_targets(summary, shapes, threads_list, isa, avx2_forced, percall or {}, network or {})
+    lines += ["", "### Earlier targets (kernels and per-shape calls)", ""] + targets(summary, raw, shapes, dtypes,
+                                                                                   threads_list)
+    if broken:
+        lines += ["", "Not measured:", ""]
+        seen = set()
+        for (shape, dtype, impl), why in sorted(broken.items(), key=str):
+            if (dtype, impl, why) not in seen:
+                seen.add((dtype, impl, why))
+                lines.append(f"* {impl} {dtype}: {why}")
+    return "\n".join(lines) + "\n"
+
+
+def targets(summary, raw, shapes, dtypes, threads_list):
+    out = []
+
+    def verdict(ok):
+        return "—" if ok is None else ("met" if ok else "NOT met")
+
+    def geo(kind_ours, kind_other, dtype, threads, subset=None):
+        return geomean([ratio(summary.get((s, dtype, threads), {}), kind_ours, kind_other)
+                        for s in (subset or shapes)])
+
+    for threads in threads_list:
+        g = geo("bwd/ours_kernel", "bwd/torch", "float32", threads)
+        worst = [ratio(summary.get((s, "float32", threads), {}), "bwd/ours_kernel", "bwd/torch") for s in shapes]
+        worst = min((w for w in worst if w is not None), default=None)
+        out.append(f"* bwd fp32 kernel vs torch, {threads}T: geo-mean {fmt(g, '.2f', '×')} (target ≥ 1.5×), "
+                   f"slowest shape {fmt(worst, '.2f', '×')} (target ≥ 1×): "
+                   f"{verdict(None if g is None else g >= 1.5 and worst >= 1.0)}")
+    for shape in BANDWIDTH_TARGET_SHAPES:
+        e = summary.get((shape, "float32", 1), {}).get("bwd/ours_kernel")
+        if e and "fraction" in e:
+            out.append(f"* bwd fp32 1T {shape_name(shape)}: {e['gbps']:.1f} GB/s = {100 * e['fraction']:.0f} % of the "
+                       f"same-run triad (target ≥ 60 %): {verdict(e['fraction'] >= 0.6)}")
+    for dtype, goal in (("bfloat16", 1.5), ("float16", 3.0)):
+        for threads in threads_list:
+            g = geo("bwd/ours_kernel", "bwd/torch", dtype, threads)
+            out.append(f"* bwd {dtype} kernel vs torch, {threads}T: geo-mean {fmt(g, '.2f', '×')} "
+                       f"(target ≥ {goal}×): {verdict(None if g is None else g >= goal)}")
+    for path, ours, other in (("PyNative", "bwd/ours_pynative", "bwd/ms_pynative"),
+                              ("GRAPH", "bwd/ours_graph", "bwd/ms_graph")):
+        for threads in threads_list:
+            g = geomean([geo(ours, other, d, threads) for d in dtypes if d != "bfloat16"])
+            out.append(f"* bwd through MindSpore ({path}) vs built-in, {threads}T, fp32+fp16: geo-mean "
+                       f"{fmt(g, '.1f', '×')} (target ≥ 10×): {verdict(None if g is None else g >= 10)}")
+            for shape in BANDWIDTH_TARGET_SHAPES:
+                r = ratio(summary.get((shape, "float32", threads), {}), ours, "bwd/torch")
+                out.append(f"  * {path} {shape_name(shape)} fp32 {threads}T vs torch: {fmt(r, '.2f', '×')} "
+                           f"(target ≥ 1.5×): {verdict(None if r is None else r >= 1.5)}")
+    for threads in threads_list:
+        g_ms = geomean([geo("fwd/ours_kernel", "fwd/ms_pynative", d, threads) for d in dtypes if d != "bfloat16"])
+        g_t = geomean([geo("fwd/ours_kernel", "fwd/torch", d, threads) for d in dtypes])
+        out.append(f"* fwd {threads}T: vs MS GroupNorm (PyNative, kernel-only ours) geo-mean {fmt(g_ms, '.1f', '×')} "
+                   f"(target ≥ 5×): {verdict(None if g_ms is None else g_ms >= 5)}; vs torch geo-mean "
+                   f"{fmt(g_t, '.2f', '×')} (target ≥ 1×): {verdict(None if g_t is None else g_t >= 1)}")
+        g_py = geomean([geo("fwd/ours_pynative", "fwd/ms_pynative", d, threads) for d in dtypes if d != "bfloat16"])
+        out.append(f"  * fwd {threads}T through MindSpore PyNative (ours op vs built-in): geo-mean {fmt(g_py, '.1f', '×')}")
+    return out
+
+
+def pace(ratio_value):
+    """"1.30× faster" / "1.25× slower" from a speed-up (> 1 = ours faster)."""
+    if ratio_value is None:
+        return "—"
+    return f"{ratio_value:.2f}× faster" if ratio_value >= 1 else f"{1 / ratio_value:.2f}× slower"
+
+
+def round_ratios(times, ours, other):
+    """Per-round ours/other cost ratios of a per-call section ({impl: [seconds per round]})."""
+    a, b = times.get(ours, []), times.get(other, [])
+    return [x / y for x, y in zip(a, b) if x > 0 and y > 0]
+
+
+def issue11_targets(summary, shapes, threads_list, isa, avx2_forced, percall, network):
+    out = []
+
+    def verdict(ok):
+        return "—" if ok is None else ("met" if ok else "NOT met")
+
+    # Item 1: per-call cost in PyNative, tiny shape, default settings.
+    n, c, h, w, g = TINY
+    for threads in threads_list:
+        times = percall.get(threads, {})
+        if not times:
+            out.append(f"* item 1, {threads}T: per-call section not measured")
+            continue
+        times = dict(times)
+        for name in ("ours", "ms"):  # the layer's backward = (value_and_grad step) - forward, per round
+            times[f"layer_bwd/{name}"] = [s - f for s, f in zip(times[f"layer_step/{name}"], times[f"layer_fwd/{name}"])]
+        for label, impl in (("layer forward (GroupNorm vs nn.GroupNorm, no gradient)", "layer_fwd"),
+                            ("layer forward+backward (value_and_grad step)", "layer_step"),
+                            ("layer backward (step − forward)", "layer_bwd"),
+                            ("group_norm_backward vs GroupNormGrad", "bwd")):
+            ratios = round_ratios(times, f"{impl}/ours", f"{impl}/ms")
+            r = statistics.median(ratios) if ratios else None
+            ms_us = statistics.median(times[f"{impl}/ms"]) * 1e6
+            out.append(f"* item 1, {threads}T, {n}x{c}x{h} G={g}, {label}: ours costs {fmt(r, '.2f', '×')} the built-in "
+                       f"call ({ms_us:.0f} µs) (target ≤ 1×): {verdict(None if r is None else r <= 1.0)}")
+    # Item 2: one op inside a compiled graph.
+    for shape in (TINY, MID):
+        e = summary.get((shape, "float32", 1), {})
+        for kind in ("fwd", "bwd"):
+            r = ratio(e, f"graphop_{kind}/ms", f"graphop_{kind}/ours")  # ours / built-in cost
+            if r is None:
+                continue
+            out.append(f"* item 2, GRAPH, one {kind} op {shape_name(shape)}: ours costs {r:.2f}× the built-in op "
+                       f"({e[f'graphop_{kind}/ms']['ms'] * 1e3:.0f} µs per op) (target ≤ 1.1×): {verdict(r <= 1.1)}")
+    # Item 3: the network.
+    if network:
+        import bench_network
+
+        out += [bench_network.verdict_line(key, bench_network.summarize(t)) for key, t in network.items()]
+    # Item 4: kernel-only backward vs torch, fp32 and bf16, both ISA builds; PyNative vs torch.
+    builds = [(isa, "bwd/ours_kernel")] + ([("avx2 (forced)", "bwd/ours_kernel_avx2")] if avx2_forced else [])
+    for build, impl in builds:
+        for dtype in ITEM4_DTYPES:
+            for threads in threads_list:
+                rs = [ratio(summary.get((s, dtype, threads), {}), impl, "bwd/torch") for s in shapes]
+                rs = [r for r in rs if r is not None]
+                if not rs:
+                    continue
+                geo, worst = geomean(rs), min(rs)
+                out.append(f"* item 4, kernel-only bwd vs torch, {build} build, {dtype}, {threads}T: geo-mean "
+                           f"{geo:.2f}×, slowest shape {pace(worst)} (target geo-mean ≥ 1.5×, no shape below 1×): "
+                           f"{verdict(geo >= 1.5 and worst >= 1.0)}")
+    for dtype in ITEM4_DTYPES:
+        for threads in threads_list:
+            rs = [(ratio(summary.get((s, dtype, threads), {}), "bwd/ours_pynative", "bwd/torch"), s) for s in shapes]
+            rs = [(r, s) for r, s in rs if r is not None]
+            if rs:
+                worst, where = min(rs)
+                out.append(f"* item 4, bwd through PyNative vs torch, {dtype}, {threads}T: slowest shape "
+                           f"{shape_name(where)} {pace(worst)} (target: no anchor shape slower): {verdict(worst >= 1.0)}")
+    return out
+
+
+def plot(path, summary, shapes, dtypes, threads_list):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    comparisons = [("bwd/ours_kernel", "bwd/torch", "bwd kernel vs torch"),
+                   ("bwd/ours_pynative", "bwd/ms_pynative", "bwd PyNative vs MS GroupNormGrad"),
+                   ("bwd/ours_graph", "bwd/ms_graph", "bwd GRAPH vs MS"),
+                   ("fwd/ours_kernel", "fwd/torch", "fwd kernel vs torch")]
+    fig, axes = plt.subplots(len(comparisons), len(threads_list), figsize=(7 * len(threads_list), 3.2 * len(comparisons)),
+                             squeeze=False)
+    width = 0.8 / max(1, len(dtypes))
+    for row, (ours, other, title) in enumerate(comparisons):
+        for col, threads in enumerate(threads_list):
+            ax = axes[row][col]
+            for k, dtype in enumerate(dtypes):
+                values = [ratio(summary.get((s, dtype, threads), {}), ours, other) or 0 for s in shapes]
+                ax.bar([i + k * width for i in range(len(shapes))], values, width, label=dtype)
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_yscale("log")
+            ax.set_xticks([i + width * (len(dtypes) - 1) / 2 for i in range(len(shapes))])
+            ax.set_xticklabels([shape_name(s) for s in shapes], rotation=20, fontsize=7)
+            ax.set_title(f"{title}, {threads} thread(s): speed-up (>1 = ours faster)", fontsize=9)
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+

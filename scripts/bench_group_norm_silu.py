@@ -1,0 +1,310 @@
+#!/usr/bin/env python
+"""Fused GroupNorm + SiLU benchmark, in ONE process, ratios measured side by side:
+
+1. a training step (forward + backward: gradients of the input and of every gamma/beta) of
+   a stack of GroupNorm+SiLU blocks at Stable-Diffusion-like shapes, GRAPH and PYNATIVE,
+   float32 and float16 activations, with three implementations of a block:
+     fused   ms_groupnorm.GroupNormSiLU
+     ours    ms_groupnorm.GroupNorm, then ops.silu (the unfused pair on our kernels)
+     nn      mindspore.nn.GroupNorm, then ops.silu
+   Parameters are float32, except nn's with float16 input (nn.GroupNorm needs them in the
+   input's dtype). Goal (issue 16): fused >= 1.3x ours in both modes.
+2. kernel-only forward + backward, fused (C entry points through ctypes on preallocated
+   buffers) against torch's aten kernels native_group_norm + silu + silu_backward +
+   native_group_norm_backward (which allocate their outputs, as a torch user pays), float32
+   and bfloat16 (float32 parameters for ours; torch's parameters in the input's dtype).
+   Goal: fused >= 1.5x torch.
+3. the memory the backward keeps, per block: the full-size tensors the backward kernels
+   read that the forward must keep alive (derived from the kernels' contracts, not an
+   allocator measurement): unfused x (GroupNorm's backward) and y (SiLU's backward reads
+   its input); fused x only (y and sigmoid(y) are recomputed from x, mean, rstd, gamma, beta).
+
+Every round times every variant of a configuration back to back (order alternating), and
+the tables give medians over rounds of the per-round ratios.
+
+    python scripts/bench_group_norm_silu.py            # full: 5 rounds, 2 blocks
+    python scripts/bench_group_norm_silu.py --quick    # 2 rounds, shorter timings
+"""
+import argparse
+import ctypes
+import statistics
+import time
+
+import numpy as np
+
+SHAPES = [(2, 320, 64, 64, 32), (4, 256, 32, 32, 32)]  # N, C, H, W, G
+MODES = ("graph", "pynative")
+DTYPES = ("float32", "float16")
+VARIANTS = ("fused", "ours", "nn")
+STEP_GOAL, KERNEL_GOAL = 1.3, 1.5
+
+
+def shape_name(shape):
+    N, C, H, W, G = shape
+    return f"({N}, {C}, {H}, {W}) G{G}"
+
+
+def time_call(fn, min_seconds, calls_min=3):
+    """Median per-call seconds over at least ``calls_min`` calls and ``min_seconds``."""
+    times, spent = [], 0.0
+    while len(times) < calls_min or spent < min_seconds:
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+        spent += times[-1]
+    return statistics.median(times)
+
+
+# ---------------------------------------------------------------- 1. training step
+def block_factory(variant, dtype_name):
+    import mindspore as ms
+    from mindspore import nn, ops
+
+    import ms_groupnorm
+
+    class Pair(nn.Cell):
+        def __init__(self, norm):
+            super().__init__()
+            self.norm = norm
+
+        def construct(self, x):
+            return ops.silu(self.norm(x))
+
+    def make(groups, channels):
+        if variant == "fused":
+            return ms_groupnorm.GroupNormSiLU(groups, channels)
+        if variant == "ours":
+            return Pair(ms_groupnorm.GroupNorm(groups, channels))
+        param_dtype = ms.float16 if dtype_name == "float16" else ms.float32
+        return Pair(nn.GroupNorm(groups, channels, dtype=param_dtype))
+
+    return make
+
+
+def train_step(variant, shape, dtype_name, mode, blocks):
+    import mindspore as ms
+    from mindspore import Tensor, nn
+
+    N, C, H, W, G = shape
+    make = block_factory(variant, dtype_name)
+
+    class Net(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.SequentialCell([make(G, C) for _ in range(blocks)])
+
+        def construct(self, x):
+            return self.blocks(x).astype(ms.float32).mean()
+
+    net = Net()
+    grad_fn = ms.value_and_grad(net, grad_position=0, weights=net.trainable_params())
+
+    def step(x):
+        loss, (dx, grads) = grad_fn(x)
+        return loss, dx, grads
+
+    if mode == "graph":
+        step = ms.jit(step)
+    dtype = ms.float16 if dtype_name == "float16" else ms.float32
+    x = Tensor(np.random.default_rng(1).standard_normal((N, C, H, W)).astype(np.float32)).astype(dtype)
+
+    def run():
+        loss, dx, _ = step(x)
+        dx.asnumpy()  # waits for the step, also in PyNative
+        return loss
+
+    return run
+
+
+def bench_steps(shapes, modes, dtypes, blocks, rounds, min_seconds, log):
+    import mindspore as ms
+
+    configs = [(mode, dtype, shape) for mode in modes for dtype in dtypes for shape in shapes]
+    steps = {}
+    for mode, dtype, shape in configs:
+        ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+        for variant in VARIANTS:
+            start = time.perf_counter()
+            fn = train_step(variant, shape, dtype, mode, blocks)
+            fn()
+            fn()
+            steps[(mode, dtype, shape, variant)] = fn
+            log(f"  step {mode} {dtype} {shape_name(shape)} {variant}: ready in {time.perf_counter() - start:.1f} s")
+    times = {}
+    for rnd in range(rounds):
+        for mode, dtype, shape in configs:
+            ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+            for variant in (VARIANTS if rnd % 2 == 0 else VARIANTS[::-1]):
+                seconds = time_call(steps[(mode, dtype, shape, variant)], min_seconds)
+                times.setdefault((mode, dtype, shape), {}).setdefault(variant, []).append(seconds)
+        log(f"  step round {rnd + 1}/{rounds} done")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    return times
+
+
+def ratio(times, numerator, denominator):
+    """Median over rounds of times[numerator] / times[denominator]."""
+    return statistics.median(a / b for a, b in zip(times[numerator], times[denominator]))
+
+
+def mark(value, goal):
+    return f"{value:.2f}x " + ("(met)" if value >= goal else "(NOT met)")
+
+
+def step_table(times, blocks):
+    lines = [f"Training step of {blocks} GroupNorm+SiLU blocks (forward + backward, gradients of x, gamma, beta); "
+             f"median ms over rounds; speed-up = median of per-round time ratios.", "",
+             "| mode | dtype | shape | fused ms | ours+silu ms | nn+silu ms | fused vs ours+silu (goal 1.3x) "
+             "| fused vs nn+silu |", "|---|---|---|---|---|---|---|---|"]
+    for (mode, dtype, shape), t in times.items():
+        ms_ = {v: statistics.median(t[v]) * 1e3 for v in VARIANTS}
+        lines.append(f"| {mode} | {dtype} | {shape_name(shape)} | {ms_['fused']:.1f} | {ms_['ours']:.1f} | "
+                     f"{ms_['nn']:.1f} | {mark(ratio(t, 'ours', 'fused'), STEP_GOAL)} | "
+                     f"{ratio(t, 'nn', 'fused'):.2f}x |")
+    return lines
+
+
+# ---------------------------------------------------------------- 2. kernel only
+def bf16_bits(values):
+    bits = np.ascontiguousarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+class FusedKernel:
+    """Forward + backward through the C entry points, preallocated buffers."""
+
+    def __init__(self, shape, dtype):
+        from ms_groupnorm import _silu_kernel_lib
+
+        self.lib = _silu_kernel_lib.cdll()
+        N, C, H, W, G = shape
+        self.sizes = (N, C, H * W, G)
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+        dz = rng.standard_normal((N, C, H, W)).astype(np.float32)
+        if dtype == "bfloat16":
+            x, dz = bf16_bits(x), bf16_bits(dz)
+        self.x, self.dz = x, dz
+        self.z, self.dx = np.empty_like(x), np.empty_like(x)
+        self.gamma = rng.uniform(0.5, 1.5, C).astype(np.float32)
+        self.beta = rng.uniform(-0.5, 0.5, C).astype(np.float32)
+        self.mean, self.rstd = np.empty((N, G), np.float32), np.empty((N, G), np.float32)
+        self.dgamma, self.dbeta = np.empty(C, np.float32), np.empty(C, np.float32)
+        self.names = (dtype.encode(), b"float32")
+
+    def __call__(self):
+        p = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+        N, C, HxW, G = self.sizes
+        status = self.lib.MsGroupNormSiluForward(p(self.x), p(self.gamma), p(self.beta), p(self.z), p(self.mean),
+                                                 p(self.rstd), N, C, HxW, G, 1e-5, 1.0, *self.names)
+        status |= self.lib.MsGroupNormSiluBackward(
+            p(self.dz), p(self.x), p(self.mean), p(self.rstd), p(self.gamma), p(self.beta), p(self.dx),
+            p(self.dgamma), p(self.dbeta), N, C, HxW, G, 1.0, *self.names, 1, 1, 1)
+        assert status == 0
+
+
+class TorchKernels:
+    """torch's aten GroupNorm and SiLU kernels, forward + backward, no autograd."""
+
+    def __init__(self, shape, dtype):
+        import torch
+
+        N, C, H, W, G = shape
+        self.torch, self.sizes = torch, (N, C, H * W, G)
+        tdtype = getattr(torch, dtype)
+        rng = np.random.default_rng(0)
+        self.x = torch.tensor(rng.standard_normal((N, C, H, W)), dtype=tdtype)
+        self.dz = torch.tensor(rng.standard_normal((N, C, H, W)), dtype=tdtype)
+        self.w = torch.tensor(rng.uniform(0.5, 1.5, C), dtype=tdtype)
+        self.b = torch.tensor(rng.uniform(-0.5, 0.5, C), dtype=tdtype)
+
+    def __call__(self):
+        aten = self.torch.ops.aten
+        N, C, HxW, G = self.sizes
+        with self.torch.no_grad():
+            y, mean, rstd = aten.native_group_norm(self.x, self.w, self.b, N, C, HxW, G, 1e-5)
+            aten.silu(y)
+            dy = aten.silu_backward(self.dz, y)
+            aten.native_group_norm_backward(dy, self.x, mean, rstd, self.w, N, C, HxW, G, [True, True, True])
+
+
+def bench_kernels(shapes, rounds, min_seconds, log):
+    try:
+        import torch  # noqa: F401  pylint: disable=unused-import
+    except ImportError:
+        log("  torch not installed: no kernel-only comparison")
+        return {}
+    times = {}
+    for dtype in ("float32", "bfloat16"):
+        for shape in shapes:
+            fused, ref = FusedKernel(shape, dtype), TorchKernels(shape, dtype)
+            fused(), ref()
+            for rnd in range(rounds):
+                for name, fn in ((("fused", fused), ("torch", ref)) if rnd % 2 == 0 else
+                                 (("torch", ref), ("fused", fused))):
+                    times.setdefault((dtype, shape), {}).setdefault(name, []).append(time_call(fn, min_seconds))
+        log(f"  kernel-only {dtype} done")
+    return times
+
+
+def kernel_table(times):
+    import torch
+
+    lines = [f"Kernel-only forward + backward (torch {torch.__version__}, {torch.get_num_threads()} threads; ours: "
+             f"OpenMP default threads); median ms.", "",
+             "| dtype | shape | fused ms | torch GN+SiLU ms | fused vs torch (goal 1.5x) |", "|---|---|---|---|---|"]
+    for (dtype, shape), t in times.items():
+        lines.append(f"| {dtype} | {shape_name(shape)} | {statistics.median(t['fused']) * 1e3:.2f} | "
+                     f"{statistics.median(t['torch']) * 1e3:.2f} | {mark(ratio(t, 'torch', 'fused'), KERNEL_GOAL)} |")
+    return lines
+
+
+# ---------------------------------------------------------------- 3. memory
+def memory_table(shapes, dtypes):
+    lines = ["Full-size tensors the backward keeps per block (statistics, O(N*G), and parameters left out).", "",
+             "| dtype | shape | unfused: x and y | fused: x | saved |", "|---|---|---|---|---|"]
+    for dtype in dtypes:
+        size = 4 if dtype == "float32" else 2
+        for shape in shapes:
+            N, C, H, W, _ = shape
+            mib = N * C * H * W * size / 2 ** 20
+            lines.append(f"| {dtype} | {shape_name(shape)} | {2 * mib:.1f} MiB | {mib:.1f} MiB | {mib:.1f} MiB (50 %) |")
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds, 0.2 s per timing")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--blocks", type=int, default=2, help="GroupNorm+SiLU blocks per step (default 2)")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--out", default=None, help="also write the tables (markdown) to this file")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (2 if args.quick else 5)
+    min_seconds = 0.2 if args.quick else 0.5
+    log = lambda text: print(text, flush=True)  # noqa: E731
+    import mindspore as ms
+
+    import ms_groupnorm
+    from ms_groupnorm import _silu_kernel_lib
+
+    lib = _silu_kernel_lib.cdll()
+    log(f"ms_groupnorm from {ms_groupnorm.__file__}, MindSpore {ms.__version__}, ISA {lib.MsGroupNormActiveIsa().decode()}, "
+        f"{'quick' if args.quick else 'full'} run: {rounds} rounds, {min_seconds} s per timing")
+    kernel_times = bench_kernels(SHAPES, rounds, min_seconds, log)
+    step_times = bench_steps(SHAPES, args.modes.split(","), args.dtypes.split(","), args.blocks, rounds, min_seconds,
+                             log)
+    lines = step_table(step_times, args.blocks) + [""]
+    if kernel_times:
+        lines += kernel_table(kernel_times) + [""]
+    lines += memory_table(SHAPES, args.dtypes.split(","))
+    text = "\n".join(lines)
+    print("\n" + text)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+// Stand-in for CANN <cann>/include/graph/types.h (metadef inc/external/graph/types.h;
+// declarations only, see ../README.md). Enumerator names as in metadef, values not modelled.
+#ifndef MS_GROUPNORM_STUB_GRAPH_TYPES_H_
+#define MS_GROUPNORM_STUB_GRAPH_TYPES_H_
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ge {
+using graphStatus = uint32_t;
+const graphStatus GRAPH_SUCCESS = 0;
+const graphStatus GRAPH_FAILED = 0xFFFFFFFF;
+
+enum DataType {
+  DT_FLOAT, DT_FLOAT16, DT_INT8, DT_INT32, DT_UINT8, DT_INT16, DT_UINT16, DT_UINT32, DT_INT64, DT_UINT64,
+  DT_DOUBLE, DT_BOOL, DT_STRING, DT_DUAL_SUB_INT8, DT_DUAL_SUB_UINT8, DT_COMPLEX64, DT_COMPLEX128, DT_QINT8,
+  DT_QINT16, DT_QINT32, DT_QUINT8, DT_QUINT16, DT_RESOURCE, DT_STRING_REF, DT_DUAL, DT_VARIANT, DT_BF16,
+  DT_UNDEFINED, DT_INT4, DT_UINT1, DT_INT2, DT_UINT2, DT_COMPLEX32, DT_HIFLOAT8, DT_FLOAT8_E5M2,
+  DT_FLOAT8_E4M3FN, DT_FLOAT8_E8M0, DT_FLOAT6_E3M2, DT_FLOAT6_E2M3, DT_FLOAT4_E2M1, DT_FLOAT4_E1M2, DT_MAX
+};
+
+enum Format {
+  FORMAT_NCHW, FORMAT_NHWC, FORMAT_ND, FORMAT_NC1HWC0, FORMAT_FRACTAL_Z, FORMAT_HWCN, FORMAT_NDHWC,
+  FORMAT_FRACTAL_NZ, FORMAT_NCDHW, FORMAT_NDC1HWC0, FORMAT_FRACTAL_Z_3D, FORMAT_NCL, FORMAT_RESERVED
+};
+}  // namespace ge
+#endif

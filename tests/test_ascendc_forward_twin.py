@@ -1,0 +1,349 @@
+"""The AscendC GroupNormSiluMs forward kernel (GroupNorm, then optionally SiLU/Swish, with
+float32 mean/rstd), run on the CPU twin against the float64 reference: every tiling mode x
+the five dtype pairs x SiLU off / on / on with swish_scale != 1, the shape classes, results
+bit-identical across core counts and block schedules, the host's input checks, and the
+twin's rules for the vector math the forward adds (Exp, Sqrt, Div)."""
+import contextlib
+import re
+
+import numpy as np
+import pytest
+
+from ms_groupnorm import ascendc_twin, ascendc_twin_forward as fwd, reference
+from test_ascendc_twin import as_float64, storage
+
+# (x dtype, gamma/beta dtype, tolerance on y relative to max(1, max |y|)). mean and rstd are
+# float32 computed from the same rounded inputs as the reference, so their tolerance does not
+# depend on the pair; y's is the rounding of the stored output (half an ulp) plus fp32 work.
+DTYPES = {
+    "fp32": ("float32", "float32", 2e-6),
+    "fp16": ("float16", "float16", 1e-3),
+    "bf16": ("bfloat16", "bfloat16", 8e-3),
+    "fp16_fp32": ("float16", "float32", 1e-3),
+    "bf16_fp32": ("bfloat16", "float32", 8e-3),
+}
+MEAN_TOL = 2e-6  # |mean error| / max(1, |mean|)
+RSTD_TOL = 2e-6  # relative
+
+# (activate_silu, swish_scale)
+ACTIVATIONS = {"plain": (False, 1.0), "silu": (True, 1.0), "swish_1.7": (True, 1.7)}
+
+SMALL_UB = 32 * 1024  # forces the chunked mode on shapes small enough to run fast
+
+# name: (shape, G, core_num, ub_bytes, expected mode), the mode for every dtype pair.
+CASES = {
+    "resident_unaligned_hw": ((2, 8, 3, 3), 2, 4, ascendc_twin.UB_910B, "group_resident"),
+    "resident_aligned_hw": ((3, 6, 32), 3, 4, ascendc_twin.UB_910B, "group_resident"),
+    "resident_g_equals_c": ((2, 6, 5, 5), 6, 48, ascendc_twin.UB_910B, "group_resident"),
+    "resident_g1_rank4": ((2, 5, 7, 9), 1, 3, ascendc_twin.UB_910B, "group_resident"),
+    "resident_rank5": ((2, 4, 3, 4, 5), 2, 48, ascendc_twin.UB_910B, "group_resident"),
+    "resident_hw1_rank2": ((3, 12), 3, 48, ascendc_twin.UB_910B, "group_resident"),
+    "resident_hw1_g_equals_c": ((2, 6, 1), 6, 4, ascendc_twin.UB_910B, "group_resident"),
+    "resident_ng_below_cores": ((1, 4, 50), 2, 48, ascendc_twin.UB_910B, "group_resident"),
+    "resident_ng_above_cores": ((4, 16, 6), 8, 5, ascendc_twin.UB_910B, "group_resident"),
+    "resident_stats_in_two_batches": ((2, 300, 2), 300, 2, ascendc_twin.UB_910B, "group_resident"),  # 300 > 256
+    "chunked_910b_ub": ((2, 2, 20000), 1, 2, ascendc_twin.UB_910B, "chunked"),
+    "chunked_unaligned": ((3, 2, 1999), 2, 4, SMALL_UB, "chunked"),
+    "chunked_many_short_rows": ((1, 600, 5), 1, 48, SMALL_UB, "chunked"),
+    "chunked_hw1_vector_coef": ((2, 3000), 1, 4, SMALL_UB, "chunked"),
+    "chunked_ng_above_cores": ((3, 4, 1500), 2, 4, SMALL_UB, "chunked"),
+    "chunked_split_g1": ((1, 3, 5000), 1, 48, SMALL_UB, "chunked"),  # N * G = 1 < 48: slices over blocks
+    "chunked_split_uneven": ((2, 6, 1777), 3, 40, SMALL_UB, "chunked"),
+    "chunked_split_pairs": ((1, 21, 700), 1, 16, SMALL_UB, "chunked"),  # 21 chunks: slices of 2, the last of 1
+    "empty_hw0": ((2, 4, 0), 2, 48, ascendc_twin.UB_910B, "empty_groups"),
+    "empty_c0": ((3, 0, 4), 1, 48, ascendc_twin.UB_910B, "empty_groups"),
+}
+
+
+def silu(y, scale):
+    return y / (1.0 + np.exp(-scale * y))
+
+
+def make_inputs(shape, data_dtype, param_dtype, seed, offset=0.75):
+    """Kernel storage arrays and their exact float64 values (a non-zero mean, so that the
+    centring matters)."""
+    rng = np.random.default_rng(seed)
+    C = shape[1]
+    arrays = {"x": storage(rng.standard_normal(shape) * 1.5 + offset, data_dtype),
+              "gamma": storage(rng.standard_normal(C) + 1.0, param_dtype),
+              "beta": storage(rng.standard_normal(C) * 0.5, param_dtype)}
+    exact = {name: as_float64(a, data_dtype if name == "x" else param_dtype) for name, a in arrays.items()}
+    return arrays, exact
+
+
+def expected(exact, G, activation, eps=1e-5):
+    activate, scale = ACTIVATIONS[activation]
+    y, mean, rstd = reference.forward(exact["x"], exact["gamma"], exact["beta"], G, eps)
+    return (silu(y, scale) if activate else y), mean, rstd
+
+
+def run(shape, G, dtype_key, activation="silu", core_num=48, ub_bytes=ascendc_twin.UB_910B, data_seed=3,
+        eps=1e-5, **launch):
+    data_dtype, param_dtype, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, data_dtype, param_dtype, data_seed)
+    activate, scale = ACTIVATIONS[activation]
+    y, mean, rstd, tiling = fwd.twin_forward(arrays["x"], arrays["gamma"], arrays["beta"], G, eps=eps,
+                                             activate_silu=activate, swish_scale=scale, data_dtype=data_dtype,
+                                             param_dtype=param_dtype, ub_bytes=ub_bytes, core_num=core_num,
+                                             **launch)
+    return (y, mean, rstd), tiling, exact
+
+
+def errors(got, want, data_dtype):
+    y, mean, rstd = got
+    y_ref, mean_ref, rstd_ref = want
+    y64 = as_float64(y, data_dtype)
+    y_err = float(np.max(np.abs(y64 - y_ref), initial=0.0) / max(1.0, float(np.max(np.abs(y_ref), initial=0.0))))
+    mean_err = float(np.max(np.abs(mean - mean_ref) / np.maximum(1.0, np.abs(mean_ref)), initial=0.0))
+    rstd_err = float(np.max(np.abs(rstd - rstd_ref) / np.abs(rstd_ref), initial=0.0))
+    return y_err, mean_err, rstd_err
+
+
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("dtype_key", list(DTYPES))
+@pytest.mark.parametrize("case", [c for c in CASES if not c.startswith("empty")])
+def test_forward_matches_the_float64_reference(case, dtype_key, activation):
+    shape, G, cores, ub, mode = CASES[case]
+    got, tiling, exact = run(shape, G, dtype_key, activation, core_num=cores, ub_bytes=ub)
+    assert fwd.MODE_NAMES[tiling["mode"]] == mode
+    assert got[0].dtype == storage(np.zeros(1), DTYPES[dtype_key][0]).dtype and got[0].shape == shape
+    assert got[1].dtype == np.float32 and got[1].shape == (shape[0], G)  # float32 statistics for every pair
+    assert got[2].dtype == np.float32 and got[2].shape == (shape[0], G)
+    y_err, mean_err, rstd_err = errors(got, expected(exact, G, activation), DTYPES[dtype_key][0])
+    assert y_err <= DTYPES[dtype_key][2], (y_err, mean_err, rstd_err)
+    assert mean_err <= MEAN_TOL, mean_err
+    assert rstd_err <= RSTD_TOL, rstd_err
+
+
+@pytest.mark.parametrize("case", ["empty_hw0", "empty_c0"])
+def test_empty_groups_give_mean_0_and_rstd_nan(case):
+    shape, G, cores, ub, mode = CASES[case]
+    (y, mean, rstd), tiling, _ = run(shape, G, "bf16_fp32", core_num=cores, ub_bytes=ub)
+    assert fwd.MODE_NAMES[tiling["mode"]] == mode and y.size == 0
+    assert np.all(mean == 0.0) and np.all(np.isnan(rstd))  # as the CPU kernel and aclnnGroupNorm document
+
+
+def test_no_samples_launches_one_idle_block():
+    (y, mean, rstd), tiling, _ = run((0, 4, 3), 2, "fp32")
+    assert tiling["numTasks"] == 0 and tiling["blockDim"] == 1 and y.size == mean.size == rstd.size == 0
+
+
+# ---------------------------------------------------------------- modes on the real UB
+@pytest.mark.parametrize("core_num", [40, 48])
+def test_sd_like_shapes_select_the_expected_mode_on_the_910b_ub(core_num):
+    """What the 192 KiB UB decides for the SD-like shapes (x fp16, gamma fp32)."""
+    modes = {shape: fwd.MODE_NAMES[fwd.forward_tiling(*shape, "float16", "float32", core_num=core_num)["mode"]]
+             for shape in [(2, 64, 1024, 32), (4, 256, 1024, 32), (2, 320, 4096, 32), (1, 3, 50176, 1),
+                           (4, 1280, 64, 32), (8, 512, 1, 32)]}
+    assert modes == {(2, 64, 1024, 32): "group_resident", (4, 256, 1024, 32): "group_resident",
+                     (2, 320, 4096, 32): "chunked", (1, 3, 50176, 1): "chunked",
+                     (4, 1280, 64, 32): "group_resident", (8, 512, 1, 32): "group_resident"}
+
+
+def test_ub_plan_fits_and_uses_the_reserve_rule():
+    for shape in [(2, 64, 1024, 32), (2, 320, 4096, 32), (1, 3, 50176, 1), (2, 20000, 1, 1)]:
+        for data, param in [("float32", "float32"), ("bfloat16", "float32")]:
+            t = fwd.forward_tiling(*shape, data, param)
+            assert 0 < t["ubBytes"] <= ascendc_twin.UB_910B - fwd.UB_RESERVE
+            if t["mode"] == 1:
+                assert t["chunkElems"] % 16 == 0 and t["chunksPerRow"] * t["chunkElems"] >= t["rowLen"]
+
+
+def test_a_resident_group_larger_than_the_copy_row_limit_is_chunked():
+    """DataCopyPad takes at most 4095 rows (blockCount): a group of more channels is chunked
+    even when it would fit in UB."""
+    t = fwd.forward_tiling(1, 4096, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
+    assert fwd.MODE_NAMES[t["mode"]] == "chunked"
+    t = fwd.forward_tiling(1, 4095, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
+    assert fwd.MODE_NAMES[t["mode"]] == "group_resident"
+
+
+# ---------------------------------------------------------------- numerics
+@pytest.mark.parametrize("shape, mode", [((2, 2, 20000), "chunked"), ((2, 4, 300), "group_resident")])
+def test_statistics_survive_a_mean_far_larger_than_the_spread(shape, mode):
+    """x = 3000 + 0.01 * noise in float32: the shifted two-pass statistics keep rstd and y to
+    fp32 accuracy, where the one-pass formula (sum x^2 - (sum x)^2 / M) in float32 loses every
+    digit of the variance (and centring with the rounded mean would cost y 1e-2)."""
+    rng = np.random.default_rng(5)
+    G = 1
+    x = (3000.0 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
+    gamma = np.ones(shape[1], np.float32)
+    beta = np.zeros(shape[1], np.float32)
+    y, mean, rstd, tiling = fwd.twin_forward(x, gamma, beta, G, activate_silu=False)
+    assert fwd.MODE_NAMES[tiling["mode"]] == mode
+    y_ref, mean_ref, rstd_ref = reference.forward(x.astype(np.float64), None, None, G)
+    assert np.max(np.abs(rstd - rstd_ref) / rstd_ref) < 1e-6
+    assert np.max(np.abs(mean - mean_ref)) <= 1.3e-4  # half an ulp of 3000 in float32: the stored mean's rounding
+    assert np.max(np.abs(y - y_ref)) < 1e-5
+    flat = x.reshape(2, -1)
+    naive_var = (np.sum(flat * flat, axis=1, dtype=np.float32) / np.float32(flat.shape[1]) -
+                 np.square(np.sum(flat, axis=1, dtype=np.float32) / np.float32(flat.shape[1])))
+    naive_rstd = 1.0 / np.sqrt(np.maximum(naive_var, 0) + 1e-5)
+    assert np.max(np.abs(naive_rstd - rstd_ref.ravel()) / rstd_ref.ravel()) > 0.5  # what the safe method avoids
+
+
+def test_swish_saturates_without_nan():
+    """Large |s * y|: exp overflows to inf and y / inf is the limit 0; no NaN."""
+    shape, G = (1, 4, 64), 2
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    gamma = np.full(4, 50.0, np.float32)
+    beta = np.zeros(4, np.float32)
+    y, _, _, _ = fwd.twin_forward(x, gamma, beta, G, swish_scale=40.0)
+    want = reference.forward(x.astype(np.float64), gamma, beta, G)[0]
+    want = want * (0.5 * (1 + np.tanh(0.5 * 40.0 * want)))  # a form without overflow
+    assert not np.any(np.isnan(y)) and np.max(np.abs(y - want)) / np.max(np.abs(want)) < 2e-5
+
+
+# ---------------------------------------------------------------- determinism
+SCHEDULES = [("concurrent", 0, "immediate"), ("reverse", 0, "immediate"), ("shuffle", 11, "immediate"),
+             ("interleave", 5, "immediate"), ("forward", 0, "deferred"), ("interleave", 9, "deferred")]
+
+
+def test_groups_are_split_into_slices_only_when_chunked_and_fewer_than_the_cores():
+    split = {case: fwd.forward_tiling(int(np.prod(shape[:1])), shape[1], int(np.prod(shape[2:], dtype=np.int64)), G,
+                                      ub_bytes=ub, core_num=cores)["sliceCount"]
+             for case, (shape, G, cores, ub, _) in CASES.items()}
+    assert split["chunked_split_g1"] > 1 and split["chunked_split_uneven"] > 1 and split["chunked_many_short_rows"] > 1
+    pairs = fwd.forward_tiling(1, 21, 700, 1, ub_bytes=SMALL_UB, core_num=16)
+    assert (pairs["sliceCount"], pairs["sliceItems"]) == (11, 2)  # uneven: the last slice has one chunk
+    assert split["chunked_910b_ub"] == split["chunked_unaligned"] == 1  # N * G >= cores
+    assert split["resident_ng_below_cores"] == 1  # a resident group is never split
+    t = fwd.forward_tiling(1, 3, 5000, 1, ub_bytes=SMALL_UB, core_num=48)
+    assert t["numTasks"] == t["sliceCount"] and t["sliceItems"] & (t["sliceItems"] - 1) == 0  # a power of two
+
+
+@pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_hw1_rank2", "chunked_ng_above_cores",
+                                  "chunked_split_g1", "chunked_split_uneven", "chunked_split_pairs"])
+def test_bit_identical_across_core_counts_and_schedules(case):
+    """Also across the split of a group into slices (48 cores) or not (1 core): the slices'
+    statistics combine in the same pairwise tree as one block's."""
+    shape, G, _, ub, _ = CASES[case]
+    results = []
+    for cores in (1, 3, 7, 48):
+        for policy, seed, execution in SCHEDULES:
+            got, _, _ = run(shape, G, "bf16_fp32", core_num=cores, ub_bytes=ub, policy=policy, seed=seed,
+                            execution=execution)
+            results.append(got)
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert a.tobytes() == b.tobytes()
+
+
+# ---------------------------------------------------------------- launches the kernel must not survive
+def test_a_launch_with_a_short_output_buffer_faults():
+    """The kernel writes exactly y, mean and rstd: a y buffer declared one element short is
+    caught as an out-of-bounds GM write, not silently overrun."""
+    shape, G = (2, 4, 10), 2
+    arrays, _ = make_inputs(shape, "float32", "float32", 1)
+    tiling = fwd.forward_tiling(2, 4, 10, G)
+    y = np.zeros(shape, np.float32)
+    mean = np.zeros((2, G), np.float32)
+    rstd = np.zeros((2, G), np.float32)
+    buffers = [arrays["x"], arrays["gamma"], arrays["beta"], y, mean, rstd]
+    sizes = [b.nbytes for b in buffers]
+    fwd.forward_launch(buffers, tiling, buffer_bytes=sizes)
+    for index in (3, 4, 5):
+        short = list(sizes)
+        short[index] -= 4
+        with pytest.raises(ascendc_twin.TwinFault, match="outside|GM"):
+            fwd.forward_launch(buffers, tiling, buffer_bytes=short)
+
+
+def test_a_ub_smaller_than_the_plan_faults():
+    shape, G = (2, 64, 1024), 32
+    arrays, _ = make_inputs(shape, "float32", "float32", 1)
+    tiling = fwd.forward_tiling(2, 64, 1024, G)
+    outs = [np.zeros(shape, np.float32), np.zeros((2, G), np.float32), np.zeros((2, G), np.float32)]
+    with pytest.raises(ascendc_twin.TwinFault, match="UB overflow"):
+        fwd.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], *outs], tiling,
+                           ub_bytes=tiling["ubBytes"] - 32)
+
+
+# ---------------------------------------------------------------- host checks
+GOOD = ((2, 6, 4), (6,), (6,), 3)
+
+
+@pytest.mark.parametrize("change, status, words", [
+    ({0: None}, 5, "input 'x' is missing"),
+    ({1: None}, 5, "input 'gamma' is missing"),
+    ({2: None}, 5, "input 'beta' is missing"),
+    ({3: None}, 5, "attribute 'num_groups' is missing"),
+    ({0: (6,)}, 1, "input 'x' must have rank >= 2"),
+    ({0: (2, 6, -1)}, 1, "input 'x' has a negative dimension"),
+    ({3: 0}, 1, "'num_groups' must be > 0"),
+    ({3: -3}, 1, "'num_groups' must be > 0"),
+    ({3: 4}, 1, "'num_groups' (4) must divide C = 6"),
+    ({1: (5,)}, 1, "input 'gamma' must have C = 6 elements"),
+    ({2: (2, 6)}, 1, "input 'beta' must have C = 6 elements"),
+])
+def test_host_rejects_bad_inputs_naming_the_parameter(change, status, words):
+    args = [change.get(i, GOOD[i]) for i in range(4)]
+    got, message = fwd.forward_check_inputs(*args)
+    assert got == status and words in message and message.startswith("GroupNormSiluMs: ")
+
+
+def test_host_accepts_good_inputs():
+    assert fwd.forward_check_inputs(*GOOD) == (0, "")
+    assert fwd.forward_check_inputs((2, 0, 4), (0,), (0,), 1)[0] == 0
+
+
+@pytest.mark.parametrize("x, gamma, beta, ok", [
+    ("float32", "float32", "float32", True), ("float16", "float16", "float16", True),
+    ("bfloat16", "bfloat16", "bfloat16", True), ("float16", "float32", "float32", True),
+    ("bfloat16", "float32", "float32", True),
+    ("float32", "float16", "float16", False), ("float16", "bfloat16", "bfloat16", False),
+    ("bfloat16", "float16", "float16", False), ("float16", "float32", "float16", False),
+    ("float32", "float32", "bfloat16", False),
+])
+def test_host_dtype_rule(x, gamma, beta, ok):
+    status, message = fwd.forward_check_dtypes(x, gamma, beta)
+    assert (status == 0) == ok
+    if not ok:
+        assert status == 2 and ("'gamma'" in message or "'beta'" in message)
+        # the tiling takes one parameter dtype: a gamma/beta mismatch is CheckDtypes' alone
+        with pytest.raises(ValueError, match="bad dtype pair") if gamma == beta else contextlib.nullcontext():
+            fwd.forward_tiling(2, 4, 3, 2, x, gamma)
+
+
+# ---------------------------------------------------------------- twin rules of Exp / Sqrt / Div
+def test_twin_math_values():
+    a = np.linspace(-3, 3, 32).astype(np.float32)
+    b = np.linspace(0.5, 2, 32).astype(np.float32)
+    e, s, d = fwd.forward_math_probe("math_values", np.abs(a), b, execution="deferred")
+    assert np.allclose(e, np.exp(np.abs(a)), rtol=1e-6) and np.array_equal(s, np.sqrt(np.abs(a)))
+    assert np.array_equal(d, np.abs(a) / b)
+
+
+@pytest.mark.parametrize("probe, words", [("exp_misaligned", "not 32-byte aligned"),
+                                          ("sqrt_overrun", "overrun the buffer"),
+                                          ("div_negative_count", "negative count")])
+def test_twin_math_rules(probe, words):
+    with pytest.raises(ascendc_twin.TwinFault, match=words):
+        fwd.forward_math_probe(probe, np.ones(32, np.float32), np.ones(32, np.float32))
+
+
+# ---------------------------------------------------------------- the registration contract
+# What the MindSpore wiring (aclnnGroupNormSiluMs) is written against; CANN generates the
+# aclnn API from the OpDef in this order: inputs, attributes, outputs.
+CONTRACT = {"inputs": ["x", "gamma", "beta"], "outputs": ["y", "mean", "rstd"],
+            "attrs": [("num_groups", "REQUIRED", "Int"), ("eps", "OPTIONAL", "Float"),
+                      ("activate_silu", "OPTIONAL", "Bool"), ("swish_scale", "OPTIONAL", "Float")]}
+
+
+def test_op_definition_matches_the_contract():
+    root = ascendc_twin.ascendc_dir()
+    source = (root / "op_host" / "group_norm_silu_ms.cpp").read_text()
+    assert re.search(r"OP_ADD\(GroupNormSiluMs\)", source)
+    assert re.findall(r'this->Input\("(\w+)"\)\.ParamType\(REQUIRED\)', source) == CONTRACT["inputs"]
+    assert re.findall(r'this->Output\("(\w+)"\)', source) == CONTRACT["outputs"]
+    assert re.findall(r'this->Attr\("(\w+)"\)\.AttrType\((\w+)\)\.(\w+)\(', source) == CONTRACT["attrs"]
+    # mean and rstd are float32 for all five pairs; y follows x
+    assert re.search(r'Output\("mean"\)[^;]*DataType\(stat\)', source)
+    assert re.search(r'Output\("rstd"\)[^;]*DataType\(stat\)', source)
+    assert re.search(r"stat\(data\.size\(\), ge::DT_FLOAT\)", source)
+    assert re.search(r'Output\("y"\)[^;]*DataType\(data\)', source)
+    # the kernel entry takes the GM arguments in the OpDef's order
+    kernel = (root / "op_kernel" / "group_norm_silu_ms.cpp").read_text()
+    entry = re.search(r"void group_norm_silu_ms\(([^)]*)\)", kernel).group(1)
+    params = [p.split()[-1] for p in entry.split(",")]
+    assert params == CONTRACT["inputs"] + CONTRACT["outputs"] + ["workspace", "tiling"]
