@@ -1,6 +1,7 @@
 #!/usr/bin/env python
-"""Kernel-only GroupNorm backward: our CPU kernel (ctypes, preallocated outputs)
-against torch.ops.aten.native_group_norm_backward, interleaved in one process.
+"""Kernel-only GroupNorm backward (or, with --op forward, forward): our CPU kernel
+(ctypes, preallocated outputs) against torch.ops.aten.native_group_norm_backward
+(native_group_norm), interleaved in one process.
 
 For each round, shape, dtype and thread count the implementations are timed in
 alternation (the order rotates every sample): each sample is k back-to-back calls,
@@ -14,6 +15,7 @@ before/after ratios come from the same machine state.
     python scripts/bench_kernel_backward.py                       # all anchor shapes
     python scripts/bench_kernel_backward.py --baseline /tmp/old/libms_groupnorm_cpu.so
     python scripts/bench_kernel_backward.py --shapes 4x1280x8x8x32 --dtypes bfloat16 --threads 1
+    python scripts/bench_kernel_backward.py --op forward --isa avx2 --threads 1
 
 It loads the library directly (no MindSpore import, so no MindSpore thread pools).
 Times are per call; torch allocates its outputs on every call, which is what a
@@ -39,7 +41,7 @@ TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": 
 class Case:
     """One (shape, dtype): torch tensors and, per library, numpy buffers and bound calls."""
 
-    def __init__(self, shape, dtype, libs):
+    def __init__(self, shape, dtype, libs, op="backward"):
         N, C, H, W, G = shape
         self.N, self.C, self.HxW, self.G = N, C, H * W, G
         rng = np.random.default_rng(0)
@@ -48,6 +50,7 @@ class Case:
         self.t_dy = torch.from_numpy(rng.standard_normal((N, C, H, W)).astype(np.float32)).to(tdtype)
         self.t_g = torch.from_numpy((1 + 0.1 * rng.standard_normal(C)).astype(np.float32)).to(tdtype)
         t_b = torch.zeros(C, dtype=tdtype)
+        self.t_b = t_b
         _, self.t_mean, self.t_rstd = torch.ops.aten.native_group_norm(self.t_x, self.t_g, t_b, N, C, self.HxW, G,
                                                                        1e-5)
         view = np.uint16 if dtype == "bfloat16" else None
@@ -55,17 +58,26 @@ class Case:
         self.x, self.dy, self.gamma = as_np(self.t_x), as_np(self.t_dy), as_np(self.t_g)
         self.mean, self.rstd = as_np(self.t_mean.to(tdtype)), as_np(self.t_rstd.to(tdtype))
         self.calls = {}
+        p = lambda a: a.ctypes.data
         for name, lib in libs.items():
-            dx = np.empty_like(self.x)
-            dgamma, dbeta = np.empty_like(self.gamma), np.empty_like(self.gamma)
-            p = lambda a: a.ctypes.data
-            args = (p(self.dy), p(self.x), p(self.mean), p(self.rstd), p(self.gamma), p(dx), p(dgamma), p(dbeta),
-                    N, C, self.HxW, G, dtype.encode(), dtype.encode(), 1, 1, 1)
-            fn = lib.MsGroupNormBackward
+            if op == "forward":
+                beta = np.zeros_like(self.gamma)
+                outs = (np.empty_like(self.x), np.empty_like(self.mean), np.empty_like(self.rstd))
+                args = (p(self.x), p(self.gamma), p(beta), *map(p, outs), N, C, self.HxW, G, 1e-5,
+                        dtype.encode(), dtype.encode())
+                fn, outs = lib.MsGroupNormForward, outs + (beta,)
+            else:
+                outs = (np.empty_like(self.x), np.empty_like(self.gamma), np.empty_like(self.gamma))
+                args = (p(self.dy), p(self.x), p(self.mean), p(self.rstd), p(self.gamma), *map(p, outs),
+                        N, C, self.HxW, G, dtype.encode(), dtype.encode(), 1, 1, 1)
+                fn = lib.MsGroupNormBackward
             call = lambda fn=fn, args=args: fn(*args)
             assert call() == 0
-            self.calls[name] = (call, (dx, dgamma, dbeta))
-        self.calls["torch"] = (self.torch_backward, None)
+            self.calls[name] = (call, outs)
+        self.calls["torch"] = (self.torch_forward if op == "forward" else self.torch_backward, None)
+
+    def torch_forward(self):
+        return torch.ops.aten.native_group_norm(self.t_x, self.t_g, self.t_b, self.N, self.C, self.HxW, self.G, 1e-5)
 
     def torch_backward(self):
         return torch.ops.aten.native_group_norm_backward(self.t_dy, self.t_x, self.t_mean, self.t_rstd, self.t_g,
@@ -106,6 +118,7 @@ def main():
     parser.add_argument("--lib", default=str(DEFAULT_LIB), help="the library to measure (default: this checkout's)")
     parser.add_argument("--baseline", action="append", default=[], metavar="[NAME=]PATH",
                         help="another build of the library, timed in the same rounds (repeatable)")
+    parser.add_argument("--op", choices=["backward", "forward"], default="backward")
     parser.add_argument("--isa", help="row-loop build to select in every library (portable/avx2/avx512)")
     parser.add_argument("--shapes", default=",".join(ANCHOR_SHAPES))
     parser.add_argument("--dtypes", default="float32,bfloat16,float16")
@@ -130,10 +143,10 @@ def main():
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     dtypes = args.dtypes.split(",")
     threads_list = [int(t) for t in args.threads.split(",")]
-    print(f"torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); ours ISA {isas}; "
+    print(f"{args.op}: torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); ours ISA {isas}; "
           f"{args.rounds} rounds x {args.samples} samples of >= {args.sample_ms} ms, {args.stat} sample", flush=True)
 
-    cases = {(s, d): Case(s, d, libs) for s in shapes for d in dtypes}
+    cases = {(s, d): Case(s, d, libs, args.op) for s in shapes for d in dtypes}
     ratios = {}  # (shape, dtype, threads, name) -> [torch/name per round]
     ms = {}
     t0 = time.time()

@@ -15,11 +15,12 @@
 //
 // Determinism: every sum runs in an order fixed by the shapes alone (kLanes float
 // lanes over blocks of kBlock elements, folded into double; see row_kernels.h), per
-// channel. Threads only decide *which* channel or group a core handles, never how a
-// sum is split, and the reduction over N for dgamma/dbeta is a serial loop per
-// channel. So the outputs are bit-identical for any thread count, the group-wise and
-// channel-wise schedules below give identical bits too, and so do the portable,
-// AVX2 and AVX-512 builds of the row loops.
+// channel (the backward's sums) or per group (the forward's statistics). Threads only
+// decide *which* channel, group or block a core handles, never how a sum is split, and
+// the reduction over N for dgamma/dbeta is a serial loop per channel. So the outputs are bit-identical for any thread count, and the group-wise
+// and channel-wise schedules below give identical bits too. The portable, AVX2 and
+// AVX-512 builds of the row loops add in the same order but differ in fused
+// multiply-adds (row_kernels.h), so they agree to within rounding, not bit for bit.
 //
 // Memory traffic: the group-wise schedule reads a group's dy and x once from memory;
 // the dx pass re-reads them from L2, where the reduction just left them (a group of
@@ -131,14 +132,26 @@ class BackwardKernel {
   // b = -rstd^3 * sum_c gamma_c ds_c / M and c0 = -rstd * sum_c gamma_c db_c / M.
   // Every call recomputes b and c0 from the whole group in the same order, so the
   // channel-wise schedule gets the same bits as the group-wise one.
+  // The two sums over the group's channels run in kChainsOverChannels interleaved
+  // chains (channel c in chain c % 4, folded as (0 + 1) + (2 + 3)): one serial chain of
+  // double adds was a tenth of the whole backward for 40 channels of 8x8.
+  static constexpr int kChainsOverChannels = 4;
   void InputGrad(int64_t n, int64_t c_first, int64_t rows) {
     const int64_t D = s_.D(), g = c_first / D;
-    double s1 = 0.0, t2 = 0.0;
-    for (int64_t c = g * D; c < (g + 1) * D; ++c) {
-      const double gamma = GammaAt(gamma_, c);
-      s1 += gamma * db_[n * s_.C + c];
-      t2 += gamma * ds_[n * s_.C + c];
+    double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
+    const double *db = &db_[n * s_.C + g * D], *ds = &ds_[n * s_.C + g * D];
+    auto add = [&](int64_t d, int k) {
+      const double gamma = GammaAt(gamma_, g * D + d);
+      s1_chain[k] += gamma * db[d];
+      t2_chain[k] += gamma * ds[d];
+    };
+    int64_t d = 0;
+    for (; d + kChainsOverChannels <= D; d += kChainsOverChannels) {
+      for (int k = 0; k < kChainsOverChannels; ++k) add(d + k, k);
     }
+    for (int k = 0; d < D; ++d, ++k) add(d, k);
+    const double s1 = (s1_chain[0] + s1_chain[1]) + (s1_chain[2] + s1_chain[3]);
+    const double t2 = (t2_chain[0] + t2_chain[1]) + (t2_chain[2] + t2_chain[3]);
     const double r = ToFloat(rstd_[n * s_.G + g]);
     const double inv_m = 1.0 / static_cast<double>(D * s_.HxW);
     const float b = static_cast<float>(-r * r * r * t2 * inv_m);
@@ -151,17 +164,25 @@ class BackwardKernel {
   }
 
   // dgamma[c] = sum_n rstd[n, g] * ds[n, c], dbeta[c] = sum_n db[n, c], n ascending.
+  // A thread takes whole groups and walks the (N, C) sums row by row (contiguous
+  // channels, one rstd per group) rather than down a column with stride C.
   void ReduceOverBatch(int threads) {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    std::vector<double> dgamma(mask_.dgamma ? C : 0, 0.0), dbeta(C, 0.0);
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t c = 0; c < C; ++c) {
-      double dgamma = 0.0, dbeta = 0.0;
+    for (int64_t g = 0; g < G; ++g) {
       for (int64_t n = 0; n < N; ++n) {
-        if (mask_.dgamma) dgamma += static_cast<double>(ToFloat(rstd_[n * G + c / D])) * ds_[n * C + c];
-        dbeta += db_[n * C + c];
+        const int64_t first = n * C + g * D;
+        if (mask_.dgamma) {
+          const double r = ToFloat(rstd_[n * G + g]);
+          for (int64_t d = 0; d < D; ++d) dgamma[g * D + d] += r * ds_[first + d];
+        }
+        for (int64_t d = 0; d < D; ++d) dbeta[g * D + d] += db_[first + d];
       }
-      if (mask_.dgamma) dgamma_[c] = FromFloat<U>(static_cast<float>(dgamma));
-      if (mask_.dbeta) dbeta_[c] = FromFloat<U>(static_cast<float>(dbeta));
+      for (int64_t c = g * D; c < (g + 1) * D; ++c) {
+        if (mask_.dgamma) dgamma_[c] = FromFloat<U>(static_cast<float>(dgamma[c]));
+        if (mask_.dbeta) dbeta_[c] = FromFloat<U>(static_cast<float>(dbeta[c]));
+      }
     }
   }
 
@@ -184,49 +205,80 @@ class BackwardKernel {
 };
 
 // ------------------------------------------------------------------ forward
-// Three passes per group (sum, centred squares, normalise); the last two read x from
-// L2 in the group-wise schedule, so memory sees one read of x and one write of y.
+// The forward's statistics, shared by every forward kernel (GroupNorm, GroupNorm + SiLU)
+// so that they all store the same mean and rstd bits.
+// They need only group totals, and a group's D channels are contiguous, so the two
+// sums (x - x0, then (x - mean)^2) run over the group's D * HxW elements as one row:
+// kBlock-element blocks folded into double and added in order. (Summing channel by
+// channel cost a fold per channel, most of the time for 8x8 channels.) With fewer
+// groups than threads (ByBlocks) the blocks are the unit of work, each block's sum is
+// the same double, and they are added in the same order, so both schedules give the
+// same bits. x0 is the mean of the group's first kShiftElements elements: a float
+// lane (up to kBlock / kLanes elements) then sums deviations from a rough mean, not
+// values near the mean, so with |mean| >> std the mean's rounding error scales with
+// the spread of x rather than with |mean|; with a mean near 0 the deviations are no
+// larger than the values.
 template <typename T, typename U>
-class ForwardKernel {
+class GroupStatistics {
  public:
-  ForwardKernel(const T *x, const U *gamma, const U *beta, T *y, U *mean, U *rstd, GroupNormSizes sizes, float eps)
-      : x_(x), gamma_(gamma), beta_(beta), y_(y), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps),
-        stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()), channel_sum_(sizes.N * sizes.C),
-        group_mean_(sizes.N * sizes.G), group_rstd_(sizes.N * sizes.G), scale_(sizes.N * sizes.C), shift_(sizes.C) {
-    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta_, c);
+  GroupStatistics(const T *x, U *mean, U *rstd, GroupNormSizes sizes, float eps)
+      : x_(x), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps), rows_(ActiveRowKernels().For<T>()),
+        group_size_(sizes.D() * sizes.HxW), shift_(sizes.N * sizes.G), group_mean_(sizes.N * sizes.G),
+        group_rstd_(sizes.N * sizes.G) {}
+
+  // The statistics of group ng = n * G + g (the group-wise schedule: one thread per group).
+  void ForGroup(int64_t ng) {
+    double sum;
+    ComputeShift(ng);
+    rows_.centered_sum(Group(ng), shift_[ng], group_size_, 1, &sum);
+    GroupMean(ng, sum);
+    rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sum);
+    GroupRstd(ng, sum);
   }
 
-  void Run() {
-    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    const int threads = ThreadsFor(N * C * s_.HxW);
-    if (SplitByChannel(N * G, threads)) {
+  // Every group's statistics with the blocks as the unit of work (fewer groups than threads).
+  void ByBlocks(int threads) {
+    const int64_t groups = s_.N * s_.G, blocks = (group_size_ + kBlock - 1) / kBlock, items = groups * blocks;
+    std::vector<double> block_sums(items);
+    for (int64_t ng = 0; ng < groups; ++ng) ComputeShift(ng);
 #pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSums(nc / C, nc % C, 1);
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupMean(ng / G, ng % G);
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSquares(nc / C, nc % C, 1);
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupRstd(ng / G, ng % G);
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannels(nc / C, nc % C, 1);
-    } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t ng = 0; ng < N * G; ++ng) {
-        const int64_t n = ng / G, g = ng % G;
-        ChannelSums(n, g * D, D);
-        GroupMean(n, g);
-        ChannelSquares(n, g * D, D);
-        GroupRstd(n, g);
-        NormalizeChannels(n, g * D, D);
-      }
+    for (int64_t k = 0; k < items; ++k) {
+      const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+      rows_.centered_sum(Group(ng) + start, shift_[ng], std::min(kBlock, group_size_ - start), 1, &block_sums[k]);
     }
+    for (int64_t ng = 0; ng < groups; ++ng) GroupMean(ng, InOrder(block_sums.data() + ng * blocks, blocks));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t k = 0; k < items; ++k) {
+      const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+      rows_.centered_squares(Group(ng) + start, group_mean_[ng], std::min(kBlock, group_size_ - start), 1,
+                             &block_sums[k]);
+    }
+    for (int64_t ng = 0; ng < groups; ++ng) GroupRstd(ng, InOrder(block_sums.data() + ng * blocks, blocks));
   }
+
+  // The float32 statistics y is computed with (before rounding to U; see GroupMean).
+  float Mean(int64_t ng) const { return group_mean_[ng]; }
+  float Rstd(int64_t ng) const { return group_rstd_[ng]; }
 
  private:
-  const T *Channel(int64_t n, int64_t c) const { return x_ + (n * s_.C + c) * s_.HxW; }
+  const T *Group(int64_t ng) const { return x_ + ng * group_size_; }
 
-  // Per-channel sums of `rows` channels of one group, from c_first.
-  void ChannelSums(int64_t n, int64_t c_first, int64_t rows) {
-    rows_.sum(Channel(n, c_first), s_.HxW, rows, &channel_sum_[n * s_.C + c_first]);
+  // x0 of the group (see above), the same in both schedules; 0 when the group is empty
+  // or x0 is not finite, so an inf or NaN element gives the mean it gave unshifted.
+  static constexpr int64_t kShiftElements = 64;
+  void ComputeShift(int64_t ng) {
+    const int64_t count = std::min(kShiftElements, group_size_);
+    double sum = 0.0;
+    if (count > 0) rows_.sum(Group(ng), count, 1, &sum);
+    const float x0 = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+    shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;
+  }
+
+  // What a sum over the whole group returns: its blocks' sums added in order.
+  static double InOrder(const double *block_sums, int64_t blocks) {
+    double total = 0.0;
+    for (int64_t b = 0; b < blocks; ++b) total += block_sums[b];
+    return total;
   }
 
   // The variance and y use the float32 mean, never the value rounded to a float16 or
@@ -234,55 +286,80 @@ class ForwardKernel {
   // bf16) would shift every y. Only the stored copy is rounded. A caller that wants its
   // backward to use exactly the statistics the forward used asks for float32 ones (the
   // layers and group_norm do; see ms_groupnorm/functional.py).
-  void GroupMean(int64_t n, int64_t g) {
-    const int64_t D = s_.D();
-    double sum = 0.0;
-    for (int64_t c = g * D; c < (g + 1) * D; ++c) sum += channel_sum_[n * s_.C + c];
-    const double m = static_cast<double>(D * s_.HxW);
-    const float mu = m > 0 ? static_cast<float>(sum / m) : 0.0f;
-    mean_[n * s_.G + g] = FromFloat<U>(mu);
-    group_mean_[n * s_.G + g] = mu;
+  void GroupMean(int64_t ng, double centered_sum) {
+    const double m = static_cast<double>(group_size_);
+    const float mu = m > 0 ? static_cast<float>(static_cast<double>(shift_[ng]) + centered_sum / m) : 0.0f;
+    mean_[ng] = FromFloat<U>(mu);
+    group_mean_[ng] = mu;
   }
 
-  void ChannelSquares(int64_t n, int64_t c_first, int64_t rows) {
-    const float mu = group_mean_[n * s_.G + c_first / s_.D()];
-    rows_.centered_squares(Channel(n, c_first), mu, s_.HxW, rows, &channel_sum_[n * s_.C + c_first]);
-  }
-
-  void GroupRstd(int64_t n, int64_t g) {
-    const int64_t D = s_.D();
-    double sum = 0.0;
-    for (int64_t c = g * D; c < (g + 1) * D; ++c) sum += channel_sum_[n * s_.C + c];
-    const double m = static_cast<double>(D * s_.HxW);
+  void GroupRstd(int64_t ng, double sum) {
+    const double m = static_cast<double>(group_size_);
     // An empty group has no variance: rstd is NaN, as aclnnGroupNorm documents.
     // A negative eps larger than the variance gives NaN, as in mindspore.ops.group_norm.
     const double r = m > 0 ? 1.0 / std::sqrt(sum / m + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
     const float r32 = static_cast<float>(r);
-    rstd_[n * s_.G + g] = FromFloat<U>(r32);
-    group_rstd_[n * s_.G + g] = r32;  // float32, not the rounded output (see GroupMean)
-  }
-
-  void NormalizeChannels(int64_t n, int64_t c_first, int64_t rows) {
-    const int64_t g = c_first / s_.D();
-    float *scale = &scale_[n * s_.C + c_first];
-    for (int64_t k = 0; k < rows; ++k) scale[k] = group_rstd_[n * s_.G + g] * GammaAt(gamma_, c_first + k);
-    rows_.normalize(Channel(n, c_first), y_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows, group_mean_[n * s_.G + g],
-                    scale, &shift_[c_first], stream_);
+    rstd_[ng] = FromFloat<U>(r32);
+    group_rstd_[ng] = r32;  // float32, not the rounded output (see GroupMean)
   }
 
   const T *x_;
-  const U *gamma_;
-  const U *beta_;
-  T *y_;
   U *mean_;
   U *rstd_;
   GroupNormSizes s_;
   float eps_;
+  const RowKernels<T> &rows_;
+  int64_t group_size_;             // D * HxW elements, contiguous
+  std::vector<float> shift_;       // (N, G) x0 of the first sum
+  std::vector<float> group_mean_;  // (N, G): float32 mean/rstd (before rounding to U)
+  std::vector<float> group_rstd_;
+};
+
+// Statistics (above), then y = (x - mean) * (rstd * gamma) + beta per channel; in the
+// group-wise schedule y is written while the group is still in L2, so memory sees one
+// read of x and one write of y.
+template <typename T, typename U>
+class ForwardKernel {
+ public:
+  ForwardKernel(const T *x, const U *gamma, const U *beta, T *y, U *mean, U *rstd, GroupNormSizes sizes, float eps)
+      : x_(x), gamma_(gamma), y_(y), s_(sizes), stream_(StreamOutput<T>(sizes)),
+        rows_(ActiveRowKernels().For<T>()), stats_(x, mean, rstd, sizes, eps), scale_(sizes.N * sizes.C),
+        shift_(sizes.C) {
+    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta, c);
+  }
+
+  void Run() {
+    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    const int threads = ThreadsFor(N * C * s_.HxW);
+    if (SplitByChannel(N * G, threads)) {
+      stats_.ByBlocks(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannels(nc / C, nc % C, 1);
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t ng = 0; ng < N * G; ++ng) {
+        stats_.ForGroup(ng);
+        NormalizeChannels(ng / G, (ng % G) * D, D);
+      }
+    }
+  }
+
+ private:
+  void NormalizeChannels(int64_t n, int64_t c_first, int64_t rows) {
+    const int64_t ng = n * s_.G + c_first / s_.D();
+    float *scale = &scale_[n * s_.C + c_first];
+    for (int64_t k = 0; k < rows; ++k) scale[k] = stats_.Rstd(ng) * GammaAt(gamma_, c_first + k);
+    rows_.normalize(x_ + (n * s_.C + c_first) * s_.HxW, y_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows,
+                    stats_.Mean(ng), scale, &shift_[c_first], stream_);
+  }
+
+  const T *x_;
+  const U *gamma_;
+  T *y_;
+  GroupNormSizes s_;
   bool stream_;
   const RowKernels<T> &rows_;
-  std::vector<double> channel_sum_;  // (N, C) scratch
-  std::vector<float> group_mean_;    // (N, G): float32 mean/rstd (before rounding to U)
-  std::vector<float> group_rstd_;
+  GroupStatistics<T, U> stats_;
   std::vector<float> scale_;  // (N, C) rstd * gamma
   std::vector<float> shift_;  // (C,) beta as float
 };

@@ -44,34 +44,25 @@ class SiluForwardKernel {
  public:
   SiluForwardKernel(const T *x, const U *gamma, const U *beta, T *z, U *mean, U *rstd, GroupNormSizes sizes,
                     float eps, float swish_k)
-      : x_(x), gamma_(gamma), beta_(beta), z_(z), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps), k_(swish_k),
-        rows_(ActiveRowKernels().For<T>()), silu_(ActiveSiluRowKernels().For<T>()),
-        channel_sum_(sizes.N * sizes.C), group_mean_(sizes.N * sizes.G), group_rstd_(sizes.N * sizes.G),
-        scale_(sizes.N * sizes.C), shift_(sizes.C) {
-    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta_, c);
+      : x_(x), gamma_(gamma), z_(z), s_(sizes), k_(swish_k), silu_(ActiveSiluRowKernels().For<T>()),
+        stats_(x, mean, rstd, sizes, eps), scale_(sizes.N * sizes.C), shift_(sizes.C) {
+    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta, c);
   }
 
+  // The statistics are GroupNorm's own (GroupStatistics in group_norm_cpu.h), so mean
+  // and rstd are bitwise those of the GroupNorm forward in both schedules.
   void Run() {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
     const int threads = ThreadsFor(N * C * s_.HxW);
     if (SplitByChannel(N * G, threads)) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSums(nc / C, nc % C, 1);
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupMean(ng / G, ng % G);
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) ChannelSquares(nc / C, nc % C, 1);
-      for (int64_t ng = 0; ng < N * G; ++ng) GroupRstd(ng / G, ng % G);
+      stats_.ByBlocks(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t nc = 0; nc < N * C; ++nc) Output(nc / C, nc % C, 1);
     } else {
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int64_t ng = 0; ng < N * G; ++ng) {
-        const int64_t n = ng / G, g = ng % G;
-        ChannelSums(n, g * D, D);
-        GroupMean(n, g);
-        ChannelSquares(n, g * D, D);
-        GroupRstd(n, g);
-        Output(n, g * D, D);
+        stats_.ForGroup(ng);
+        Output(ng / G, (ng % G) * D, D);
       }
     }
   }
@@ -79,61 +70,22 @@ class SiluForwardKernel {
  private:
   const T *Channel(int64_t n, int64_t c) const { return x_ + (n * s_.C + c) * s_.HxW; }
 
-  void ChannelSums(int64_t n, int64_t c_first, int64_t rows) {
-    rows_.sum(Channel(n, c_first), s_.HxW, rows, &channel_sum_[n * s_.C + c_first]);
-  }
-
-  // As ForwardKernel::GroupMean / GroupRstd: z uses the float32 statistics, only the
-  // stored copies are rounded to U.
-  void GroupMean(int64_t n, int64_t g) {
-    const int64_t D = s_.D();
-    double sum = 0.0;
-    for (int64_t c = g * D; c < (g + 1) * D; ++c) sum += channel_sum_[n * s_.C + c];
-    const double m = static_cast<double>(D * s_.HxW);
-    const float mu = m > 0 ? static_cast<float>(sum / m) : 0.0f;
-    mean_[n * s_.G + g] = FromFloat<U>(mu);
-    group_mean_[n * s_.G + g] = mu;
-  }
-
-  void ChannelSquares(int64_t n, int64_t c_first, int64_t rows) {
-    const float mu = group_mean_[n * s_.G + c_first / s_.D()];
-    rows_.centered_squares(Channel(n, c_first), mu, s_.HxW, rows, &channel_sum_[n * s_.C + c_first]);
-  }
-
-  void GroupRstd(int64_t n, int64_t g) {
-    const int64_t D = s_.D();
-    double sum = 0.0;
-    for (int64_t c = g * D; c < (g + 1) * D; ++c) sum += channel_sum_[n * s_.C + c];
-    const double m = static_cast<double>(D * s_.HxW);
-    const double r =
-        m > 0 ? 1.0 / std::sqrt(sum / m + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
-    const float r32 = static_cast<float>(r);
-    rstd_[n * s_.G + g] = FromFloat<U>(r32);
-    group_rstd_[n * s_.G + g] = r32;
-  }
-
+  // z uses the float32 statistics; only the stored copies are rounded to U.
   void Output(int64_t n, int64_t c_first, int64_t rows) {
-    const int64_t g = c_first / s_.D();
+    const int64_t ng = n * s_.G + c_first / s_.D();
     float *scale = &scale_[n * s_.C + c_first];
-    for (int64_t k = 0; k < rows; ++k) scale[k] = group_rstd_[n * s_.G + g] * GammaAt(gamma_, c_first + k);
-    silu_.normalize_silu(Channel(n, c_first), z_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows,
-                         group_mean_[n * s_.G + g], scale, &shift_[c_first], k_);
+    for (int64_t k = 0; k < rows; ++k) scale[k] = stats_.Rstd(ng) * GammaAt(gamma_, c_first + k);
+    silu_.normalize_silu(Channel(n, c_first), z_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows, stats_.Mean(ng),
+                         scale, &shift_[c_first], k_);
   }
 
   const T *x_;
   const U *gamma_;
-  const U *beta_;
   T *z_;
-  U *mean_;
-  U *rstd_;
   GroupNormSizes s_;
-  float eps_;
   float k_;
-  const RowKernels<T> &rows_;
   const SiluRowKernels<T> &silu_;
-  std::vector<double> channel_sum_;  // (N, C) scratch
-  std::vector<float> group_mean_;    // (N, G) float32 statistics
-  std::vector<float> group_rstd_;
+  GroupStatistics<T, U> stats_;
   std::vector<float> scale_;  // (N, C) rstd * gamma
   std::vector<float> shift_;  // (C,) beta
 };

@@ -2,16 +2,20 @@
 // behind a table of function pointers chosen once at run time by the CPU's ISA.
 //
 // Three builds of the same loops exist (row_kernels_impl.h): portable C++ (any CPU),
-// AVX2+F16C and AVX-512. They are bit-identical by construction:
+// AVX2+F16C+FMA and AVX-512. Each build gives the same bits for any thread count, and
+// all three add the same numbers in the same order:
 //  * every sum uses kLanes float lanes inside a block of kBlock elements (lane l
 //    takes the elements l, l + kLanes, ... of the block; the block's tail goes to
 //    lanes 0, 1, ... in order), the lanes are folded into a double by a fixed tree and
 //    the blocks are added in order (the backward's per-channel sums first add the four
 //    rows of 8 lanes in float, (row 0 + row 1) + (row 2 + row 3), and fold those 8 in
 //    double: FoldLanesViaFloat). A vector build only maps the 32 lanes onto registers
-//    (2 zmm, 4 ymm, or arrays; bf16 pairs are unpaired before the fold), so it adds
-//    the same numbers in the same order;
-//  * no build fuses a multiply and an add (fp-contract is off in the vector builds);
+//    (2 zmm, 4 ymm, or arrays; bf16 pairs are unpaired before the fold);
+//  * a * b + c is written V::MulAdd: one rounding (FMA) in the AVX2 and AVX-512
+//    builds, two in the portable one (a CPU without FMA would need a slow software
+//    fma). So the builds differ in the last bits, by design; within a build the
+//    scalar heads and tails use the scalar MulAdd of the same build, so they round
+//    like the vector body (fp-contract stays off so that no other product is fused);
 //  * the fp16/bf16 conversions round to nearest even and treat subnormals, inf and
 //    NaN the same in scalar and vector form (see half_types.h).
 // Element-wise loops (dx, y) have no order to keep, only the same operations.
@@ -59,6 +63,8 @@ struct RowKernels {
   // y[r][i] = (x[r][i] - mu) * scale[r] + shift[r]
   void (*normalize)(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
                     bool stream);
+  // sums[r] = sum_i (x[r][i] - mu)
+  void (*centered_sum)(const T *x, float mu, int64_t hxw, int64_t rows, double *sums);
 };
 
 struct RowKernelSet {

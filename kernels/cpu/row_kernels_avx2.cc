@@ -1,6 +1,6 @@
-// The AVX2 build of the row loops: 8 float lanes per ymm register, F16C fp16
+// The AVX2 build of the row loops: 8 float lanes per ymm register, FMA, F16C fp16
 // conversions, bf16 rounding in integer arithmetic. For CPUs without AVX-512.
-// Only the code between push_options and pop_options is compiled for AVX2 + F16C;
+// Only the code between push_options and pop_options is compiled for AVX2 + F16C + FMA;
 // the function that checks the CPU stays baseline so it is safe to call anywhere.
 #include <cstdint>
 
@@ -10,7 +10,7 @@
 #include <immintrin.h>
 
 #pragma GCC push_options
-#pragma GCC target("avx2,f16c")
+#pragma GCC target("avx2,f16c,fma")
 #include "fp_contract_off.h"
 
 namespace ms_groupnorm {
@@ -24,6 +24,10 @@ struct V {
   static reg Add(reg a, reg b) { return _mm256_add_ps(a, b); }
   static reg Sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
   static reg Mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  // a * b + c rounded once (FMA), in vector and scalar form, so the scalar head and
+  // tail of a row round like its vector body.
+  static reg MulAdd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static float MulAdd(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
   static reg Load(const float *p) { return _mm256_loadu_ps(p); }
   static reg Load(const Half *p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
@@ -150,7 +154,9 @@ static const RowKernelSet &Set() {
 
 const RowKernelSet *Avx2RowKernels() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? &isa_avx2::Set() : nullptr;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma")
+             ? &isa_avx2::Set()
+             : nullptr;
 }
 
 }  // namespace ms_groupnorm

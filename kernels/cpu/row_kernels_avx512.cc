@@ -1,4 +1,4 @@
-// The AVX-512 build of the row loops: 16 float lanes per zmm register, F16C-style
+// The AVX-512 build of the row loops: 16 float lanes per zmm register, FMA, F16C-style
 // fp16 conversions of AVX-512F, bf16 rounding in integer arithmetic.
 // Only the code between push_options and pop_options is compiled for AVX-512; the
 // function that checks the CPU stays baseline so it is safe to call anywhere.
@@ -10,7 +10,7 @@
 #include <immintrin.h>
 
 #pragma GCC push_options
-#pragma GCC target("avx512f")
+#pragma GCC target("avx512f,fma")
 #include "fp_contract_off.h"
 
 namespace ms_groupnorm {
@@ -24,6 +24,10 @@ struct V {
   static reg Add(reg a, reg b) { return _mm512_add_ps(a, b); }
   static reg Sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
   static reg Mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  // a * b + c rounded once (FMA), in vector and scalar form, so the scalar head and
+  // tail of a row round like its vector body.
+  static reg MulAdd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static float MulAdd(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
   static reg Load(const float *p) { return _mm512_loadu_ps(p); }
   static reg Load(const Half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }

@@ -4,7 +4,8 @@
 // header's inline functions compiled for AVX-512 could replace the baseline copies
 // at link time).
 //
-// V provides: reg, kWidth (divides kLanes), Zero, Set1, Add, Sub, Mul, Load/Store/Stream
+// V provides: reg, kWidth (divides kLanes), Zero, Set1, Add, Sub, Mul, MulAdd (a * b + c,
+// for reg and for float: fused in the FMA builds, in both forms), Load/Store/Stream
 // for float, Half and BFloat16, StoreLanes (floats to memory), FoldRegs and
 // FoldRegsViaFloat (FoldLanes and FoldLanesViaFloat below on the kLanes/kWidth
 // registers, without the trip through memory), Fence
@@ -62,71 +63,87 @@ inline double FoldLanesViaFloat(const float *lanes) {
 }
 static_assert(kLanes == 4 * kFoldWidth, "FoldLanesViaFloat adds four rows of lanes");
 
+// The two sums of elements [start, end) of one block (end - start <= kBlock), each
+// folded into a double. Always inlined: for short rows (8x8 = 64 elements) a call per
+// row and per block cost as much as the data.
 template <typename T>
-void ReduceGradRow(const T *dy, const T *x, const typename V::reg vmu, float mu, int64_t n, double *sum_dy,
-                   double *sum_dyxc) {
-  double total_dy = 0.0, total_dyxc = 0.0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t end = n - start < kBlock ? n : start + kBlock;
-    typename V::reg acc_dy[kRegs], acc_dyxc[kRegs];
-    for (int r = 0; r < kRegs; ++r) acc_dy[r] = acc_dyxc[r] = V::Zero();
-    int64_t i = start;
-    for (; i + kLanes <= end; i += kLanes) {
-      for (int r = 0; r < kRegs; r += 2) {
-        typename V::reg d0, d1, x0, x1;
-        V::LoadPair(dy + i + r * V::kWidth, d0, d1);
-        V::LoadPair(x + i + r * V::kWidth, x0, x1);
-        acc_dy[r] = V::Add(acc_dy[r], d0);
-        acc_dy[r + 1] = V::Add(acc_dy[r + 1], d1);
-        acc_dyxc[r] = V::Add(acc_dyxc[r], V::Mul(d0, V::Sub(x0, vmu)));
-        acc_dyxc[r + 1] = V::Add(acc_dyxc[r + 1], V::Mul(d1, V::Sub(x1, vmu)));
-      }
+[[gnu::always_inline]] inline void ReduceGradBlock(const T *dy, const T *x, const typename V::reg vmu, float mu,
+                                                   int64_t start, int64_t end, double &block_dy, double &block_dyxc) {
+  typename V::reg acc_dy[kRegs], acc_dyxc[kRegs];
+  for (int r = 0; r < kRegs; ++r) acc_dy[r] = acc_dyxc[r] = V::Zero();
+  int64_t i = start;
+  for (; i + kLanes <= end; i += kLanes) {
+    for (int r = 0; r < kRegs; r += 2) {
+      typename V::reg d0, d1, x0, x1;
+      V::LoadPair(dy + i + r * V::kWidth, d0, d1);
+      V::LoadPair(x + i + r * V::kWidth, x0, x1);
+      acc_dy[r] = V::Add(acc_dy[r], d0);
+      acc_dy[r + 1] = V::Add(acc_dy[r + 1], d1);
+      acc_dyxc[r] = V::MulAdd(d0, V::Sub(x0, vmu), acc_dyxc[r]);
+      acc_dyxc[r + 1] = V::MulAdd(d1, V::Sub(x1, vmu), acc_dyxc[r + 1]);
     }
-    for (int r = 0; r < kRegs; r += 2) {  // lane l of the block back in register l / kWidth
-      V::Unpair(dy, acc_dy[r], acc_dy[r + 1]);
-      V::Unpair(dy, acc_dyxc[r], acc_dyxc[r + 1]);
-    }
-    // The block's tail goes to lanes 0, 1, ...: whole vectors first (one add per lane,
-    // as in the scalar loop below), then the rest lane by lane.
-    int tail_regs = 0;
-    for (; i + V::kWidth <= end; i += V::kWidth, ++tail_regs) {
-      const typename V::reg d = V::Load(dy + i);
-      acc_dy[tail_regs] = V::Add(acc_dy[tail_regs], d);
-      acc_dyxc[tail_regs] = V::Add(acc_dyxc[tail_regs], V::Mul(d, V::Sub(V::Load(x + i), vmu)));
-    }
-    if (i == end) {  // fold straight from the registers (same tree, same bits)
-      total_dy += V::FoldRegsViaFloat(acc_dy);
-      total_dyxc += V::FoldRegsViaFloat(acc_dyxc);
-      continue;
-    }
-    float lanes_dy[kLanes], lanes_dyxc[kLanes];
-    for (int r = 0; r < kRegs; ++r) {
-      V::StoreLanes(lanes_dy + r * V::kWidth, acc_dy[r]);
-      V::StoreLanes(lanes_dyxc + r * V::kWidth, acc_dyxc[r]);
-    }
-    for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) {
-      const float d = ToFloat(dy[i]);
-      lanes_dy[l] += d;
-      lanes_dyxc[l] += d * (ToFloat(x[i]) - mu);
-    }
-    total_dy += FoldLanesViaFloat(lanes_dy);
-    total_dyxc += FoldLanesViaFloat(lanes_dyxc);
   }
-  *sum_dy = total_dy;
-  *sum_dyxc = total_dyxc;
+  for (int r = 0; r < kRegs; r += 2) {  // lane l of the block back in register l / kWidth
+    V::Unpair(dy, acc_dy[r], acc_dy[r + 1]);
+    V::Unpair(dy, acc_dyxc[r], acc_dyxc[r + 1]);
+  }
+  // The block's tail goes to lanes 0, 1, ...: whole vectors first (one add per lane,
+  // as in the scalar loop below), then the rest lane by lane. The loop over the
+  // registers is unrolled so that they are indexed by constants and stay in registers
+  // (an index known only at run time put them on the stack).
+  int tail_regs = 0;
+#pragma GCC unroll 16
+  for (int r = 0; r < kRegs; ++r) {
+    if (i + V::kWidth > end) break;
+    const typename V::reg d = V::Load(dy + i);
+    acc_dy[r] = V::Add(acc_dy[r], d);
+    acc_dyxc[r] = V::MulAdd(d, V::Sub(V::Load(x + i), vmu), acc_dyxc[r]);
+    i += V::kWidth;
+    tail_regs = r + 1;
+  }
+  if (i == end) {  // fold straight from the registers (same tree, same bits)
+    block_dy = V::FoldRegsViaFloat(acc_dy);
+    block_dyxc = V::FoldRegsViaFloat(acc_dyxc);
+    return;
+  }
+  float lanes_dy[kLanes], lanes_dyxc[kLanes];
+  for (int r = 0; r < kRegs; ++r) {
+    V::StoreLanes(lanes_dy + r * V::kWidth, acc_dy[r]);
+    V::StoreLanes(lanes_dyxc + r * V::kWidth, acc_dyxc[r]);
+  }
+  for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) {
+    const float d = ToFloat(dy[i]);
+    lanes_dy[l] += d;
+    lanes_dyxc[l] = V::MulAdd(d, ToFloat(x[i]) - mu, lanes_dyxc[l]);
+  }
+  block_dy = FoldLanesViaFloat(lanes_dy);
+  block_dyxc = FoldLanesViaFloat(lanes_dyxc);
 }
 
 template <typename T>
 void ReduceGrad(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, double *sum_dy, double *sum_dyxc) {
   const typename V::reg vmu = V::Set1(mu);
   for (int64_t r = 0; r < rows; ++r) {
-    ReduceGradRow(dy + r * hxw, x + r * hxw, vmu, mu, hxw, sum_dy + r, sum_dyxc + r);
+    const T *dy_row = dy + r * hxw, *x_row = x + r * hxw;
+    double total_dy = 0.0, total_dyxc = 0.0;  // the blocks in order
+    for (int64_t start = 0; start < hxw; start += kBlock) {
+      const int64_t end = hxw - start < kBlock ? hxw : start + kBlock;
+      double block_dy, block_dyxc;
+      ReduceGradBlock(dy_row, x_row, vmu, mu, start, end, block_dy, block_dyxc);
+      total_dy += block_dy;
+      total_dyxc += block_dyxc;
+    }
+    sum_dy[r] = total_dy;
+    sum_dyxc[r] = total_dyxc;
   }
 }
 
-// sum_i term(x[i]) for one row; `vector_term`/`scalar_term` compute the same thing.
-template <typename T, typename VectorTerm, typename ScalarTerm>
-double SumRow(const T *x, int64_t n, VectorTerm vector_term, ScalarTerm scalar_term) {
+// sum_i term(x[i]) for one row: `vector_add(acc, v)` / `scalar_add(lane, v)` add the
+// terms of v to the running sums and compute the same thing (the term may be fused
+// into the add, as CenteredSquares does).
+// Always inlined into the loop over rows, as ReduceGradBlock is.
+template <typename T, typename VectorAdd, typename ScalarAdd>
+[[gnu::always_inline]] inline double SumRow(const T *x, int64_t n, VectorAdd vector_add, ScalarAdd scalar_add) {
   double total = 0.0;
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t end = n - start < kBlock ? n : start + kBlock;
@@ -134,11 +151,15 @@ double SumRow(const T *x, int64_t n, VectorTerm vector_term, ScalarTerm scalar_t
     for (int r = 0; r < kRegs; ++r) acc[r] = V::Zero();
     int64_t i = start;
     for (; i + kLanes <= end; i += kLanes) {
-      for (int r = 0; r < kRegs; ++r) acc[r] = V::Add(acc[r], vector_term(V::Load(x + i + r * V::kWidth)));
+      for (int r = 0; r < kRegs; ++r) acc[r] = vector_add(acc[r], V::Load(x + i + r * V::kWidth));
     }
     int tail_regs = 0;  // the tail as in ReduceGradRow: whole vectors, then lane by lane
-    for (; i + V::kWidth <= end; i += V::kWidth, ++tail_regs) {
-      acc[tail_regs] = V::Add(acc[tail_regs], vector_term(V::Load(x + i)));
+#pragma GCC unroll 16
+    for (int r = 0; r < kRegs; ++r) {
+      if (i + V::kWidth > end) break;
+      acc[r] = vector_add(acc[r], V::Load(x + i));
+      i += V::kWidth;
+      tail_regs = r + 1;
     }
     if (i == end) {
       total += V::FoldRegs(acc);
@@ -146,7 +167,7 @@ double SumRow(const T *x, int64_t n, VectorTerm vector_term, ScalarTerm scalar_t
     }
     float lanes[kLanes];
     for (int r = 0; r < kRegs; ++r) V::StoreLanes(lanes + r * V::kWidth, acc[r]);
-    for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) lanes[l] += scalar_term(ToFloat(x[i]));
+    for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) lanes[l] = scalar_add(lanes[l], ToFloat(x[i]));
     total += FoldLanes(lanes);
   }
   return total;
@@ -154,23 +175,31 @@ double SumRow(const T *x, int64_t n, VectorTerm vector_term, ScalarTerm scalar_t
 
 template <typename T>
 void Sum(const T *x, int64_t hxw, int64_t rows, double *sums) {
-  auto vector_term = [](typename V::reg v) { return v; };
-  auto scalar_term = [](float v) { return v; };
-  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_term, scalar_term);
+  auto vector_add = [](typename V::reg acc, typename V::reg v) { return V::Add(acc, v); };
+  auto scalar_add = [](float lane, float v) { return lane + v; };
+  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_add, scalar_add);
+}
+
+template <typename T>
+void CenteredSum(const T *x, float mu, int64_t hxw, int64_t rows, double *sums) {
+  const typename V::reg vmu = V::Set1(mu);
+  auto vector_add = [vmu](typename V::reg acc, typename V::reg v) { return V::Add(acc, V::Sub(v, vmu)); };
+  auto scalar_add = [mu](float lane, float v) { return lane + (v - mu); };
+  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_add, scalar_add);
 }
 
 template <typename T>
 void CenteredSquares(const T *x, float mu, int64_t hxw, int64_t rows, double *sums) {
   const typename V::reg vmu = V::Set1(mu);
-  auto vector_term = [vmu](typename V::reg v) {
+  auto vector_add = [vmu](typename V::reg acc, typename V::reg v) {
     const typename V::reg d = V::Sub(v, vmu);
-    return V::Mul(d, d);
+    return V::MulAdd(d, d, acc);
   };
-  auto scalar_term = [mu](float v) {
+  auto scalar_add = [mu](float lane, float v) {
     const float d = v - mu;
-    return d * d;
+    return V::MulAdd(d, d, lane);
   };
-  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_term, scalar_term);
+  for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_add, scalar_add);
 }
 
 // Scalar elements before the first aligned vector store (streaming needs alignment).
@@ -216,8 +245,10 @@ void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const
     const T *x_row = x + r * hxw;
     const float ar = a[r];
     const typename V::reg va = V::Set1(ar);
+    // b * (x - mu) + (a * dy + c): two multiply-adds (fused in the FMA builds) after
+    // centring x, which keeps the cancellation of a large mean out of the product.
     auto op = [=](typename V::reg d, typename V::reg xv) {
-      return V::Add(V::Add(V::Mul(va, d), V::Mul(vb, V::Sub(xv, vmu))), vc);
+      return V::MulAdd(vb, V::Sub(xv, vmu), V::MulAdd(va, d, vc));
     };
     auto pair_op = [=](int64_t i, typename V::reg &out0, typename V::reg &out1) {
       typename V::reg d0, d1, x0, x1;
@@ -227,7 +258,9 @@ void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const
       out1 = op(d1, x1);
     };
     auto vector_op = [=](int64_t i) { return op(V::Load(dy_row + i), V::Load(x_row + i)); };
-    auto scalar_op = [=](int64_t i) { return ar * ToFloat(dy_row[i]) + b * (ToFloat(x_row[i]) - mu) + c; };
+    auto scalar_op = [=](int64_t i) {
+      return V::MulAdd(b, ToFloat(x_row[i]) - mu, V::MulAdd(ar, ToFloat(dy_row[i]), c));
+    };
     MapRow(dx + r * hxw, hxw, stream, pair_op, vector_op, scalar_op);
   }
   if (stream) V::Fence();
@@ -241,7 +274,7 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
     const T *x_row = x + r * hxw;
     const float s = scale[r], t = shift[r];
     const typename V::reg vs = V::Set1(s), vt = V::Set1(t);
-    auto op = [=](typename V::reg xv) { return V::Add(V::Mul(V::Sub(xv, vmu), vs), vt); };
+    auto op = [=](typename V::reg xv) { return V::MulAdd(V::Sub(xv, vmu), vs, vt); };
     auto pair_op = [=](int64_t i, typename V::reg &out0, typename V::reg &out1) {
       typename V::reg x0, x1;
       V::LoadPair(x_row + i, x0, x1);
@@ -249,7 +282,7 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
       out1 = op(x1);
     };
     auto vector_op = [=](int64_t i) { return op(V::Load(x_row + i)); };
-    auto scalar_op = [=](int64_t i) { return (ToFloat(x_row[i]) - mu) * s + t; };
+    auto scalar_op = [=](int64_t i) { return V::MulAdd(ToFloat(x_row[i]) - mu, s, t); };
     MapRow(y + r * hxw, hxw, stream, pair_op, vector_op, scalar_op);
   }
   if (stream) V::Fence();
@@ -257,5 +290,5 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
 
 template <typename T>
 RowKernels<T> MakeRowKernels() {
-  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>};
+  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>, &CenteredSum<T>};
 }

@@ -34,6 +34,10 @@ struct V {
     for (int k = 0; k < kWidth; ++k) a.v[k] *= b.v[k];
     return a;
   }
+  // a * b + c with two roundings: a CPU of this build may lack FMA, and a software fma
+  // would cost more than it saves.
+  static reg MulAdd(reg a, reg b, reg c) { return Add(Mul(a, b), c); }
+  static float MulAdd(float a, float b, float c) { return a * b + c; }
   template <typename T>
   static reg Load(const T *p) {
     reg r;
