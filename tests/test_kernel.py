@@ -99,6 +99,15 @@ def test_empty_input_gives_zero_parameter_grads(shape):
     np.testing.assert_array_equal(dbeta, np.zeros(4))
 
 
+@pytest.mark.parametrize("shape", [(2, 0, 3), (0, 0), (3, 0, 2, 2)])
+def test_no_channels_gives_empty_outputs(shape):
+    """C = 0 (so D = C/G = 0) is an empty input too: the kernel returns without dividing by D."""
+    x = np.zeros(shape, np.float32)
+    mean = np.zeros((shape[0], 1), np.float32)
+    dx, dgamma, dbeta = _kernel_lib.backward(x, x, mean, mean, None, 1)
+    assert dx.shape == shape and dgamma.shape == (0,) and dbeta.shape == (0,)
+
+
 def test_large_mean_does_not_cancel(rng):
     """x = 1000 + noise: the backward centres x on the saved mean, so dgamma keeps its digits."""
     shape, G = (2, 4, 64, 64), 2

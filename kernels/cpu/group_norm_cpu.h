@@ -451,7 +451,9 @@ inline void BackwardFloat64(const double *dy, const double *x, const double *mea
 template <typename T, typename U>
 void GroupNormBackward(const T *dy, const T *x, const U *mean, const U *rstd, const U *gamma, T *dx, U *dgamma,
                        U *dbeta, GroupNormSizes sizes, OutputMask mask) {
-  if (sizes.N * sizes.HxW == 0) {  // empty input: dgamma = dbeta = 0, no dx to write
+  // Empty input (N, C or HxW == 0): dgamma = dbeta = 0, no dx to write. C == 0 also means D == 0, which
+  // the kernel below would divide by.
+  if (sizes.N * sizes.C * sizes.HxW == 0) {
     for (int64_t c = 0; c < sizes.C; ++c) {
       if (mask.dgamma) dgamma[c] = U{};  // +0 in every storage type
       if (mask.dbeta) dbeta[c] = U{};
