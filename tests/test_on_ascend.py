@@ -31,7 +31,9 @@ MODE_SHAPES = {
     "channel_two_pass": ((8, 64, 64, 64), 8),
     "hw_chunks": ((8, 64, 99, 100), 8),
     "hw_one": ((8, 64), 8),
-    "channel_split": ((1, 64, 10, 10), 4),  # N*G < cores: (n, c) tasks, dx after SyncAll
+    "channel_split": ((1, 64, 64, 64), 4),  # N*G < cores: (n, c) tasks, dx after SyncAll
+    # N*G < cores, but a group over every n is small: one core per group, dgamma/dbeta without stage 2
+    "group_across_n": ((1, 64, 10, 10), 4),
 }
 DTYPE_PAIRS = {
     "fp32": (ms.float32, ms.float32), "fp16": (ms.float16, ms.float16), "bf16": (ms.bfloat16, ms.bfloat16),
@@ -50,7 +52,9 @@ def test_each_shape_forces_its_tiling_mode_on_910b(mode, cores):
         t = ascendc_twin.twin_tiling(shape[0], shape[1], hxw, G, NUMPY_NAME[data], NUMPY_NAME[stat],
                                      ascendc_twin.UB_910B, cores)
         if mode == "channel_split":
-            assert t["splitByChannel"] == 1, name
+            assert t["splitByChannel"] == 1 and t["groupAcrossN"] == 0, name
+        elif mode == "group_across_n":
+            assert t["groupAcrossN"] == 1 and t["splitByChannel"] == 0, name
         else:
             assert ascendc_twin.MODE_NAMES[t["mode"]] == mode and t["splitByChannel"] == 0, name
 
