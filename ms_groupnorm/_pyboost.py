@@ -70,11 +70,11 @@ def cache_root():
     return Path(base) / "ms_groupnorm"
 
 
-def _build_key(library):
+def _build_key(source, library):
     import mindspore
 
     digest = hashlib.sha256()
-    for part in (mindspore.__version__, SOURCE.read_bytes(), library):
+    for part in (mindspore.__version__, source.read_bytes(), library):
         digest.update(part if isinstance(part, bytes) else str(part).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:16]
@@ -90,42 +90,49 @@ def _remove_stale_lock(build_dir):
         pass
 
 
-def build():
-    """Builds (or re-checks) and loads the pyboost module; raises on any failure. Says on
-    stderr when it compiles, and how long that took."""
+def build_cpu_module(source, name, what):
+    """Builds (or re-checks) and loads the CPU CustomOpBuilder module of ``source``, linked
+    against the kernel library; raises on any failure. ``name`` prefixes the module and
+    its cache directory; ``what`` names it in the messages. Says on stderr when it
+    compiles, and how long that took."""
     from mindspore import ops
 
     from . import _kernel_lib
 
-    if not SOURCE.is_file():
-        raise FileNotFoundError(f"ms_groupnorm: pyboost source {SOURCE} is not installed")
+    if not source.is_file():
+        raise FileNotFoundError(f"ms_groupnorm: pyboost source {source} is not installed")
     missing = missing_tools()
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the pyboost module needs {', '.join(missing)} on PATH")
     library = Path(_kernel_lib.library_path()).resolve()
-    key = _build_key(library)
-    name = f"ms_groupnorm_pyboost_{key}"
-    build_dir = cache_root() / "pyboost" / key
+    key = _build_key(source, library)
+    module_name = f"{name}_{key}"
+    build_dir = cache_root() / "pyboost" / module_name
     build_dir.mkdir(parents=True, exist_ok=True)
     _remove_stale_lock(build_dir)
-    compiling = not (build_dir / f"{name}.so").is_file()
+    compiling = not (build_dir / f"{module_name}.so").is_file()
     if compiling:
         sys.stderr.write(
-            f"ms_groupnorm: compiling the PyNative fast path once for this MindSpore version (about a minute; "
+            f"ms_groupnorm: compiling {what} once for this MindSpore version (about a minute; "
             f"cached in {build_dir}; set {ENABLE_ENV}=0 to skip it and use the slower aot ops)...\n")
         sys.stderr.flush()
     start = time.monotonic()
     # The module name carries the key: MindSpore caches loaded modules by name, and the
     # Python extension's init symbol must match the file name.
     builder = ops.CustomOpBuilder(
-        name, [str(SOURCE)], backend="CPU",
+        module_name, [str(source)], backend="CPU",
         # -l: links the exact file name; the rpath lets the module find the library at load.
         ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}",
         build_dir=str(build_dir))
     loaded = builder.load()
     if compiling:
-        sys.stderr.write(f"ms_groupnorm: PyNative fast path built in {time.monotonic() - start:.0f} s\n")
+        sys.stderr.write(f"ms_groupnorm: {what} built in {time.monotonic() - start:.0f} s\n")
     return loaded
+
+
+def build():
+    """Builds (or re-checks) and loads the GroupNorm pyboost module; raises on any failure."""
+    return build_cpu_module(SOURCE, "ms_groupnorm_pyboost", "the PyNative fast path")
 
 
 @functools.lru_cache(maxsize=None)

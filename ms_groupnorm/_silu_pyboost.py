@@ -5,10 +5,7 @@ $MS_GROUPNORM_PYBOOST=0, which turns this one off too). A separate module so tha
 GroupNorm module's source, and with it its cached build, stays as it is.
 """
 import functools
-import hashlib
 import logging
-import sys
-import time
 from pathlib import Path
 
 from . import _pyboost
@@ -19,40 +16,8 @@ _logger = logging.getLogger("ms_groupnorm")
 
 def build():
     """Builds (or re-checks) and loads the module; raises on any failure."""
-    import mindspore
-    from mindspore import ops
-
-    from . import _kernel_lib
-
-    if not SOURCE.is_file():
-        raise FileNotFoundError(f"ms_groupnorm: pyboost source {SOURCE} is not installed")
-    missing = _pyboost.missing_tools()
-    if missing:
-        raise RuntimeError(f"ms_groupnorm: building the pyboost module needs {', '.join(missing)} on PATH")
-    library = Path(_kernel_lib.library_path()).resolve()
-    digest = hashlib.sha256()
-    for part in (mindspore.__version__, SOURCE.read_bytes(), library):
-        digest.update(part if isinstance(part, bytes) else str(part).encode())
-        digest.update(b"\0")
-    key = digest.hexdigest()[:16]
-    name = f"ms_groupnorm_silu_pyboost_{key}"
-    build_dir = _pyboost.cache_root() / "pyboost" / f"silu-{key}"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    _pyboost._remove_stale_lock(build_dir)
-    compiling = not (build_dir / f"{name}.so").is_file()
-    if compiling:
-        sys.stderr.write(f"ms_groupnorm: compiling the fused GroupNorm+SiLU PyNative fast path once (about a "
-                         f"minute; cached in {build_dir}; {_pyboost.ENABLE_ENV}=0 skips it)...\n")
-        sys.stderr.flush()
-    start = time.monotonic()
-    builder = ops.CustomOpBuilder(
-        name, [str(SOURCE)], backend="CPU",
-        ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}",
-        build_dir=str(build_dir))
-    loaded = builder.load()
-    if compiling:
-        sys.stderr.write(f"ms_groupnorm: fused PyNative fast path built in {time.monotonic() - start:.0f} s\n")
-    return loaded
+    return _pyboost.build_cpu_module(SOURCE, "ms_groupnorm_silu_pyboost",
+                                     "the fused GroupNorm+SiLU PyNative fast path")
 
 
 @functools.lru_cache(maxsize=None)
