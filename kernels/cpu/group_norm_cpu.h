@@ -256,6 +256,27 @@ class GroupStatistics {
     for (int64_t ng = 0; ng < groups; ++ng) GroupRstd(ng, InOrder(block_sums.data() + ng * blocks, blocks));
   }
 
+  // The forward's schedule, shared by every forward kernel: the statistics, then
+  // output(n, c_first, rows) over every channel. Group-wise, a group's output is written
+  // right after its statistics (the group is still in L2); with fewer groups than threads,
+  // all statistics first (ByBlocks), then one channel per task.
+  template <typename Output>
+  void Run(Output &&output) {
+    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    const int threads = ThreadsFor(N * C * s_.HxW);
+    if (SplitByChannel(N * G, threads)) {
+      ByBlocks(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) output(nc / C, nc % C, 1);
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t ng = 0; ng < N * G; ++ng) {
+        ForGroup(ng);
+        output(ng / G, (ng % G) * D, D);
+      }
+    }
+  }
+
   // The float32 statistics y is computed with (before rounding to U; see GroupMean).
   float Mean(int64_t ng) const { return group_mean_[ng]; }
   float Rstd(int64_t ng) const { return group_rstd_[ng]; }
@@ -329,19 +350,7 @@ class ForwardKernel {
   }
 
   void Run() {
-    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    const int threads = ThreadsFor(N * C * s_.HxW);
-    if (SplitByChannel(N * G, threads)) {
-      stats_.ByBlocks(threads);
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) NormalizeChannels(nc / C, nc % C, 1);
-    } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t ng = 0; ng < N * G; ++ng) {
-        stats_.ForGroup(ng);
-        NormalizeChannels(ng / G, (ng % G) * D, D);
-      }
-    }
+    stats_.Run([this](int64_t n, int64_t c_first, int64_t rows) { NormalizeChannels(n, c_first, rows); });
   }
 
  private:

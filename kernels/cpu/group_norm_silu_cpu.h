@@ -52,19 +52,7 @@ class SiluForwardKernel {
   // The statistics are GroupNorm's own (GroupStatistics in group_norm_cpu.h), so mean
   // and rstd are bitwise those of the GroupNorm forward in both schedules.
   void Run() {
-    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    const int threads = ThreadsFor(N * C * s_.HxW);
-    if (SplitByChannel(N * G, threads)) {
-      stats_.ByBlocks(threads);
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) Output(nc / C, nc % C, 1);
-    } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t ng = 0; ng < N * G; ++ng) {
-        stats_.ForGroup(ng);
-        Output(ng / G, (ng % G) * D, D);
-      }
-    }
+    stats_.Run([this](int64_t n, int64_t c_first, int64_t rows) { Output(n, c_first, rows); });
   }
 
  private:
