@@ -21,6 +21,12 @@ typedef int32_t VI __attribute__((vector_size(4 * kW)));
 typedef uint32_t VU __attribute__((vector_size(4 * kW)));
 typedef uint16_t VH __attribute__((vector_size(2 * kW)));
 
+// a * b + c rounded once (FMA), as the row kernels' V::MulAdd in this build; min/max one
+// instruction each (a NaN in a yields b, as the comparisons they replace).
+inline VF MulAdd(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+inline VF Min(VF a, VF b) { return _mm512_min_ps(a, b); }
+inline VF Max(VF a, VF b) { return _mm512_max_ps(a, b); }
+
 struct HalfIO {
   static VF Load(const Half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
   static void Store(Half *p, VF v) {

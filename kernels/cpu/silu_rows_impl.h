@@ -3,14 +3,19 @@
 // namespace after choosing the target ISA and defining
 //   kW            float lanes of the native vector (divides kLanes),
 //   VF, VI, VU    float / int32 / uint32 vectors of kW lanes, VH a uint16 vector of kW lanes,
+//   MulAdd(a, b, c)  a * b + c: fused (one rounding) in the FMA builds, as the row
+//                 kernels' V::MulAdd, so y is bitwise GroupNorm's output in each build,
+//   Min, Max      lane-wise (a NaN first operand yields the second),
 //   HalfIO        static VF Load(const Half *), static void Store(Half *, VF) (kW elements,
 //                 rounding to nearest even like ToHalf / F16C).
 // Nothing here may include a header (see row_kernels_impl.h for why).
 //
-// Every lane computes the same IEEE operations in the same order in every build (vector
-// extension arithmetic is lane-wise; fp-contract is off), and there is no scalar tail
-// loop: a partial vector is loaded padded with zeros and its extra lanes are masked. So
-// the builds agree bit for bit without a separate scalar twin of each formula.
+// Every lane computes the same IEEE operations in the same order (vector extension
+// arithmetic is lane-wise; fp-contract is off; a * b + c is fused only where MulAdd says
+// so), and there is no scalar tail loop: a partial vector is loaded padded with zeros and
+// its extra lanes are masked. So within a build every element's result depends on its
+// inputs only (any thread count, any position in a row gives the same bits); the builds
+// differ by MulAdd's rounding only.
 
 constexpr int kSiluRegs = kLanes / kW;
 static_assert(kSiluRegs * kW == kLanes, "a vector width must divide the lane count");
@@ -68,26 +73,25 @@ inline void StorePartial(T *p, VF v, int64_t count) {
 // u is clamped to [-87, 88] so that 2^k stays a normal float: beyond, sigmoid is 0 or 1
 // to float precision anyway (1 + e^-87 == 1; 1 / (1 + e^88) < 7e-39).
 inline VF Sigmoid(VF t) {
-  VF u = -t;
-  u = u < Splat(88.0f) ? u : Splat(88.0f);  // a NaN becomes 88 here, but y (NaN) still
-  u = u > Splat(-87.0f) ? u : Splat(-87.0f);  // reaches z and the gradient through y * s
+  VF u = Min(-t, Splat(88.0f));  // a NaN becomes 88 here, but y (NaN) still
+  u = Max(u, Splat(-87.0f));      // reaches z and the gradient through y * s
   const VF shifter = Splat(12582912.0f);
-  const VF kf = (u * 1.44269504088896341f + shifter) - shifter;
-  const VF r = (u - kf * 0.693359375f) - kf * -2.12194440e-4f;
+  const VF kf = MulAdd(u, Splat(1.44269504088896341f), shifter) - shifter;
+  const VF r = MulAdd(kf, Splat(2.12194440e-4f), MulAdd(kf, Splat(-0.693359375f), u));
   VF p = Splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = (p * (r * r) + r) + 1.0f;
+  p = MulAdd(p, r, Splat(1.3981999507e-3f));
+  p = MulAdd(p, r, Splat(8.3334519073e-3f));
+  p = MulAdd(p, r, Splat(4.1665795894e-2f));
+  p = MulAdd(p, r, Splat(1.6666665459e-1f));
+  p = MulAdd(p, r, Splat(5.0000001201e-1f));
+  p = MulAdd(p, r * r, r) + 1.0f;
   const VI k = __builtin_convertvector(kf, VI);
   const VF two_k = reinterpret_cast<VF>((k + 127) << 23);
-  return Splat(1.0f) / (Splat(1.0f) + p * two_k);
+  return Splat(1.0f) / MulAdd(p, two_k, Splat(1.0f));
 }
 
 // y exactly as row_kernels' Normalize computes it: (x - mu) * scale + shift.
-inline VF Affine(VF x, VF mu, VF scale, VF shift) { return (x - mu) * scale + shift; }
+inline VF Affine(VF x, VF mu, VF scale, VF shift) { return MulAdd(x - mu, scale, shift); }
 
 inline VF Swish(VF y, VF k) { return y * Sigmoid(k * y); }
 
@@ -95,7 +99,7 @@ inline VF Swish(VF y, VF k) { return y * Sigmoid(k * y); }
 inline VF SwishGrad(VF dz, VF y, VF k) {
   const VF t = k * y;
   const VF s = Sigmoid(t);
-  return dz * (s * (Splat(1.0f) + t * (Splat(1.0f) - s)));
+  return dz * (s * MulAdd(t, Splat(1.0f) - s, Splat(1.0f)));
 }
 
 template <typename T>
@@ -140,10 +144,10 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
     for (int r = 0; r < kSiluRegs; ++r) acc_g[r] = acc_gxc[r] = VF{};
     auto add = [&](int r, int64_t at) {
       const VF xc = Load(x + at) - vmu;
-      const VF g = SwishGrad(Load(dz + at), xc * vs + vt, vk);  // y = (x - mu) * scale + shift, as Affine
+      const VF g = SwishGrad(Load(dz + at), MulAdd(xc, vs, vt), vk);  // y as Affine
       if (g_out != nullptr) Store(g_out + at, g);
       acc_g[r] = acc_g[r] + g;
-      acc_gxc[r] = acc_gxc[r] + g * xc;
+      acc_gxc[r] = MulAdd(g, xc, acc_gxc[r]);
     };
     int64_t i = start;
     for (; i + kLanes <= end; i += kLanes) {
@@ -156,11 +160,11 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
       const VI valid = LaneIndex() < static_cast<int>(count);
       const VF xv = LoadPartial(x + i, count);
       const VF xc = xv - vmu;
-      VF g = SwishGrad(LoadPartial(dz + i, count), xc * vs + vt, vk);
+      VF g = SwishGrad(LoadPartial(dz + i, count), MulAdd(xc, vs, vt), vk);
       g = valid ? g : VF{};  // padded lanes add nothing, whatever scale/shift hold
       if (g_out != nullptr) StorePartial(g_out + i, g, count);
       acc_g[reg] = acc_g[reg] + g;
-      acc_gxc[reg] = acc_gxc[reg] + (valid ? g * xc : VF{});
+      acc_gxc[reg] = MulAdd(g, valid ? xc : VF{}, acc_gxc[reg]);
     }
     total_g += FoldViaFloat(acc_g);
     total_gxc += FoldViaFloat(acc_gxc);
@@ -186,10 +190,10 @@ void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, fl
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
-    // dx = (a * g + b * (x - mu)) + c with a = rstd * gamma = scale, as row_kernels' AffineGrad
+    // dx = b * (x - mu) + (a * g + c) with a = rstd * gamma = scale, as row_kernels' AffineGrad
     auto op = [&](VF d, VF xv) {
       const VF xc = xv - vmu;
-      return (vs * SwishGrad(d, xc * vs + vt, vk) + vb * xc) + vc;
+      return MulAdd(vb, xc, MulAdd(vs, SwishGrad(d, MulAdd(xc, vs, vt), vk), vc));
     };
     int64_t i = 0;
     for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(dz + offset + i), Load(x + offset + i)));
@@ -208,7 +212,7 @@ void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]);
-    auto op = [&](VF gv, VF xv) { return (vs * gv + vb * (xv - vmu)) + vc; };  // as SiluInputGrad
+    auto op = [&](VF gv, VF xv) { return MulAdd(vb, xv - vmu, MulAdd(vs, gv, vc)); };  // as SiluInputGrad
     int64_t i = 0;
     for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(g + offset + i), Load(x + offset + i)));
     if (i < hxw) {

@@ -17,6 +17,12 @@ typedef int32_t VI __attribute__((vector_size(4 * kW)));
 typedef uint32_t VU __attribute__((vector_size(4 * kW)));
 typedef uint16_t VH __attribute__((vector_size(2 * kW)));
 
+// a * b + c with two roundings, as the row kernels' V::MulAdd in this build (a CPU of
+// this build may lack FMA); min/max lane-wise (a NaN in a yields b).
+inline VF MulAdd(VF a, VF b, VF c) { return a * b + c; }
+inline VF Min(VF a, VF b) { return a < b ? a : b; }
+inline VF Max(VF a, VF b) { return a > b ? a : b; }
+
 struct HalfIO {
   static VF Load(const Half *p) {
     VF v;
