@@ -22,6 +22,15 @@
 
 namespace ms_groupnorm {
 
+// ToBFloat16 on the float bits u of every lane, for the vector loops (any vector of
+// uint32 lanes; VU(v) the bits of float lanes v): round to nearest even on bit 16, a NaN
+// stays a quiet NaN. The result's top 16 bits are the bfloat16; the low bits are junk.
+template <typename VU>
+inline VU BFloat16Rounded(VU u, VU is_nan) {
+  const VU rounded = u + (0x7fffu + ((u >> 16) & 1u));
+  return is_nan ? (u | 0x400000u) : rounded;
+}
+
 template <typename T>
 struct SiluRowKernels {
   // z[r][i] = y * sigmoid(k * y), y = (x[r][i] - mu) * scale[r] + shift[r]

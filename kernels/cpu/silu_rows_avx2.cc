@@ -34,6 +34,21 @@ struct HalfIO {
   }
 };
 
+// bf16 <-> float in three instructions each way (the generic vector code compiled to
+// twice that, a noticeable share of the bf16 row loops).
+struct BFloat16IO {
+  static VF Load(const BFloat16 *p) {  // exact: a bf16 is the top half of a float
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static void Store(BFloat16 *p, VF v) {
+    const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
+    const __m256i top = _mm256_srli_epi32(reinterpret_cast<__m256i>(bits), 16);  // < 2^16: packus is exact
+    const __m128i h = _mm_packus_epi32(_mm256_castsi256_si128(top), _mm256_extracti128_si256(top, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), h);
+  }
+};
+
 #include "silu_rows_impl.h"
 
 }  // namespace isa_silu_avx2

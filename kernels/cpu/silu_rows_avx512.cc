@@ -34,6 +34,19 @@ struct HalfIO {
   }
 };
 
+// bf16 <-> float with AVX-512F's zero-extension and truncating 32 -> 16 bit move.
+struct BFloat16IO {
+  static VF Load(const BFloat16 *p) {  // exact: a bf16 is the top half of a float
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static void Store(BFloat16 *p, VF v) {
+    const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
+    const __m512i top = _mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(top));
+  }
+};
+
 #include "silu_rows_impl.h"
 
 }  // namespace isa_silu_avx512

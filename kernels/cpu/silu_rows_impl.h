@@ -7,7 +7,8 @@
 //                 kernels' V::MulAdd, so y is bitwise GroupNorm's output in each build,
 //   Min, Max      lane-wise (a NaN first operand yields the second),
 //   HalfIO        static VF Load(const Half *), static void Store(Half *, VF) (kW elements,
-//                 rounding to nearest even like ToHalf / F16C).
+//                 rounding to nearest even like ToHalf / F16C),
+//   BFloat16IO    the same for BFloat16 (silu_rows.h's BFloat16Rounded: ToBFloat16's bits).
 // Nothing here may include a header (see row_kernels_impl.h for why).
 //
 // Every lane computes the same IEEE operations in the same order (vector extension
@@ -34,22 +35,11 @@ inline VF Load(const float *p) {
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
-inline VF Load(const BFloat16 *p) {  // exact: a bf16 is the top half of a float
-  VH h;
-  __builtin_memcpy(&h, p, sizeof h);
-  return reinterpret_cast<VF>(__builtin_convertvector(h, VU) << 16);
-}
+inline VF Load(const BFloat16 *p) { return BFloat16IO::Load(p); }
 inline VF Load(const Half *p) { return HalfIO::Load(p); }
 
 inline void Store(float *p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
-// ToBFloat16 lane-wise: round to nearest even on bit 16, a NaN stays a quiet NaN.
-inline void Store(BFloat16 *p, VF v) {
-  const VU u = reinterpret_cast<VU>(v);
-  const VU rounded = u + (0x7fffu + ((u >> 16) & 1u));
-  const VU bits = (v != v) ? (u | 0x400000u) : rounded;
-  const VH h = __builtin_convertvector(bits >> 16, VH);
-  __builtin_memcpy(p, &h, sizeof h);
-}
+inline void Store(BFloat16 *p, VF v) { BFloat16IO::Store(p, v); }
 inline void Store(Half *p, VF v) { HalfIO::Store(p, v); }
 
 // The first `count` (< kW) elements, the other lanes zero.

@@ -34,6 +34,19 @@ struct HalfIO {
   }
 };
 
+struct BFloat16IO {  // exact: a bf16 is the top half of a float
+  static VF Load(const BFloat16 *p) {
+    VH h;
+    __builtin_memcpy(&h, p, sizeof h);
+    return reinterpret_cast<VF>(__builtin_convertvector(h, VU) << 16);
+  }
+  static void Store(BFloat16 *p, VF v) {
+    const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
+    const VH h = __builtin_convertvector(bits >> 16, VH);
+    __builtin_memcpy(p, &h, sizeof h);
+  }
+};
+
 #include "silu_rows_impl.h"
 
 }  // namespace isa_silu_portable
