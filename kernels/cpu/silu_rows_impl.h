@@ -62,7 +62,7 @@ inline void StorePartial(T *p, VF v, int64_t count) {
 // degree-7 polynomial of Cephes' expf (S. Moshier; relative error ~1e-7 on that range).
 // u is clamped to [-87, 88] so that 2^k stays a normal float: beyond, sigmoid is 0 or 1
 // to float precision anyway (1 + e^-87 == 1; 1 / (1 + e^88) < 7e-39).
-inline VF Sigmoid(VF t) {
+inline VF SigmoidDenominator(VF t) {  // 1 + exp(-t)
   VF u = Min(-t, Splat(88.0f));  // a NaN becomes 88 here, but y (NaN) still
   u = Max(u, Splat(-87.0f));      // reaches z and the gradient through y * s
   const VF shifter = Splat(12582912.0f);
@@ -77,25 +77,52 @@ inline VF Sigmoid(VF t) {
   p = MulAdd(p, r * r, r) + 1.0f;
   const VI k = __builtin_convertvector(kf, VI);
   const VF two_k = reinterpret_cast<VF>((k + 127) << 23);
-  return Splat(1.0f) / MulAdd(p, two_k, Splat(1.0f));
+  return MulAdd(p, two_k, Splat(1.0f));
+}
+
+inline VF Sigmoid(VF t) { return Splat(1.0f) / SigmoidDenominator(t); }
+
+// The swish scale k as the loops apply it: t = k * y. SiLU (k = 1) skips the product,
+// which is exact (1 * y == y), so both give the same bits; the loops are instantiated
+// for each and the entry points pick one per call.
+struct UnitScale {
+  explicit UnitScale(float) {}
+  VF operator()(VF y) const { return y; }
+};
+struct AnyScale {
+  explicit AnyScale(float k) : k(Splat(k)) {}
+  VF operator()(VF y) const { return k * y; }
+  VF k;
+};
+
+template <typename Fn>
+inline void WithScale(float swish_k, Fn &&fn) {
+  if (swish_k == 1.0f) {
+    fn(UnitScale(swish_k));
+  } else {
+    fn(AnyScale(swish_k));
+  }
 }
 
 // y exactly as row_kernels' Normalize computes it: (x - mu) * scale + shift.
 inline VF Affine(VF x, VF mu, VF scale, VF shift) { return MulAdd(x - mu, scale, shift); }
 
-inline VF Swish(VF y, VF k) { return y * Sigmoid(k * y); }
+// y * sigmoid(k y) = y / (1 + exp(-k y)): one rounding fewer than y * (1 / (...)).
+template <typename K>
+inline VF Swish(VF y, K k) { return y / SigmoidDenominator(k(y)); }
 
 // dz * d(y * sigmoid(k y))/dy = dz * s * (1 + t * (1 - s)), t = k y, s = sigmoid(t).
-inline VF SwishGrad(VF dz, VF y, VF k) {
-  const VF t = k * y;
+template <typename K>
+inline VF SwishGrad(VF dz, VF y, K k) {
+  const VF t = k(y);
   const VF s = Sigmoid(t);
   return dz * (s * MulAdd(t, Splat(1.0f) - s, Splat(1.0f)));
 }
 
-template <typename T>
-void NormalizeSilu(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
-                   float swish_k) {
-  const VF vmu = Splat(mu), vk = Splat(swish_k);
+template <typename T, typename K>
+void NormalizeSiluRows(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
+                       K vk) {
+  const VF vmu = Splat(mu);
   for (int64_t r = 0; r < rows; ++r) {
     const T *x_row = x + r * hxw;
     T *z_row = z + r * hxw;
@@ -125,7 +152,14 @@ inline double FoldViaFloat(const VF *acc) {
 }
 
 template <typename T>
-void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, VF vk, double *sum_g,
+void NormalizeSilu(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
+                   float swish_k) {
+  WithScale(swish_k, [&](auto vk) { NormalizeSiluRows(x, z, hxw, rows, mu, scale, shift, vk); });
+}
+
+// kStoreG: g_out is not nullptr (a template argument, so the test is not in the loop).
+template <bool kStoreG, typename T, typename K>
+void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, K vk, double *sum_g,
                        double *sum_gxc, float *g_out) {
   double total_g = 0.0, total_gxc = 0.0;
   for (int64_t start = 0; start < n; start += kBlock) {
@@ -135,7 +169,7 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
     auto add = [&](int r, int64_t at) {
       const VF xc = Load(x + at) - vmu;
       const VF g = SwishGrad(Load(dz + at), MulAdd(xc, vs, vt), vk);  // y as Affine
-      if (g_out != nullptr) Store(g_out + at, g);
+      if (kStoreG) Store(g_out + at, g);
       acc_g[r] = acc_g[r] + g;
       acc_gxc[r] = MulAdd(g, xc, acc_gxc[r]);
     };
@@ -152,7 +186,7 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
       const VF xc = xv - vmu;
       VF g = SwishGrad(LoadPartial(dz + i, count), MulAdd(xc, vs, vt), vk);
       g = valid ? g : VF{};  // padded lanes add nothing, whatever scale/shift hold
-      if (g_out != nullptr) StorePartial(g_out + i, g, count);
+      if (kStoreG) StorePartial(g_out + i, g, count);
       acc_g[reg] = acc_g[reg] + g;
       acc_gxc[reg] = MulAdd(g, valid ? xc : VF{}, acc_gxc[reg]);
     }
@@ -166,17 +200,24 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
 template <typename T>
 void ReduceSiluGrad(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, const float *scale,
                     const float *shift, float swish_k, double *sum_g, double *sum_gxc, float *g_out) {
-  const VF vmu = Splat(mu), vk = Splat(swish_k);
-  for (int64_t r = 0; r < rows; ++r) {
-    ReduceSiluGradRow(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk, sum_g + r,
-                      sum_gxc + r, g_out == nullptr ? nullptr : g_out + r * hxw);
-  }
+  const VF vmu = Splat(mu);
+  WithScale(swish_k, [&](auto vk) {
+    for (int64_t r = 0; r < rows; ++r) {
+      if (g_out != nullptr) {
+        ReduceSiluGradRow<true>(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk,
+                                sum_g + r, sum_gxc + r, g_out + r * hxw);
+      } else {
+        ReduceSiluGradRow<false>(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk,
+                                 sum_g + r, sum_gxc + r, nullptr);
+      }
+    }
+  });
 }
 
-template <typename T>
-void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
-                   const float *shift, float swish_k, float b, float c) {
-  const VF vmu = Splat(mu), vk = Splat(swish_k), vb = Splat(b), vc = Splat(c);
+template <typename T, typename K>
+void SiluInputGradRows(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                       const float *shift, K vk, float b, float c) {
+  const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
@@ -193,6 +234,12 @@ void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, fl
                    count);
     }
   }
+}
+
+template <typename T>
+void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                   const float *shift, float swish_k, float b, float c) {
+  WithScale(swish_k, [&](auto vk) { SiluInputGradRows(dz, x, dx, hxw, rows, mu, scale, shift, vk, b, c); });
 }
 
 template <typename T>
