@@ -24,6 +24,8 @@ the tables give medians over rounds of the per-round ratios.
 
     python scripts/bench_group_norm_silu.py            # full: 5 rounds, 2 blocks
     python scripts/bench_group_norm_silu.py --quick    # 2 rounds, shorter timings
+    python scripts/bench_group_norm_silu.py --kernel-only --threads 1,default \
+        --baseline-lib /tmp/old/libms_groupnorm_cpu.so  # section 2 only, an older build alongside
 """
 import argparse
 import ctypes
@@ -37,6 +39,7 @@ MODES = ("graph", "pynative")
 DTYPES = ("float32", "float16")
 VARIANTS = ("fused", "ours", "nn")
 STEP_GOAL, KERNEL_GOAL = 1.3, 1.5
+DEFAULT_TORCH_THREADS = None  # torch's own default, read once before any change (main)
 
 
 def shape_name(shape):
@@ -171,12 +174,13 @@ def bf16_bits(values):
 
 
 class FusedKernel:
-    """Forward + backward through the C entry points, preallocated buffers."""
+    """Forward + backward through the C entry points, preallocated buffers; ``lib``: a
+    loaded kernel library (default: this checkout's)."""
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, lib=None):
         from ms_groupnorm import _silu_kernel_lib
 
-        self.lib = _silu_kernel_lib.cdll()
+        self.lib = _silu_kernel_lib.cdll() if lib is None else _silu_kernel_lib.declare(lib)
         N, C, H, W, G = shape
         self.sizes = (N, C, H * W, G)
         rng = np.random.default_rng(0)
@@ -228,34 +232,62 @@ class TorchKernels:
             aten.native_group_norm_backward(dy, self.x, mean, rstd, self.w, N, C, HxW, G, [True, True, True])
 
 
-def bench_kernels(shapes, rounds, min_seconds, log):
+def set_threads(libs, threads):
+    """threads: an int, or None for the defaults (torch's and OpenMP's)."""
+    import torch
+
+    torch.set_num_threads(threads or DEFAULT_TORCH_THREADS)
+    for lib in libs:
+        lib.MsGroupNormSetNumThreads(threads or 0)  # 0: OpenMP's default again
+
+
+def bench_kernels(shapes, rounds, min_seconds, log, thread_counts=(None,), baseline=None):
+    """{(threads, dtype, shape): {variant: [seconds per round]}}; variants fused, torch and,
+    with a ``baseline`` library, base (the fused kernels of that older build)."""
     try:
         import torch  # noqa: F401  pylint: disable=unused-import
     except ImportError:
         log("  torch not installed: no kernel-only comparison")
         return {}
+    from ms_groupnorm import _silu_kernel_lib
+
+    libs = [_silu_kernel_lib.cdll()] + ([baseline] if baseline is not None else [])
     times = {}
-    for dtype in ("float32", "bfloat16"):
-        for shape in shapes:
-            fused, ref = FusedKernel(shape, dtype), TorchKernels(shape, dtype)
-            fused(), ref()
-            for rnd in range(rounds):
-                for name, fn in ((("fused", fused), ("torch", ref)) if rnd % 2 == 0 else
-                                 (("torch", ref), ("fused", fused))):
-                    times.setdefault((dtype, shape), {}).setdefault(name, []).append(time_call(fn, min_seconds))
-        log(f"  kernel-only {dtype} done")
+    for threads in thread_counts:
+        set_threads(libs, threads)
+        for dtype in ("float32", "bfloat16"):
+            for shape in shapes:
+                variants = [("fused", FusedKernel(shape, dtype)), ("torch", TorchKernels(shape, dtype))]
+                if baseline is not None:
+                    variants.append(("base", FusedKernel(shape, dtype, baseline)))
+                for _, fn in variants:
+                    fn()
+                for rnd in range(rounds):
+                    for name, fn in (variants if rnd % 2 == 0 else variants[::-1]):
+                        times.setdefault((threads, dtype, shape), {}).setdefault(name, []).append(
+                            time_call(fn, min_seconds))
+            log(f"  kernel-only {dtype}, threads {threads or 'default'} done")
+    set_threads(libs, None)
     return times
 
 
 def kernel_table(times):
     import torch
 
-    lines = [f"Kernel-only forward + backward (torch {torch.__version__}, {torch.get_num_threads()} threads; ours: "
-             f"OpenMP default threads); median ms.", "",
-             "| dtype | shape | fused ms | torch GN+SiLU ms | fused vs torch (goal 1.5x) |", "|---|---|---|---|---|"]
-    for (dtype, shape), t in times.items():
-        lines.append(f"| {dtype} | {shape_name(shape)} | {statistics.median(t['fused']) * 1e3:.2f} | "
-                     f"{statistics.median(t['torch']) * 1e3:.2f} | {mark(ratio(t, 'torch', 'fused'), KERNEL_GOAL)} |")
+    with_base = any("base" in t for t in times.values())
+    lines = [f"Kernel-only forward + backward (torch {torch.__version__}; default threads: torch "
+             f"{DEFAULT_TORCH_THREADS}, ours OpenMP's default); median ms; ratios = median of per-round ratios.", "",
+             "| threads | dtype | shape | fused ms | " + ("old fused ms | " if with_base else "") +
+             "torch GN+SiLU ms | fused vs torch (goal 1.5x) |" + (" fused vs old |" if with_base else ""),
+             "|---|---|---|---|---|---|" + ("---|---|" if with_base else "")]
+    for (threads, dtype, shape), t in times.items():
+        row = f"| {threads or 'default'} | {dtype} | {shape_name(shape)} | {statistics.median(t['fused']) * 1e3:.2f} | "
+        if with_base:
+            row += f"{statistics.median(t['base']) * 1e3:.2f} | "
+        row += f"{statistics.median(t['torch']) * 1e3:.2f} | {mark(ratio(t, 'torch', 'fused'), KERNEL_GOAL)} |"
+        if with_base:
+            row += f" {ratio(t, 'base', 'fused'):.2f}x |"
+        lines.append(row)
     return lines
 
 
@@ -280,25 +312,42 @@ def main(argv=None):
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--out", default=None, help="also write the tables (markdown) to this file")
+    parser.add_argument("--kernel-only", action="store_true", help="only the kernel-only comparison (section 2)")
+    parser.add_argument("--threads", default="default",
+                        help="kernel-only thread counts, comma-separated ints or 'default' (default: default)")
+    parser.add_argument("--baseline-lib", default=None,
+                        help="an older libms_groupnorm_cpu.so whose fused kernels join the kernel-only table")
     args = parser.parse_args(argv)
+    thread_counts = tuple(None if t == "default" else int(t) for t in args.threads.split(","))
     rounds = args.rounds or (2 if args.quick else 5)
     min_seconds = 0.2 if args.quick else 0.5
     log = lambda text: print(text, flush=True)  # noqa: E731
     import mindspore as ms
 
     import ms_groupnorm
-    from ms_groupnorm import _silu_kernel_lib
+    from ms_groupnorm import _kernel_lib, _silu_kernel_lib
 
+    global DEFAULT_TORCH_THREADS  # pylint: disable=global-statement
+    try:
+        import torch
+
+        DEFAULT_TORCH_THREADS = torch.get_num_threads()
+    except ImportError:
+        pass
     lib = _silu_kernel_lib.cdll()
+    baseline = None if args.baseline_lib is None else _kernel_lib.load_library(args.baseline_lib)
     log(f"ms_groupnorm from {ms_groupnorm.__file__}, MindSpore {ms.__version__}, ISA {lib.MsGroupNormActiveIsa().decode()}, "
         f"{'quick' if args.quick else 'full'} run: {rounds} rounds, {min_seconds} s per timing")
-    kernel_times = bench_kernels(SHAPES, rounds, min_seconds, log)
-    step_times = bench_steps(SHAPES, args.modes.split(","), args.dtypes.split(","), args.blocks, rounds, min_seconds,
-                             log)
-    lines = step_table(step_times, args.blocks) + [""]
+    kernel_times = bench_kernels(SHAPES, rounds, min_seconds, log, thread_counts, baseline)
+    lines = []
+    if not args.kernel_only:
+        step_times = bench_steps(SHAPES, args.modes.split(","), args.dtypes.split(","), args.blocks, rounds,
+                                 min_seconds, log)
+        lines += step_table(step_times, args.blocks) + [""]
     if kernel_times:
         lines += kernel_table(kernel_times) + [""]
-    lines += memory_table(SHAPES, args.dtypes.split(","))
+    if not args.kernel_only:
+        lines += memory_table(SHAPES, args.dtypes.split(","))
     text = "\n".join(lines)
     print("\n" + text)
     if args.out:

@@ -14,7 +14,7 @@
 // Determinism: the schedules and sums of group_norm_cpu.h (threads choose only which
 // group or channel they handle; the row sums follow row_kernels.h's lane/block order;
 // dgamma/dbeta are a serial loop over n), so results are bit-identical for any thread
-// count and in every ISA build.
+// count within an ISA build (the FMA builds differ from the portable one by rounding).
 #pragma once
 
 #include <cmath>

@@ -7,10 +7,11 @@
 // sigmoid(k * y) from x instead of reading a stored y:
 //   dz/dy = s + k*y * s * (1 - s) = s * (1 + t * (1 - s)),  s = sigmoid(t), t = k * y.
 //
-// Bit-identical builds by construction (silu_rows_impl.h): every element, tails
-// included, goes through the same lane-wise vector operations (a partial vector is
+// Bit-identical for any thread count by construction (silu_rows_impl.h): every element,
+// tails included, goes through the same lane-wise vector operations (a partial vector is
 // padded, its extra lanes masked), sigmoid uses this project's own exp (no libm call,
-// whose result could differ between builds), fp-contract is off, and the sums follow
+// whose result could differ between platforms), fp-contract is off (a * b + c is fused
+// only by MulAdd, in the FMA builds, so the builds differ by that rounding), and the sums follow
 // row_kernels.h's discipline exactly: kLanes float lanes per kBlock block (tail to lanes
 // 0, 1, ...), folded into double by FoldLanesViaFloat's tree, blocks added in order.
 #pragma once
@@ -21,6 +22,15 @@
 #include "row_kernels.h"
 
 namespace ms_groupnorm {
+
+// ToBFloat16 on the float bits u of every lane, for the vector loops (any vector of
+// uint32 lanes; VU(v) the bits of float lanes v): round to nearest even on bit 16, a NaN
+// stays a quiet NaN. The result's top 16 bits are the bfloat16; the low bits are junk.
+template <typename VU>
+inline VU BFloat16Rounded(VU u, VU is_nan) {
+  const VU rounded = u + (0x7fffu + ((u >> 16) & 1u));
+  return is_nan ? (u | 0x400000u) : rounded;
+}
 
 template <typename T>
 struct SiluRowKernels {

@@ -21,10 +21,29 @@ typedef int32_t VI __attribute__((vector_size(4 * kW)));
 typedef uint32_t VU __attribute__((vector_size(4 * kW)));
 typedef uint16_t VH __attribute__((vector_size(2 * kW)));
 
+// a * b + c rounded once (FMA), as the row kernels' V::MulAdd in this build; min/max one
+// instruction each (a NaN in a yields b, as the comparisons they replace).
+inline VF MulAdd(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+inline VF Min(VF a, VF b) { return _mm512_min_ps(a, b); }
+inline VF Max(VF a, VF b) { return _mm512_max_ps(a, b); }
+
 struct HalfIO {
   static VF Load(const Half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
   static void Store(Half *p, VF v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+};
+
+// bf16 <-> float with AVX-512F's zero-extension and truncating 32 -> 16 bit move.
+struct BFloat16IO {
+  static VF Load(const BFloat16 *p) {  // exact: a bf16 is the top half of a float
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static void Store(BFloat16 *p, VF v) {
+    const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
+    const __m512i top = _mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(top));
   }
 };
 

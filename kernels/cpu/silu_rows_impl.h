@@ -3,14 +3,20 @@
 // namespace after choosing the target ISA and defining
 //   kW            float lanes of the native vector (divides kLanes),
 //   VF, VI, VU    float / int32 / uint32 vectors of kW lanes, VH a uint16 vector of kW lanes,
+//   MulAdd(a, b, c)  a * b + c: fused (one rounding) in the FMA builds, as the row
+//                 kernels' V::MulAdd, so y is bitwise GroupNorm's output in each build,
+//   Min, Max      lane-wise (a NaN first operand yields the second),
 //   HalfIO        static VF Load(const Half *), static void Store(Half *, VF) (kW elements,
-//                 rounding to nearest even like ToHalf / F16C).
+//                 rounding to nearest even like ToHalf / F16C),
+//   BFloat16IO    the same for BFloat16 (silu_rows.h's BFloat16Rounded: ToBFloat16's bits).
 // Nothing here may include a header (see row_kernels_impl.h for why).
 //
-// Every lane computes the same IEEE operations in the same order in every build (vector
-// extension arithmetic is lane-wise; fp-contract is off), and there is no scalar tail
-// loop: a partial vector is loaded padded with zeros and its extra lanes are masked. So
-// the builds agree bit for bit without a separate scalar twin of each formula.
+// Every lane computes the same IEEE operations in the same order (vector extension
+// arithmetic is lane-wise; fp-contract is off; a * b + c is fused only where MulAdd says
+// so), and there is no scalar tail loop: a partial vector is loaded padded with zeros and
+// its extra lanes are masked. So within a build every element's result depends on its
+// inputs only (any thread count, any position in a row gives the same bits); the builds
+// differ by MulAdd's rounding only.
 
 constexpr int kSiluRegs = kLanes / kW;
 static_assert(kSiluRegs * kW == kLanes, "a vector width must divide the lane count");
@@ -29,22 +35,11 @@ inline VF Load(const float *p) {
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
-inline VF Load(const BFloat16 *p) {  // exact: a bf16 is the top half of a float
-  VH h;
-  __builtin_memcpy(&h, p, sizeof h);
-  return reinterpret_cast<VF>(__builtin_convertvector(h, VU) << 16);
-}
+inline VF Load(const BFloat16 *p) { return BFloat16IO::Load(p); }
 inline VF Load(const Half *p) { return HalfIO::Load(p); }
 
 inline void Store(float *p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
-// ToBFloat16 lane-wise: round to nearest even on bit 16, a NaN stays a quiet NaN.
-inline void Store(BFloat16 *p, VF v) {
-  const VU u = reinterpret_cast<VU>(v);
-  const VU rounded = u + (0x7fffu + ((u >> 16) & 1u));
-  const VU bits = (v != v) ? (u | 0x400000u) : rounded;
-  const VH h = __builtin_convertvector(bits >> 16, VH);
-  __builtin_memcpy(p, &h, sizeof h);
-}
+inline void Store(BFloat16 *p, VF v) { BFloat16IO::Store(p, v); }
 inline void Store(Half *p, VF v) { HalfIO::Store(p, v); }
 
 // The first `count` (< kW) elements, the other lanes zero.
@@ -63,45 +58,73 @@ inline void StorePartial(T *p, VF v, int64_t count) {
 
 // ---- sigmoid(t) = 1 / (1 + exp(-t)) with this project's exp ----
 // exp(u) = 2^k * p(r), u = k ln2 + r, |r| <= ln2 / 2: k by the round-to-nearest trick
-// (adding 1.5 * 2^23), ln2 split in two (Cody and Waite; k * ln2_hi is exact), p the
-// degree-7 polynomial of Cephes' expf (S. Moshier; relative error ~1e-7 on that range).
-// u is clamped to [-87, 88] so that 2^k stays a normal float: beyond, sigmoid is 0 or 1
-// to float precision anyway (1 + e^-87 == 1; 1 / (1 + e^88) < 7e-39).
-inline VF Sigmoid(VF t) {
-  VF u = -t;
-  u = u < Splat(88.0f) ? u : Splat(88.0f);  // a NaN becomes 88 here, but y (NaN) still
-  u = u > Splat(-87.0f) ? u : Splat(-87.0f);  // reaches z and the gradient through y * s
+// (adding 1.5 * 2^23), ln2 split in two (Cody and Waite; k * ln2_hi is exact), p(r) =
+// 1 + r + r^2 q(r) of degree 6, fitted here for relative error on that range (float64
+// error of the polynomial 3e-9; evaluated in float32 with FMA 7.0e-8, as Cephes' degree-7
+// expf polynomial by S. Moshier, which this replaced to save one multiply-add per
+// element: scripts/fit_exp_polynomial.py). u is clamped to [-87, 88] so that 2^k stays a
+// normal float: beyond, sigmoid is 0 or 1 to float precision anyway (1 + e^-87 == 1;
+// 1 / (1 + e^88) < 7e-39).
+inline VF SigmoidDenominator(VF t) {  // 1 + exp(-t)
+  VF u = Min(-t, Splat(88.0f));  // a NaN becomes 88 here, but y (NaN) still
+  u = Max(u, Splat(-87.0f));      // reaches z and the gradient through y * s
   const VF shifter = Splat(12582912.0f);
-  const VF kf = (u * 1.44269504088896341f + shifter) - shifter;
-  const VF r = (u - kf * 0.693359375f) - kf * -2.12194440e-4f;
-  VF p = Splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = (p * (r * r) + r) + 1.0f;
+  const VF kf = MulAdd(u, Splat(1.44269504088896341f), shifter) - shifter;
+  const VF r = MulAdd(kf, Splat(2.12194440e-4f), MulAdd(kf, Splat(-0.693359375f), u));
+  VF p = Splat(1.3814551057e-3f);
+  p = MulAdd(p, r, Splat(8.3686932921e-3f));
+  p = MulAdd(p, r, Splat(4.1668385267e-2f));
+  p = MulAdd(p, r, Splat(1.6666521132e-1f));
+  p = MulAdd(p, r, Splat(4.9999994040e-1f));
+  p = MulAdd(p, r * r, r) + 1.0f;
   const VI k = __builtin_convertvector(kf, VI);
   const VF two_k = reinterpret_cast<VF>((k + 127) << 23);
-  return Splat(1.0f) / (Splat(1.0f) + p * two_k);
+  return MulAdd(p, two_k, Splat(1.0f));
+}
+
+inline VF Sigmoid(VF t) { return Splat(1.0f) / SigmoidDenominator(t); }
+
+// The swish scale k as the loops apply it: t = k * y. SiLU (k = 1) skips the product,
+// which is exact (1 * y == y), so both give the same bits; the loops are instantiated
+// for each and the entry points pick one per call.
+struct UnitScale {
+  explicit UnitScale(float) {}
+  VF operator()(VF y) const { return y; }
+};
+struct AnyScale {
+  explicit AnyScale(float k) : k(Splat(k)) {}
+  VF operator()(VF y) const { return k * y; }
+  VF k;
+};
+
+template <typename Fn>
+inline void WithScale(float swish_k, Fn &&fn) {
+  if (swish_k == 1.0f) {
+    fn(UnitScale(swish_k));
+  } else {
+    fn(AnyScale(swish_k));
+  }
 }
 
 // y exactly as row_kernels' Normalize computes it: (x - mu) * scale + shift.
-inline VF Affine(VF x, VF mu, VF scale, VF shift) { return (x - mu) * scale + shift; }
+inline VF Affine(VF x, VF mu, VF scale, VF shift) { return MulAdd(x - mu, scale, shift); }
 
-inline VF Swish(VF y, VF k) { return y * Sigmoid(k * y); }
+// y * sigmoid(k y) = y / (1 + exp(-k y)): one rounding fewer than y * (1 / (...)).
+template <typename K>
+inline VF Swish(VF y, K k) { return y / SigmoidDenominator(k(y)); }
 
 // dz * d(y * sigmoid(k y))/dy = dz * s * (1 + t * (1 - s)), t = k y, s = sigmoid(t).
-inline VF SwishGrad(VF dz, VF y, VF k) {
-  const VF t = k * y;
+template <typename K>
+inline VF SwishGrad(VF dz, VF y, K k) {
+  const VF t = k(y);
   const VF s = Sigmoid(t);
-  return dz * (s * (Splat(1.0f) + t * (Splat(1.0f) - s)));
+  return dz * (s * MulAdd(t, Splat(1.0f) - s, Splat(1.0f)));
 }
 
-template <typename T>
-void NormalizeSilu(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
-                   float swish_k) {
-  const VF vmu = Splat(mu), vk = Splat(swish_k);
+template <typename T, typename K>
+void NormalizeSiluRows(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
+                       K vk) {
+  const VF vmu = Splat(mu);
   for (int64_t r = 0; r < rows; ++r) {
     const T *x_row = x + r * hxw;
     T *z_row = z + r * hxw;
@@ -131,7 +154,14 @@ inline double FoldViaFloat(const VF *acc) {
 }
 
 template <typename T>
-void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, VF vk, double *sum_g,
+void NormalizeSilu(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
+                   float swish_k) {
+  WithScale(swish_k, [&](auto vk) { NormalizeSiluRows(x, z, hxw, rows, mu, scale, shift, vk); });
+}
+
+// kStoreG: g_out is not nullptr (a template argument, so the test is not in the loop).
+template <bool kStoreG, typename T, typename K>
+void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, K vk, double *sum_g,
                        double *sum_gxc, float *g_out) {
   double total_g = 0.0, total_gxc = 0.0;
   for (int64_t start = 0; start < n; start += kBlock) {
@@ -140,10 +170,10 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
     for (int r = 0; r < kSiluRegs; ++r) acc_g[r] = acc_gxc[r] = VF{};
     auto add = [&](int r, int64_t at) {
       const VF xc = Load(x + at) - vmu;
-      const VF g = SwishGrad(Load(dz + at), xc * vs + vt, vk);  // y = (x - mu) * scale + shift, as Affine
-      if (g_out != nullptr) Store(g_out + at, g);
+      const VF g = SwishGrad(Load(dz + at), MulAdd(xc, vs, vt), vk);  // y as Affine
+      if (kStoreG) Store(g_out + at, g);
       acc_g[r] = acc_g[r] + g;
-      acc_gxc[r] = acc_gxc[r] + g * xc;
+      acc_gxc[r] = MulAdd(g, xc, acc_gxc[r]);
     };
     int64_t i = start;
     for (; i + kLanes <= end; i += kLanes) {
@@ -156,11 +186,11 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
       const VI valid = LaneIndex() < static_cast<int>(count);
       const VF xv = LoadPartial(x + i, count);
       const VF xc = xv - vmu;
-      VF g = SwishGrad(LoadPartial(dz + i, count), xc * vs + vt, vk);
+      VF g = SwishGrad(LoadPartial(dz + i, count), MulAdd(xc, vs, vt), vk);
       g = valid ? g : VF{};  // padded lanes add nothing, whatever scale/shift hold
-      if (g_out != nullptr) StorePartial(g_out + i, g, count);
+      if (kStoreG) StorePartial(g_out + i, g, count);
       acc_g[reg] = acc_g[reg] + g;
-      acc_gxc[reg] = acc_gxc[reg] + (valid ? g * xc : VF{});
+      acc_gxc[reg] = MulAdd(g, valid ? xc : VF{}, acc_gxc[reg]);
     }
     total_g += FoldViaFloat(acc_g);
     total_gxc += FoldViaFloat(acc_gxc);
@@ -172,24 +202,31 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
 template <typename T>
 void ReduceSiluGrad(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, const float *scale,
                     const float *shift, float swish_k, double *sum_g, double *sum_gxc, float *g_out) {
-  const VF vmu = Splat(mu), vk = Splat(swish_k);
-  for (int64_t r = 0; r < rows; ++r) {
-    ReduceSiluGradRow(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk, sum_g + r,
-                      sum_gxc + r, g_out == nullptr ? nullptr : g_out + r * hxw);
-  }
+  const VF vmu = Splat(mu);
+  WithScale(swish_k, [&](auto vk) {
+    for (int64_t r = 0; r < rows; ++r) {
+      if (g_out != nullptr) {
+        ReduceSiluGradRow<true>(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk,
+                                sum_g + r, sum_gxc + r, g_out + r * hxw);
+      } else {
+        ReduceSiluGradRow<false>(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk,
+                                 sum_g + r, sum_gxc + r, nullptr);
+      }
+    }
+  });
 }
 
-template <typename T>
-void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
-                   const float *shift, float swish_k, float b, float c) {
-  const VF vmu = Splat(mu), vk = Splat(swish_k), vb = Splat(b), vc = Splat(c);
+template <typename T, typename K>
+void SiluInputGradRows(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                       const float *shift, K vk, float b, float c) {
+  const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
-    // dx = (a * g + b * (x - mu)) + c with a = rstd * gamma = scale, as row_kernels' AffineGrad
+    // dx = b * (x - mu) + (a * g + c) with a = rstd * gamma = scale, as row_kernels' AffineGrad
     auto op = [&](VF d, VF xv) {
       const VF xc = xv - vmu;
-      return (vs * SwishGrad(d, xc * vs + vt, vk) + vb * xc) + vc;
+      return MulAdd(vb, xc, MulAdd(vs, SwishGrad(d, MulAdd(xc, vs, vt), vk), vc));
     };
     int64_t i = 0;
     for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(dz + offset + i), Load(x + offset + i)));
@@ -202,13 +239,19 @@ void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, fl
 }
 
 template <typename T>
+void SiluInputGrad(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
+                   const float *shift, float swish_k, float b, float c) {
+  WithScale(swish_k, [&](auto vk) { SiluInputGradRows(dz, x, dx, hxw, rows, mu, scale, shift, vk, b, c); });
+}
+
+template <typename T>
 void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
                          float b, float c) {
   const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]);
-    auto op = [&](VF gv, VF xv) { return (vs * gv + vb * (xv - vmu)) + vc; };  // as SiluInputGrad
+    auto op = [&](VF gv, VF xv) { return MulAdd(vb, xv - vmu, MulAdd(vs, gv, vc)); };  // as SiluInputGrad
     int64_t i = 0;
     for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(g + offset + i), Load(x + offset + i)));
     if (i < hxw) {

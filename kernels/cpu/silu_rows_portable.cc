@@ -17,6 +17,12 @@ typedef int32_t VI __attribute__((vector_size(4 * kW)));
 typedef uint32_t VU __attribute__((vector_size(4 * kW)));
 typedef uint16_t VH __attribute__((vector_size(2 * kW)));
 
+// a * b + c with two roundings, as the row kernels' V::MulAdd in this build (a CPU of
+// this build may lack FMA); min/max lane-wise (a NaN in a yields b).
+inline VF MulAdd(VF a, VF b, VF c) { return a * b + c; }
+inline VF Min(VF a, VF b) { return a < b ? a : b; }
+inline VF Max(VF a, VF b) { return a > b ? a : b; }
+
 struct HalfIO {
   static VF Load(const Half *p) {
     VF v;
@@ -25,6 +31,19 @@ struct HalfIO {
   }
   static void Store(Half *p, VF v) {
     for (int k = 0; k < kW; ++k) p[k] = ToHalf(v[k]);
+  }
+};
+
+struct BFloat16IO {  // exact: a bf16 is the top half of a float
+  static VF Load(const BFloat16 *p) {
+    VH h;
+    __builtin_memcpy(&h, p, sizeof h);
+    return reinterpret_cast<VF>(__builtin_convertvector(h, VU) << 16);
+  }
+  static void Store(BFloat16 *p, VF v) {
+    const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
+    const VH h = __builtin_convertvector(bits >> 16, VH);
+    __builtin_memcpy(p, &h, sizeof h);
   }
 };
 
