@@ -13,6 +13,7 @@
 #include "group_norm_grad_ms_tiling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace gnms {
@@ -89,7 +90,7 @@ void SplitTasks(int64_t numTasks, int64_t coreNum, GroupNormGradMsTilingData *t)
   t->tailCores = t->phase1Cores > 0 ? numTasks % t->phase1Cores : 0;
 }
 
-const char *const kInputNames[kNumInputs] = {"dy", "mean", "rstd", "x", "gamma"};
+const char *const kInputNames[kNumSiluGradInputs] = {"dy", "mean", "rstd", "x", "gamma", "beta"};
 
 std::string ShapeText(const ShapeView &s) {
   std::string text = "(";
@@ -107,53 +108,74 @@ int64_t NumElements(const ShapeView &s) {
   return n;
 }
 
-int Reject(int status, const std::string &text, std::string *message) {
-  if (message != nullptr) *message = "GroupNormGradMs: " + text;
+// The message names the operator (`op`): GroupNormGradMs or GroupNormSiluGradMs.
+int Reject(const char *op, int status, const std::string &text, std::string *message) {
+  if (message != nullptr) *message = std::string(op) + ": " + text;
   return status;
 }
 
-}  // namespace
-
-int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups, std::string *message) {
-  for (int i = 0; i < kNumInputs; ++i) {
+// The rules of CheckInputs for the first `count` inputs of `shapes` (kNumInputs, or
+// kNumSiluGradInputs with beta, which must have C elements like gamma).
+int CheckGradShapes(const ShapeView *shapes, int count, const int64_t *numGroups, const char *op,
+                    std::string *message) {
+  for (int i = 0; i < count; ++i) {
     if (!shapes[i].present || (shapes[i].rank > 0 && shapes[i].dims == nullptr)) {
-      return Reject(kTilingMissingInput,
+      return Reject(op, kTilingMissingInput,
                     std::string("input '") + kInputNames[i] + "' is missing (no tensor descriptor or shape)", message);
     }
   }
-  if (numGroups == nullptr) return Reject(kTilingMissingInput, "attribute 'num_groups' is missing", message);
+  if (numGroups == nullptr) return Reject(op, kTilingMissingInput, "attribute 'num_groups' is missing", message);
   const ShapeView &x = shapes[kInputX];
   const ShapeView &dy = shapes[kInputDy];
   if (x.rank < 2) {
-    return Reject(kTilingBadShape, "input 'x' must have rank >= 2 (N, C, *), got " + ShapeText(x), message);
+    return Reject(op, kTilingBadShape, "input 'x' must have rank >= 2 (N, C, *), got " + ShapeText(x), message);
   }
   if (NumElements(x) < 0) {
-    return Reject(kTilingBadShape, "input 'x' has a negative dimension " + ShapeText(x), message);
+    return Reject(op, kTilingBadShape, "input 'x' has a negative dimension " + ShapeText(x), message);
   }
   bool sameShape = dy.rank == x.rank;
   for (int64_t i = 0; sameShape && i < x.rank; ++i) sameShape = dy.dims[i] == x.dims[i];
   if (!sameShape) {
-    return Reject(kTilingBadShape, "input 'dy' must have the shape of 'x': dy " + ShapeText(dy) + " vs x " +
+    return Reject(op, kTilingBadShape, "input 'dy' must have the shape of 'x': dy " + ShapeText(dy) + " vs x " +
                                        ShapeText(x), message);
   }
   const int64_t N = x.dims[0];
   const int64_t C = x.dims[1];
   const int64_t G = *numGroups;
-  if (G <= 0) return Reject(kTilingBadShape, "attribute 'num_groups' must be > 0, got " + std::to_string(G), message);
+  if (G <= 0) return Reject(op, kTilingBadShape, "attribute 'num_groups' must be > 0, got " + std::to_string(G), message);
   if (C % G != 0) {
-    return Reject(kTilingBadShape, "attribute 'num_groups' (" + std::to_string(G) + ") must divide C = " +
+    return Reject(op, kTilingBadShape, "attribute 'num_groups' (" + std::to_string(G) + ") must divide C = " +
                                        std::to_string(C), message);
   }
   for (int i : {kInputMean, kInputRstd}) {
     if (NumElements(shapes[i]) != N * G) {
-      return Reject(kTilingBadShape, std::string("input '") + kInputNames[i] + "' must have N*G = " +
+      return Reject(op, kTilingBadShape, std::string("input '") + kInputNames[i] + "' must have N*G = " +
                                          std::to_string(N * G) + " elements (N = " + std::to_string(N) +
                                          ", G = " + std::to_string(G) + "), got " + ShapeText(shapes[i]), message);
     }
   }
-  if (NumElements(shapes[kInputGamma]) != C) {
-    return Reject(kTilingBadShape, "input 'gamma' must have C = " + std::to_string(C) + " elements, got " +
-                                       ShapeText(shapes[kInputGamma]), message);
+  for (int i = kInputGamma; i < count; ++i) {  // gamma, and beta when present
+    if (NumElements(shapes[i]) != C) {
+      return Reject(op, kTilingBadShape, std::string("input '") + kInputNames[i] + "' must have C = " +
+                                             std::to_string(C) + " elements, got " + ShapeText(shapes[i]), message);
+    }
+  }
+  return kTilingOk;
+}
+
+}  // namespace
+
+int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups, std::string *message) {
+  return CheckGradShapes(shapes, kNumInputs, numGroups, "GroupNormGradMs", message);
+}
+
+int CheckSiluGradInputs(const ShapeView (&shapes)[kNumSiluGradInputs], const int64_t *numGroups,
+                        const float *swishScale, std::string *message) {
+  const int status = CheckGradShapes(shapes, kNumSiluGradInputs, numGroups, "GroupNormSiluGradMs", message);
+  if (status != kTilingOk) return status;
+  if (swishScale != nullptr && !std::isfinite(*swishScale)) {
+    return Reject("GroupNormSiluGradMs", kTilingBadShape,
+                  "attribute 'swish_scale' must be finite, got " + std::to_string(*swishScale), message);
   }
   return kTilingOk;
 }

@@ -29,6 +29,10 @@ struct TilingInput {
   bool dxRequired = true;
   bool dgammaRequired = true;
   bool dbetaRequired = true;
+  // GroupNormSiluGradMs: dy is the gradient of z = y * sigmoid(swishScale * y), y = gamma *
+  // xhat + beta; the kernel recomputes y and the sigmoid from x, mean, rstd, gamma and beta.
+  bool silu = false;
+  float swishScale = 1.0f;
 };
 
 enum TilingStatus : int {
@@ -42,6 +46,8 @@ enum TilingStatus : int {
 
 // Positions of the inputs in the operator definition (CANN's GroupNormGrad order).
 enum InputIndex : int { kInputDy = 0, kInputMean = 1, kInputRstd = 2, kInputX = 3, kInputGamma = 4, kNumInputs = 5 };
+// GroupNormSiluGradMs takes GroupNormGradMs's inputs, then beta.
+enum SiluGradInputIndex : int { kInputBeta = 5, kNumSiluGradInputs = 6 };
 
 // One input's shape as the framework hands it to the host; present == false means the
 // framework gave no descriptor or shape for that input.
@@ -58,6 +64,11 @@ struct ShapeView {
 // parameter and the rule. Without it a bad call would make the kernel read global memory
 // out of bounds (it indexes mean/rstd by (n, g) and gamma by c).
 int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups, std::string *message);
+
+// GroupNormSiluGradMs: CheckInputs' rules, beta present with C elements, and a finite
+// swish_scale (nullptr: attribute absent, the default 1.0). Messages name GroupNormSiluGradMs.
+int CheckSiluGradInputs(const ShapeView (&shapes)[kNumSiluGradInputs], const int64_t *numGroups,
+                        const float *swishScale, std::string *message);
 
 // Fills *out and returns kTilingOk, or returns an error status and leaves *out undefined.
 int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out);

@@ -8,7 +8,6 @@
  *
  * Built on an Ascend machine by build.sh (CANN >= 8.2: the standard C++ tiling struct).
  */
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "tiling/platform/platform_ascendc.h"
 
 #include "group_norm_silu_ms_tiling.h"
+#include "op_host_common.h"
 
 namespace {
 constexpr size_t kAttrNumGroups = 0;
@@ -29,42 +29,11 @@ constexpr size_t kOutputMean = 1;
 constexpr size_t kOutputRstd = 2;
 constexpr int64_t kScheduleModeBatch = 1;  // all blocks resident at once: SyncAll (split groups) needs it
 
-ge::graphStatus Refuse(const std::string &message) {
-  std::fprintf(stderr, "[ERROR] %s\n", message.c_str());
-  return ge::GRAPH_FAILED;
-}
-
-bool ToScalarType(ge::DataType dtype, gnsms::ScalarType *out) {
-  switch (dtype) {
-    case ge::DT_FLOAT: *out = gnsms::ScalarType::kFloat32; return true;
-    case ge::DT_FLOAT16: *out = gnsms::ScalarType::kFloat16; return true;
-    case ge::DT_BF16: *out = gnsms::ScalarType::kBFloat16; return true;
-    default: return false;
-  }
-}
-
-float ReadFloatAttr(const gert::RuntimeAttrs *attrs, size_t index, float fallback) {
-  const float *value = attrs->GetAttrPointer<float>(index);
-  return value == nullptr ? fallback : *value;
-}
-
-bool ReadBoolAttr(const gert::RuntimeAttrs *attrs, size_t index, bool fallback) {
-  const bool *value = attrs->GetAttrPointer<bool>(index);
-  return value == nullptr ? fallback : *value;
-}
-
-struct InputShapes {
-  std::vector<int64_t> dims[gnsms::kNumInputs];
-  gnsms::ShapeView views[gnsms::kNumInputs];
-
-  void Set(int index, const gert::Shape *shape) {
-    if (shape == nullptr) return;
-    for (size_t d = 0; d < shape->GetDimNum(); ++d) dims[index].push_back(shape->GetDim(d));
-    views[index].present = true;
-    views[index].dims = dims[index].data();
-    views[index].rank = static_cast<int64_t>(dims[index].size());
-  }
-};
+using gnms_host::ReadBoolAttr;
+using gnms_host::ReadFloatAttr;
+using gnms_host::Refuse;
+using gnms_host::ToScalarType;
+using InputShapes = gnms_host::InputShapes<gnsms::ShapeView, gnsms::kNumInputs>;
 
 // Shared by InferShape and tiling: null attributes and every shape rule.
 ge::graphStatus CheckInputs(const InputShapes &shapes, const gert::RuntimeAttrs *attrs) {
@@ -79,10 +48,7 @@ namespace optiling {
 static ge::graphStatus GroupNormSiluMsTiling(gert::TilingContext *context) {
   if (context == nullptr) return Refuse("GroupNormSiluMs tiling: null TilingContext");
   InputShapes shapes;
-  for (int i = 0; i < gnsms::kNumInputs; ++i) {
-    const gert::StorageShape *storage = context->GetInputShape(i);
-    shapes.Set(i, storage == nullptr ? nullptr : &storage->GetStorageShape());
-  }
+  shapes.FromTiling(context);
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   if (CheckInputs(shapes, attrs) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
 
@@ -140,7 +106,7 @@ namespace ge {
 static graphStatus GroupNormSiluMsInferShape(gert::InferShapeContext *context) {
   if (context == nullptr) return Refuse("GroupNormSiluMs InferShape: null context");
   InputShapes shapes;
-  for (int i = 0; i < gnsms::kNumInputs; ++i) shapes.Set(i, context->GetInputShape(i));
+  shapes.FromInferShape(context);
   if (CheckInputs(shapes, context->GetAttrs()) != GRAPH_SUCCESS) return GRAPH_FAILED;
   gert::Shape *y = context->GetOutputShape(kOutputY);
   gert::Shape *mean = context->GetOutputShape(kOutputMean);
