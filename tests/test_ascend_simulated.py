@@ -26,7 +26,7 @@ from mindspore.ops.operations import custom_ops
 import ascend_fake_cann
 import ms_groupnorm
 from cases import assert_close
-from ms_groupnorm import _ascend_pyboost, _ops, ascend, reference
+from ms_groupnorm import _ascend_pyboost, _ops, _silu_ops, ascend, ascend_silu, reference, reference_silu
 
 NP = {ms.float32: np.float32, ms.float16: np.float16}
 
@@ -93,6 +93,57 @@ class FakeAscendModule:
         return _FunctionStandIn(self, group, eps, gamma_grad, beta_grad)(x, gamma, beta)
 
 
+    # ---- the fused GroupNorm + swish (GroupNormSiluMs with SiLU on, GroupNormSiluGradMs)
+    def group_norm_silu(self, x, gamma, beta, group, eps, swish_scale):
+        for v, k, n in zip((x, gamma, beta, group, eps, swish_scale), ["tensor"] * 3 + ["int", "double", "double"],
+                           ("x", "gamma", "beta", "group", "eps", "swish_scale")):
+            _check(v, k, n)
+        assert gamma.shape == beta.shape == (x.shape[1],), "the operator takes a real gamma and beta"
+        self.calls.append(("group_norm_silu", x.dtype, gamma.dtype, beta.dtype, group, swish_scale))
+        f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
+        z, mean, rstd = reference_silu.forward(f(x), f(gamma), f(beta), group, eps, swish_scale)
+        n = x.shape[0]
+        return (Tensor(z, x.dtype), Tensor(mean.reshape(n, group), ms.float32),
+                Tensor(rstd.reshape(n, group), ms.float32))
+
+    def group_norm_silu_autograd(self, x, gamma, beta, group, eps, swish_scale, gamma_grad, beta_grad):
+        _check(gamma_grad, "bool", "gamma_grad")
+        _check(beta_grad, "bool", "beta_grad")
+        self.calls.append(("group_norm_silu_autograd", gamma_grad, beta_grad))
+        return _SiluFunctionStandIn(self, group, eps, swish_scale, gamma_grad, beta_grad)(x, gamma, beta)
+
+    def group_norm_silu_grad(self, dz, x, mean, rstd, gamma, beta, group, swish_scale, m0, m1, m2):
+        for v, k, n in zip((dz, x, mean, rstd, gamma, beta, group, swish_scale, m0, m1, m2),
+                           ["tensor"] * 6 + ["int", "double"] + ["bool"] * 3,
+                           ("dz", "x", "mean", "rstd", "gamma", "beta", "group", "swish_scale", "m0", "m1", "m2")):
+            _check(v, k, n)
+        assert gamma.shape == beta.shape == (x.shape[1],), "the operator takes a real gamma and beta"
+        assert gamma.dtype == beta.dtype == mean.dtype == rstd.dtype, "one statistics dtype (the OpDef's columns)"
+        self.calls.append(("group_norm_silu_grad", x.dtype, mean.dtype, gamma.dtype, group, swish_scale, (m0, m1, m2)))
+        f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
+        dx, dgamma, dbeta = reference_silu.backward(f(dz), f(x), f(mean), f(rstd), f(gamma), f(beta), group,
+                                                    swish_scale)
+        return (Tensor(dx, x.dtype), Tensor(dgamma, mean.dtype), Tensor(dbeta, mean.dtype))
+
+
+class _SiluFunctionStandIn(nn.Cell):
+    """What GroupNormSiluFunction records: forward group_norm_silu, backward
+    group_norm_silu_grad from x, the saved float32 mean/rstd, gamma and beta."""
+
+    def __init__(self, module, group, eps, swish_scale, gamma_grad, beta_grad):
+        super().__init__()
+        self.module, self.args, self.flags = module, (group, eps, swish_scale), (gamma_grad, beta_grad)
+
+    def construct(self, x, gamma, beta):
+        return self.module.group_norm_silu(x, gamma, beta, *self.args)
+
+    def bprop(self, x, gamma, beta, out, dout):
+        group, _, swish_scale = self.args
+        dx, dgamma, dbeta = self.module.group_norm_silu_grad(dout[0], x, out[1], out[2], gamma, beta, group,
+                                                             swish_scale, True, *self.flags)
+        return (dx, dgamma if self.flags[0] else ops.zeros_like(gamma), dbeta if self.flags[1] else ops.zeros_like(beta))
+
+
 class _FunctionStandIn(nn.Cell):
     """What the C++ Function records: forward group_norm, backward group_norm_grad with the
     saved float32 mean/rstd; no gradient for a ones/zeros stand-in gamma/beta."""
@@ -112,11 +163,14 @@ class _FunctionStandIn(nn.Cell):
 
 @pytest.fixture
 def simulated(tmp_path, monkeypatch):
-    """Returns a function installing the simulation; with_forward also installs GroupNormSiluMs."""
-    def install(with_forward=False):
+    """Returns a function installing the simulation; with_forward also installs GroupNormSiluMs,
+    with_silu_grad GroupNormSiluGradMs (the fused backward)."""
+    def install(with_forward=False, with_silu_grad=False):
         ops_defs = ascend_fake_cann.op_definitions()
         if not with_forward:
             del ops_defs["forward"]
+        if not with_silu_grad:
+            del ops_defs["silu_grad"]
         cann_root, vendor = ascend_fake_cann.make(tmp_path / "tree", ops_defs)
         monkeypatch.setenv("ASCEND_OPP_PATH", str(cann_root / "opp"))
         monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(vendor))
@@ -138,11 +192,13 @@ def simulated(tmp_path, monkeypatch):
         module.builders = builders
         return module
 
-    for cache in (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module):
+    caches = (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module, _silu_ops._silu_forward_op,
+              _silu_ops._silu_backward_op, ascend_silu.forward, ascend_silu.backward, ascend_silu._installed)
+    for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.PYNATIVE_MODE)
     yield install
-    for cache in (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module):
+    for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.PYNATIVE_MODE)
 
