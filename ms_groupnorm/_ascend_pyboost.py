@@ -1,5 +1,7 @@
 """PyNative on Ascend: the CustomOpBuilder(backend="Ascend") module that launches the
-installed AscendC operators through AclnnOpRunner (source: _native/group_norm_ascend_pyboost.cc).
+installed AscendC operators through AclnnOpRunner (source: _native/group_norm_ascend_pyboost.cc):
+GroupNormGradMs, GroupNormSiluMs (SiLU off for GroupNorm, on for the fused op) and the fused
+backward GroupNormSiluGradMs (see ascend.py and ascend_silu.py for which calls which).
 
 Why: on Ascend, ``ops.Custom.__call__`` runs ``pyboost_custom_ext``, which accepts tensors
 only, and our operator takes num_groups and the output mask as scalars; MindSpore's docs

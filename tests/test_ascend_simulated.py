@@ -59,6 +59,17 @@ def _check(value, kind, name):
         raise TypeError(f"{name}: incompatible function arguments ({kind} expected, got {type(value).__name__})")
 
 
+_MS_DTYPE = {"F32_Default": ms.float32, "F16_Default": ms.float16, "BF16_Default": ms.bfloat16}
+# The (data, parameter/statistics) dtype columns of the OpDefs: no launch with another pair.
+FORWARD_PAIRS = {(_MS_DTYPE[d], _MS_DTYPE[p]) for d, p in ascend.FORWARD_DTYPE_PAIRS}
+GRAD_PAIRS = {(_MS_DTYPE[d], _MS_DTYPE[s]) for d, s in ascend.ASCEND_DTYPE_PAIRS}
+
+
+def _check_pair(data, stat, pairs, op):
+    if (data, stat) not in pairs:
+        raise RuntimeError(f"{op}: no kernel for the dtype pair ({data}, {stat}) (not a column of its OpDef)")
+
+
 class FakeAscendModule:
     """The functions of group_norm_ascend_pyboost.cc, computed with the float64 reference."""
 
@@ -70,6 +81,8 @@ class FakeAscendModule:
                            ("dy", "x", "mean", "rstd", "gamma", "group", "m0", "m1", "m2")):
             _check(v, k, n)
         assert gamma.shape == (x.shape[1],), "the operator takes a real gamma"
+        _check_pair(x.dtype, mean.dtype, GRAD_PAIRS, "GroupNormGradMs")
+        assert dy.dtype == x.dtype and gamma.dtype == rstd.dtype == mean.dtype, "one dtype per OpDef column"
         self.calls.append(("group_norm_grad", x.dtype, mean.dtype, gamma.dtype, group, (m0, m1, m2)))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
         dx, dgamma, dbeta = reference.backward(f(dy), f(x), f(mean), f(rstd), f(gamma), group)
@@ -79,6 +92,8 @@ class FakeAscendModule:
         for v, k, n in zip((x, gamma, beta, group, eps), ["tensor"] * 3 + ["int", "double"],
                            ("x", "gamma", "beta", "group", "eps")):
             _check(v, k, n)
+        _check_pair(x.dtype, gamma.dtype, FORWARD_PAIRS, "GroupNormSiluMs")
+        assert beta.dtype == gamma.dtype, "one dtype per OpDef column"
         self.calls.append(("group_norm", x.dtype, gamma.dtype))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
         y, mean, rstd = reference.forward(f(x), f(gamma), f(beta), group, eps)
@@ -99,6 +114,8 @@ class FakeAscendModule:
                            ("x", "gamma", "beta", "group", "eps", "swish_scale")):
             _check(v, k, n)
         assert gamma.shape == beta.shape == (x.shape[1],), "the operator takes a real gamma and beta"
+        _check_pair(x.dtype, gamma.dtype, FORWARD_PAIRS, "GroupNormSiluMs")
+        assert beta.dtype == gamma.dtype, "one dtype per OpDef column"
         self.calls.append(("group_norm_silu", x.dtype, gamma.dtype, beta.dtype, group, swish_scale))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
         z, mean, rstd = reference_silu.forward(f(x), f(gamma), f(beta), group, eps, swish_scale)
@@ -118,7 +135,8 @@ class FakeAscendModule:
                            ("dz", "x", "mean", "rstd", "gamma", "beta", "group", "swish_scale", "m0", "m1", "m2")):
             _check(v, k, n)
         assert gamma.shape == beta.shape == (x.shape[1],), "the operator takes a real gamma and beta"
-        assert gamma.dtype == beta.dtype == mean.dtype == rstd.dtype, "one statistics dtype (the OpDef's columns)"
+        _check_pair(x.dtype, mean.dtype, GRAD_PAIRS, "GroupNormSiluGradMs")
+        assert dz.dtype == x.dtype and gamma.dtype == beta.dtype == rstd.dtype == mean.dtype, "one dtype per column"
         self.calls.append(("group_norm_silu_grad", x.dtype, mean.dtype, gamma.dtype, group, swish_scale, (m0, m1, m2)))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
         dx, dgamma, dbeta = reference_silu.backward(f(dz), f(x), f(mean), f(rstd), f(gamma), f(beta), group,
@@ -417,3 +435,15 @@ def test_the_stand_in_module_refuses_what_pybind11_refuses():
         module.group_norm(t, g, g, 2, "1e-5")
     with pytest.raises(TypeError, match="gamma_grad"):
         module.group_norm_autograd(t, g, g, 2, 1e-5, None, True)
+    with pytest.raises(TypeError, match="swish_scale"):
+        module.group_norm_silu_grad(t, t, s, s, g, g, 2, "1.0", True, True, True)
+    with pytest.raises(TypeError, match="beta"):
+        module.group_norm_silu(t, g, None, 2, 1e-5, 1.0)
+    # a dtype pair no OpDef column has: bf16 data with float16 statistics
+    b = Tensor(np.ones((2, 4, 3), np.float32)).astype(ms.bfloat16)
+    h = Tensor(np.ones((2, 2), np.float16))
+    with pytest.raises(RuntimeError, match="GroupNormSiluGradMs: no kernel for the dtype pair"):
+        module.group_norm_silu_grad(b, b, h, h, g.astype(ms.float16), g.astype(ms.float16), 2, 1.0, True, True, True)
+    with pytest.raises(RuntimeError, match="GroupNormSiluMs: no kernel for the dtype pair"):
+        module.group_norm_silu(Tensor(np.ones((2, 4, 3), np.float32)), g.astype(ms.float16), g.astype(ms.float16),
+                               2, 1e-5, 1.0)
