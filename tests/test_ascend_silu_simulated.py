@@ -20,7 +20,7 @@ from mindspore import Tensor, nn
 
 import ms_groupnorm
 from cases import assert_close
-from ms_groupnorm import _silu_ops, ascend, ascend_silu, reference_silu
+from ms_groupnorm import _ops, _silu_ops, ascend, ascend_silu, reference_silu
 from test_ascend_simulated import NP, WeightedSum, simulated  # noqa: F401  (simulated: the fixture)
 
 FUSED = {"with_forward": True, "with_silu_grad": True}
@@ -128,7 +128,8 @@ def test_pynative_functional_forward_and_its_gradient_with_swish_scale(simulated
     assert grads and all(c[2] == ms.float32 and c[5] == k for c in grads)
 
 
-@pytest.mark.parametrize("installed", [{}, {"with_forward": True}], ids=["none", "forward only"])
+@pytest.mark.parametrize("installed", [{}, {"with_forward": True}, {"with_silu_grad": True}],
+                         ids=["none", "forward only", "backward only"])
 def test_without_the_fused_operators_the_unfused_pair_runs(simulated, installed):
     """GroupNormSiluGradMs (or both) not installed: the layer runs our GroupNorm then SiLU as
     before, and group_norm_silu_backward raises naming the missing operators."""
@@ -281,6 +282,66 @@ def test_graph_cells_train_with_float32_statistics_and_swish_scale(mode, rng):
     assert_close(dx, want[0], ms.float16, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
     assert_close(dbeta, want[2], ms.float32, "dbeta")
+
+
+@pytest.fixture
+def graph_route_with_stand_ins(monkeypatch):
+    """The GRAPH_MODE Ascend route of the package as a user's layer reaches it
+    (MS_GROUPNORM_BACKEND=ascend, both fused operators "installed"), with the two ops.Custom
+    replaced by the CPU stand-ins in CANN's order above (MindSpore's Ascend ops.Custom
+    cannot run here)."""
+    monkeypatch.setenv(_ops.BACKEND_ENV, "ascend")
+    monkeypatch.setattr(ascend_silu, "installed", lambda: True)
+    monkeypatch.setattr(ascend, "ascend_forward_custom", lambda group: ForwardInCannOrder())
+    monkeypatch.setattr(ascend_silu, "silu_backward_custom", SiluGradInCannOrder)
+    caches = (_silu_ops._silu_forward_op, _silu_ops._silu_backward_op, ascend_silu.forward, ascend_silu.backward)
+    for cache in caches:
+        cache.cache_clear()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    yield
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    for cache in caches:
+        cache.cache_clear()
+
+
+def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_with_stand_ins, rng):
+    """GRAPH_MODE: GroupNormSiLU's compiled construct picks AscendSiluForward (bprop
+    AscendSiluBackward): float16 input, float32 statistics and parameters, the reference's
+    gradients; a compiled group_norm_silu_backward with a mask, a None gamma and
+    swish_scale 1.2 runs AscendSiluBackward."""
+    G, shape = 3, (2, 6, 4, 5)
+    net = ms_groupnorm.GroupNormSiLU(G, shape[1])
+    gamma = (rng.standard_normal(shape[1]) + 1).astype(np.float32)
+    beta = rng.standard_normal(shape[1]).astype(np.float32)
+    _set_params(net, gamma, beta)
+    x = rng.standard_normal(shape).astype(np.float16)
+    w = rng.standard_normal(shape).astype(np.float32)
+    loss = WeightedSum(net, w)
+    dx, (dgamma, dbeta) = ms.grad(loss, grad_position=0, weights=net.trainable_params())(Tensor(x))
+    x64 = x.astype(np.float64)
+    _, mean, rstd = reference_silu.forward(x64, gamma, beta, G)
+    want = reference_silu.backward(w.astype(np.float16).astype(np.float64), x64, mean, rstd, gamma, beta, G)
+    assert_close(dx, want[0], ms.float16, "dx")
+    assert_close(dgamma, want[1], ms.float32, "dgamma")
+    assert_close(dbeta, want[2], ms.float32, "dbeta")
+    # the compile created the fused Cells (and nothing else could have run: the unfused
+    # route's GroupNorm ops need CANN's environment, which is not set here)
+    assert ascend_silu.forward.cache_info().currsize == 1 and ascend_silu.backward.cache_info().currsize == 1
+
+    class Backward(nn.Cell):
+        def construct(self, dz, x, mean, rstd, beta):
+            return ms_groupnorm.group_norm_silu_backward(dz, x, mean, rstd, None, beta, 2, 6, 20, G,
+                                                         (True, False, True), 1.2)
+
+    dz = rng.standard_normal(shape).astype(np.float32)
+    x32 = x.astype(np.float32)
+    _, mean, rstd = reference_silu.forward(x32, None, beta, G)
+    mean, rstd = mean.reshape(2, G).astype(np.float32), rstd.reshape(2, G).astype(np.float32)
+    got = Backward()(Tensor(dz), Tensor(x32), Tensor(mean), Tensor(rstd), Tensor(beta))
+    want = reference_silu.backward(dz, x32, mean, rstd, None, beta, G, 1.2)
+    assert got[1] is None
+    assert_close(got[0], want[0], ms.float32, "dx")
+    assert_close(got[2], want[2], ms.float32, "dbeta")
 
 
 def test_the_silu_grad_description_matches_its_op_def():
