@@ -1,5 +1,7 @@
 """PyNative on Ascend: the CustomOpBuilder(backend="Ascend") module that launches the
-installed AscendC operators through AclnnOpRunner (source: _native/group_norm_ascend_pyboost.cc).
+installed AscendC operators through AclnnOpRunner (source: _native/group_norm_ascend_pyboost.cc):
+GroupNormGradMs, GroupNormSiluMs (SiLU off for GroupNorm, on for the fused op) and the fused
+backward GroupNormSiluGradMs (see ascend.py and ascend_silu.py for which calls which).
 
 Why: on Ascend, ``ops.Custom.__call__`` runs ``pyboost_custom_ext``, which accepts tensors
 only, and our operator takes num_groups and the output mask as scalars; MindSpore's docs
@@ -28,6 +30,7 @@ from . import _pyboost
 SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_ascend_pyboost.cc"
 GRAD_OP_TYPE = "GroupNormGradMs"
 FORWARD_OP_TYPE = "GroupNormSiluMs"
+SILU_GRAD_OP_TYPE = "GroupNormSiluGradMs"  # the fused GroupNorm + SiLU backward
 _HINT = ("on a 910B run `bash kernels/ascendc/build.sh` (or check_on_ascend.sh) and export the "
          "ASCEND_CUSTOM_OPP_PATH it prints")
 
@@ -59,9 +62,17 @@ def forward_installed():
     return installed_header(FORWARD_OP_TYPE) is not None
 
 
+def silu_installed():
+    """True when both operators of the fused GroupNorm + SiLU are installed: the forward
+    GroupNormSiluMs and the backward GroupNormSiluGradMs (see ascend_silu)."""
+    return forward_installed() and installed_header(SILU_GRAD_OP_TYPE) is not None
+
+
 def check_environment():
     """Raises a RuntimeError saying what is missing: CANN's environment or the operator.
-    Returns the installed operator headers (grad first)."""
+    Returns the installed operator headers (grad first, then those of GroupNormSiluMs and
+    GroupNormSiluGradMs where installed: they are part of the build key, so installing one
+    later rebuilds the module against it)."""
     if not os.environ.get("ASCEND_OPP_PATH"):
         raise RuntimeError("ms_groupnorm: the Ascend PyNative module needs CANN's environment ($ASCEND_OPP_PATH is "
                            "unset): `source <CANN>/set_env.sh` first (e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh)")
@@ -71,9 +82,10 @@ def check_environment():
         raise RuntimeError(f"ms_groupnorm: the AscendC operator {GRAD_OP_TYPE} is not installed (no "
                            f"op_api/include/{aclnn_header_name(GRAD_OP_TYPE)} in: {searched}); {_HINT}")
     headers = [grad]
-    forward = installed_header(FORWARD_OP_TYPE)
-    if forward is not None:
-        headers.append(forward)
+    for op_type in (FORWARD_OP_TYPE, SILU_GRAD_OP_TYPE):
+        header = installed_header(op_type)
+        if header is not None:
+            headers.append(header)
     return headers
 
 

@@ -10,10 +10,13 @@ swish_scale = 1), created once and cached, as ``_ops`` does for GroupNorm:
 An empty (0,) gamma/beta stands for ones/zeros. Shapes and dtypes come from the library's
 C++ InferShape/InferType hooks (GRAPH_MODE dynamic shape works as for GroupNorm).
 
-Backends: only "cpu" has fused kernels. The AscendC fused kernels are not wired here yet,
-so ``MS_GROUPNORM_BACKEND=ascendc_twin`` raises NotImplementedError (a silent CPU run
-would pass tests that believe they check the twin); on Ascend the callers (``silu``,
-``silu_cell``) run the unfused pair, GroupNorm then SiLU. PYNATIVE_MODE runs these aot ops
+Backends: "cpu" and, when our GroupNormSiluMs and GroupNormSiluGradMs operators are
+installed, "ascend" (``ascend_silu``: ops.Custom Cells in GRAPH_MODE, the Ascend module in
+PYNATIVE_MODE); on Ascend without them ``fused_backend()`` is None and the callers
+(``silu``, ``silu_cell``) run the unfused pair, GroupNorm then SiLU. The AscendC twin has
+no fused kernels wired here yet, so ``MS_GROUPNORM_BACKEND=ascendc_twin`` raises
+NotImplementedError (a silent CPU run would pass tests that believe they check the twin).
+On the "cpu" backend PYNATIVE_MODE runs these aot ops
 through the fused module's pyboost fast path when it is available (``_silu_pyboost``;
 $MS_GROUPNORM_PYBOOST=0 opts out): eager calls run the module, graphs (@ms.jit) the aot op.
 """
@@ -21,34 +24,45 @@ import functools
 
 from mindspore import context, ops
 
-from . import _kernel_lib, _ops, _pyboost, _silu_pyboost
+from . import _kernel_lib, _ops, _pyboost, _silu_pyboost, ascend_silu
 
-FUSED_BACKENDS = ("cpu",)
+FUSED_BACKENDS = ("cpu", "ascend")
 
 
 @_ops.evaluated_by_graph_compiler  # also called from functions MindSpore compiles (see there)
 def fused_backend():
-    """The backend whose fused kernels run now ("cpu"), None where the callers fall back
-    to the unfused pair (Ascend); raises for the AscendC twin, which has none yet."""
+    """The backend whose fused kernels run now ("cpu", or "ascend" with our two fused
+    operators installed), None where the callers fall back to the unfused pair (Ascend
+    without them); raises for the AscendC twin, which has none yet."""
     backend = _ops.backend_name()
     if backend == "ascendc_twin":
         raise NotImplementedError(
             f"ms_groupnorm: the fused GroupNorm + SiLU has no AscendC twin kernels yet "
             f"(${_ops.BACKEND_ENV}=ascendc_twin); unset ${_ops.BACKEND_ENV} for the CPU kernels, or use "
             f"group_norm followed by ops.silu")
+    if backend == "ascend" and not ascend_silu.installed():
+        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed: the unfused pair
     return backend if backend in FUSED_BACKENDS else None
+
+
+def _ascend_mode_backend(backend):
+    """On Ascend, PYNATIVE_MODE runs the Ascend module (ops.Custom takes tensors only there)."""
+    if backend == "ascend" and context._get_mode() == context.PYNATIVE_MODE:
+        return _ops.ASCEND_PYBOOST_BACKEND
+    return backend
 
 
 @_ops.evaluated_by_graph_compiler
 def silu_backward_op(group, swish_scale=1.0, mask=_ops.FULL_MASK):
     """(dz, x, mean, rstd, gamma, beta) -> (dx, dgamma, dbeta)."""
-    return _silu_backward_op(int(group), float(swish_scale), tuple(bool(m) for m in mask), fused_backend())
+    return _silu_backward_op(int(group), float(swish_scale), tuple(bool(m) for m in mask),
+                             _ascend_mode_backend(fused_backend()))
 
 
 def _op_backend():
     """fused_backend(), or PYBOOST_BACKEND in PYNATIVE_MODE on the "cpu" backend when the
     fused pyboost module is enabled and could be built (see _ops._op_backend)."""
-    backend = fused_backend()
+    backend = _ascend_mode_backend(fused_backend())
     if (backend == "cpu" and _pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
             and _silu_pyboost.module() is not None):
         return _ops.PYBOOST_BACKEND
@@ -56,13 +70,15 @@ def _op_backend():
 
 
 def _require_fused(backend):
-    if backend not in FUSED_BACKENDS + (_ops.PYBOOST_BACKEND,):
+    if backend not in FUSED_BACKENDS + (_ops.PYBOOST_BACKEND, _ops.ASCEND_PYBOOST_BACKEND):
         raise NotImplementedError(f"ms_groupnorm: no fused GroupNorm + SiLU kernels on backend {backend!r}")
 
 
 @functools.lru_cache(maxsize=None)
 def _silu_backward_op(group, swish_scale, mask, backend):
     _require_fused(backend)
+    if backend in ascend_silu.BACKENDS:
+        return ascend_silu.backward(group, swish_scale, mask, backend)
     reg = _ops._reg_info(
         "GroupNormSiluGradMs",
         ["dz", "x", "mean", "rstd", "gamma", "beta"],
@@ -88,6 +104,8 @@ def silu_forward_op(group, eps, swish_scale=1.0, mask=_ops.FULL_MASK):
 @functools.lru_cache(maxsize=None)
 def _silu_forward_op(group, eps, swish_scale, mask, backend):
     _require_fused(backend)
+    if backend in ascend_silu.BACKENDS:
+        return ascend_silu.forward(group, eps, swish_scale, mask, backend)
     # The aot backward in every case: in PyNative the fast path's eager calls record the
     # module's own backward node, and graphs (@ms.jit) run this bprop.
     backward = _silu_backward_op(group, swish_scale, mask, "cpu" if backend == _ops.PYBOOST_BACKEND else backend)

@@ -6,10 +6,12 @@ statistics for float16/bfloat16 data allowed, any group count, deterministic).
 swish: z = y * sigmoid(swish_scale * y), y = gamma * xhat + beta; swish_scale = 1 is SiLU.
 Argument errors are those of GroupNorm (ms_groupnorm.errors, codes 161001/161002).
 
-Where no fused kernel runs, the functions compute the unfused pair, GroupNorm then swish,
-with the same results up to rounding: float64 input (the fused kernels are float32/16-bit
-only) and MindSpore on Ascend (no fused AscendC kernel is wired yet). The AscendC twin
-backend raises NotImplementedError (see _silu_ops).
+On Ascend the fused AscendC operators run (GroupNormSiluMs forward, GroupNormSiluGradMs
+backward; see ascend_silu) when both are installed. Where no fused kernel runs, the
+functions compute the unfused pair, GroupNorm then swish, with the same results up to
+rounding: float64 input (the fused kernels are float32/16-bit only) and MindSpore on Ascend
+without those operators, where group_norm_silu_backward raises NotImplementedError saying
+so. The AscendC twin backend raises NotImplementedError (see _silu_ops).
 """
 import functools
 import math
@@ -17,7 +19,7 @@ import math
 from mindspore import ops
 from mindspore.ops.primitive import constexpr
 
-from . import _checks, _silu_ops
+from . import _checks, _ops, _silu_ops, ascend_silu
 from .errors import ParamInvalidError, ParamTypeError
 from .functional import FULL_MASK, _absent, _nchw_view, _param_spec, _spec, group_norm, group_norm_forward
 
@@ -123,6 +125,8 @@ def group_norm_silu_backward(grad_out, input, mean, rstd, gamma, beta, N, C, HxW
                 ops.zeros((C,), mean.dtype) if output_mask[1] else None,
                 ops.zeros((C,), mean.dtype) if output_mask[2] else None)
     if _silu_ops.fused_backend() is None:
+        if _ops.backend_name() == "ascend":
+            raise NotImplementedError(ascend_silu.NOT_INSTALLED)
         raise NotImplementedError("ms_groupnorm: group_norm_silu_backward has no kernel on this backend yet")
     x = _nchw_view(input, N, C, HxW)
     dz = grad_out if tuple(grad_out.shape) == tuple(x.shape) else ops.reshape(grad_out, x.shape)

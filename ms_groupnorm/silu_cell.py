@@ -4,7 +4,8 @@
 signature, checks, parameters (``gamma``, ``beta``) and repr; ``ms_groupnorm.mint.GroupNormSiLU``
 those of ``ms_groupnorm.mint.GroupNorm`` (``weight``, ``bias``). Both subclass the GroupNorm
 layers and only replace ``construct``, so argument checks, mixed precision and repr are
-theirs. float64 input and MindSpore on Ascend run the unfused pair (see ms_groupnorm.silu).
+theirs. float64 input, and MindSpore on Ascend without our fused GroupNormSiluMs/
+GroupNormSiluGradMs operators installed, run the unfused pair (see ms_groupnorm.silu).
 """
 from mindspore import dtype as mstype
 from mindspore import ops

@@ -14,9 +14,11 @@ OP_HOST = ascendc_twin.ascendc_dir() / "op_host"
 
 
 def op_definitions():
-    """The parsed OpDefs of the operators ms_groupnorm calls: GroupNormGradMs, and
-    GroupNormSiluMs when its op_host source is in this tree (else from ASCEND_FORWARD_OP)."""
+    """The parsed OpDefs of the operators ms_groupnorm calls: GroupNormGradMs,
+    GroupNormSiluGradMs (the fused backward), and GroupNormSiluMs when its op_host source
+    is in this tree (else from ASCEND_FORWARD_OP)."""
     grad = aclnn_header.parse_op_def((OP_HOST / "group_norm_grad_ms.cpp").read_text())
+    silu_grad = aclnn_header.parse_op_def((OP_HOST / "group_norm_silu_grad_ms.cpp").read_text())
     forward_src = OP_HOST / "group_norm_silu_ms.cpp"
     if forward_src.is_file():
         forward = aclnn_header.parse_op_def(forward_src.read_text())
@@ -25,7 +27,7 @@ def op_definitions():
         forward = {"op_type": d.op_type, "inputs": [(n, "REQUIRED") for n in d.inputs],
                    "outputs": [(n, "REQUIRED") for n in d.outputs],
                    "attrs": [(n, t.capitalize()) for n, t in d.attrs]}
-    return {"grad": grad, "forward": forward}
+    return {"grad": grad, "forward": forward, "silu_grad": silu_grad}
 
 
 def make(root, ops=None):

@@ -11,12 +11,13 @@ import pytest
 from mindspore.ops.operations._custom_ops_utils import CustomCodeGenerator, CustomInfoGenerator
 
 import ascend_fake_cann
-from ms_groupnorm import ascend
+from ms_groupnorm import ascend, ascend_silu
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
-OPS = {"grad": (ascend.ASCEND_OP, ascend.ascend_reg_info), "forward": (ascend.ASCEND_FORWARD_OP,
-                                                                       ascend.ascend_forward_reg_info)}
+OPS = {"grad": (ascend.ASCEND_OP, ascend.ascend_reg_info),
+       "forward": (ascend.ASCEND_FORWARD_OP, ascend.ascend_forward_reg_info),
+       "silu_grad": (ascend_silu.SILU_GRAD_OP, ascend_silu.silu_grad_reg_info)}  # the fused backward
 ACLNN_TYPE = {"int": "int64_t", "bool": "bool", "float": "double"}  # CANN: Float attributes are double
 
 

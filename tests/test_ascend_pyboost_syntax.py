@@ -49,14 +49,31 @@ def test_module_compiles_against_wheel_headers_and_generated_aclnn_headers(tmp_p
 
 
 def test_an_attribute_added_to_the_op_def_only_fails_the_module(tmp_path, monkeypatch):
+    """One compile for two operators (each compile of the wheel's headers costs ~35 s): an
+    attribute added to GroupNormGradMs's and to GroupNormSiluGradMs's OpDef, each must fail
+    its own static_assert."""
     ops = ascend_fake_cann.op_definitions()
-    ops["grad"] = dict(ops["grad"], attrs=ops["grad"]["attrs"] + [("new_flag", "Bool")])
+    for which in ("grad", "silu_grad"):
+        ops[which] = dict(ops[which], attrs=ops[which]["attrs"] + [("new_flag", "Bool")])
     cann_root, vendor = ascend_fake_cann.make(tmp_path, ops)
-    assert "bool newFlag" in (vendor / "op_api" / "include" / "aclnn_group_norm_grad_ms.h").read_text()
+    for header in ("aclnn_group_norm_grad_ms.h", "aclnn_group_norm_silu_grad_ms.h"):
+        assert "bool newFlag" in (vendor / "op_api" / "include" / header).read_text()
     result = run(compile_command(cann_root, vendor, monkeypatch))
     assert result.returncode != 0
-    assert re.search(r"static assertion failed: aclnnGroupNormGradMs: the arguments", result.stderr), \
-        result.stderr[-3000:]
+    for api in ("aclnnGroupNormGradMs", "aclnnGroupNormSiluGradMs"):
+        assert re.search(rf"static assertion failed: {api}: the arguments", result.stderr), result.stderr[-3000:]
+
+
+def test_the_simulated_module_has_the_modules_functions():
+    """The stand-in module of the simulated tests (tests/test_ascend_simulated.py) has
+    exactly the functions the C++ module binds (the fused op's three included), so what
+    those tests call exists on the device."""
+    from test_ascend_simulated import FakeAscendModule
+
+    bound = re.findall(r'm\.def\("(\w+)"', _ascend_pyboost.SOURCE.read_text())
+    public = [name for name in vars(FakeAscendModule) if not name.startswith("_")]
+    assert sorted(bound) == sorted(public)
+    assert {"group_norm_silu", "group_norm_silu_autograd", "group_norm_silu_grad"} <= set(bound)
 
 
 def test_the_header_generator_follows_canns_rules():

@@ -6,6 +6,7 @@ MindSpore, which SoCs does its custom_compiler accept), stands in for custom_com
 setup.py (records its arguments, fails if the vendor directory is already there, then
 "installs" one) and for pytest (records the environment the device tests would get)."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 ASCENDC = Path(__file__).resolve().parent.parent / "kernels" / "ascendc"
+# The kernel sources CANN's build compiles, one per operator of op_host/ (build.sh checks).
+KERNELS = ("group_norm_grad_ms.cpp", "group_norm_silu_ms.cpp", "group_norm_silu_grad_ms.cpp")
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 FAKE_PYTHON = """#!/usr/bin/env bash
@@ -58,9 +61,25 @@ def fake(tmp_path):
     return {"env": env, "log": log, "compiler": compiler, "tmp": tmp_path}
 
 
-def run(script, env, cwd):
+def scripts_copy(tmp, kernels=KERNELS):
+    """<tmp>/repo/kernels/ascendc with the real scripts and op_host/, and an op_kernel/ of
+    empty files named ``kernels`` (nothing compiles here): the scripts are checked whatever
+    state this tree's kernel sources are in."""
+    root = Path(tmp) / "repo" / "kernels" / "ascendc"
+    if not root.exists():
+        shutil.copytree(ASCENDC / "op_host", root / "op_host")
+        (root / "op_kernel").mkdir()
+        for script in ("build.sh", "check_on_ascend.sh"):
+            shutil.copy(ASCENDC / script, root / script)
+        for name in kernels:
+            (root / "op_kernel" / name).write_text("")
+    return root
+
+
+def run(script, env, cwd, root=None):
     # LD_LIBRARY_PATH and PYTHONPATH are deliberately absent from env.
-    return subprocess.run(["bash", str(ASCENDC / script)], env=env, cwd=cwd, capture_output=True, text=True,
+    root = root or scripts_copy(cwd)
+    return subprocess.run(["bash", str(root / script)], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -99,4 +118,26 @@ def test_build_refuses_socs_the_wheels_custom_compiler_does_not_accept(fake):
     assert result.returncode == 2
     assert "does not accept the SoC" in result.stderr and "'ascend910_93'" in result.stderr
     assert "MindSpore >= 2.10" in result.stderr
+    assert not (fake["log"] / "setup_args").exists()
+
+
+def test_build_builds_and_installs_all_three_operators(fake):
+    """GroupNormGradMs, GroupNormSiluMs and the fused backward GroupNormSiluGradMs, in one
+    package from op_host/ and op_kernel/, for the SoCs their OpDefs list."""
+    root = scripts_copy(fake["tmp"])
+    result = run("build.sh", fake["env"], fake["tmp"], root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    installed = re.search(r"Installed:([A-Za-z ]*) \(SoCs: ([a-z0-9_;]+)\)", result.stdout)
+    assert sorted(installed.group(1).split()) == ["GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs"]
+    assert installed.group(2) == "ascend910b;ascend910_93"
+    args = (fake["log"] / "setup_args").read_text().split()
+    assert args[args.index("-o") + 1] == str(root / "op_host") and args[args.index("-k") + 1] == str(root / "op_kernel")
+
+
+@pytest.mark.parametrize("missing", KERNELS)
+def test_build_refuses_an_operator_without_its_kernel_source(fake, missing):
+    root = scripts_copy(fake["tmp"], [k for k in KERNELS if k != missing])
+    result = run("build.sh", fake["env"], fake["tmp"], root)
+    assert result.returncode == 2
+    assert f"has no kernel source op_kernel/{missing}" in result.stderr
     assert not (fake["log"] / "setup_args").exists()

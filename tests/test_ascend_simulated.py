@@ -26,7 +26,7 @@ from mindspore.ops.operations import custom_ops
 import ascend_fake_cann
 import ms_groupnorm
 from cases import assert_close
-from ms_groupnorm import _ascend_pyboost, _ops, ascend, reference
+from ms_groupnorm import _ascend_pyboost, _ops, _silu_ops, ascend, ascend_silu, reference, reference_silu
 
 NP = {ms.float32: np.float32, ms.float16: np.float16}
 
@@ -59,6 +59,17 @@ def _check(value, kind, name):
         raise TypeError(f"{name}: incompatible function arguments ({kind} expected, got {type(value).__name__})")
 
 
+_MS_DTYPE = {"F32_Default": ms.float32, "F16_Default": ms.float16, "BF16_Default": ms.bfloat16}
+# The (data, parameter/statistics) dtype columns of the OpDefs: no launch with another pair.
+FORWARD_PAIRS = {(_MS_DTYPE[d], _MS_DTYPE[p]) for d, p in ascend.FORWARD_DTYPE_PAIRS}
+GRAD_PAIRS = {(_MS_DTYPE[d], _MS_DTYPE[s]) for d, s in ascend.ASCEND_DTYPE_PAIRS}
+
+
+def _check_pair(data, stat, pairs, op):
+    if (data, stat) not in pairs:
+        raise RuntimeError(f"{op}: no kernel for the dtype pair ({data}, {stat}) (not a column of its OpDef)")
+
+
 class FakeAscendModule:
     """The functions of group_norm_ascend_pyboost.cc, computed with the float64 reference."""
 
@@ -70,6 +81,8 @@ class FakeAscendModule:
                            ("dy", "x", "mean", "rstd", "gamma", "group", "m0", "m1", "m2")):
             _check(v, k, n)
         assert gamma.shape == (x.shape[1],), "the operator takes a real gamma"
+        _check_pair(x.dtype, mean.dtype, GRAD_PAIRS, "GroupNormGradMs")
+        assert dy.dtype == x.dtype and gamma.dtype == rstd.dtype == mean.dtype, "one dtype per OpDef column"
         self.calls.append(("group_norm_grad", x.dtype, mean.dtype, gamma.dtype, group, (m0, m1, m2)))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
         dx, dgamma, dbeta = reference.backward(f(dy), f(x), f(mean), f(rstd), f(gamma), group)
@@ -79,6 +92,8 @@ class FakeAscendModule:
         for v, k, n in zip((x, gamma, beta, group, eps), ["tensor"] * 3 + ["int", "double"],
                            ("x", "gamma", "beta", "group", "eps")):
             _check(v, k, n)
+        _check_pair(x.dtype, gamma.dtype, FORWARD_PAIRS, "GroupNormSiluMs")
+        assert beta.dtype == gamma.dtype, "one dtype per OpDef column"
         self.calls.append(("group_norm", x.dtype, gamma.dtype))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
         y, mean, rstd = reference.forward(f(x), f(gamma), f(beta), group, eps)
@@ -91,6 +106,60 @@ class FakeAscendModule:
         _check(beta_grad, "bool", "beta_grad")
         self.calls.append(("group_norm_autograd", gamma_grad, beta_grad))
         return _FunctionStandIn(self, group, eps, gamma_grad, beta_grad)(x, gamma, beta)
+
+
+    # ---- the fused GroupNorm + swish (GroupNormSiluMs with SiLU on, GroupNormSiluGradMs)
+    def group_norm_silu(self, x, gamma, beta, group, eps, swish_scale):
+        for v, k, n in zip((x, gamma, beta, group, eps, swish_scale), ["tensor"] * 3 + ["int", "double", "double"],
+                           ("x", "gamma", "beta", "group", "eps", "swish_scale")):
+            _check(v, k, n)
+        assert gamma.shape == beta.shape == (x.shape[1],), "the operator takes a real gamma and beta"
+        _check_pair(x.dtype, gamma.dtype, FORWARD_PAIRS, "GroupNormSiluMs")
+        assert beta.dtype == gamma.dtype, "one dtype per OpDef column"
+        self.calls.append(("group_norm_silu", x.dtype, gamma.dtype, beta.dtype, group, swish_scale))
+        f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
+        z, mean, rstd = reference_silu.forward(f(x), f(gamma), f(beta), group, eps, swish_scale)
+        n = x.shape[0]
+        return (Tensor(z, x.dtype), Tensor(mean.reshape(n, group), ms.float32),
+                Tensor(rstd.reshape(n, group), ms.float32))
+
+    def group_norm_silu_autograd(self, x, gamma, beta, group, eps, swish_scale, gamma_grad, beta_grad):
+        _check(gamma_grad, "bool", "gamma_grad")
+        _check(beta_grad, "bool", "beta_grad")
+        self.calls.append(("group_norm_silu_autograd", gamma_grad, beta_grad))
+        return _SiluFunctionStandIn(self, group, eps, swish_scale, gamma_grad, beta_grad)(x, gamma, beta)
+
+    def group_norm_silu_grad(self, dz, x, mean, rstd, gamma, beta, group, swish_scale, m0, m1, m2):
+        for v, k, n in zip((dz, x, mean, rstd, gamma, beta, group, swish_scale, m0, m1, m2),
+                           ["tensor"] * 6 + ["int", "double"] + ["bool"] * 3,
+                           ("dz", "x", "mean", "rstd", "gamma", "beta", "group", "swish_scale", "m0", "m1", "m2")):
+            _check(v, k, n)
+        assert gamma.shape == beta.shape == (x.shape[1],), "the operator takes a real gamma and beta"
+        _check_pair(x.dtype, mean.dtype, GRAD_PAIRS, "GroupNormSiluGradMs")
+        assert dz.dtype == x.dtype and gamma.dtype == beta.dtype == rstd.dtype == mean.dtype, "one dtype per column"
+        self.calls.append(("group_norm_silu_grad", x.dtype, mean.dtype, gamma.dtype, group, swish_scale, (m0, m1, m2)))
+        f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
+        dx, dgamma, dbeta = reference_silu.backward(f(dz), f(x), f(mean), f(rstd), f(gamma), f(beta), group,
+                                                    swish_scale)
+        return (Tensor(dx, x.dtype), Tensor(dgamma, mean.dtype), Tensor(dbeta, mean.dtype))
+
+
+class _SiluFunctionStandIn(nn.Cell):
+    """What GroupNormSiluFunction records: forward group_norm_silu, backward
+    group_norm_silu_grad from x, the saved float32 mean/rstd, gamma and beta."""
+
+    def __init__(self, module, group, eps, swish_scale, gamma_grad, beta_grad):
+        super().__init__()
+        self.module, self.args, self.flags = module, (group, eps, swish_scale), (gamma_grad, beta_grad)
+
+    def construct(self, x, gamma, beta):
+        return self.module.group_norm_silu(x, gamma, beta, *self.args)
+
+    def bprop(self, x, gamma, beta, out, dout):
+        group, _, swish_scale = self.args
+        dx, dgamma, dbeta = self.module.group_norm_silu_grad(dout[0], x, out[1], out[2], gamma, beta, group,
+                                                             swish_scale, True, *self.flags)
+        return (dx, dgamma if self.flags[0] else ops.zeros_like(gamma), dbeta if self.flags[1] else ops.zeros_like(beta))
 
 
 class _FunctionStandIn(nn.Cell):
@@ -112,11 +181,14 @@ class _FunctionStandIn(nn.Cell):
 
 @pytest.fixture
 def simulated(tmp_path, monkeypatch):
-    """Returns a function installing the simulation; with_forward also installs GroupNormSiluMs."""
-    def install(with_forward=False):
+    """Returns a function installing the simulation; with_forward also installs GroupNormSiluMs,
+    with_silu_grad GroupNormSiluGradMs (the fused backward)."""
+    def install(with_forward=False, with_silu_grad=False):
         ops_defs = ascend_fake_cann.op_definitions()
         if not with_forward:
             del ops_defs["forward"]
+        if not with_silu_grad:
+            del ops_defs["silu_grad"]
         cann_root, vendor = ascend_fake_cann.make(tmp_path / "tree", ops_defs)
         monkeypatch.setenv("ASCEND_OPP_PATH", str(cann_root / "opp"))
         monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(vendor))
@@ -138,11 +210,13 @@ def simulated(tmp_path, monkeypatch):
         module.builders = builders
         return module
 
-    for cache in (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module):
+    caches = (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module, _silu_ops._silu_forward_op,
+              _silu_ops._silu_backward_op, ascend_silu.forward, ascend_silu.backward, ascend_silu._installed)
+    for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.PYNATIVE_MODE)
     yield install
-    for cache in (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module):
+    for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.PYNATIVE_MODE)
 
@@ -361,3 +435,15 @@ def test_the_stand_in_module_refuses_what_pybind11_refuses():
         module.group_norm(t, g, g, 2, "1e-5")
     with pytest.raises(TypeError, match="gamma_grad"):
         module.group_norm_autograd(t, g, g, 2, 1e-5, None, True)
+    with pytest.raises(TypeError, match="swish_scale"):
+        module.group_norm_silu_grad(t, t, s, s, g, g, 2, "1.0", True, True, True)
+    with pytest.raises(TypeError, match="beta"):
+        module.group_norm_silu(t, g, None, 2, 1e-5, 1.0)
+    # a dtype pair no OpDef column has: bf16 data with float16 statistics
+    b = Tensor(np.ones((2, 4, 3), np.float32)).astype(ms.bfloat16)
+    h = Tensor(np.ones((2, 2), np.float16))
+    with pytest.raises(RuntimeError, match="GroupNormSiluGradMs: no kernel for the dtype pair"):
+        module.group_norm_silu_grad(b, b, h, h, g.astype(ms.float16), g.astype(ms.float16), 2, 1.0, True, True, True)
+    with pytest.raises(RuntimeError, match="GroupNormSiluMs: no kernel for the dtype pair"):
+        module.group_norm_silu(Tensor(np.ones((2, 4, 3), np.float32)), g.astype(ms.float16), g.astype(ms.float16),
+                               2, 1e-5, 1.0)

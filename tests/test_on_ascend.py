@@ -6,8 +6,11 @@ our backward (``_ops.backward_op``: in GRAPH_MODE AscendBackward -> ops.Custom w
 infer, jit_level O0 as MindSpore documents for aclnn custom operators; in PYNATIVE_MODE the
 CustomOpBuilder(backend="Ascend") module) for every tiling mode x dtype pair x output mask,
 GRAPH_MODE with dynamic shapes and an unknown rank, the GroupNorm layer in float16/bfloat16
-with float32 statistics (our GroupNormSiluMs forward), against the float64
-reference and against MindSpore's built-in GroupNormGrad (aclnnGroupNormBackward; its 910B
+with float32 statistics (our GroupNormSiluMs forward), the fused GroupNorm + SiLU
+(GroupNormSiluMs with SiLU on, GroupNormSiluGradMs; ms_groupnorm.ascend_silu) forward and
+backward in both modes for every tiling-mode shape x dtype pair x swish_scale, its masks,
+the GroupNormSiLU layer and GRAPH dynamic shapes, against the float64
+reference (reference_silu for the fused op) and against MindSpore's built-in GroupNormGrad (aclnnGroupNormBackward; its 910B
 kernel takes one dtype for all tensors, so the mixed pairs are compared with the reference
 only), then print a timing table against the built-in (no timed assertion).
 
@@ -23,7 +26,7 @@ import pytest
 
 import ms_groupnorm
 from cases import assert_close, make_inputs, tensor, to_numpy
-from ms_groupnorm import _ascend_pyboost, _ops, ascend, ascendc_twin, reference
+from ms_groupnorm import _ascend_pyboost, _ops, _silu_ops, ascend, ascend_silu, ascendc_twin, reference, reference_silu
 
 # (x shape, G) per tiling mode of the host tiling on a 192 KiB UB with 40 or 48 vector cores.
 MODE_SHAPES = {
@@ -209,3 +212,140 @@ def test_layer_low_precision_with_float32_statistics(dtype, exec_mode):
     assert_close(dx, want[0], dtype, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
     assert_close(dbeta, want[2], ms.float32, "dbeta")
+
+
+# ---------------------------------------------------------------- the fused GroupNorm + SiLU on the device
+class _SiluForward(ms.nn.Cell):
+    """group_norm_silu_forward as a Cell (compiled in GRAPH_MODE): GroupNormSiluMs, SiLU on."""
+
+    def __init__(self, N, C, HxW, G, swish_scale):
+        super().__init__()
+        self.args = (N, C, HxW, G, 1e-5, swish_scale)
+
+    def construct(self, x, gamma, beta):
+        return ms_groupnorm.group_norm_silu_forward(x, gamma, beta, *self.args)
+
+
+class _SiluBackward(ms.nn.Cell):
+    """group_norm_silu_backward as a Cell: GroupNormSiluGradMs."""
+
+    def __init__(self, N, C, HxW, G, mask, swish_scale):
+        super().__init__()
+        self.args = (N, C, HxW, G, mask, swish_scale)
+
+    def construct(self, dz, x, mean, rstd, gamma, beta):
+        return ms_groupnorm.group_norm_silu_backward(dz, x, mean, rstd, gamma, beta, *self.args)
+
+
+def _check_fused_on_device(shape, G, data, stat, mask, swish_scale, seed=0):
+    assert _silu_ops.fused_backend() == "ascend", ascend_silu.NOT_INSTALLED
+    N, C, HxW = shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
+    x, dz, gamma, beta, _, _ = make_inputs(np.random.default_rng(seed), shape, G, data, stat)
+    z, mean, rstd = _SiluForward(N, C, HxW, G, swish_scale)(tensor(x, data), tensor(gamma, stat), tensor(beta, stat))
+    want_z, want_mean, want_rstd = reference_silu.forward(x, gamma, beta, G, 1e-5, swish_scale)
+    assert (z.dtype, mean.dtype, tuple(mean.shape)) == (data, stat, (N, G))
+    assert_close(z, want_z, data, "z vs reference")
+    assert_close(mean, want_mean, stat, "mean vs reference")
+    assert_close(rstd, want_rstd, stat, "rstd vs reference")
+    mean, rstd = to_numpy(mean), to_numpy(rstd)
+    got = _SiluBackward(N, C, HxW, G, mask, swish_scale)(tensor(dz, data), tensor(x, data), tensor(mean, stat),
+                                                         tensor(rstd, stat), tensor(gamma, stat), tensor(beta, stat))
+    want = reference_silu.backward(dz, x, mean, rstd, gamma, beta, G, swish_scale)
+    for k, (name, dtype) in enumerate((("dx", data), ("dgamma", stat), ("dbeta", stat))):
+        if not mask[k]:
+            assert got[k] is None, f"{name} is masked off"
+            continue
+        assert got[k].dtype == dtype, name
+        assert_close(got[k], want[k], dtype, f"{name} vs reference")
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("exec_mode", ["graph", "pynative"])
+@pytest.mark.parametrize("swish_scale", [1.0, 1.7])
+@pytest.mark.parametrize("pair", list(DTYPE_PAIRS))
+@pytest.mark.parametrize("mode", list(MODE_SHAPES))
+def test_fused_silu_on_ascend_matches_reference(mode, pair, swish_scale, exec_mode):
+    """group_norm_silu_forward/backward on GroupNormSiluMs + GroupNormSiluGradMs for each
+    tiling-mode shape, dtype pair and swish_scale (1.7: the scale inside sigmoid' matters)."""
+    _set_mode(exec_mode)
+    shape, G = MODE_SHAPES[mode]
+    _check_fused_on_device(shape, G, *DTYPE_PAIRS[pair], (True, True, True), swish_scale)
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("exec_mode", ["graph", "pynative"])
+@pytest.mark.parametrize("mask", [m for m in MASKS if m != (True, True, True)],
+                         ids=lambda m: "".join("1" if b else "0" for b in m))
+@pytest.mark.parametrize("pair", ["fp32", "bf16-fp32stats"])
+def test_fused_silu_masks_on_ascend(pair, mask, exec_mode):
+    _set_mode(exec_mode)
+    _check_fused_on_device((4, 32, 9, 7), 8, *DTYPE_PAIRS[pair], mask, 0.8, seed=1)
+
+
+@pytest.mark.ascend
+@pytest.mark.parametrize("exec_mode", ["graph", "pynative"])
+@pytest.mark.parametrize("dtype", [ms.float32, ms.float16, ms.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_fused_layer_trains_on_ascend(dtype, exec_mode):
+    """GroupNormSiLU (float32 parameters) on the fused operators: float32 statistics for every
+    input dtype, gradients vs the float64 reference."""
+    _set_mode(exec_mode)
+    assert _silu_ops.fused_backend() == "ascend", ascend_silu.NOT_INSTALLED
+    rng = np.random.default_rng(6)
+    N, C, H, W, G = 2, 32, 6, 5, 8
+    x_in = to_numpy(ms.Tensor(rng.standard_normal((N, C, H, W)).astype(np.float32), dtype))
+    w = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    net = ms_groupnorm.GroupNormSiLU(G, C)
+    net.gamma.set_data(ms.Tensor((rng.standard_normal(C) + 1).astype(np.float32)))
+    net.beta.set_data(ms.Tensor(rng.standard_normal(C).astype(np.float32)))
+
+    def loss(t):
+        return (net(t).astype(ms.float32) * ms.Tensor(w)).sum()
+
+    dx, (dgamma, dbeta) = ms.grad(loss, grad_position=0, weights=net.trainable_params())(ms.Tensor(x_in, dtype))
+    gamma, beta = net.gamma.asnumpy().astype(np.float64), net.beta.asnumpy().astype(np.float64)
+    _, mean, rstd = reference_silu.forward(x_in, gamma, beta, G)
+    want = reference_silu.backward(to_numpy(ms.Tensor(w, dtype)), x_in, mean, rstd, gamma, beta, G)
+    assert_close(dx, want[0], dtype, "dx")
+    assert_close(dgamma, want[1], ms.float32, "dgamma")
+    assert_close(dbeta, want[2], ms.float32, "dbeta")
+
+
+class _FusedOps(ms.nn.Cell):
+    """The fused forward, then the fused backward from its mean/rstd, as the package picks
+    them in the current mode (GRAPH_MODE: AscendSiluForward / AscendSiluBackward)."""
+
+    def __init__(self, G, swish_scale):
+        super().__init__()
+        self.forward = _silu_ops.silu_forward_op(G, 1e-5, swish_scale)
+        self.backward = _silu_ops.silu_backward_op(G, swish_scale)
+
+    def construct(self, x, gamma, beta, dz):
+        z, mean, rstd = self.forward(x, gamma, beta)
+        dx, dgamma, dbeta = self.backward(dz, x, mean, rstd, gamma, beta)
+        return z, mean, rstd, dx, dgamma, dbeta
+
+
+@pytest.mark.ascend
+def test_fused_graph_dynamic_shapes_and_rank():
+    """One compiled net of the fused forward and backward with set_inputs of unknown
+    dimensions, then of an unknown rank, run on two shapes: the C++ infers of GroupNormSiluMs
+    and GroupNormSiluGradMs."""
+    _set_mode("graph")
+    assert _silu_ops.fused_backend() == "ascend", ascend_silu.NOT_INSTALLED
+    G, C, k = 4, 16, 1.7
+    for dynamic in ([None, C, None, None], None):
+        net = _FusedOps(G, k)
+        spec = ms.Tensor(shape=dynamic, dtype=ms.float32)
+        param = ms.Tensor(shape=[C], dtype=ms.float32)
+        net.set_inputs(spec, param, param, spec)
+        for shape in ((2, C, 5, 6), (3, C, 7, 2)):
+            x, dz, gamma, beta, _, _ = make_inputs(np.random.default_rng(sum(shape)), shape, G, ms.float32,
+                                                   ms.float32)
+            z, mean, rstd, *got = net(tensor(x, ms.float32), tensor(gamma, ms.float32), tensor(beta, ms.float32),
+                                      tensor(dz, ms.float32))
+            want_z, want_mean, want_rstd = reference_silu.forward(x, gamma, beta, G, 1e-5, k)
+            assert_close(z, want_z, ms.float32, f"z {shape} dynamic={dynamic}")
+            assert_close(mean, want_mean, ms.float32, f"mean {shape} dynamic={dynamic}")
+            want = reference_silu.backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
+            for i, name in enumerate(("dx", "dgamma", "dbeta")):
+                assert_close(got[i], want[i], ms.float32, f"{name} {shape} dynamic={dynamic}")

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Builds and installs the AscendC operator package (GroupNormGradMs, GroupNormSiluMs) on an Ascend machine,
-# with the custom_compiler shipped in the MindSpore Ascend wheel, and prints the
-# ASCEND_CUSTOM_OPP_PATH to export. On a machine without CANN it stops with a message.
+# Builds and installs the AscendC operator package (GroupNormGradMs, GroupNormSiluMs,
+# GroupNormSiluGradMs) on an Ascend machine, with the custom_compiler shipped in the
+# MindSpore Ascend wheel, and prints the ASCEND_CUSTOM_OPP_PATH to export. On a machine
+# without CANN it stops with a message.
 #
-# custom_compiler builds every operator of op_host/ and op_kernel/ (GroupNormGradMs and
-# GroupNormSiluMs) into one package, for the SoCs the operator definitions list with
-# AddConfig, read from the sources (every OP_ADD file must list the same SoCs, in order).
+# custom_compiler builds every operator of op_host/ and op_kernel/ (GroupNormGradMs, the
+# forward GroupNormSiluMs and the fused GroupNorm+SiLU backward GroupNormSiluGradMs) into
+# one package, for the SoCs the operator definitions list with AddConfig, read from the
+# sources (every OP_ADD file must list the same SoCs, in order). Each operator needs its
+# kernel source op_kernel/<snake_case name>.cpp (CANN's build looks for exactly that file:
+# asc-devkit cmake/asc/fwk_modules/util/ascendc_impl_build.py, "<op_file>.cpp"); a missing
+# one is reported here, before the long build.
 #
 # Environment (all optional):
 #   ASCEND_HOME_PATH  CANN install (default: /usr/local/Ascend/ascend-toolkit/latest)
@@ -41,7 +46,15 @@ for OPDEF in $(grep -l 'OP_ADD(' "$HERE"/op_host/*.cpp); do
     exit 2
   fi
   SOCS="$OP_SOCS"
-  OPS="$OPS $(grep -o 'OP_ADD([A-Za-z0-9_]*)' "$OPDEF" | sed 's/OP_ADD(\(.*\))/\1/')"
+  for OP in $(grep -o 'OP_ADD([A-Za-z0-9_]*)' "$OPDEF" | sed 's/OP_ADD(\(.*\))/\1/'); do
+    KERNEL="$(echo "$OP" | sed -E 's/([a-z0-9])([A-Z])/\1_\2/g' | tr 'A-Z' 'a-z').cpp"
+    if [ ! -f "$HERE/op_kernel/$KERNEL" ]; then
+      echo "build.sh: operator $OP (op_host/$(basename "$OPDEF")) has no kernel source op_kernel/$KERNEL;" >&2
+      echo "CANN's build compiles op_kernel/<snake_case name>.cpp for every operator and would fail." >&2
+      exit 2
+    fi
+    OPS="$OPS $OP"
+  done
 done
 if [ -z "$SOCS" ]; then
   echo "build.sh: no operator definition (OP_ADD) found in op_host/." >&2

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One command on an Ascend machine (910B / 910_93) with CANN and MindSpore's Ascend wheel:
-# builds and installs the GroupNormGradMs operator (build.sh), points MindSpore at it
-# (ASCEND_CUSTOM_OPP_PATH), then runs the tests marked `ascend` (tests/test_on_ascend.py):
-# our backward in GRAPH (jit_level O0) and PYNATIVE against the float64 reference and the
-# built-in GroupNormGrad for every tiling mode, dtype pair and output mask, and a timing
-# table against the built-in. Ends with one line: "VERDICT: PASS ..." or "VERDICT: FAIL ...".
+# builds and installs the operators (build.sh: GroupNormGradMs, GroupNormSiluMs and the fused
+# backward GroupNormSiluGradMs), points MindSpore at them (ASCEND_CUSTOM_OPP_PATH), then runs
+# the tests marked `ascend` (tests/test_on_ascend.py): our backward in GRAPH (jit_level O0)
+# and PYNATIVE against the float64 reference and the built-in GroupNormGrad for every tiling
+# mode, dtype pair and output mask; the fused GroupNorm + SiLU forward and backward in both
+# modes against the float64 reference (ms_groupnorm/reference_silu.py), swish_scale 1 and
+# 1.7, masks, the GroupNormSiLU layer, dynamic shapes; and a timing table against the built-in. Ends with one line: "VERDICT: PASS ..." or "VERDICT: FAIL ...".
 #
 # Minimum versions: MindSpore 2.10 (Ascend wheel) and CANN 8.2; see build.sh.
 #
@@ -39,9 +41,9 @@ set +u
 source "$ENV_SCRIPT"
 set -u
 
-echo "== 1/2 build and install the operator (build.sh)"
+echo "== 1/2 build and install the operators (build.sh)"
 if ! ASCEND_HOME_PATH="$CANN" PYTHON="$PYTHON" bash "$HERE/build.sh"; then
-  echo "VERDICT: FAIL (build.sh could not build or install the operator; see its output above)"
+  echo "VERDICT: FAIL (build.sh could not build or install the operators; see its output above)"
   exit 2
 fi
 export ASCEND_CUSTOM_OPP_PATH="$INSTALL_DIR/vendors/$VENDOR:${ASCEND_CUSTOM_OPP_PATH:-}"
@@ -54,14 +56,14 @@ mkdir -p "$MS_COMPILER_CACHE_PATH"
 export MS_COMPILER_CACHE_PATH="$(cd "$MS_COMPILER_CACHE_PATH" && pwd)"
 export MS_GROUPNORM_REQUIRE_ASCEND=1  # the ascend tests must run here, never skip
 
-echo "== 2/2 pytest -m ascend (GRAPH jit_level O0 and PYNATIVE, vs reference and built-in; dynamic shapes; timing table)"
+echo "== 2/2 pytest -m ascend (GRAPH jit_level O0 and PYNATIVE, GroupNorm and fused GroupNorm+SiLU vs reference and built-in; dynamic shapes; timing table)"
 LOG="$(mktemp)"
 cd "$REPO" && "$PYTHON" -m pytest -m ascend tests/test_on_ascend.py -q -s -rfEs -p no:cacheprovider 2>&1 | tee "$LOG"
 STATUS=${PIPESTATUS[0]}
 SUMMARY="$(grep -E '^[=]* ?[0-9]+ (passed|failed)|[0-9]+ (passed|failed|error)' "$LOG" | tail -1 | tr -d '=' | sed 's/^ *//')"
 rm -f "$LOG"
 if [ "$STATUS" -eq 0 ]; then
-  echo "VERDICT: PASS (GroupNormGradMs on this device matches the float64 reference and the built-in GroupNormGrad: $SUMMARY)"
+  echo "VERDICT: PASS (GroupNormGradMs and the fused GroupNormSiluMs + GroupNormSiluGradMs on this device match the float64 references, GroupNormGradMs the built-in GroupNormGrad: $SUMMARY)"
   exit 0
 fi
 echo "VERDICT: FAIL (pytest exit $STATUS: $SUMMARY)"

@@ -1,4 +1,5 @@
-// C++ shape/dtype inference of the AscendC GroupNormGradMs operator for GRAPH_MODE on Ascend.
+// C++ shape/dtype inference of the AscendC GroupNormGradMs operator, and of the fused
+// backward GroupNormSiluGradMs, for GRAPH_MODE on Ascend.
 //
 // Why: MindSpore infers a custom op's outputs in Python only for static shapes; with
 // dynamic shapes (set_inputs with None dims, or an unknown rank) the infer must be on the
@@ -12,6 +13,9 @@
 // Inputs arrive in CANN's order: dy, mean, rstd, x, gamma, then the scalar attributes
 // (num_groups and the three output flags, which carry no shape). An unknown dimension is
 // -1 and an unknown rank is the single dimension -2; both pass through unchanged.
+//
+// GroupNormSiluGradMs (func="<this file>:aclnnGroupNormSiluGradMs") takes the same first
+// five inputs in the same order, then beta, and has the same outputs: the same infer.
 #include <cstdint>
 #include <vector>
 
@@ -34,21 +38,19 @@ std::vector<mindspore::TypeId> InferType(const std::vector<mindspore::TypeId> &t
 }
 }  // namespace
 
+#define GNMS_EXPORT_GRAD_INFER(name)                                                                        \
+  __attribute__((visibility("default"))) std::vector<std::vector<int64_t>> name##InferShape(                  \
+      int *ndims, int64_t **shapes, mindspore::AotExtra * /*extra*/) {                                       \
+    return InferShape(ndims, shapes);                                                                        \
+  }                                                                                                          \
+  __attribute__((visibility("default"))) std::vector<mindspore::TypeId> name##InferType(                      \
+      std::vector<mindspore::TypeId> types, mindspore::AotExtra * /*extra*/) {                               \
+    return InferType(types);                                                                                 \
+  }
+
 extern "C" {
-__attribute__((visibility("default"))) std::vector<std::vector<int64_t>> aclnnGroupNormGradMsInferShape(
-    int *ndims, int64_t **shapes, mindspore::AotExtra * /*extra*/) {
-  return InferShape(ndims, shapes);
-}
-__attribute__((visibility("default"))) std::vector<mindspore::TypeId> aclnnGroupNormGradMsInferType(
-    std::vector<mindspore::TypeId> types, mindspore::AotExtra * /*extra*/) {
-  return InferType(types);
-}
-__attribute__((visibility("default"))) std::vector<std::vector<int64_t>> GroupNormGradMsInferShape(
-    int *ndims, int64_t **shapes, mindspore::AotExtra * /*extra*/) {
-  return InferShape(ndims, shapes);
-}
-__attribute__((visibility("default"))) std::vector<mindspore::TypeId> GroupNormGradMsInferType(
-    std::vector<mindspore::TypeId> types, mindspore::AotExtra * /*extra*/) {
-  return InferType(types);
-}
+GNMS_EXPORT_GRAD_INFER(aclnnGroupNormGradMs)
+GNMS_EXPORT_GRAD_INFER(GroupNormGradMs)
+GNMS_EXPORT_GRAD_INFER(aclnnGroupNormSiluGradMs)
+GNMS_EXPORT_GRAD_INFER(GroupNormSiluGradMs)
 }

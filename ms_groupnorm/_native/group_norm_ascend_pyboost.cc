@@ -1,4 +1,5 @@
-// GroupNorm backward (and, when installed, forward) for PYNATIVE_MODE on Ascend, the way
+// GroupNorm backward (and, when installed, forward) and the fused GroupNorm + swish (SiLU)
+// forward/backward for PYNATIVE_MODE on Ascend, the way
 // MindSpore 2.10 documents for Ascend C operators in PyNative: a CustomOpBuilder module
 // (backend="Ascend") whose functions allocate their outputs and launch the installed
 // aclnn operator through ms::pynative::AclnnOpRunner / LAUNCH_ACLNN_FUNC (docs r2.10
@@ -24,7 +25,15 @@
 //   group_norm_autograd(x, gamma, beta, group, eps, gamma_grad, beta_grad)
 //       -> (y, mean, rstd), recorded for PyNative autograd with the C++ Function API; its
 //       backward launches GroupNormGradMs. mean/rstd are float32 for every input dtype.
-// The forward functions need the GroupNormSiluMs operator to be installed as well.
+//   group_norm_silu(x, gamma, beta, group, eps, swish_scale) -> (z, mean, rstd)
+//       [GroupNormSiluMs with SiLU on: z = y * sigmoid(swish_scale * y); mean/rstd float32]
+//   group_norm_silu_autograd(x, gamma, beta, group, eps, swish_scale, gamma_grad, beta_grad)
+//       -> (z, mean, rstd), recorded for autograd; its backward launches GroupNormSiluGradMs,
+//       which recomputes y and sigmoid from the saved x, mean, rstd, gamma, beta.
+//   group_norm_silu_grad(dz, x, mean, rstd, gamma, beta, group, swish_scale, m0, m1, m2)
+//       -> (dx, dgamma, dbeta)   [GroupNormSiluGradMs; gamma/beta real, mean's dtype]
+// The forward functions need the GroupNormSiluMs operator to be installed as well, the
+// fused backward GroupNormSiluGradMs (ms_groupnorm/ascend_silu.py only calls them then).
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
@@ -41,10 +50,15 @@
 #include "aclnn_group_norm_silu_ms.h"
 #define MS_GROUPNORM_HAVE_FORWARD_HEADER 1
 #endif
+#if __has_include("aclnn_group_norm_silu_grad_ms.h")
+#include "aclnn_group_norm_silu_grad_ms.h"
+#define MS_GROUPNORM_HAVE_SILU_GRAD_HEADER 1
+#endif
 
 namespace {
 
-#if defined(MS_GROUPNORM_HAVE_GRAD_HEADER) || defined(MS_GROUPNORM_HAVE_FORWARD_HEADER)
+#if defined(MS_GROUPNORM_HAVE_GRAD_HEADER) || defined(MS_GROUPNORM_HAVE_FORWARD_HEADER) || \
+    defined(MS_GROUPNORM_HAVE_SILU_GRAD_HEADER)
 // ---- the argument types CANN's generated aclnn headers declare, checked at compile time
 // An argument as the aclnn function receives it: LAUNCH_ACLNN converts a tensor to an
 // aclTensor* and passes scalars unchanged.
@@ -95,9 +109,10 @@ std::vector<ms::Tensor> GradImpl(const ms::Tensor &dy, const ms::Tensor &x, cons
   return {dx, dgamma, dbeta};
 }
 
-// GroupNormSiluMs with activate_silu=false: y in x's dtype, mean/rstd float32 (N, group).
+// GroupNormSiluMs: y (activate_silu false: plain GroupNorm) or z = y * sigmoid(swish_scale * y),
+// in x's dtype; mean/rstd float32 (N, group).
 std::vector<ms::Tensor> ForwardImpl(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta,
-                                    int64_t group, double eps) {
+                                    int64_t group, double eps, bool activate_silu, double swish_scale) {
   const auto &shape = x.shape();
   if (shape.size() < 2) MS_LOG(EXCEPTION) << "ms_groupnorm: x must be (N, C, *)";
   ms::Tensor y(x.data_type(), shape);
@@ -106,9 +121,7 @@ std::vector<ms::Tensor> ForwardImpl(const ms::Tensor &x, const ms::Tensor &gamma
   const ms::Tensor in_x = Dense(x), in_gamma = Dense(gamma), in_beta = Dense(beta);
   // CANN's order: x, gamma, beta | num_groups, eps, activate_silu, swish_scale | y, mean, rstd.
   const int64_t num_groups = group;
-  const double epsilon = eps;       // a Float attribute is a double in the aclnn API
-  const bool activate_silu = false;  // plain GroupNorm
-  const double swish_scale = 1.0;
+  const double epsilon = eps;  // a Float attribute is a double in the aclnn API
 #ifdef MS_GROUPNORM_HAVE_FORWARD_HEADER
   static_assert(MatchesAclnn<decltype(&aclnnGroupNormSiluMsGetWorkspaceSize), ms::Tensor, ms::Tensor, ms::Tensor,
                              decltype(num_groups), decltype(epsilon), decltype(activate_silu), decltype(swish_scale),
@@ -122,6 +135,39 @@ std::vector<ms::Tensor> ForwardImpl(const ms::Tensor &x, const ms::Tensor &gamma
   return {y, mean, rstd};
 }
 
+// GroupNormSiluGradMs: the gradients of z = y * sigmoid(swish_scale * y), y and sigmoid
+// recomputed by the operator from x, mean, rstd, gamma, beta (all real; gamma, beta, mean,
+// rstd in one statistics dtype). Always writes all three outputs, like GroupNormGradMs.
+std::vector<ms::Tensor> SiluGradImpl(const ms::Tensor &dz, const ms::Tensor &x, const ms::Tensor &mean,
+                                     const ms::Tensor &rstd, const ms::Tensor &gamma, const ms::Tensor &beta,
+                                     int64_t group, double swish_scale, bool dx_mask, bool dgamma_mask,
+                                     bool dbeta_mask) {
+  const auto &shape = x.shape();
+  if (shape.size() < 2) MS_LOG(EXCEPTION) << "ms_groupnorm: x must be (N, C, *)";
+  const ShapeVector channels{shape[1]};
+  ms::Tensor dx(x.data_type(), shape);
+  ms::Tensor dgamma(mean.data_type(), channels);
+  ms::Tensor dbeta(mean.data_type(), channels);
+  // CANN's order (op_host OpDef): dy, mean, rstd, x, gamma, beta | num_groups, swish_scale,
+  // dx_is_require, dgamma_is_require, dbeta_is_require | dx, dgamma, dbeta.
+  const ms::Tensor in_dz = Dense(dz), in_mean = Dense(mean), in_rstd = Dense(rstd), in_x = Dense(x),
+                   in_gamma = Dense(gamma), in_beta = Dense(beta);
+  const int64_t num_groups = group;
+#ifdef MS_GROUPNORM_HAVE_SILU_GRAD_HEADER
+  static_assert(MatchesAclnn<decltype(&aclnnGroupNormSiluGradMsGetWorkspaceSize), ms::Tensor, ms::Tensor, ms::Tensor,
+                             ms::Tensor, ms::Tensor, ms::Tensor, decltype(num_groups), decltype(swish_scale),
+                             decltype(dx_mask), decltype(dgamma_mask), decltype(dbeta_mask), ms::Tensor, ms::Tensor,
+                             ms::Tensor>::value,
+                "aclnnGroupNormSiluGradMs: the arguments below differ from its generated aclnn header");
+#endif
+  auto runner = std::make_shared<ms::pynative::AclnnOpRunner>("GroupNormSiluGradMs");
+  runner->SetLaunchFunc(LAUNCH_ACLNN_FUNC(aclnnGroupNormSiluGradMs, in_dz, in_mean, in_rstd, in_x, in_gamma, in_beta,
+                                          num_groups, swish_scale, dx_mask, dgamma_mask, dbeta_mask, dx, dgamma,
+                                          dbeta));
+  runner->Run({in_dz, in_mean, in_rstd, in_x, in_gamma, in_beta}, {dx, dgamma, dbeta});
+  return {dx, dgamma, dbeta};
+}
+
 py::object GroupNormGrad(const ms::Tensor &dy, const ms::Tensor &x, const ms::Tensor &mean, const ms::Tensor &rstd,
                          const ms::Tensor &gamma, int64_t group, bool dx_mask, bool dgamma_mask, bool dbeta_mask) {
   return ms::pynative::PyboostRunner::Call<3>(GradImpl, dy, x, mean, rstd, gamma, group, dx_mask, dgamma_mask,
@@ -130,7 +176,19 @@ py::object GroupNormGrad(const ms::Tensor &dy, const ms::Tensor &x, const ms::Te
 
 py::object GroupNormForward(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
                             double eps) {
-  return ms::pynative::PyboostRunner::Call<3>(ForwardImpl, x, gamma, beta, group, eps);
+  return ms::pynative::PyboostRunner::Call<3>(ForwardImpl, x, gamma, beta, group, eps, false, 1.0);
+}
+
+py::object GroupNormSilu(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
+                         double eps, double swish_scale) {
+  return ms::pynative::PyboostRunner::Call<3>(ForwardImpl, x, gamma, beta, group, eps, true, swish_scale);
+}
+
+py::object GroupNormSiluGrad(const ms::Tensor &dz, const ms::Tensor &x, const ms::Tensor &mean,
+                             const ms::Tensor &rstd, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
+                             double swish_scale, bool dx_mask, bool dgamma_mask, bool dbeta_mask) {
+  return ms::pynative::PyboostRunner::Call<3>(SiluGradImpl, dz, x, mean, rstd, gamma, beta, group, swish_scale,
+                                              dx_mask, dgamma_mask, dbeta_mask);
 }
 
 // ---- autograd: forward GroupNormSiluMs, backward GroupNormGradMs, nothing recomputed
@@ -141,7 +199,7 @@ struct GroupNormFunction : public autograd::Function<GroupNormFunction> {
   static autograd::TensorPtrList Forward(autograd::AutogradContext *ctx, const TensorPtr &x, const TensorPtr &gamma,
                                          const TensorPtr &beta, int64_t group, double eps, bool gamma_grad,
                                          bool beta_grad) {
-    auto outs = ForwardImpl(ms::Tensor(x), ms::Tensor(gamma), ms::Tensor(beta), group, eps);
+    auto outs = ForwardImpl(ms::Tensor(x), ms::Tensor(gamma), ms::Tensor(beta), group, eps, false, 1.0);
     const TensorPtr &mean = outs[1].tensor();
     const TensorPtr &rstd = outs[2].tensor();
     ctx->SaveForBackward({x, mean, rstd, gamma});
@@ -178,6 +236,53 @@ py::object GroupNormAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const
   return ms::pynative::PyboostRunner::Call<3>(AutogradImpl, x, gamma, beta, group, eps, gamma_grad, beta_grad);
 }
 
+// ---- autograd of the fused op: forward GroupNormSiluMs (SiLU on), backward
+// GroupNormSiluGradMs from the saved x, mean, rstd, gamma, beta (nothing full-size but x)
+struct GroupNormSiluFunction : public autograd::Function<GroupNormSiluFunction> {
+  static autograd::TensorPtrList Forward(autograd::AutogradContext *ctx, const TensorPtr &x, const TensorPtr &gamma,
+                                         const TensorPtr &beta, int64_t group, double eps, double swish_scale,
+                                         bool gamma_grad, bool beta_grad) {
+    auto outs = ForwardImpl(ms::Tensor(x), ms::Tensor(gamma), ms::Tensor(beta), group, eps, true, swish_scale);
+    const TensorPtr &mean = outs[1].tensor();
+    const TensorPtr &rstd = outs[2].tensor();
+    ctx->SaveForBackward({x, mean, rstd, gamma, beta});
+    ctx->saved_data["group"] = mindspore::MakeValue(group);
+    ctx->saved_data["swish_scale"] = mindspore::MakeValue(swish_scale);
+    ctx->saved_data["gamma_grad"] = mindspore::MakeValue(gamma_grad);
+    ctx->saved_data["beta_grad"] = mindspore::MakeValue(beta_grad);
+    ctx->MarkNonDifferentiable({mean, rstd});  // saved statistics
+    return {outs[0].tensor(), mean, rstd};
+  }
+
+  static autograd::TensorPtrList Backward(autograd::AutogradContext *ctx, autograd::TensorPtrList grads) {
+    const auto saved = ctx->GetSavedTensors();
+    const int64_t group = mindspore::GetValue<int64_t>(ctx->saved_data["group"]);
+    const double swish_scale = mindspore::GetValue<double>(ctx->saved_data["swish_scale"]);
+    const bool dx = ctx->NeedsInputGrad(0);
+    const bool dgamma = ctx->NeedsInputGrad(1) && mindspore::GetValue<bool>(ctx->saved_data["gamma_grad"]);
+    const bool dbeta = ctx->NeedsInputGrad(2) && mindspore::GetValue<bool>(ctx->saved_data["beta_grad"]);
+    auto outs = SiluGradImpl(ms::Tensor(grads[0]), ms::Tensor(saved[0]), ms::Tensor(saved[1]), ms::Tensor(saved[2]),
+                             ms::Tensor(saved[3]), ms::Tensor(saved[4]), group, swish_scale, dx, dgamma, dbeta);
+    // One entry per input: x, gamma, beta, then group, eps, swish_scale and the two flags.
+    return {dx ? outs[0].tensor() : nullptr, dgamma ? outs[1].tensor() : nullptr,
+            dbeta ? outs[2].tensor() : nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  }
+};
+
+std::vector<ms::Tensor> SiluAutogradImpl(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta,
+                                         int64_t group, double eps, double swish_scale, bool gamma_grad,
+                                         bool beta_grad) {
+  auto outs = GroupNormSiluFunction::Apply(x.tensor(), gamma.tensor(), beta.tensor(), group, eps, swish_scale,
+                                           gamma_grad, beta_grad);
+  return {ms::Tensor(outs[0]), ms::Tensor(outs[1]), ms::Tensor(outs[2])};
+}
+
+py::object GroupNormSiluAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
+                                 double eps, double swish_scale, bool gamma_grad, bool beta_grad) {
+  return ms::pynative::PyboostRunner::Call<3>(SiluAutogradImpl, x, gamma, beta, group, eps, swish_scale, gamma_grad,
+                                              beta_grad);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
@@ -187,4 +292,12 @@ PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
   m.def("group_norm_autograd", &GroupNormAutograd,
         "GroupNorm recorded for PyNative autograd: (x, gamma, beta, group, eps, gamma_grad, beta_grad) -> "
         "(y, mean, rstd)");
+  m.def("group_norm_silu", &GroupNormSilu,
+        "GroupNormSiluMs with SiLU on: (x, gamma, beta, group, eps, swish_scale) -> (z, mean, rstd)");
+  m.def("group_norm_silu_autograd", &GroupNormSiluAutograd,
+        "fused GroupNorm + swish recorded for PyNative autograd (backward GroupNormSiluGradMs): (x, gamma, beta, "
+        "group, eps, swish_scale, gamma_grad, beta_grad) -> (z, mean, rstd)");
+  m.def("group_norm_silu_grad", &GroupNormSiluGrad,
+        "GroupNormSiluGradMs: (dz, x, mean, rstd, gamma, beta, group, swish_scale, dx, dgamma, dbeta masks) -> "
+        "(dx, dgamma, dbeta)");
 }
