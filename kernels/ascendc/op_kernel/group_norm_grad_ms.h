@@ -20,62 +20,26 @@
 #define GROUP_NORM_GRAD_MS_H
 
 #include "kernel_operator.h"
+#include "group_norm_grad_ms_common.h"
 #include "group_norm_grad_ms_tiling_data.h"
+#include "swish_grad_math.h"
 
 namespace GroupNormGradMsKernel {
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // double buffering of every GM <-> UB queue
-constexpr int64_t FLOATS_PER_BLOCK = 8;
-
-__aicore__ inline int64_t AlignUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-
-template <typename V>
-__aicore__ inline float ToF32(V v) {
-  if constexpr (IsSameType<V, bfloat16_t>::value) {
-    return ToFloat(v);
-  } else {
-    return static_cast<float>(v);
-  }
-}
-
-// Sum of a stream of chunk sums, added as a binary counter: level i holds the sum of
-// 2^i consecutive chunks. This is pairwise summation (error O(log chunks)) in a fixed
-// order, without storing the chunks.
-struct CascadeSum {
-  float level[40];
-  uint32_t count;
-  __aicore__ inline void Reset() { count = 0; }
-  __aicore__ inline void Add(float v) {
-    uint32_t i = 0;
-    for (uint32_t c = count; (c & 1U) != 0; c >>= 1) {
-      v = level[i] + v;
-      ++i;
-    }
-    level[i] = v;
-    ++count;
-  }
-  __aicore__ inline float Total() const {
-    float total = 0.0f;
-    bool first = true;
-    uint32_t i = 0;
-    for (uint32_t c = count; c != 0; c >>= 1, ++i) {
-      if ((c & 1U) != 0) {
-        total = first ? level[i] : total + level[i];
-        first = false;
-      }
-    }
-    return total;
-  }
-};
-
-template <typename T, typename U>
+// SILU: the fused GroupNormSiluGradMs backward. dy is then dz, the gradient of
+// z = y * sigmoid(k * y), y = gamma_c * xhat + beta_c; right after each item is taken and xhat
+// computed, g (swish_grad_math.h) is recomputed over it, and the code downstream is unchanged:
+// db = sum g, dg = sum g * xhat, dx = rstd * (gamma_c * g - c1 - xhat * c2). gamma and beta are
+// loaded for every task (also when only dgamma/dbeta are asked for).
+template <typename T, typename U, bool SILU = false>
 class KernelGroupNormGradMs {
  public:
   __aicore__ inline KernelGroupNormGradMs() {}
 
-  __aicore__ inline void Init(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
-                              GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
+  // beta: GroupNormSiluGradMs's input (SILU only; nullptr for GroupNormGradMs).
+  __aicore__ inline void Init(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR beta,
+                              GM_ADDR dx, GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
                               const GroupNormGradMsTilingData *tiling, TPipe *pipe) {
     t_ = tiling;
     pipe_ = pipe;
@@ -86,6 +50,10 @@ class KernelGroupNormGradMs {
     meanGm_.SetGlobalBuffer((__gm__ U *)mean, t_->N * t_->G);
     rstdGm_.SetGlobalBuffer((__gm__ U *)rstd, t_->N * t_->G);
     gammaGm_.SetGlobalBuffer((__gm__ U *)gamma, t_->C);
+    if constexpr (SILU) {
+      betaGm_.SetGlobalBuffer((__gm__ U *)beta, t_->C);
+      swishScale_ = t_->swishScale;
+    }
     dgammaGm_.SetGlobalBuffer((__gm__ U *)dgamma, t_->C);
     dbetaGm_.SetGlobalBuffer((__gm__ U *)dbeta, t_->C);
     wsDbGm_.SetGlobalBuffer((__gm__ float *)workspace, t_->N * t_->C);
@@ -154,8 +122,8 @@ class KernelGroupNormGradMs {
     }
     pipe_->InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
     if (t_->statElems > 0) {
-      // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN)
-      pipe_->InitBuffer(statBuf_, (t_->groupAcrossN != 0 ? 5 : 3) * t_->statElems * sizeof(float));
+      // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN) (+ beta with SILU)
+      pipe_->InitBuffer(statBuf_, StatArrays() * t_->statElems * sizeof(float));
       if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
       pipe_->InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
     }
@@ -164,10 +132,28 @@ class KernelGroupNormGradMs {
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
+      if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
     }
     pipe_->InitBuffer(statWindow_, 2 * t_->statWindowElems * sizeof(U));  // mean, then rstd
     statFirst_ = 0;
     statCount_ = 0;
+    if constexpr (SILU) Duplicate(Ones(), 1.0f, static_cast<int32_t>(K));  // once: the numerator of s = 1 / (1 + e)
+  }
+
+  __aicore__ inline int64_t StatArrays() const {
+    return (t_->groupAcrossN != 0 ? 5 : 3) + (SILU ? 1 : 0);
+  }
+  // SILU: the fp32 beta array of the task's group (after db, dg, gamma and the accumulators).
+  __aicore__ inline LocalTensor<float> BetaArray() { return StatArray(StatArrays() - 1); }
+  // SILU: the last fp32 work buffer holds 1.0 (floatBuf_ has numFloatBufs - 2 buffers in mode 3).
+  __aicore__ inline LocalTensor<float> Ones() {
+    return FloatBuf(t_->numFloatBufs - (t_->mode == GNG_MODE_HW_ONE ? 3 : 1));
+  }
+  // SILU: gamma and beta of group g as fp32 arrays (statQue_ staging), readable by the scalar unit.
+  __aicore__ inline void LoadAffine(int64_t g) {
+    LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, StatArray(2));
+    LoadAsFloat(statQue_, betaGm_, g * t_->D, t_->D, BetaArray());
+    Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
   }
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
@@ -393,8 +379,10 @@ class KernelGroupNormGradMs {
 
   // db and dg of `channels` channels into db[0..channels) and dg[0..channels) (V writes, or
   // S writes when a channel has several chunks). Mode 0 keeps dy and x - mean resident.
+  // SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays (LoadAffine).
   __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
-                                     const LocalTensor<float> &db, const LocalTensor<float> &dg) {
+                                     const LocalTensor<float> &db, const LocalTensor<float> &dg,
+                                     int64_t affineIndex) {
     const int64_t chunks = t_->chunksPerChannel;
     const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
     const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
@@ -416,6 +404,10 @@ class KernelGroupNormGradMs {
       LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
       TakeItem(span, mean, dyF, xF);
       Muls(xF, xF, rstd, span);  // xhat
+      if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); t in tmp
+        AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, swishScale_, rows, stride, len);
+        SwishGradFromT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
+      }
       Mul(tmp, dyF, xF, span);
       if (chunks == 1) {
         RowSums(db[local], dyF, rows, stride, len);
@@ -497,7 +489,14 @@ class KernelGroupNormGradMs {
       const int64_t chunk = item % chunks;
       const int32_t len = static_cast<int32_t>(ItemLen(chunk));
       TakeItem(len, mean, dyF, xF);
-      Muls(xF, xF, rstd * b, len);  // rstd * (x - mean) * b = xhat * b
+      if constexpr (SILU) {  // the dx pass recomputes g from xhat as the sums pass did
+        Muls(xF, xF, rstd, len);  // xhat
+        AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex + local, swishScale_, 1, 0, len);
+        SwishGradFromT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
+        Muls(xF, xF, b, len);
+      } else {
+        Muls(xF, xF, rstd * b, len);  // rstd * (x - mean) * b = xhat * b
+      }
       Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
       Sub(dyF, dyF, xF, len);
       StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems, len, dyF, -e,
@@ -545,13 +544,14 @@ class KernelGroupNormGradMs {
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
-    if (t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
+    if (!SILU && t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
     if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
       // before the vector unit overwrites them (the scalar unit's chunk sums follow a V -> S wait)
       Sync<HardEvent::MTE3_V>();
       sumsInFlight_ = false;
     }
-    ChannelSums(n, g * D, D, mean, rstd, db, dg);
+    if constexpr (SILU) LoadAffine(g);  // the sums pass needs gamma and beta already
+    ChannelSums(n, g * D, D, mean, rstd, db, dg, 0);
     if (t_->needWorkspace != 0) {
       Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
       StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
@@ -559,7 +559,7 @@ class KernelGroupNormGradMs {
       sumsInFlight_ = true;
     }
     if (t_->dxRequired == 0) return;
-    TakeAsFloat<U>(statQue_, D, gamma);
+    if constexpr (!SILU) TakeAsFloat<U>(statQue_, D, gamma);
     float c1;
     float c2;
     GroupCoefficients(db, dg, gamma, &c1, &c2);
@@ -573,7 +573,14 @@ class KernelGroupNormGradMs {
     const int64_t group = n * t_->G + c / t_->D;
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
-    ChannelSums(n, c, 1, Stat(true, group), Stat(false, group), db, dg);
+    const int64_t g = c / t_->D;
+    if constexpr (SILU) {
+      if (g != affineGroup_) {  // consecutive tasks mostly share a group
+        LoadAffine(g);
+        affineGroup_ = g;
+      }
+    }
+    ChannelSums(n, c, 1, Stat(true, group), Stat(false, group), db, dg, c - g * t_->D);
     Sync<HardEvent::V_MTE3>();
     StoreToWorkspace(wsDbGm_, task, 1, db);
     StoreToWorkspace(wsDgGm_, task, 1, dg);
@@ -593,7 +600,8 @@ class KernelGroupNormGradMs {
       LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
       LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
       LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, gamma);
-      GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);
+      if constexpr (SILU) LoadAsFloat(statQue_, betaGm_, g * t_->D, t_->D, BetaArray());
+      GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
       cachedGroup_ = group;
     }
     const float rstd = Stat(false, group);
@@ -654,13 +662,22 @@ class KernelGroupNormGradMs {
     LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
     IssueRows(rowDyQue_, dyGm_, base, rows);
     IssueRows(rowXQue_, xGm_, base, rows);
-    if (t_->dxRequired != 0) IssueRows(gammaQue_, gammaGm_, c0, rows);
+    if (SILU || t_->dxRequired != 0) IssueRows(gammaQue_, gammaGm_, c0, rows);
+    if constexpr (SILU) IssueRows(betaQue_, betaGm_, c0, rows);
     TakeAsFloat<T>(rowDyQue_, span, dyF);
     TakeAsFloat<T>(rowXQue_, span, xF);
     for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
       const int64_t group = n * t_->G + g0 + j;
       Adds(xF[j * P], xF[j * P], -Stat(true, group), d);
       Muls(xF[j * P], xF[j * P], Stat(false, group), d);
+    }
+    if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: t = k * (gamma * xhat + beta)
+      TakeAsFloat<U>(gammaQue_, span, gF);
+      TakeAsFloat<U>(betaQue_, span, sums);  // beta, until t is formed
+      Mul(gdy, gF, xF, span);
+      Add(gdy, gdy, sums, span);
+      Muls(gdy, gdy, swishScale_, span);
+      SwishGradFromT(dyF, gdy, sums, Ones(), span);
     }
     Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
     if (t_->needWorkspace != 0) {
@@ -670,7 +687,7 @@ class KernelGroupNormGradMs {
       Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF (and the next batch dyF)
     }
     if (t_->dxRequired == 0) return;
-    TakeAsFloat<U>(gammaQue_, span, gF);
+    if constexpr (!SILU) TakeAsFloat<U>(gammaQue_, span, gF);
     Mul(gdy, gF, dyF, span);  // gamma * dy
     Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
     for (int64_t j = 0; j < rows; ++j) {
@@ -771,6 +788,8 @@ class KernelGroupNormGradMs {
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
+  int64_t affineGroup_ = -1;  // SILU, channel split: the group whose gamma/beta are loaded
+  float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
   // from constant-folding the class's scalars (asc-devkit docs, 避免TPipe在对象内创建和初始化.md).
@@ -780,6 +799,7 @@ class KernelGroupNormGradMs {
   TQue<QuePosition::VECOUT, 1> dxQue_;  // depth 1: a dx tensor is dequeued right after it is queued
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
+  TQue<QuePosition::VECIN, 1> betaQue_;  // mode 3, SILU
   TQue<QuePosition::VECIN, 1> rowDyQue_;  // mode 3
   TQue<QuePosition::VECIN, 1> rowXQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
@@ -800,6 +820,7 @@ class KernelGroupNormGradMs {
   GlobalTensor<U> meanGm_;
   GlobalTensor<U> rstdGm_;
   GlobalTensor<U> gammaGm_;
+  GlobalTensor<U> betaGm_;
   GlobalTensor<U> dgammaGm_;
   GlobalTensor<U> dbetaGm_;
   GlobalTensor<float> wsDbGm_;
