@@ -333,3 +333,63 @@ def test_the_fused_kernel_needs_the_compilers_vector_barriers():
     arrays, _ = silu_inputs((2, 8, 9), 2, "fp32")
     with pytest.raises(ascendc_twin.TwinFault):
         run_silu(arrays, 2, "fp32", 1.0, core_num=2, auto_sync=False)
+
+
+# ---------------------------------------------------------------- the aot shim through MindSpore
+def silu_grad_custom(func, group, swish_scale, mask):
+    """ops.Custom of an aot GroupNormSiluGrad entry, with the CPU fused op's reg info."""
+    from mindspore import ops
+    from ms_groupnorm import _ops
+    reg = _ops._reg_info("GroupNormSiluGradMs", ["dz", "x", "mean", "rstd", "gamma", "beta"],
+                         ["dx", "dgamma", "dbeta"],
+                         [("group", "int", group), ("swish_scale", "float", swish_scale),
+                          ("dx_is_require", "bool", mask[0]), ("dgamma_is_require", "bool", mask[1]),
+                          ("dbeta_is_require", "bool", mask[2])])
+    return ops.Custom(func, out_shape=None, out_dtype=None, func_type="aot", reg_info=reg)
+
+
+@pytest.mark.parametrize("mask", [(True, True, True), (False, True, True), (True, False, False)],
+                         ids=["111", "011", "100"])
+@pytest.mark.parametrize("data,stat", [("float32", "float32"), ("float16", "float32"), ("bfloat16", "float32"),
+                                       ("float16", "float16")])
+def test_aot_shim_matches_the_cpu_fused_op(mode, monkeypatch, data, stat, mask):
+    """twin_aot_func("GroupNormSiluGrad") is a drop-in for kernels/cpu's GroupNormSiluGrad
+    behind ops.Custom: same parameters, attributes and outputs, in GRAPH and PYNATIVE."""
+    import mindspore as ms
+    from ms_groupnorm import _kernel_lib
+    monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", "8")
+    ms_dtype = {"float32": ms.float32, "float16": ms.float16, "bfloat16": ms.bfloat16}
+    shape, G, k = (2, 6, 5, 7), 3, 1.7
+    key = {("float32", "float32"): "fp32", ("float16", "float32"): "fp16_fp32",
+           ("bfloat16", "float32"): "bf16_fp32", ("float16", "float16"): "fp16"}[(data, stat)]
+    _, exact = silu_inputs(shape, G, key, seed=5)
+    tensors = [ms.Tensor(exact[name].astype(np.float32), ms_dtype[data if name in ("dy", "x") else stat])
+               for name in ("dy", "x", "mean", "rstd", "gamma", "beta")]
+    twin = silu_grad_custom(ascendc_twin.twin_aot_func("GroupNormSiluGrad"), G, k, mask)
+    cpu = silu_grad_custom(_kernel_lib.aot_func("GroupNormSiluGrad"), G, k, mask)
+    got = [o.astype(ms.float32).asnumpy().astype(np.float64) for o in twin(*tensors)]
+    want_cpu = [o.astype(ms.float32).asnumpy().astype(np.float64) for o in cpu(*tensors)]
+    want = reference(exact, G, k)
+    _, _, tol_dx, tol_stat = DTYPES[key]
+    for name, bit, o, c, ref, tol in zip(("dx", "dgamma", "dbeta"), mask, got, want_cpu, want,
+                                         (tol_dx, tol_stat, tol_stat)):
+        if not bit:
+            assert o.shape == (0,) and c.shape == (0,), name
+            continue
+        scale = max(1.0, float(np.abs(ref).max()))
+        assert o.shape == c.shape == ref.shape, name
+        assert float(np.abs(o - ref).max()) / scale <= tol, name
+        assert float(np.abs(o - c).max()) / scale <= 2 * tol, name  # the CPU op is as close to the reference
+
+
+def test_aot_shim_empty_gamma_beta_mean_ones_and_zeros(mode, monkeypatch):
+    import mindspore as ms
+    monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", "4")
+    shape, G, k = (2, 6, 10), 3, -0.5
+    _, exact = silu_inputs(shape, G, "fp32", seed=9)
+    empty = ms.Tensor(np.zeros((0,), np.float32))
+    tensors = [ms.Tensor(exact[n].astype(np.float32)) for n in ("dy", "x", "mean", "rstd")] + [empty, empty]
+    got = silu_grad_custom(ascendc_twin.twin_aot_func("GroupNormSiluGrad"), G, k, (True, True, True))(*tensors)
+    want = reference_silu.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, G, k)
+    for o, ref in zip(got, want):
+        assert float(np.abs(o.asnumpy() - ref).max()) / max(1.0, float(np.abs(ref).max())) < 2e-5
