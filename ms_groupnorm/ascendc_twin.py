@@ -30,7 +30,9 @@ _TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch
 _TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runtime.h", "twin/twin_pipes.h",
                  "twin/twin_launch.h",
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
-                 "op_kernel/group_norm_grad_ms_common.h", "op_kernel/swish_grad_math.h",
+                 "op_kernel/group_norm_grad_ms_common.h", "op_kernel/group_norm_grad_ms_copies.h",
+                 "op_kernel/group_norm_grad_ms_stage2.h", "op_kernel/group_norm_grad_ms_channels.h",
+                 "op_kernel/group_norm_grad_ms_hw_one.h", "op_kernel/swish_grad_math.h",
                  "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
                  "../cpu/aot_status.h")
 # kernel_operator.h includes the forward kernel's vector math (ms_groupnorm.ascendc_twin_forward).
