@@ -275,7 +275,7 @@ def main():
             for dtype_key in args.dtypes.split(","):
                 print(forward_row(measure_forward(shape, dtype_key)), flush=True)
         return
-    header = HEADER + (" est./GroupNormGradMs est. |" if args.silu_grad else "")
+    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if args.silu_grad else "")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     rows = []
@@ -284,7 +284,9 @@ def main():
             rows.append(measure(shape, dtype_key, silu=args.silu_grad))
             if args.silu_grad:
                 plain = measure(shape, dtype_key)
-                print(row(rows[-1]) + f" {rows[-1]['est_us'] / plain['est_us']:.2f} |", flush=True)
+                other = "" if plain["mode"] == rows[-1]["mode"] else f", {plain['mode']}"
+                print(row(rows[-1]) + f" {rows[-1]['est_us'] / plain['est_us']:.2f} ({plain['est_us']:.1f} µs{other}) |",
+                      flush=True)
             else:
                 print(row(rows[-1]), flush=True)
     print()

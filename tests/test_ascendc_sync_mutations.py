@@ -1,6 +1,6 @@
 """Every synchronisation line of the AscendC kernel is needed: deleting any one of them
 (a SetFlag, WaitFlag, PipeBarrier, SyncAll, Sync<HardEvent::...> pair, EnQue or DeQue line
-of op_kernel/group_norm_grad_ms.h) must make the twin refuse the launch (a pipe hazard, a
+of op_kernel/group_norm_grad_ms.h and the headers it is split into) must make the twin refuse the launch (a pipe hazard, a
 hang, a queue misuse), compute wrong numbers (deferred execution, several block orders), or
 not build. Each mutant is compiled (the kernel translation units only, GroupNormGradMs's and
 the fused GroupNormSiluGradMs's, -O0, linked with the twin objects built once) and runs one
@@ -17,7 +17,10 @@ import pytest
 from ms_groupnorm import ascendc_twin, reference, reference_silu
 from test_ascendc_twin import CASES, DTYPES, as_float64, check_against_reference, make_inputs, storage
 
-KERNEL_HEADER = "op_kernel/group_norm_grad_ms.h"
+# The kernel class and the headers it is split into (member definitions, copies, stage 2).
+KERNEL_HEADERS = ("op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_channels.h",
+                  "op_kernel/group_norm_grad_ms_hw_one.h", "op_kernel/group_norm_grad_ms_copies.h",
+                  "op_kernel/group_norm_grad_ms_stage2.h")
 SYNC_LINE = re.compile(r"SetFlag<|WaitFlag<|PipeBarrier<|SyncAll\(\)|Sync<HardEvent::|\.EnQue\(|DeQue<")
 FLAGS = ["-std=c++17", "-O0", "-fPIC", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0", "-fvisibility=hidden"]
 # One launch per mode and work split (and the mixed dtype paths), on few enough cores that a
@@ -65,15 +68,15 @@ def twin_objects(tmp_path_factory):
     return objects
 
 
-def build_mutant(twin_objects, workdir, header_text):
-    """The twin library with `header_text` as the kernel class; None when it does not compile."""
+def build_mutant(twin_objects, workdir, header_text, header=KERNEL_HEADERS[0]):
+    """The twin library with `header_text` as the kernel header `header`; None when it does not compile."""
     root = ascendc_twin.ascendc_dir()
     kernel_dir = workdir / "op_kernel"
     kernel_dir.mkdir(parents=True, exist_ok=True)
     for path in (root / "op_kernel").iterdir():  # the kernel's other headers and the entries
         if path.suffix in (".h", ".cpp"):
             shutil.copy(path, kernel_dir / path.name)
-    (kernel_dir / "group_norm_grad_ms.h").write_text(header_text)
+    (kernel_dir / Path(header).name).write_text(header_text)
     library = workdir / "libtwin_mutant.so"
     objects = []
     for source in (s for s in ascendc_twin._TWIN_SOURCES if s.startswith("op_kernel/")):
@@ -156,26 +159,27 @@ def silu_outcome(case, dtype_key, cores, mask):
 
 @pytest.mark.slow
 def test_deleting_any_sync_line_is_caught(twin_objects, tmp_path):
-    header = (ascendc_twin.ascendc_dir() / KERNEL_HEADER).read_text()
-    lines = header.splitlines(keepends=True)
-    candidates = sync_lines(header)
+    texts = {h: (ascendc_twin.ascendc_dir() / h).read_text() for h in KERNEL_HEADERS}
+    candidates = [(h, number, text) for h in KERNEL_HEADERS for number, text in sync_lines(texts[h])]
     assert len(candidates) >= 20  # the kernel's own synchronisation, found by the pattern
 
-    unmutated = build_mutant(twin_objects, tmp_path / "original", header)
+    unmutated = build_mutant(twin_objects, tmp_path / "original", texts[KERNEL_HEADERS[0]])
     assert outcome(unmutated) == "ok"
 
     def build(index):
-        number = candidates[index][0]
-        return build_mutant(twin_objects, tmp_path / f"mutant{index}", "".join(lines[:number] + lines[number + 1:]))
+        header, number, _ = candidates[index]
+        lines = texts[header].splitlines(keepends=True)
+        return build_mutant(twin_objects, tmp_path / f"mutant{index}", "".join(lines[:number] + lines[number + 1:]),
+                            header)
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # g++ runs in parallel; the launches run here
         libraries = list(pool.map(build, range(len(candidates))))
     survivors = []
     report = []
-    for (number, text), library in zip(candidates, libraries):
+    for (header, number, text), library in zip(candidates, libraries):
         result = "does not build" if library is None else outcome(library)
-        report.append(f"line {number + 1}: {text} -> {result}")
+        report.append(f"{Path(header).name}:{number + 1}: {text} -> {result}")
         if result == "ok":
-            survivors.append(f"line {number + 1}: {text}")
+            survivors.append(f"{Path(header).name}:{number + 1}: {text}")
     print("\n".join(report))
     assert not survivors, "sync lines whose deletion no test notices:\n" + "\n".join(survivors)
