@@ -62,7 +62,8 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   total += AlignBytes(l.numFloatBufs * l.K * 4);
   total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
   if (l.statElems > 0) {
-    total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);  // db, dg, gamma (+ 2 acc.) (+ beta)
+    // db, dg, gamma (+ the 2 accumulators across N) (+ beta)
+    total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);
     total += AlignBytes(l.statElems * 4);                         // staging for gamma / workspace rows
     if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
   }
