@@ -6,6 +6,8 @@
   backward (``twin_aot_func("GroupNormGrad")``).
 * ``twin_tiling``/``twin_launch``/``twin_backward``/``twin_probe`` call the twin with ctypes
   (kernel-only; tests use them to make both good and deliberately broken launches).
+  ``twin_silu_backward`` runs the fused GroupNormSiluGradMs entry (same kernel class with the
+  swish gradient on; the aot shim is ``twin_aot_func("GroupNormSiluGrad")``).
 
 The operator's registration on a real Ascend device is ``ascend``.
 """
@@ -24,10 +26,13 @@ ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
 TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
 _TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
                  "twin/twin_probes.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
-                 "op_host/group_norm_grad_ms_tiling.cpp")
+                 "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
 _TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runtime.h", "twin/twin_pipes.h",
                  "twin/twin_launch.h",
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
+                 "op_kernel/group_norm_grad_ms_common.h", "op_kernel/group_norm_grad_ms_copies.h",
+                 "op_kernel/group_norm_grad_ms_stage2.h", "op_kernel/group_norm_grad_ms_channels.h",
+                 "op_kernel/group_norm_grad_ms_hw_one.h", "op_kernel/swish_grad_math.h",
                  "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
                  "../cpu/aot_status.h")
 # kernel_operator.h includes the forward kernel's vector math (ms_groupnorm.ascendc_twin_forward).
@@ -132,9 +137,10 @@ def _twin_cdll():
     i64, ptr, cint = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
     lib.GnmsTwinTilingFields.restype = ctypes.c_char_p
     lib.GnmsTwinTiling.restype = cint
-    lib.GnmsTwinTiling.argtypes = [i64] * 4 + [cint, cint, i64, i64, cint, cint, cint, ptr, ptr]
+    dbl = ctypes.c_double
+    lib.GnmsTwinTiling.argtypes = [i64] * 4 + [cint, cint, i64, i64, cint, cint, cint, cint, dbl, ptr, ptr]
     lib.GnmsTwinLaunch.restype = cint
-    lib.GnmsTwinLaunch.argtypes = [ptr, ptr, ptr, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p, cint]
+    lib.GnmsTwinLaunch.argtypes = [ptr, ptr, ptr, dbl, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p, cint]
     lib.GnmsTwinCheckInputs.restype = cint
     lib.GnmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, ctypes.c_char_p, cint]
     lib.GnmsTwinProbe.restype = cint
@@ -177,22 +183,26 @@ def twin_last_stats():
 
 
 def tiling_fields():
+    """Names of the int64 fields of GroupNormGradMsTilingData; its float ``swishScale`` is the
+    tiling dict's "swish_scale"."""
     return _twin_cdll().GnmsTwinTilingFields().decode().split(",")
 
 
 def twin_tiling(N, C, HxW, G, data_dtype="float32", stat_dtype=None, ub_bytes=UB_910B, core_num=48,
-                mask=(True, True, True)):
-    """The host tiling function's result as a dict (plus "key"); raises ValueError on failure."""
+                mask=(True, True, True), silu=False, swish_scale=1.0):
+    """The host tiling function's result as a dict (plus "key" and "swish_scale"); raises
+    ValueError on failure. ``silu``: the fused GroupNormSiluGradMs's tiling."""
     stat_dtype = stat_dtype or data_dtype
     out = np.zeros(len(tiling_fields()), np.int64)
     key = ctypes.c_int64(0)
     status = _twin_cdll().GnmsTwinTiling(N, C, HxW, G, DTYPE_CODES[data_dtype], DTYPE_CODES[stat_dtype], ub_bytes,
-                                         core_num, *[int(bool(m)) for m in mask], out.ctypes.data,
-                                         ctypes.byref(key))
+                                         core_num, *[int(bool(m)) for m in mask], int(bool(silu)),
+                                         float(swish_scale), out.ctypes.data, ctypes.byref(key))
     if status:
         raise ValueError(f"tiling failed: {TILING_STATUS.get(status, status)}")
     tiling = dict(zip(tiling_fields(), (int(v) for v in out)))
     tiling["key"] = key.value
+    tiling["swish_scale"] = float(np.float32(swish_scale)) if silu else 1.0
     return tiling
 
 
@@ -214,14 +224,17 @@ def _raw(array):
 
 def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, buffer_bytes=None,
                 execution="immediate", auto_sync=True, overflow="inf_nan"):
-    """Runs the kernel on the twin. ``buffers``: dy, mean, rstd, x, gamma, dx, dgamma, dbeta
-    (numpy arrays or None); ``buffer_bytes`` overrides the sizes the launch declares."""
-    ptrs = (ctypes.c_void_p * 8)(*[_raw(b) for b in buffers])
-    sizes = np.array(buffer_bytes if buffer_bytes is not None else
-                     [0 if b is None else b.nbytes for b in buffers], np.int64)
+    """Runs the kernel on the twin. ``buffers``: dy, mean, rstd, x, gamma, dx, dgamma, dbeta and,
+    for the fused entry (tiling["silu"]), beta (numpy arrays or None); ``buffer_bytes``
+    overrides the sizes the launch declares."""
+    buffers = list(buffers) + [None] * (9 - len(buffers))
+    ptrs = (ctypes.c_void_p * 9)(*[_raw(b) for b in buffers])
+    sizes = list(buffer_bytes) if buffer_bytes is not None else [0 if b is None else b.nbytes for b in buffers]
+    sizes = np.array(sizes + [0] * (9 - len(sizes)), np.int64)
     fields = np.array([tiling[name] for name in tiling_fields()], np.int64)
     error = ctypes.create_string_buffer(2048)
-    status = _twin_cdll().GnmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data, tiling["key"], ub_bytes,
+    status = _twin_cdll().GnmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data,
+                                         float(tiling.get("swish_scale", 1.0)), tiling["key"], ub_bytes,
                                          core_num, _policy_code(policy, execution, auto_sync, overflow), seed, error,
                                          len(error))
     if status:
@@ -250,6 +263,36 @@ def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data
     dgamma = np.full((C,), 0x7F, mean.dtype) if mask[1] else None
     dbeta = np.full((C,), 0x7F, mean.dtype) if mask[2] else None
     twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta], tiling, ub_bytes, core_num, policy, seed,
+                execution=execution, auto_sync=auto_sync, overflow=overflow)
+    return dx, dgamma, dbeta, tiling
+
+
+def twin_silu_backward(dz, x, mean, rstd, gamma, beta, group, swish_scale=1.0, mask=(True, True, True),
+                       data_dtype=None, stat_dtype=None, ub_bytes=UB_910B, core_num=48, policy="concurrent",
+                       seed=0, execution="immediate", auto_sync=True, overflow="inf_nan"):
+    """Kernel-only fused backward (GroupNormSiluGradMs) on the twin: the gradients of
+    z = y * sigmoid(swish_scale * y), y = group_norm(x) * gamma + beta, given dz. Returns
+    (dx, dgamma, dbeta, tiling); conventions of ``twin_backward``; gamma/beta None mean ones/zeros."""
+    x = np.ascontiguousarray(x)
+    dz = np.ascontiguousarray(dz)
+    mean, rstd = np.ascontiguousarray(mean), np.ascontiguousarray(rstd)
+    N, C = x.shape[:2]
+    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    names = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
+    data_dtype = data_dtype or names[x.dtype]
+    stat_dtype = stat_dtype or names[mean.dtype]
+    if gamma is None:
+        one = {"float32": np.float32(1), "float16": np.float16(1), "bfloat16": np.uint16(0x3F80)}[stat_dtype]
+        gamma = np.full((C,), one)
+    if beta is None:
+        beta = np.zeros((C,), mean.dtype)
+    gamma, beta = np.ascontiguousarray(gamma), np.ascontiguousarray(beta)
+    tiling = twin_tiling(N, C, hxw, group, data_dtype, stat_dtype, ub_bytes, core_num, mask, silu=True,
+                         swish_scale=swish_scale)
+    dx = np.full_like(x, 0x7F) if mask[0] else None  # garbage where the kernel must write
+    dgamma = np.full((C,), 0x7F, mean.dtype) if mask[1] else None
+    dbeta = np.full((C,), 0x7F, mean.dtype) if mask[2] else None
+    twin_launch([dz, mean, rstd, x, gamma, dx, dgamma, dbeta, beta], tiling, ub_bytes, core_num, policy, seed,
                 execution=execution, auto_sync=auto_sync, overflow=overflow)
     return dx, dgamma, dbeta, tiling
 

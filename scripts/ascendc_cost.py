@@ -42,7 +42,11 @@ and R, G are the largest and the geometric mean of estimate / bound.
 With --forward the table is that of the GroupNormSiluMs forward kernel (SiLU on; its floor is
 2 x the data size per element: x read once, y written once), same anchors, constants and scaling.
 
-Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--dma-latency-ns 1000] [--forward]
+With --silu-grad the table is that of the fused backward GroupNormSiluGradMs (swish_scale 1.0),
+with the same columns, its bound (the backward's bytes plus beta), and one more column: its
+estimate over GroupNormGradMs's at the same shape and dtype (measured in the same run).
+
+Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--dma-latency-ns 1000] [--forward | --silu-grad]
 """
 import argparse
 import math
@@ -73,7 +77,7 @@ def storage(values, dtype):
     return np.ascontiguousarray(values, {"float32": np.float32, "float16": np.float16}[dtype])
 
 
-def run(N, C, HxW, G, data_dtype, stat_dtype):
+def run(N, C, HxW, G, data_dtype, stat_dtype, silu=False):
     rng = np.random.default_rng(0)
     shape = (N, C, HxW)
     x = storage(rng.standard_normal(shape), data_dtype)
@@ -81,8 +85,14 @@ def run(N, C, HxW, G, data_dtype, stat_dtype):
     mean = storage(np.zeros((N, G)), stat_dtype)
     rstd = storage(np.ones((N, G)), stat_dtype)
     gamma = storage(np.ones(C), stat_dtype)
-    _, _, _, tiling = ascendc_twin.twin_backward(dy, x, mean, rstd, gamma, G, data_dtype=data_dtype,
-                                                 stat_dtype=stat_dtype, core_num=CORES)
+    if silu:
+        beta = storage(np.zeros(C), stat_dtype)
+        _, _, _, tiling = ascendc_twin.twin_silu_backward(dy, x, mean, rstd, gamma, beta, G, 1.0,
+                                                          data_dtype=data_dtype, stat_dtype=stat_dtype,
+                                                          core_num=CORES)
+    else:
+        _, _, _, tiling = ascendc_twin.twin_backward(dy, x, mean, rstd, gamma, G, data_dtype=data_dtype,
+                                                     stat_dtype=stat_dtype, core_num=CORES)
     return tiling, ascendc_twin.twin_last_stats()
 
 
@@ -90,18 +100,19 @@ def tasks_on_busiest_core(tiling):
     return tiling["tasksPerCore"] + (1 if tiling["tailCores"] else 0)
 
 
-def measure(shape, dtype_key):
+def measure(shape, dtype_key, silu=False):
     N, C, H, W, G = shape
     HxW = H * W
     data_dtype, stat_dtype = DTYPES[dtype_key]
-    full = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=CORES)
+    full = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=CORES, silu=silu)
     n_run = N
     if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode and work split
         n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
         while n_run < N and (n_run * G < CORES or ascendc_twin.twin_tiling(
-                n_run, C, HxW, G, data_dtype, stat_dtype, core_num=CORES)["groupAcrossN"] != full["groupAcrossN"]):
+                n_run, C, HxW, G, data_dtype, stat_dtype, core_num=CORES,
+                silu=silu)["groupAcrossN"] != full["groupAcrossN"]):
             n_run += 1
-    tiling, stats = run(n_run, C, HxW, G, data_dtype, stat_dtype)
+    tiling, stats = run(n_run, C, HxW, G, data_dtype, stat_dtype, silu)
     assert all(tiling[k] == full[k] for k in ("mode", "splitByChannel", "groupAcrossN"))
     scale = tasks_on_busiest_core(full) / max(1, tasks_on_busiest_core(tiling))
     elems = n_run * C * HxW
@@ -129,7 +140,7 @@ def measure(shape, dtype_key):
     bw_ns = busiest_bytes / GM_BYTES_PER_NS
     est_ns = max(est_ns, bw_ns)
     floor_ns = 3 * BYTES[data_dtype] * N * C * HxW / (GM_BYTES_PER_NS * CORES)
-    stat_bytes = BYTES[stat_dtype] * (2 * N * G + 3 * C)  # mean, rstd; gamma, dgamma, dbeta
+    stat_bytes = BYTES[stat_dtype] * (2 * N * G + (4 if silu else 3) * C)  # mean, rstd; gamma, (beta,) dgamma, dbeta
     bound_ns = (3 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS + 3 * dma_latency_ns()
     return {
         "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
@@ -244,6 +255,8 @@ def main():
     parser.add_argument("--burst-cycles", type=float, default=None, help="cycles per DMA burst (default 16)")
     parser.add_argument("--vec-barrier-cycles", type=float, default=None, help="cycles per V barrier (default 20)")
     parser.add_argument("--forward", action="store_true", help="the GroupNormSiluMs forward kernel's table")
+    parser.add_argument("--silu-grad", action="store_true",
+                        help="the fused GroupNormSiluGradMs backward's table, with its ratio to GroupNormGradMs")
     args = parser.parse_args()
     cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
@@ -262,13 +275,20 @@ def main():
             for dtype_key in args.dtypes.split(","):
                 print(forward_row(measure_forward(shape, dtype_key)), flush=True)
         return
-    print(HEADER)
-    print("|" + "---|" * (HEADER.count("|") - 1))
+    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if args.silu_grad else "")
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
     rows = []
     for shape in ANCHORS:
         for dtype_key in args.dtypes.split(","):
-            rows.append(measure(shape, dtype_key))
-            print(row(rows[-1]), flush=True)
+            rows.append(measure(shape, dtype_key, silu=args.silu_grad))
+            if args.silu_grad:
+                plain = measure(shape, dtype_key)
+                other = "" if plain["mode"] == rows[-1]["mode"] else f", {plain['mode']}"
+                print(row(rows[-1]) + f" {rows[-1]['est_us'] / plain['est_us']:.2f} ({plain['est_us']:.1f} µs{other}) |",
+                      flush=True)
+            else:
+                print(row(rows[-1]), flush=True)
     print()
     print(summary(rows))
 

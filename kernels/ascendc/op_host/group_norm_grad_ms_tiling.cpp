@@ -3,9 +3,11 @@
 // The kernel allocates, in this order, with every buffer rounded up to 32 bytes:
 //   phase 1: dy, x (VECIN) and dx (VECOUT) queues of 2 x K data elements each;
 //            numFloatBufs fp32 work buffers of K elements; the ReduceSum dst + work buffer;
-//            mode 0-2: three per-group fp32 arrays (db, dg, gamma) + one VECIN staging buffer;
+//            mode 0-2: three per-group fp32 arrays (db, dg, gamma; + 2 accumulators with
+//            groupAcrossN; + beta with silu) + one VECIN staging buffer;
 //            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW');
-//            mode 3: a VECIN buffer for K gamma elements.
+//            mode 3: a VECIN buffer for K gamma elements (+ one for K beta elements with silu).
+//   silu adds fp32 work buffers (see SiluExtraFloatBufs): t / scratch and the ones vector.
 //   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of R rows x P channels, 2 fp32
 //            accumulators, 2 output staging buffers of P statistics elements.
 // Phase1Bytes / Stage2Bytes below mirror that order exactly; the CPU twin checks the
@@ -47,19 +49,26 @@ struct Layout {
   int64_t D;
   int64_t statWindow;  // groups of mean/rstd in UB at once
   bool acrossN = false;  // groupAcrossN: dgamma/dbeta accumulators and their output staging
+  bool silu = false;     // GroupNormSiluGradMs: a beta array (modes 0-2) or beta staging (mode 3)
 };
+
+// fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
+// 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 the ones
+// vector (t and the scratch reuse the gamma*dy and sums buffers).
+int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 2; }
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   int64_t total = 3 * kBufferNum * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
   total += AlignBytes(l.numFloatBufs * l.K * 4);
   total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
   if (l.statElems > 0) {
-    total += AlignBytes((l.acrossN ? 5 : 3) * l.statElems * 4);  // db, dg, gamma (+ 2 accumulators)
+    // db, dg, gamma (+ the 2 accumulators across N) (+ beta)
+    total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);
     total += AlignBytes(l.statElems * 4);                         // staging for gamma / workspace rows
     if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
-  if (l.mode == GNG_MODE_HW_ONE) total += AlignBytes(l.K * statBytes);
+  if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
   total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
   return total;
 }
@@ -236,11 +245,21 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
                                      kElemAlign);
   Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D, statWindow};
   auto fits = [&](const Layout &l) { return Phase1Bytes(l, dataBytes, statBytes) <= ubUsable; };
+  // every layout of the fused backward carries the swish gradient's extra buffers
+  auto withSilu = [&](Layout l) {
+    if (in.silu) {
+      l.silu = true;
+      l.numFloatBufs += SiluExtraFloatBufs(l.mode);
+    }
+    return l;
+  };
+  t.silu = in.silu ? 1 : 0;
+  t.swishScale = in.silu ? in.swishScale : 1.0f;
 
   if (!empty && (in.dxRequired || wantsStats)) {
     if (L == 1) {
       // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
-      layout = Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow};
+      layout = withSilu(Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow});
       const int64_t maxElems = LargestFitting(in.C + kElemAlign, kElemAlign, [&](int64_t k) {
         Layout l = layout;
         l.K = k;
@@ -256,8 +275,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     } else {
       const int64_t Lp = AlignUp(L, kElemAlign);
       t.splitByChannel = (in.N * in.G < in.coreNum && D > 1) ? 1 : 0;
-      Layout resident{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow};
-      Layout channel{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow};
+      Layout resident = withSilu(Layout{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow});
+      Layout channel = withSilu(Layout{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow});
       t.channelsPerItem = 1;
       // groupAcrossN: a core takes group g of every sample and sums dgamma/dbeta itself, so the
       // launch has no workspace, SyncAll or stage 2 (a chain of about two DMA latencies and a
@@ -287,7 +306,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       } else if (fits(channel)) {
         layout = channel;
       } else {
-        layout = Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow};
+        layout = withSilu(Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow});
         layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
           Layout l = layout;
           l.K = k;

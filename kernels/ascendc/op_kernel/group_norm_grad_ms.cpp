@@ -25,7 +25,7 @@ __aicore__ inline void RunGroupNormGradMs(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd
                                           const GroupNormGradMsTilingData *tiling) {
   TPipe pipe;  // outside the kernel class (see KernelGroupNormGradMs::pipe_)
   KernelGroupNormGradMs<T, U> op;
-  op.Init(dy, mean, rstd, x, gamma, dx, dgamma, dbeta, workspace, tiling, &pipe);
+  op.Init(dy, mean, rstd, x, gamma, nullptr, dx, dgamma, dbeta, workspace, tiling, &pipe);  // no beta
   op.Process();
 }
 

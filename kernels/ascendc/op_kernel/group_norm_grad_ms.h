@@ -15,67 +15,38 @@
  *
  * All arithmetic is fp32: fp16/bf16 are cast to fp32 on load and rounded to nearest even
  * (CAST_RINT) on store.
+ *
+ * Files: this class (buffers, the load stream, the tasks); group_norm_grad_ms_channels.h and
+ * _hw_one.h define its per-channel work (modes 0-2) and mode 3; _copies.h the GM <-> UB moves
+ * and row sums; _stage2.h stage 2; _common.h constants and CascadeSum; swish_grad_math.h the
+ * fused GroupNormSiluGradMs's swish gradient (SILU = true).
  */
 #ifndef GROUP_NORM_GRAD_MS_H
 #define GROUP_NORM_GRAD_MS_H
 
 #include "kernel_operator.h"
+#include "group_norm_grad_ms_common.h"
+#include "group_norm_grad_ms_copies.h"
+#include "group_norm_grad_ms_stage2.h"
 #include "group_norm_grad_ms_tiling_data.h"
+#include "swish_grad_math.h"
 
 namespace GroupNormGradMsKernel {
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // double buffering of every GM <-> UB queue
-constexpr int64_t FLOATS_PER_BLOCK = 8;
-
-__aicore__ inline int64_t AlignUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-
-template <typename V>
-__aicore__ inline float ToF32(V v) {
-  if constexpr (IsSameType<V, bfloat16_t>::value) {
-    return ToFloat(v);
-  } else {
-    return static_cast<float>(v);
-  }
-}
-
-// Sum of a stream of chunk sums, added as a binary counter: level i holds the sum of
-// 2^i consecutive chunks. This is pairwise summation (error O(log chunks)) in a fixed
-// order, without storing the chunks.
-struct CascadeSum {
-  float level[40];
-  uint32_t count;
-  __aicore__ inline void Reset() { count = 0; }
-  __aicore__ inline void Add(float v) {
-    uint32_t i = 0;
-    for (uint32_t c = count; (c & 1U) != 0; c >>= 1) {
-      v = level[i] + v;
-      ++i;
-    }
-    level[i] = v;
-    ++count;
-  }
-  __aicore__ inline float Total() const {
-    float total = 0.0f;
-    bool first = true;
-    uint32_t i = 0;
-    for (uint32_t c = count; c != 0; c >>= 1, ++i) {
-      if ((c & 1U) != 0) {
-        total = first ? level[i] : total + level[i];
-        first = false;
-      }
-    }
-    return total;
-  }
-};
-
-template <typename T, typename U>
+// SILU: the fused GroupNormSiluGradMs backward. dy is then dz, the gradient of
+// z = y * sigmoid(k * y), y = gamma_c * xhat + beta_c; right after each item is taken and xhat
+// computed, g (swish_grad_math.h) is recomputed over it, and the code downstream is unchanged:
+// db = sum g, dg = sum g * xhat, dx = rstd * (gamma_c * g - c1 - xhat * c2). gamma and beta are
+// loaded for every task (also when only dgamma/dbeta are asked for).
+template <typename T, typename U, bool SILU = false>
 class KernelGroupNormGradMs {
  public:
   __aicore__ inline KernelGroupNormGradMs() {}
 
-  __aicore__ inline void Init(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
-                              GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
+  // beta: GroupNormSiluGradMs's input (SILU only; nullptr for GroupNormGradMs).
+  __aicore__ inline void Init(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR beta,
+                              GM_ADDR dx, GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
                               const GroupNormGradMsTilingData *tiling, TPipe *pipe) {
     t_ = tiling;
     pipe_ = pipe;
@@ -86,6 +57,10 @@ class KernelGroupNormGradMs {
     meanGm_.SetGlobalBuffer((__gm__ U *)mean, t_->N * t_->G);
     rstdGm_.SetGlobalBuffer((__gm__ U *)rstd, t_->N * t_->G);
     gammaGm_.SetGlobalBuffer((__gm__ U *)gamma, t_->C);
+    if constexpr (SILU) {
+      betaGm_.SetGlobalBuffer((__gm__ U *)beta, t_->C);
+      swishScale_ = t_->swishScale;
+    }
     dgammaGm_.SetGlobalBuffer((__gm__ U *)dgamma, t_->C);
     dbetaGm_.SetGlobalBuffer((__gm__ U *)dbeta, t_->C);
     wsDbGm_.SetGlobalBuffer((__gm__ float *)workspace, t_->N * t_->C);
@@ -128,7 +103,7 @@ class KernelGroupNormGradMs {
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
       PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
       pipe_->Reset();
-      Stage2(block);
+      stage2_.Run(t_, pipe_, block, wsDbGm_, wsDgGm_, dgammaGm_, dbetaGm_);
     }
   }
 
@@ -154,8 +129,8 @@ class KernelGroupNormGradMs {
     }
     pipe_->InitBuffer(reduceBuf_, (FLOATS_PER_BLOCK + t_->reduceWorkElems) * sizeof(float));
     if (t_->statElems > 0) {
-      // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN)
-      pipe_->InitBuffer(statBuf_, (t_->groupAcrossN != 0 ? 5 : 3) * t_->statElems * sizeof(float));
+      // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN) (+ beta with SILU)
+      pipe_->InitBuffer(statBuf_, StatArrays() * t_->statElems * sizeof(float));
       if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
       pipe_->InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
     }
@@ -164,10 +139,28 @@ class KernelGroupNormGradMs {
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
+      if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
     }
     pipe_->InitBuffer(statWindow_, 2 * t_->statWindowElems * sizeof(U));  // mean, then rstd
     statFirst_ = 0;
     statCount_ = 0;
+    if constexpr (SILU) Duplicate(Ones(), 1.0f, static_cast<int32_t>(K));  // once: the numerator of s = 1 / (1 + e)
+  }
+
+  __aicore__ inline int64_t StatArrays() const {
+    return (t_->groupAcrossN != 0 ? 5 : 3) + (SILU ? 1 : 0);
+  }
+  // SILU: the fp32 beta array of the task's group (after db, dg, gamma and the accumulators).
+  __aicore__ inline LocalTensor<float> BetaArray() { return StatArray(StatArrays() - 1); }
+  // SILU: the last fp32 work buffer holds 1.0 (floatBuf_ has numFloatBufs - 2 buffers in mode 3).
+  __aicore__ inline LocalTensor<float> Ones() {
+    return FloatBuf(t_->numFloatBufs - (t_->mode == GNG_MODE_HW_ONE ? 3 : 1));
+  }
+  // SILU: gamma and beta of group g as fp32 arrays (statQue_ staging), readable by the scalar unit.
+  __aicore__ inline void LoadAffine(int64_t g) {
+    LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, StatArray(2));
+    LoadAsFloat(statQue_, betaGm_, g * t_->D, t_->D, BetaArray());
+    Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
   }
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
@@ -184,37 +177,16 @@ class KernelGroupNormGradMs {
   }
 
   // ------------------------------------------------------------------ GM <-> UB
-  // Issues the load of `rows` rows of `len` elements of `src`, contiguous from `offset`, into
-  // a buffer of `que` with the rows residentStride elements apart (MTE2): one DMA. `aligned`:
-  // every row is a 32-byte multiple; when the rows are also unpadded in UB the DMA is a single
-  // burst (DataCopy), otherwise a burst per row (DataCopyPad).
+  // The GM <-> UB moves of group_norm_grad_ms_copies.h with mode 0's row stride.
   template <typename V, typename Que>
   __aicore__ inline void IssueLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len, bool aligned,
                                    int64_t rows = 1) {
-    LocalTensor<V> staging = que.template AllocTensor<V>();
-    if (aligned && (rows == 1 || len == t_->residentStride)) {
-      DataCopy(staging, src[offset], static_cast<uint32_t>(rows * len));
-    } else {
-      const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
-      const int64_t pitch = rows == 1 ? rowUb : t_->residentStride * static_cast<int64_t>(sizeof(V));
-      DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0,
-                             static_cast<uint32_t>((pitch - rowUb) / 32), 0};
-      DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
-      DataCopyPad(staging, src[offset], copy, pad);
-    }
-    que.EnQue(staging);
+    IssueStridedLoad(que, src, offset, len, aligned, rows, t_->residentStride);
   }
-
-  // Takes the oldest load of `que` and writes it as fp32 to `dst` (V), then frees it.
   template <typename V, typename Que>
-  __aicore__ inline void TakeAsFloat(Que &que, int64_t len, const LocalTensor<float> &dst) {
-    LocalTensor<V> staging = que.template DeQue<V>();
-    if constexpr (IsSameType<V, float>::value) {
-      Muls(dst, staging, 1.0f, static_cast<int32_t>(len));  // a vector copy (any UB position)
-    } else {
-      Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(len));
-    }
-    que.FreeTensor(staging);
+  __aicore__ inline void StoreFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
+                                        const LocalTensor<float> &src, float add, bool aligned, int64_t rows = 1) {
+    StoreStridedFromFloat(que, dst, offset, len, src, add, aligned, rows, t_->residentStride);
   }
 
   // Takes the oldest load of x and writes (x - mean) to `dst` (fp32 data: straight from the staging buffer).
@@ -234,40 +206,6 @@ class KernelGroupNormGradMs {
                                      const LocalTensor<float> &dst) {
     IssueLoad(que, src, offset, len, false);
     TakeAsFloat<V>(que, len, dst);
-  }
-
-  // Stores `rows` rows of `len` values of src + add (fp32; rows residentStride apart in UB) as
-  // V, contiguous from `offset` of `dst`, through `que`: one DMA (see IssueLoad).
-  template <typename V, typename Que>
-  __aicore__ inline void StoreFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
-                                        const LocalTensor<float> &src, float add, bool aligned, int64_t rows = 1) {
-    const int64_t span = (rows - 1) * t_->residentStride + len;
-    LocalTensor<V> staging = que.template AllocTensor<V>();
-    if constexpr (IsSameType<V, float>::value) {
-      Adds(staging, src, add, static_cast<int32_t>(span));
-    } else {
-      Adds(src, src, add, static_cast<int32_t>(span));
-      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
-    }
-    que.EnQue(staging);
-    staging = que.template DeQue<V>();
-    if (aligned && (rows == 1 || len == t_->residentStride)) {
-      DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
-    } else {
-      const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
-      const int64_t pitch = rows == 1 ? rowUb : t_->residentStride * static_cast<int64_t>(sizeof(V));
-      DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
-                             static_cast<uint32_t>((pitch - rowUb) / 32), 0, 0};
-      DataCopyPad(dst[offset], staging, copy);
-    }
-    que.FreeTensor(staging);
-  }
-
-  // Copies `len` fp32 values of the VECOUT buffer `src` to the workspace (MTE3).
-  __aicore__ inline void StoreToWorkspace(const GlobalTensor<float> &dst, int64_t offset, int64_t len,
-                                          const LocalTensor<float> &src) {
-    DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(float)), 0, 0, 0};
-    DataCopyPad(dst[offset], src, copy);
   }
 
   // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
@@ -393,117 +331,14 @@ class KernelGroupNormGradMs {
 
   // db and dg of `channels` channels into db[0..channels) and dg[0..channels) (V writes, or
   // S writes when a channel has several chunks). Mode 0 keeps dy and x - mean resident.
+  // SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays (LoadAffine).
   __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
-                                     const LocalTensor<float> &db, const LocalTensor<float> &dg) {
-    const int64_t chunks = t_->chunksPerChannel;
-    const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
-    const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
-    const int64_t items = (channels + cpi - 1) / cpi * chunks;
-    const int64_t stride = t_->residentStride;
-    LocalTensor<float> red = ReduceDst();
-    CascadeSum dbSum;
-    CascadeSum dgSum;
-    dbSum.Reset();
-    dgSum.Reset();
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t local = (item / chunks) * cpi;
-      const int64_t chunk = item % chunks;
-      const int32_t len = static_cast<int32_t>(ItemLen(chunk));
-      const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
-      const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
-      LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
-      LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
-      LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
-      TakeItem(span, mean, dyF, xF);
-      Muls(xF, xF, rstd, span);  // xhat
-      Mul(tmp, dyF, xF, span);
-      if (chunks == 1) {
-        RowSums(db[local], dyF, rows, stride, len);
-        RowSums(dg[local], tmp, rows, stride, len);
-        continue;
-      }
-      ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)
-      ReduceSum(red[1], tmp, ReduceWork(), len);
-      dbSum.Add(red.GetValue(0));
-      dgSum.Add(red.GetValue(1));
-      if (chunk == chunks - 1) {
-        db.SetValue(local, dbSum.Total());
-        dg.SetValue(local, dgSum.Total());
-        dbSum.Reset();
-        dgSum.Reset();
-      }
-    }
-    if (chunks > 1) Sync<HardEvent::S_V>();  // vector and MTE3 readers of db/dg follow the scalar writes
-  }
-
-  // dst[r] = sum of src[r * stride, r * stride + len) for r < rows, written by the vector unit:
-  // WholeReduceSum (one instruction per 255 rows when a row is one repeat of <= 64 floats,
-  // else per row its 64-float repeats, the tail, then the partials: three instructions) instead
-  // of count-form ReduceSum, whose every call is a V -> S -> V round trip with a scalar store.
-  // Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of 16 elements.
-  __aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
-                                 int64_t stride, int32_t len) {
-    const int32_t repStride = static_cast<int32_t>(stride / 8);  // in 32-byte blocks
-    if (len <= 64) {
-      for (int64_t r0 = 0; r0 < rows; r0 += 255) {
-        const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
-        WholeReduceSum<float>(dst[r0], src[r0 * stride], len, n, 1, 1, repStride);
-      }
-      return;
-    }
-    const int32_t full = len / 64;
-    const int32_t tail = len % 64;
-    LocalTensor<float> partial = ReduceWork();  // ceil(K / 64) floats
-    for (int64_t r = 0; r < rows; ++r) {
-      LocalTensor<float> row = src[r * stride];
-      if (full + (tail > 0 ? 1 : 0) > 64) {
-        ReduceSum(dst[r], row, partial, len);
-        continue;
-      }
-      WholeReduceSum<float>(partial, row, 64, full, 1, 1, 8);
-      if (tail > 0) WholeReduceSum<float>(partial[full], row[full * 64], tail, 1, 1, 1, 8);
-      WholeReduceSum<float>(dst[r], partial, full + (tail > 0 ? 1 : 0), 1, 1, 1, 8);
-    }
-  }
+                                     const LocalTensor<float> &db, const LocalTensor<float> &dg,
+                                     int64_t affineIndex);
 
   // dx of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with a_c = rstd * gamma_c.
   __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
-                                   const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
-    const bool aligned = t_->copyAligned != 0;
-    if (t_->mode == GNG_MODE_GROUP_RESIDENT) {  // items of channelsPerItem channels, one store each
-      const int32_t L = static_cast<int32_t>(t_->HxW);
-      const int64_t cpi = t_->channelsPerItem;
-      const int64_t stride = t_->residentStride;
-      LocalTensor<float> tmp = FloatBuf(0);
-      for (int64_t local = 0; local < channels; local += cpi) {
-        const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
-        const int32_t span = static_cast<int32_t>((rows - 1) * stride + L);
-        LocalTensor<float> dyRes = ResidentDy(local);
-        for (int64_t r = 0; r < rows; ++r) {
-          Muls(dyRes[r * stride], dyRes[r * stride], rstd * gamma.GetValue(gammaIndex + local + r), L);
-        }
-        Muls(tmp, ResidentX(local), b, span);
-        Sub(dyRes, dyRes, tmp, span);
-        StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned, rows);
-      }
-      return;
-    }
-    const int64_t chunks = t_->chunksPerChannel;
-    const int64_t items = channels * chunks;
-    LocalTensor<float> dyF = FloatBuf(0);
-    LocalTensor<float> xF = FloatBuf(1);
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t local = item / chunks;
-      const int64_t chunk = item % chunks;
-      const int32_t len = static_cast<int32_t>(ItemLen(chunk));
-      TakeItem(len, mean, dyF, xF);
-      Muls(xF, xF, rstd * b, len);  // rstd * (x - mean) * b = xhat * b
-      Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
-      Sub(dyF, dyF, xF, len);
-      StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems, len, dyF, -e,
-                     aligned);
-    }
-  }
+                                   const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e);
 
   __aicore__ inline LocalTensor<float> ResidentDy(int64_t local) {
     return residentBuf_.Get<float>()[local * t_->residentStride];
@@ -545,13 +380,14 @@ class KernelGroupNormGradMs {
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);
     LocalTensor<float> gamma = StatArray(2);
-    if (t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
+    if (!SILU && t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
     if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
       // before the vector unit overwrites them (the scalar unit's chunk sums follow a V -> S wait)
       Sync<HardEvent::MTE3_V>();
       sumsInFlight_ = false;
     }
-    ChannelSums(n, g * D, D, mean, rstd, db, dg);
+    if constexpr (SILU) LoadAffine(g);  // the sums pass needs gamma and beta already
+    ChannelSums(n, g * D, D, mean, rstd, db, dg, 0);
     if (t_->needWorkspace != 0) {
       Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
       StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
@@ -559,7 +395,7 @@ class KernelGroupNormGradMs {
       sumsInFlight_ = true;
     }
     if (t_->dxRequired == 0) return;
-    TakeAsFloat<U>(statQue_, D, gamma);
+    if constexpr (!SILU) TakeAsFloat<U>(statQue_, D, gamma);
     float c1;
     float c2;
     GroupCoefficients(db, dg, gamma, &c1, &c2);
@@ -573,7 +409,14 @@ class KernelGroupNormGradMs {
     const int64_t group = n * t_->G + c / t_->D;
     LocalTensor<float> db = StatArray(0);
     LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
-    ChannelSums(n, c, 1, Stat(true, group), Stat(false, group), db, dg);
+    const int64_t g = c / t_->D;
+    if constexpr (SILU) {
+      if (g != affineGroup_) {  // consecutive tasks mostly share a group
+        LoadAffine(g);
+        affineGroup_ = g;
+      }
+    }
+    ChannelSums(n, c, 1, Stat(true, group), Stat(false, group), db, dg, c - g * t_->D);
     Sync<HardEvent::V_MTE3>();
     StoreToWorkspace(wsDbGm_, task, 1, db);
     StoreToWorkspace(wsDgGm_, task, 1, dg);
@@ -593,7 +436,8 @@ class KernelGroupNormGradMs {
       LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
       LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
       LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, gamma);
-      GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);
+      if constexpr (SILU) LoadAsFloat(statQue_, betaGm_, g * t_->D, t_->D, BetaArray());
+      GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
       cachedGroup_ = group;
     }
     const float rstd = Stat(false, group);
@@ -603,156 +447,9 @@ class KernelGroupNormGradMs {
   // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
   // at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
   // vector operand starts 32-byte aligned; the groups go through UB in batches of K / P.
-  __aicore__ inline void HwOneTask(int64_t task) {
-    const int64_t runsPerSample = (t_->G + t_->groupsPerTask - 1) / t_->groupsPerTask;
-    const int64_t n = task / runsPerSample;
-    const int64_t g0 = (task % runsPerSample) * t_->groupsPerTask;
-    const int64_t groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
-    const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
-    for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
-      HwOneBatch(n, g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
-    }
-  }
+  __aicore__ inline void HwOneTask(int64_t task);
 
-  // `rows` rows of D elements from GM (contiguous) to UB rows of P elements.
-  template <typename V, typename Que>
-  __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows) {
-    const int64_t D = t_->D;
-    const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
-    const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
-    LocalTensor<V> staging = que.template AllocTensor<V>();
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)), 0,
-                           static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0};
-    DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
-    DataCopyPad(staging, src[offset], copy, pad);
-    que.EnQue(staging);
-  }
-
-  // `rows` UB rows of P elements (of a VECIN/VECOUT buffer) to `rows` x D contiguous GM elements.
-  template <typename V>
-  __aicore__ inline void StoreRows(const GlobalTensor<V> &dst, int64_t offset, int64_t rows, const LocalTensor<V> &src) {
-    const int64_t D = t_->D;
-    const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
-    const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)),
-                           static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0, 0};
-    DataCopyPad(dst[offset], src, copy);
-  }
-
-  __aicore__ inline void HwOneBatch(int64_t n, int64_t g0, int64_t rows) {
-    const int64_t D = t_->D;
-    const int64_t P = AlignUp(D, 16);
-    const int32_t span = static_cast<int32_t>(rows * P);
-    const int32_t d = static_cast<int32_t>(D);
-    const int64_t c0 = g0 * D;
-    const int64_t base = n * t_->C + c0;  // HxW == 1: element offset == channel offset
-    LocalTensor<float> xF = FloatBuf(0);
-    LocalTensor<float> gF = FloatBuf(1);
-    LocalTensor<float> gdy = FloatBuf(2);
-    LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
-    LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
-    LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
-    IssueRows(rowDyQue_, dyGm_, base, rows);
-    IssueRows(rowXQue_, xGm_, base, rows);
-    if (t_->dxRequired != 0) IssueRows(gammaQue_, gammaGm_, c0, rows);
-    TakeAsFloat<T>(rowDyQue_, span, dyF);
-    TakeAsFloat<T>(rowXQue_, span, xF);
-    for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
-      const int64_t group = n * t_->G + g0 + j;
-      Adds(xF[j * P], xF[j * P], -Stat(true, group), d);
-      Muls(xF[j * P], xF[j * P], Stat(false, group), d);
-    }
-    Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
-    if (t_->needWorkspace != 0) {
-      Sync<HardEvent::V_MTE3>();
-      StoreRows(wsDbGm_, base, rows, dyF);
-      StoreRows(wsDgGm_, base, rows, dgF);
-      Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF (and the next batch dyF)
-    }
-    if (t_->dxRequired == 0) return;
-    TakeAsFloat<U>(gammaQue_, span, gF);
-    Mul(gdy, gF, dyF, span);  // gamma * dy
-    Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
-    for (int64_t j = 0; j < rows; ++j) {
-      ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
-      ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
-    }
-    for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
-      const float rstd = Stat(false, n * t_->G + g0 + j);
-      const float c1 = sums.GetValue(j) * invM_;
-      const float c2 = sums.GetValue(rows + j) * invM_;
-      Muls(xF[j * P], xF[j * P], rstd * c2, d);
-      Muls(gdy[j * P], gdy[j * P], rstd, d);
-      Adds(gdy[j * P], gdy[j * P], -rstd * c1, d);
-    }
-    Sub(gdy, gdy, xF, span);
-    LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
-    if constexpr (IsSameType<T, float>::value) {
-      Muls(staging, gdy, 1.0f, span);
-    } else {
-      Cast(staging, gdy, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
-    }
-    dxQue_.EnQue(staging);
-    staging = dxQue_.template DeQue<T>();
-    StoreRows(dxGm_, base, rows, staging);
-    dxQue_.FreeTensor(staging);
-  }
-
-  // ------------------------------------------------------------------ stage 2
-  // dgamma/dbeta of this block's channel slice: the workspace summed over n in order.
-  __aicore__ inline void Stage2(int64_t block) {
-    const int64_t P = t_->stage2PieceElems;  // a multiple of 8: every UB row starts 32-byte aligned
-    const int64_t R = t_->stage2RowsPerLoad;
-    pipe_->InitBuffer(wsQue_, BUFFER_NUM, R * P * sizeof(float));
-    pipe_->InitBuffer(accBuf_, 2 * P * sizeof(float));
-    pipe_->InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
-    LocalTensor<float> accDb = accBuf_.Get<float>();
-    LocalTensor<float> accDg = accBuf_.Get<float>()[P];
-    const int64_t sliceStart = block * t_->stage2SliceElems;
-    const int64_t sliceEnd =
-        (sliceStart + t_->stage2SliceElems < t_->C) ? sliceStart + t_->stage2SliceElems : t_->C;
-    const int64_t perLoad = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
-    const int64_t batches = (t_->reduceRows + R - 1) / R;
-    for (int64_t c0 = sliceStart; c0 < sliceEnd; c0 += P) {
-      const int64_t len = (sliceEnd - c0 < P) ? sliceEnd - c0 : P;
-      Duplicate(accDb, 0.0f, static_cast<int32_t>(len));
-      Duplicate(accDg, 0.0f, static_cast<int32_t>(len));
-      // R workspace rows (samples) per strided DMA, streamed: load i + 1 is issued before
-      // load i is added; the rows are added in order n = 0..N-1
-      const int64_t items = batches * perLoad;
-      if (items > 0) IssueWorkspaceRows(c0, len, 0, perLoad);
-      for (int64_t item = 0; item < items; ++item) {
-        if (item + 1 < items) IssueWorkspaceRows(c0, len, item + 1, perLoad);
-        const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
-        const int64_t first = (item / perLoad) * R;
-        const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
-        LocalTensor<float> loaded = wsQue_.DeQue<float>();
-        LocalTensor<float> acc = isDb ? accDb : accDg;
-        for (int64_t r = 0; r < rows; ++r) Add(acc, acc, loaded[r * P], static_cast<int32_t>(len));
-        wsQue_.FreeTensor(loaded);
-      }
-      if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, c0, len, accDb, 0.0f, false);
-      if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, c0, len, accDg, 0.0f, false);
-    }
-  }
-
-  // One DMA of up to R rows n of the db or dg workspace, channels [c0, c0 + len) of each: rows
-  // C floats apart in GM (srcStride in bytes), P floats apart in UB (dstStride in 32-byte blocks).
-  __aicore__ inline void IssueWorkspaceRows(int64_t c0, int64_t len, int64_t item, int64_t perLoad) {
-    const int64_t R = t_->stage2RowsPerLoad;
-    const int64_t P = t_->stage2PieceElems;
-    const int64_t first = (item / perLoad) * R;
-    const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
-    const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
-    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(float)), 32);
-    LocalTensor<float> staging = wsQue_.AllocTensor<float>();
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(float)),
-                           static_cast<uint32_t>((t_->C - len) * sizeof(float)),
-                           static_cast<uint32_t>((P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
-    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
-    DataCopyPad(staging, (isDb ? wsDbGm_ : wsDgGm_)[first * t_->C + c0], copy, pad);
-    wsQue_.EnQue(staging);
-  }
+  __aicore__ inline void HwOneBatch(int64_t n, int64_t g0, int64_t rows);
 
   const GroupNormGradMsTilingData *t_ = nullptr;
   // the load stream (see StreamBegin)
@@ -771,6 +468,8 @@ class KernelGroupNormGradMs {
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
+  int64_t affineGroup_ = -1;  // SILU, channel split: the group whose gamma/beta are loaded
+  float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
   // from constant-folding the class's scalars (asc-devkit docs, 避免TPipe在对象内创建和初始化.md).
@@ -780,6 +479,7 @@ class KernelGroupNormGradMs {
   TQue<QuePosition::VECOUT, 1> dxQue_;  // depth 1: a dx tensor is dequeued right after it is queued
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
+  TQue<QuePosition::VECIN, 1> betaQue_;  // mode 3, SILU
   TQue<QuePosition::VECIN, 1> rowDyQue_;  // mode 3
   TQue<QuePosition::VECIN, 1> rowXQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
@@ -787,9 +487,8 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
-  TQue<QuePosition::VECIN, BUFFER_NUM> wsQue_;
-  TQue<QuePosition::VECOUT, 1> outQue_;
-  TBuf<QuePosition::VECCALC> accBuf_;
+  TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
+  GroupNormGradMsStage2<U> stage2_;
   TBuf<QuePosition::VECIN> statWindow_;  // mean/rstd of statWindowElems consecutive groups (MTE2 -> S)
   int64_t statFirst_ = 0;
   int64_t statCount_ = 0;
@@ -800,6 +499,7 @@ class KernelGroupNormGradMs {
   GlobalTensor<U> meanGm_;
   GlobalTensor<U> rstdGm_;
   GlobalTensor<U> gammaGm_;
+  GlobalTensor<U> betaGm_;
   GlobalTensor<U> dgammaGm_;
   GlobalTensor<U> dbetaGm_;
   GlobalTensor<float> wsDbGm_;
@@ -807,5 +507,9 @@ class KernelGroupNormGradMs {
 };
 
 }  // namespace GroupNormGradMsKernel
+
+// the member definitions of modes 0-2's per-channel work and of mode 3
+#include "group_norm_grad_ms_channels.h"
+#include "group_norm_grad_ms_hw_one.h"
 
 #endif  // GROUP_NORM_GRAD_MS_H

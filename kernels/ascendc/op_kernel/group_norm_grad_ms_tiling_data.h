@@ -1,6 +1,6 @@
 // Tiling data of GroupNormGradMs, shared by the host tiling function and the kernel.
 //
-// A plain struct of int64 fields (CANN's "standard C++ tiling struct": the host fills
+// A plain struct of int64 fields and one float at the end (CANN's "standard C++ tiling struct": the host fills
 // it, the kernel reads it with GET_TILING_DATA_WITH_STRUCT). Every UB buffer size the
 // kernel passes to InitBuffer is computed here on the host, so the host's UB budget
 // and the kernel's allocations cannot drift apart.
@@ -63,6 +63,10 @@ struct GroupNormGradMsTilingData {
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;
+  // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
+  // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
+  int64_t silu;
+  float swishScale;
 };
 
 #endif  // GROUP_NORM_GRAD_MS_TILING_DATA_H

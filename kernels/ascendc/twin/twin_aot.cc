@@ -1,6 +1,7 @@
-// MindSpore aot shim: runs the GroupNormGradMs kernel on the CPU twin behind the same
+// MindSpore aot shims: run the GroupNormGradMs kernel on the CPU twin behind the same
 // aot ABI, parameter order and attribute names as kernels/cpu's GroupNormGrad, so it is
-// a drop-in backward for ms_groupnorm on CPU.
+// a drop-in backward for ms_groupnorm on CPU; GroupNormSiluGrad does the same for the
+// fused GroupNormSiluGradMs kernel and kernels/cpu's GroupNormSiluGrad.
 //   params: dy, x, mean, rstd, gamma | dx, dgamma, dbeta (an empty gamma means ones)
 //   attrs:  group, dx_is_require, dgamma_is_require, dbeta_is_require
 // The twin device is configured by environment variables read at each launch:
@@ -65,12 +66,13 @@ std::vector<uint8_t> Ones(int64_t count, gnms::ScalarType t) {
   return out;
 }
 
-}  // namespace
-
-GNMS_TWIN_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
-                                   void * /*stream*/, void *extra_ptr) {
-  enum { kDy, kX, kMean, kRstd, kGamma, kDx, kDgamma, kDbeta };
-  if (nparam != 8 || params == nullptr || ndims == nullptr || shapes == nullptr || dtypes == nullptr) {
+// The aot body of both backward shims. params: dy (dz), x, mean, rstd, gamma, [beta,] dx,
+// dgamma, dbeta; `silu`: GroupNormSiluGrad (beta present, swish_scale given).
+int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void *extra_ptr,
+                  bool silu) {
+  const int kDy = 0, kX = 1, kMean = 2, kRstd = 3, kGamma = 4, kBeta = 5;
+  const int kDx = silu ? 6 : 5, kDgamma = kDx + 1, kDbeta = kDx + 2;
+  if (nparam != (silu ? 9 : 8) || params == nullptr || ndims == nullptr || shapes == nullptr || dtypes == nullptr) {
     return kBadParamCount;
   }
   auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
@@ -81,6 +83,11 @@ GNMS_TWIN_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_
   in.HxW = NumElements(ndims[kX] - 2, shapes[kX] + 2);
   if (extra == nullptr || !extra->HasAttr("group")) return kBadAttr;
   in.G = extra->GetAttrInt("group");
+  if (silu) {  // required, as in kernels/cpu's GroupNormSiluGrad
+    if (!extra->HasAttr("swish_scale")) return kBadAttr;
+    in.silu = true;
+    in.swishScale = extra->GetAttrFloat("swish_scale");
+  }
   in.dxRequired = ReadBool(extra, "dx_is_require");
   in.dgammaRequired = ReadBool(extra, "dgamma_is_require");
   in.dbetaRequired = ReadBool(extra, "dbeta_is_require");
@@ -90,11 +97,19 @@ GNMS_TWIN_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_
   for (int i : {kRstd, kGamma}) {
     if (!ParseType(dtypes[i], &other) || other != in.statType) return kBadDtype;
   }
+  if (silu) {
+    if (!ParseType(dtypes[kDx], &other) || other != in.dataType) return kBadDtype;
+    for (int i : {kBeta, kDgamma, kDbeta}) {
+      if (!ParseType(dtypes[i], &other) || other != in.statType) return kBadDtype;
+    }
+  }
   if (in.N < 0 || in.C < 0 || in.HxW < 0 || in.G <= 0 || in.C % in.G != 0) return kBadShape;
   const int64_t numel = in.N * in.C * in.HxW;
   const int64_t gammaNumel = NumElements(ndims[kGamma], shapes[kGamma]);
+  const int64_t betaNumel = silu ? NumElements(ndims[kBeta], shapes[kBeta]) : 0;
   if (NumElements(ndims[kDy], shapes[kDy]) != numel || NumElements(ndims[kMean], shapes[kMean]) != in.N * in.G ||
       NumElements(ndims[kRstd], shapes[kRstd]) != in.N * in.G || (gammaNumel != in.C && gammaNumel != 0) ||
+      (betaNumel != in.C && betaNumel != 0) ||
       (in.dxRequired && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
       (in.dgammaRequired && NumElements(ndims[kDgamma], shapes[kDgamma]) != in.C) ||
       (in.dbetaRequired && NumElements(ndims[kDbeta], shapes[kDbeta]) != in.C)) {
@@ -108,27 +123,34 @@ GNMS_TWIN_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_
     std::fprintf(stderr, "ms_groupnorm twin: tiling failed with status %d\n", tilingStatus);
     return kBadShape;
   }
-  // What aclnnGroupNormBackward does for a null gamma: a tensor of ones.
+  // What aclnnGroupNormBackward does for a null gamma: a tensor of ones (and zeros for beta).
   std::vector<uint8_t> ones;
+  std::vector<uint8_t> zeros;
   void *gamma = params[kGamma];
   if (gammaNumel == 0) {
     ones = Ones(in.C, in.statType);
     gamma = ones.data();
   }
+  void *beta = silu ? params[kBeta] : nullptr;
+  if (silu && betaNumel == 0) {
+    zeros.assign(static_cast<size_t>(in.C * BytesOf(in.statType)), 0);  // +0.0 in every dtype
+    beta = zeros.data();
+  }
   const int64_t dataBytes = BytesOf(in.dataType);
   const int64_t statBytes = BytesOf(in.statType);
   gnms_twin::LaunchBuffers buffers;
-  void *ptrs[8] = {params[kDy], params[kMean], params[kRstd], params[kX], gamma, params[kDx], params[kDgamma],
-                   params[kDbeta]};
-  const int64_t bytes[8] = {numel * dataBytes,
-                            in.N * in.G * statBytes,
-                            in.N * in.G * statBytes,
-                            numel * dataBytes,
-                            in.C * statBytes,
-                            in.dxRequired ? numel * dataBytes : 0,
-                            in.dgammaRequired ? in.C * statBytes : 0,
-                            in.dbetaRequired ? in.C * statBytes : 0};
-  for (int i = 0; i < 8; ++i) {
+  void *ptrs[gnms_twin::kLaunchBuffers] = {params[kDy],  params[kMean],   params[kRstd],  params[kX], gamma,
+                                           params[kDx], params[kDgamma], params[kDbeta], beta};
+  const int64_t bytes[gnms_twin::kLaunchBuffers] = {numel * dataBytes,
+                                                    in.N * in.G * statBytes,
+                                                    in.N * in.G * statBytes,
+                                                    numel * dataBytes,
+                                                    in.C * statBytes,
+                                                    in.dxRequired ? numel * dataBytes : 0,
+                                                    in.dgammaRequired ? in.C * statBytes : 0,
+                                                    in.dbetaRequired ? in.C * statBytes : 0,
+                                                    silu ? in.C * statBytes : 0};
+  for (int i = 0; i < gnms_twin::kLaunchBuffers; ++i) {
     buffers.ptr[i] = ptrs[i];
     buffers.bytes[i] = bytes[i];
   }
@@ -147,6 +169,21 @@ GNMS_TWIN_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_
   return kOk;
 }
 
+}  // namespace
+
+GNMS_TWIN_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                                   void * /*stream*/, void *extra_ptr) {
+  return LaunchFromAot(nparam, params, ndims, shapes, dtypes, extra_ptr, false);
+}
+
+// The fused backward (GroupNormSiluGradMs's kernel), kernels/cpu's GroupNormSiluGrad ABI:
+//   params: dz, x, mean, rstd, gamma, beta | dx, dgamma, dbeta (empty gamma/beta: ones/zeros)
+//   attrs:  group, swish_scale, dx_is_require, dgamma_is_require, dbeta_is_require
+GNMS_TWIN_EXPORT int GroupNormSiluGrad(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                                       void * /*stream*/, void *extra_ptr) {
+  return LaunchFromAot(nparam, params, ndims, shapes, dtypes, extra_ptr, true);
+}
+
 // dx has x's shape, dgamma/dbeta are (C,); an output whose mask bit is off is (0,).
 GNMS_TWIN_EXPORT std::vector<std::vector<int64_t>> GroupNormGradInferShape(int *ndims, int64_t **shapes,
                                                                            mindspore::AotExtra *extra) {
@@ -160,4 +197,14 @@ GNMS_TWIN_EXPORT std::vector<std::vector<int64_t>> GroupNormGradInferShape(int *
 GNMS_TWIN_EXPORT std::vector<mindspore::TypeId> GroupNormGradInferType(std::vector<mindspore::TypeId> types,
                                                                        mindspore::AotExtra * /*extra*/) {
   return {types[1], types[2], types[2]};  // dx follows x; dgamma, dbeta follow mean
+}
+
+GNMS_TWIN_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluGradInferShape(int *ndims, int64_t **shapes,
+                                                                               mindspore::AotExtra *extra) {
+  return GroupNormGradInferShape(ndims, shapes, extra);  // dx like x (input 1), dgamma/dbeta (C,)
+}
+
+GNMS_TWIN_EXPORT std::vector<mindspore::TypeId> GroupNormSiluGradInferType(std::vector<mindspore::TypeId> types,
+                                                                           mindspore::AotExtra *extra) {
+  return GroupNormGradInferType(types, extra);
 }

@@ -1,6 +1,7 @@
 // C API of the CPU twin for ctypes: the host tiling function and a launch of the
 // unmodified GroupNormGradMs kernel on the twin, with the launch's buffers, tiling and
 // device configuration given explicitly so that tests can also make broken launches.
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,19 +12,24 @@
 
 extern "C" void group_norm_grad_ms(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
                                    GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace, GM_ADDR tiling);
+extern "C" void group_norm_silu_grad_ms(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma,
+                                        GM_ADDR beta, GM_ADDR dx, GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
+                                        GM_ADDR tiling);
 
 #define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 
-// Field names of GroupNormGradMsTilingData, in declaration order (all int64).
+// Names of the int64 fields of GroupNormGradMsTilingData, in declaration order; the float
+// swishScale after them travels separately (a double argument).
 const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
     "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,"
-    "ubBytesPhase1,ubBytesStage2";
-constexpr int kTilingFieldCount = 34;
-static_assert(sizeof(GroupNormGradMsTilingData) == kTilingFieldCount * sizeof(int64_t), "update kTilingFields");
+    "ubBytesPhase1,ubBytesStage2,silu";
+constexpr int kTilingFieldCount = 35;
+static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
+              "update kTilingFields");
 
 void CopyError(const std::string &message, char *error, int errorLen) {
   if (error == nullptr || errorLen <= 0) return;
@@ -42,9 +48,10 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
   std::memcpy(tilingGm.data(), &tiling, sizeof tiling);
   std::vector<float> workspace(static_cast<size_t>(gnms::UserWorkspaceBytes(tiling) / sizeof(float)) + 1);
   const size_t workspaceBytes = static_cast<size_t>(gnms::UserWorkspaceBytes(tiling));
-  static const char *const kNames[8] = {"dy", "mean", "rstd", "x", "gamma", "dx", "dgamma", "dbeta"};
+  static const char *const kNames[kLaunchBuffers] = {"dy", "mean", "rstd", "x", "gamma", "dx", "dgamma", "dbeta",
+                                                     "beta"};
   std::vector<twin::GmRegion> regions;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kLaunchBuffers; ++i) {
     if (buffers.ptr[i] != nullptr && buffers.bytes[i] > 0) {
       regions.push_back({buffers.ptr[i], static_cast<size_t>(buffers.bytes[i]), kNames[i]});
     }
@@ -55,8 +62,13 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
   return twin::Launch(
       config, tiling.blockDim, tilingKey, regions,
       [&] {
-        group_norm_grad_ms(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), gm(6), gm(7),
-                           reinterpret_cast<GM_ADDR>(workspace.data()), tilingGm.data());
+        GM_ADDR ws = reinterpret_cast<GM_ADDR>(workspace.data());
+        if (tiling.silu != 0) {
+          group_norm_silu_grad_ms(gm(0), gm(1), gm(2), gm(3), gm(4), gm(8), gm(5), gm(6), gm(7), ws,
+                                  tilingGm.data());
+        } else {
+          group_norm_grad_ms(gm(0), gm(1), gm(2), gm(3), gm(4), gm(5), gm(6), gm(7), ws, tilingGm.data());
+        }
       },
       error);
 }
@@ -65,10 +77,12 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
 
 GNMS_TWIN_EXPORT const char *GnmsTwinTilingFields() { return kTilingFields; }
 
-// dataType/statType: 0 float32, 1 float16, 2 bfloat16. Returns a gnms::TilingStatus.
+// dataType/statType: 0 float32, 1 float16, 2 bfloat16; silu != 0: GroupNormSiluGradMs's tiling
+// with swishScale. Writes the int64 fields (kTilingFields). Returns a gnms::TilingStatus.
 GNMS_TWIN_EXPORT int GnmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G, int dataType, int statType,
                                     int64_t ubBytes, int64_t coreNum, int dxRequired, int dgammaRequired,
-                                    int dbetaRequired, int64_t *tilingOut, int64_t *tilingKeyOut) {
+                                    int dbetaRequired, int silu, double swishScale, int64_t *tilingOut,
+                                    int64_t *tilingKeyOut) {
   gnms::TilingInput in;
   in.N = N;
   in.C = C;
@@ -81,28 +95,32 @@ GNMS_TWIN_EXPORT int GnmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G
   in.dxRequired = dxRequired != 0;
   in.dgammaRequired = dgammaRequired != 0;
   in.dbetaRequired = dbetaRequired != 0;
+  in.silu = silu != 0;
+  in.swishScale = static_cast<float>(swishScale);
   if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return gnms::kTilingBadDtype;
   GroupNormGradMsTilingData t;
   const int status = gnms::ComputeTiling(in, &t);
   if (status != gnms::kTilingOk) return status;
-  std::memcpy(tilingOut, &t, sizeof t);
+  std::memcpy(tilingOut, &t, kTilingFieldCount * sizeof(int64_t));
   *tilingKeyOut = gnms::TilingKeyFor(in.dataType, in.statType);
   return gnms::kTilingOk;
 }
 
-// Runs the kernel on the twin. buffers: dy, mean, rstd, x, gamma, dx, dgamma, dbeta with
-// their sizes in bytes (what the launch hands the device: GM accesses outside them fault).
-// Returns 0, or 1 with the fault message in `error`.
+// Runs the kernel on the twin. buffers: dy, mean, rstd, x, gamma, dx, dgamma, dbeta, beta
+// with their sizes in bytes (what the launch hands the device: GM accesses outside them
+// fault); tiling: the int64 fields, swishScale the float one. Returns 0, or 1 with the fault
+// message in `error`.
 GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferBytes, const int64_t *tiling,
-                                    int64_t tilingKey, int64_t ubBytes, int64_t coreNum, int policy, uint64_t seed,
-                                    char *error, int errorLen) {
+                                    double swishScale, int64_t tilingKey, int64_t ubBytes, int64_t coreNum,
+                                    int policy, uint64_t seed, char *error, int errorLen) {
   gnms_twin::LaunchBuffers launch;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < gnms_twin::kLaunchBuffers; ++i) {
     launch.ptr[i] = buffers[i];
     launch.bytes[i] = bufferBytes[i];
   }
-  GroupNormGradMsTilingData t;
-  std::memcpy(&t, tiling, sizeof t);
+  GroupNormGradMsTilingData t{};
+  std::memcpy(&t, tiling, kTilingFieldCount * sizeof(int64_t));
+  t.swishScale = static_cast<float>(swishScale);
   twin::Config config;
   config.ubBytes = ubBytes;
   config.coreNum = coreNum;

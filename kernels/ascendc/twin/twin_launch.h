@@ -11,13 +11,16 @@
 
 namespace gnms_twin {
 
-// The kernel's GM arguments in CANN order: dy, mean, rstd, x, gamma, dx, dgamma, dbeta.
+// The kernel's GM arguments: dy, mean, rstd, x, gamma, dx, dgamma, dbeta (GroupNormGradMs's
+// CANN order), then beta (GroupNormSiluGradMs's sixth input; unused by GroupNormGradMs).
+constexpr int kLaunchBuffers = 9;
 struct LaunchBuffers {
-  void *ptr[8] = {};
-  int64_t bytes[8] = {};
+  void *ptr[kLaunchBuffers] = {};
+  int64_t bytes[kLaunchBuffers] = {};
 };
 
-// Allocates the tiling GM copy and the workspace, then runs the kernel's blocks.
+// Allocates the tiling GM copy and the workspace, then runs the kernel's blocks: the
+// GroupNormSiluGradMs entry when tiling.silu is set, else GroupNormGradMs's.
 int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &tiling, int64_t tilingKey,
                  const twin::Config &config, std::string *error);
 

@@ -1,0 +1,58 @@
+// Constants and scalar helpers of the GroupNormGradMs kernel class (group_norm_grad_ms.h):
+// the queue depth, block size, rounding, the scalar fp32 view of a statistics value and the
+// fixed-order pairwise sum of chunk sums.
+#ifndef GROUP_NORM_GRAD_MS_COMMON_H
+#define GROUP_NORM_GRAD_MS_COMMON_H
+
+#include "kernel_operator.h"
+
+namespace GroupNormGradMsKernel {
+using namespace AscendC;
+
+constexpr int32_t BUFFER_NUM = 2;  // double buffering of every GM <-> UB queue
+constexpr int64_t FLOATS_PER_BLOCK = 8;
+
+__aicore__ inline int64_t AlignUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+template <typename V>
+__aicore__ inline float ToF32(V v) {
+  if constexpr (IsSameType<V, bfloat16_t>::value) {
+    return ToFloat(v);
+  } else {
+    return static_cast<float>(v);
+  }
+}
+
+// Sum of a stream of chunk sums, added as a binary counter: level i holds the sum of
+// 2^i consecutive chunks. This is pairwise summation (error O(log chunks)) in a fixed
+// order, without storing the chunks.
+struct CascadeSum {
+  float level[40];
+  uint32_t count;
+  __aicore__ inline void Reset() { count = 0; }
+  __aicore__ inline void Add(float v) {
+    uint32_t i = 0;
+    for (uint32_t c = count; (c & 1U) != 0; c >>= 1) {
+      v = level[i] + v;
+      ++i;
+    }
+    level[i] = v;
+    ++count;
+  }
+  __aicore__ inline float Total() const {
+    float total = 0.0f;
+    bool first = true;
+    uint32_t i = 0;
+    for (uint32_t c = count; c != 0; c >>= 1, ++i) {
+      if ((c & 1U) != 0) {
+        total = first ? level[i] : total + level[i];
+        first = false;
+      }
+    }
+    return total;
+  }
+};
+
+}  // namespace GroupNormGradMsKernel
+
+#endif  // GROUP_NORM_GRAD_MS_COMMON_H

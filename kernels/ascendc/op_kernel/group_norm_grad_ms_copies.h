@@ -1,0 +1,140 @@
+// GM <-> UB moves and row sums of the GroupNormGradMs kernel class (group_norm_grad_ms.h) and
+// its stage 2 (group_norm_grad_ms_stage2.h), as free functions of the queue, the tensors and
+// the UB row layout: `rows` rows of `len` elements, contiguous in GM, `stride` elements apart
+// in UB (mode 0's resident rows), or one row.
+#ifndef GROUP_NORM_GRAD_MS_COPIES_H
+#define GROUP_NORM_GRAD_MS_COPIES_H
+
+#include "kernel_operator.h"
+#include "group_norm_grad_ms_common.h"
+
+namespace GroupNormGradMsKernel {
+using namespace AscendC;
+
+// Issues the load of `rows` rows of `len` elements of `src`, contiguous from `offset`, into a
+// buffer of `que` with the rows `stride` elements apart (MTE2): one DMA. `aligned`: every row
+// is a 32-byte multiple; when the rows are also unpadded in UB the DMA is a single burst
+// (DataCopy), otherwise a burst per row (DataCopyPad).
+template <typename V, typename Que>
+__aicore__ inline void IssueStridedLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
+                                        bool aligned, int64_t rows, int64_t stride) {
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  if (aligned && (rows == 1 || len == stride)) {
+    DataCopy(staging, src[offset], static_cast<uint32_t>(rows * len));
+  } else {
+    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0,
+                           static_cast<uint32_t>((pitch - rowUb) / 32), 0};
+    DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+    DataCopyPad(staging, src[offset], copy, pad);
+  }
+  que.EnQue(staging);
+}
+
+// Takes the oldest load of `que` and writes it as fp32 to `dst` (V), then frees it.
+template <typename V, typename Que>
+__aicore__ inline void TakeAsFloat(Que &que, int64_t len, const LocalTensor<float> &dst) {
+  LocalTensor<V> staging = que.template DeQue<V>();
+  if constexpr (IsSameType<V, float>::value) {
+    Muls(dst, staging, 1.0f, static_cast<int32_t>(len));  // a vector copy (any UB position)
+  } else {
+    Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(len));
+  }
+  que.FreeTensor(staging);
+}
+
+// Stores `rows` rows of `len` values of src + add (fp32; rows `stride` apart in UB) as V,
+// contiguous from `offset` of `dst`, through `que`: one DMA (see IssueStridedLoad).
+template <typename V, typename Que>
+__aicore__ inline void StoreStridedFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
+                                             const LocalTensor<float> &src, float add, bool aligned, int64_t rows,
+                                             int64_t stride) {
+  const int64_t span = (rows - 1) * stride + len;
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  if constexpr (IsSameType<V, float>::value) {
+    Adds(staging, src, add, static_cast<int32_t>(span));
+  } else {
+    Adds(src, src, add, static_cast<int32_t>(span));
+    Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
+  }
+  que.EnQue(staging);
+  staging = que.template DeQue<V>();
+  if (aligned && (rows == 1 || len == stride)) {
+    DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
+  } else {
+    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
+                           static_cast<uint32_t>((pitch - rowUb) / 32), 0, 0};
+    DataCopyPad(dst[offset], staging, copy);
+  }
+  que.FreeTensor(staging);
+}
+
+// Copies `len` fp32 values of the VECOUT buffer `src` to the workspace (MTE3).
+__aicore__ inline void StoreToWorkspace(const GlobalTensor<float> &dst, int64_t offset, int64_t len,
+                                        const LocalTensor<float> &src) {
+  DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(float)), 0, 0, 0};
+  DataCopyPad(dst[offset], src, copy);
+}
+
+// Mode 3: `rows` rows of D elements from GM (contiguous) to UB rows of D rounded up to 16.
+template <typename V, typename Que>
+__aicore__ inline void IssuePaddedRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows,
+                                       int64_t D) {
+  const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
+  const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)), 0,
+                         static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0};
+  DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+  DataCopyPad(staging, src[offset], copy, pad);
+  que.EnQue(staging);
+}
+
+// Mode 3: `rows` UB rows of D rounded up to 16 (of a VECIN/VECOUT buffer) to rows x D
+// contiguous GM elements.
+template <typename V>
+__aicore__ inline void StorePaddedRows(const GlobalTensor<V> &dst, int64_t offset, int64_t rows,
+                                       const LocalTensor<V> &src, int64_t D) {
+  const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
+  const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
+  DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)),
+                         static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0, 0};
+  DataCopyPad(dst[offset], src, copy);
+}
+
+// dst[r] = sum of src[r * stride, r * stride + len) for r < rows, written by the vector unit:
+// WholeReduceSum (one instruction per 255 rows when a row is one repeat of <= 64 floats,
+// else per row its 64-float repeats, the tail, then the partials: three instructions) instead
+// of count-form ReduceSum, whose every call is a V -> S -> V round trip with a scalar store.
+// Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of 16 elements;
+// `partial` holds ceil(len / 64) floats.
+__aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
+                               int64_t stride, int32_t len, const LocalTensor<float> &partial) {
+  const int32_t repStride = static_cast<int32_t>(stride / 8);  // in 32-byte blocks
+  if (len <= 64) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 255) {
+      const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
+      WholeReduceSum<float>(dst[r0], src[r0 * stride], len, n, 1, 1, repStride);
+    }
+    return;
+  }
+  const int32_t full = len / 64;
+  const int32_t tail = len % 64;
+  for (int64_t r = 0; r < rows; ++r) {
+    LocalTensor<float> row = src[r * stride];
+    if (full + (tail > 0 ? 1 : 0) > 64) {
+      ReduceSum(dst[r], row, partial, len);
+      continue;
+    }
+    WholeReduceSum<float>(partial, row, 64, full, 1, 1, 8);
+    if (tail > 0) WholeReduceSum<float>(partial[full], row[full * 64], tail, 1, 1, 1, 8);
+    WholeReduceSum<float>(dst[r], partial, full + (tail > 0 ? 1 : 0), 1, 1, 1, 8);
+  }
+}
+
+}  // namespace GroupNormGradMsKernel
+
+#endif  // GROUP_NORM_GRAD_MS_COPIES_H

@@ -1,0 +1,58 @@
+// The swish gradient of the fused GroupNormSiluGradMs backward, on the vector unit.
+//
+// The forward is z = y * sigmoid(t), t = k * y, y = gamma_c * xhat + beta_c (k = swish_scale;
+// k = 1 is SiLU). Its backward is GroupNorm's with dy replaced by
+//   g = dz * dz/dy = dz * s * (1 + t * (1 - s)),   s = sigmoid(t) = 1 / (1 + exp(-t)),
+// the form of the CPU kernels (kernels/cpu/silu_rows.h). The kernel class computes t from
+// xhat (AffineT) and g over dz (SwishGradFromT); everything is fp32 in UB.
+//
+// Overflow: exp(-t) overflows to inf for t < about -88.7; then s = 1 / inf = 0, 1 - s = 1 and
+// g = (dz * 0) * (1 + t) = 0 with no inf / inf and no 0 * inf (1 - s is computed as 1 - s, not
+// as exp(-t) * s). In the saturation mode inf becomes FLT_MAX, s = 1 / FLT_MAX, g is tiny
+// and finite. t itself is finite for finite inputs (|k * y| is far below FLT_MAX).
+//
+// Vector instructions used (count forms, A2; asc-devkit include/basic_api
+// kernel_operator_vec_binary_scalar_intf.h Muls/Adds, kernel_operator_vec_unary_intf.h Exp,
+// kernel_operator_vec_binary_intf.h Mul/Sub/Div). Dependent V -> V ordering is inserted by
+// --cce-auto-sync on 2201, as for the rest of the kernel.
+#ifndef SWISH_GRAD_MATH_H
+#define SWISH_GRAD_MATH_H
+
+#include "kernel_operator.h"
+
+namespace GroupNormGradMsKernel {
+using namespace AscendC;
+
+// t = k * (gamma_c * xhat + beta_c) for `rows` rows of `len` elements `stride` apart (one
+// channel each, the row's UB padding included so that every element of the span is defined
+// from xhat): gk = k * gamma_c and bk = k * beta_c, read by the scalar unit.
+__aicore__ inline void AffineT(const LocalTensor<float> &t, const LocalTensor<float> &xhat,
+                               const LocalTensor<float> &gamma, const LocalTensor<float> &beta, int64_t index,
+                               float k, int64_t rows, int64_t stride, int32_t len) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t count = r + 1 < rows ? static_cast<int32_t>(stride) : len;
+    const float gk = gamma.GetValue(index + r) * k;
+    const float bk = beta.GetValue(index + r) * k;
+    Muls(t[r * stride], xhat[r * stride], gk, count);
+    Adds(t[r * stride], t[r * stride], bk, count);
+  }
+}
+
+// dz becomes g = dz * s * (1 + t (1 - s)), s = 1 / (1 + exp(-t)); `w` is scratch, `ones` holds
+// 1.0 in at least `count` elements. t is left unchanged.
+__aicore__ inline void SwishGradFromT(const LocalTensor<float> &dz, const LocalTensor<float> &t,
+                                      const LocalTensor<float> &w, const LocalTensor<float> &ones, int32_t count) {
+  Muls(w, t, -1.0f, count);
+  Exp(w, w, count);          // exp(-t), inf when -t > ~88.7
+  Adds(w, w, 1.0f, count);
+  Div(w, ones, w, count);    // s
+  Mul(dz, dz, w, count);     // dz * s
+  Sub(w, ones, w, count);    // 1 - s (exactly 1 when s = 0)
+  Mul(w, w, t, count);       // t (1 - s)
+  Adds(w, w, 1.0f, count);
+  Mul(dz, dz, w, count);     // g
+}
+
+}  // namespace GroupNormGradMsKernel
+
+#endif  // SWISH_GRAD_MATH_H
