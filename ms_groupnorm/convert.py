@@ -123,8 +123,9 @@ _SILU_CLASSES = (nn.SiLU, mint.nn.SiLU)
 
 def _has_hooks(layer):
     """Whether any forward/backward/state-dict hook is registered on ``layer``."""
-    return any(value for key, value in layer.__dict__.items() if "hook" in key and isinstance(value, dict)) or (
-        layer._cell_backward_hook is not None or layer._cell_backward_pre_hook is not None)  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    backward = layer._cell_backward_hook is not None or layer._cell_backward_pre_hook is not None
+    return backward or any(value for key, value in layer.__dict__.items() if "hook" in key and isinstance(value, dict))
 
 
 def _fusable_pair(norm, act, uses):

@@ -86,6 +86,7 @@ def make_net(seed=0):
     return net
 
 
+FUSED_CLASSES = (GroupNormSiLU, ms_groupnorm.mint.GroupNormSiLU)
 FUSED = ("blocks.0.in_layers", "blocks.0.out_layers", "blocks.1.in_layers", "blocks.1.out_layers",
          "blocks.2.in_layers", "blocks.2.out_layers", "head")
 
@@ -121,7 +122,7 @@ def test_everything_else_is_converted_as_without_the_flag():
 
 def test_default_is_the_plain_conversion():
     net = convert_group_norm(make_net())
-    assert not any(isinstance(c, (GroupNormSiLU, ms_groupnorm.mint.GroupNormSiLU)) for _, c in net.cells_and_names())
+    assert not any(isinstance(c, FUSED_CLASSES) for _, c in net.cells_and_names())
     assert type(net.blocks[0].in_layers[1]) is nn.SiLU
 
 
@@ -149,7 +150,7 @@ def test_converted_net_computes_what_the_original_does(mode):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing to warn about: pairs were found, nothing compiled
         net = convert_group_norm(make_net(), fuse_silu=True)
-    assert sum(isinstance(c, (GroupNormSiLU, ms_groupnorm.mint.GroupNormSiLU)) for _, c in net.cells_and_names()) == len(FUSED)
+    assert sum(isinstance(c, FUSED_CLASSES) for _, c in net.cells_and_names()) == len(FUSED)
     got = _forward_and_grads(net, x)
     for name, a, b in zip(("out", "loss", "dx"), got[:3], want[:3]):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5 * max(1.0, np.abs(b).max()), err_msg=name)

@@ -58,7 +58,8 @@ def forward_buffers(x, gamma, beta, G, data, stat, fill=7.0):
     """x, gamma, beta | z, mean, rstd for GroupNormSilu; None gamma/beta become empty (0,) arrays."""
     N = x.shape[0]
     empty = np.zeros((0,), np.float64)
-    return [store(x, data), store(empty if gamma is None else gamma, stat), store(empty if beta is None else beta, stat),
+    return [store(x, data), store(empty if gamma is None else gamma, stat),
+            store(empty if beta is None else beta, stat),
             store(np.full(x.shape, fill), data), store(np.full((N, G), fill), stat),
             store(np.full((N, G), fill), stat)]
 
