@@ -8,12 +8,12 @@ shims with the CPU kernels' ABI.
   a kernel fault (a mutated kernel) as status 7.
 * Through MindSpore, GRAPH and PYNATIVE: group_norm_silu_forward, group_norm_silu,
   GroupNormSiLU against the reference and the CPU fused op, swish_scale != 1, training steps,
-  gradients and masked group_norm_silu_backward (these need the backward twin's shim
-  ``GroupNormSiluGrad``; without it they fail with _silu_ops' NotImplementedError)."""
+  gradients and masked group_norm_silu_backward (through the backward twin's shim
+  ``GroupNormSiluGrad``; a twin library without it fails them with _silu_ops'
+  NotImplementedError, not silently)."""
 import ctypes
 import math
 import shutil
-import subprocess
 from pathlib import Path
 
 import mindspore as ms
@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 from mindspore import nn
 
-from cases import TOLERANCE, assert_close, make_inputs, tensor, to_numpy
-from ms_groupnorm import (GroupNormSiLU, _ops, _silu_ops, ascendc_twin, ascendc_twin_forward, group_norm_silu,
-                          group_norm_silu_backward, group_norm_silu_forward, reference_silu)
+from cases import assert_close, make_inputs, tensor, to_numpy
+from ms_groupnorm import (GroupNormSiLU, _kernel_lib, _ops, _silu_ops, ascendc_twin, ascendc_twin_forward,
+                          group_norm_silu, group_norm_silu_backward, group_norm_silu_forward, reference_silu)
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
 
 OK, BAD_PARAMS, NULL_POINTER, BAD_RANK, BAD_DTYPE, BAD_SHAPE, BAD_ATTR, KERNEL_FAULT = range(8)
@@ -160,7 +160,7 @@ def test_forward_shim_refuses_what_the_cpu_entry_refuses(rng, twin_lib, make_ext
 
 def _call_with_null_tensor(lib, arrays, shapes, dtypes, extra):
     """Like aot_call, where a None tensor is a null data pointer of a non-empty shape."""
-    lib = lib or __import__("ms_groupnorm")._kernel_lib.cdll()
+    lib = lib or _kernel_lib.cdll()
     count = len(arrays)
     params = (ctypes.c_void_p * count)(*[None if a is None else a.ctypes.data for a in arrays])
     ndims = (ctypes.c_int * count)(*[len(s) for s in shapes])
