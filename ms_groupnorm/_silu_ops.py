@@ -10,12 +10,14 @@ swish_scale = 1), created once and cached, as ``_ops`` does for GroupNorm:
 An empty (0,) gamma/beta stands for ones/zeros. Shapes and dtypes come from the library's
 C++ InferShape/InferType hooks (GRAPH_MODE dynamic shape works as for GroupNorm).
 
-Backends: "cpu" and, when our GroupNormSiluMs and GroupNormSiluGradMs operators are
-installed, "ascend" (``ascend_silu``: ops.Custom Cells in GRAPH_MODE, the Ascend module in
+Backends: "cpu" (kernels/cpu); "ascendc_twin" ($MS_GROUPNORM_BACKEND=ascendc_twin): the
+AscendC kernels GroupNormSiluMs (forward) and GroupNormSiluGradMs (backward) run by their CPU
+twins, through aot shims with the CPU kernels' ABI (``ascendc_twin_forward.forward_aot_func``,
+``ascendc_twin.twin_aot_func``), in both modes and without the PyNative fast path, as for
+GroupNorm; and, when our GroupNormSiluMs and GroupNormSiluGradMs operators are installed,
+"ascend" (``ascend_silu``: ops.Custom Cells in GRAPH_MODE, the Ascend module in
 PYNATIVE_MODE); on Ascend without them ``fused_backend()`` is None and the callers
-(``silu``, ``silu_cell``) run the unfused pair, GroupNorm then SiLU. The AscendC twin has
-no fused kernels wired here yet, so ``MS_GROUPNORM_BACKEND=ascendc_twin`` raises
-NotImplementedError (a silent CPU run would pass tests that believe they check the twin).
+(``silu``, ``silu_cell``) run the unfused pair, GroupNorm then SiLU.
 On the "cpu" backend PYNATIVE_MODE runs these aot ops
 through the fused module's pyboost fast path when it is available (``_silu_pyboost``;
 $MS_GROUPNORM_PYBOOST=0 opts out): eager calls run the module, graphs (@ms.jit) the aot op.
@@ -26,20 +28,17 @@ from mindspore import context, ops
 
 from . import _kernel_lib, _ops, _pyboost, _silu_pyboost, ascend_silu
 
-FUSED_BACKENDS = ("cpu", "ascend")
+FUSED_BACKENDS = ("cpu", "ascend", "ascendc_twin")
+# Op names per aot backend: MindSpore registers reg_info per op name (as _ops does for GroupNorm).
+_TWIN_SUFFIX = {"cpu": "", "ascendc_twin": "Twin"}
 
 
 @_ops.evaluated_by_graph_compiler  # also called from functions MindSpore compiles (see there)
 def fused_backend():
-    """The backend whose fused kernels run now ("cpu", or "ascend" with our two fused
-    operators installed), None where the callers fall back to the unfused pair (Ascend
-    without them); raises for the AscendC twin, which has none yet."""
+    """The backend whose fused kernels run now ("cpu", "ascendc_twin", or "ascend" with our
+    two fused operators installed), None where the callers fall back to the unfused pair
+    (Ascend without them)."""
     backend = _ops.backend_name()
-    if backend == "ascendc_twin":
-        raise NotImplementedError(
-            f"ms_groupnorm: the fused GroupNorm + SiLU has no AscendC twin kernels yet "
-            f"(${_ops.BACKEND_ENV}=ascendc_twin); unset ${_ops.BACKEND_ENV} for the CPU kernels, or use "
-            f"group_norm followed by ops.silu")
     if backend == "ascend" and not ascend_silu.installed():
         return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed: the unfused pair
     return backend if backend in FUSED_BACKENDS else None
@@ -74,13 +73,27 @@ def _require_fused(backend):
         raise NotImplementedError(f"ms_groupnorm: no fused GroupNorm + SiLU kernels on backend {backend!r}")
 
 
+def _twin_backward_func():
+    """The backward twin's aot shim GroupNormSiluGrad (the CPU kernel's ABI); a clear error,
+    not MindSpore's failed symbol lookup at launch, where the twin library has none."""
+    import ctypes
+
+    from . import ascendc_twin
+    if not hasattr(ctypes.CDLL(ascendc_twin.twin_library_path()), "GroupNormSiluGrad"):
+        raise NotImplementedError(
+            f"ms_groupnorm: the AscendC twin library has no GroupNormSiluGrad aot shim (the fused backward "
+            f"GroupNormSiluGradMs through the twin), so ${_ops.BACKEND_ENV}=ascendc_twin cannot run the fused "
+            f"op's backward")
+    return ascendc_twin.twin_aot_func("GroupNormSiluGrad")
+
+
 @functools.lru_cache(maxsize=None)
 def _silu_backward_op(group, swish_scale, mask, backend):
     _require_fused(backend)
     if backend in ascend_silu.BACKENDS:
         return ascend_silu.backward(group, swish_scale, mask, backend)
     reg = _ops._reg_info(
-        "GroupNormSiluGradMs",
+        "GroupNormSiluGradMs" + _TWIN_SUFFIX[backend],
         ["dz", "x", "mean", "rstd", "gamma", "beta"],
         ["dx", "dgamma", "dbeta"],
         [("group", "int", group),
@@ -89,8 +102,8 @@ def _silu_backward_op(group, swish_scale, mask, backend):
          ("dgamma_is_require", "bool", mask[1]),
          ("dbeta_is_require", "bool", mask[2])],
     )
-    return ops.Custom(_kernel_lib.aot_func("GroupNormSiluGrad"), out_shape=None, out_dtype=None, func_type="aot",
-                      reg_info=reg)
+    func = _twin_backward_func() if backend == "ascendc_twin" else _kernel_lib.aot_func("GroupNormSiluGrad")
+    return ops.Custom(func, out_shape=None, out_dtype=None, func_type="aot", reg_info=reg)
 
 
 @_ops.evaluated_by_graph_compiler
@@ -116,14 +129,18 @@ def _silu_forward_op(group, eps, swish_scale, mask, backend):
         return dx, dgamma, dbeta
 
     reg = _ops._reg_info(
-        "GroupNormSiluMs",
+        "GroupNormSiluMs" + _TWIN_SUFFIX["cpu" if backend == _ops.PYBOOST_BACKEND else backend],
         ["x", "gamma", "beta"],
         ["z", "mean", "rstd"],
         [("group", "int", group), ("eps", "float", eps), ("swish_scale", "float", swish_scale)],
     )
+    if backend == "ascendc_twin":
+        from . import ascendc_twin_forward
+        func = ascendc_twin_forward.forward_aot_func("GroupNormSilu")  # the CPU kernel's aot ABI
+    else:
+        func = _kernel_lib.aot_func("GroupNormSilu")
     op_class = _ops.PynativeForward if backend == _ops.PYBOOST_BACKEND else ops.Custom
-    op = op_class(_kernel_lib.aot_func("GroupNormSilu"), out_shape=None, out_dtype=None, func_type="aot",
-                  bprop=bprop, reg_info=reg)
+    op = op_class(func, out_shape=None, out_dtype=None, func_type="aot", bprop=bprop, reg_info=reg)
     if backend == _ops.PYBOOST_BACKEND:
         op.module_forward, op.module_autograd = _silu_pyboost.forwards(group, eps, swish_scale)
     return op

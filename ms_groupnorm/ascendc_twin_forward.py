@@ -2,7 +2,9 @@
 
 ``forward_library_path`` builds (g++, cached by a hash of the sources) a library of the
 unmodified kernels/ascendc/op_kernel/group_norm_silu_ms.cpp compiled against the twin's
-AscendC stand-in, the host tiling and input checks, and twin/twin_forward.cc's C API.
+AscendC stand-in, the host tiling and input checks, twin/twin_forward.cc's C API and
+twin/twin_forward_aot.cc's aot shim ``GroupNormSilu`` (the ABI of the CPU kernel's fused
+forward, ``forward_aot_func``: what MS_GROUPNORM_BACKEND=ascendc_twin runs, see _silu_ops).
 ``forward_tiling``/``forward_launch``/``twin_forward`` call it with ctypes (kernel-only; the
 tests make good and deliberately broken launches). Same conventions as ``ascendc_twin``
 (the backward's twin): bf16 travels as uint16 bit patterns, policies and executions by name.
@@ -18,10 +20,12 @@ import numpy as np
 from . import ascendc_twin
 from .ascendc_twin import DTYPE_CODES, UB_910B, TwinFault, _policy_code
 
-_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc", "op_kernel/group_norm_silu_ms.cpp",
-            "op_host/group_norm_silu_ms_tiling.cpp")
+_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc", "twin/twin_forward_aot.cc",
+            "op_kernel/group_norm_silu_ms.cpp", "op_host/group_norm_silu_ms_tiling.cpp")
+# The aot shim reads the ABI with the CPU entry points' helpers (kernels/cpu/aot_abi.h).
 _HEADERS = ("op_kernel/group_norm_silu_ms.h", "op_kernel/group_norm_silu_ms_tiling_data.h",
-            "op_host/group_norm_silu_ms_tiling.h", "../cpu/half_types.h")
+            "op_host/group_norm_silu_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_abi.h", "../cpu/aot_extra.h",
+            "../cpu/aot_status.h", "../cpu/group_norm_sizes.h")
 MODE_NAMES = {0: "group_resident", 1: "chunked", 2: "empty_groups"}
 TILING_STATUS = {1: "bad shape", 2: "bad dtype pair", 3: "bad platform", 4: "does not fit in UB", 5: "missing input"}
 UB_RESERVE = 1024  # bytes of UB the host tiling leaves unused (gnsms::kUbReserveBytes)
@@ -56,6 +60,11 @@ def forward_library_path():
             except OSError:
                 pass
     return str(target)
+
+
+def forward_aot_func(name="GroupNormSilu"):
+    """``func`` string of ``ops.Custom(func_type="aot")`` for an aot entry point of the forward twin."""
+    return f"{forward_library_path()}:{name}"
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,7 +11,19 @@ class so that attribute access such as ``layer.weight`` keeps working too.
 
 Only those two exact classes are replaced: a user subclass may override ``construct``,
 and swapping it would silently drop that behaviour.
+
+``convert_group_norm(cell, fuse_silu=True)`` also fuses GroupNorm -> SiLU pairs where the
+order of execution is certain: inside an ``nn.SequentialCell`` (whose construct is
+SequentialCell's own), a GroupNorm layer (MindSpore's nn/mint one or ms_groupnorm's)
+immediately followed by an ``nn.SiLU``/``mint.nn.SiLU`` becomes one fused
+:class:`ms_groupnorm.GroupNormSiLU` (``mint.GroupNormSiLU`` for the mint-style layers) holding
+the GroupNorm's Parameter objects, and the SiLU's place an ``nn.Identity`` (no parameters), so
+the parameter names, and with them checkpoint keys, do not change. A custom ``construct``
+may call its children in any order, or use a GroupNorm's output twice, so no pair is fused
+elsewhere; nor where the GroupNorm is shared with another parent or either layer has hooks or
+Cell flags a fusion would drop (see ``_fusable_pair``).
 """
+import collections
 import copy
 import logging
 import warnings
@@ -20,6 +32,7 @@ from mindspore import mint, nn
 
 from .cell import GroupNorm
 from .mint import GroupNorm as MintGroupNorm
+from .silu_cell import GroupNormSiLU, MintGroupNormSiLU
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +111,77 @@ def _replacement_for(layer):
     return new
 
 
-def _report(cell, converted, subclasses):
+# GroupNorm class (original or ours) -> (fused class, names of its two parameters)
+_FUSED_REPLACEMENTS = {
+    nn.GroupNorm: (GroupNormSiLU, ("gamma", "beta")),
+    GroupNorm: (GroupNormSiLU, ("gamma", "beta")),
+    mint.nn.GroupNorm: (MintGroupNormSiLU, ("weight", "bias")),
+    MintGroupNorm: (MintGroupNormSiLU, ("weight", "bias")),
+}
+_SILU_CLASSES = (nn.SiLU, mint.nn.SiLU)
+
+
+def _has_hooks(layer):
+    """Whether any forward/backward/state-dict hook is registered on ``layer``."""
+    # pylint: disable-next=protected-access
+    backward = layer._cell_backward_hook is not None or layer._cell_backward_pre_hook is not None
+    return backward or any(value for key, value in layer.__dict__.items() if "hook" in key and isinstance(value, dict))
+
+
+def _fusable_pair(norm, act, uses):
+    """Whether ``norm`` then ``act`` (consecutive children of a SequentialCell) may become one
+    fused layer: exact classes (a subclass may override construct); ``norm`` used nowhere
+    else (its other users want GroupNorm's output); no hooks on either (they would see other
+    tensors, or vanish); no Cell flags (to_float, recompute, ...) on the SiLU, which is dropped."""
+    return (type(norm) in _FUSED_REPLACEMENTS and type(act) in _SILU_CLASSES and uses[id(norm)] == 1
+            and not _has_hooks(norm) and not _has_hooks(act) and not getattr(act, "_func_graph_flags", None)
+            and not act._has_config_recompute)  # pylint: disable=protected-access
+
+
+def _fused_replacement_for(norm):
+    """The fused GroupNormSiLU layer for GroupNorm layer ``norm``: its Parameters and settings."""
+    new_cls, param_names = _FUSED_REPLACEMENTS[type(norm)]
+    new = new_cls(norm.num_groups, norm.num_channels, eps=norm.eps, affine=norm.affine,
+                  dtype=getattr(norm, param_names[0]).dtype)
+    for name in param_names:
+        setattr(new, name, getattr(norm, name))  # named Parameters keep their names (see _replacement_for)
+    _copy_cell_settings(norm, new)
+    return new
+
+
+def _fuse_silu_pairs(cell):
+    """Fuses every fusable GroupNorm -> SiLU pair of the SequentialCells in ``cell``, in place;
+    returns how many."""
+    uses = collections.Counter(id(child) for _, parent in cell.cells_and_names()
+                               for child in parent.name_cells().values())
+    fused = 0
+    for _, parent in list(cell.cells_and_names()):
+        # Only SequentialCell's own construct says that children run in order, each on the
+        # previous one's output and nothing else.
+        if not isinstance(parent, nn.SequentialCell) or type(parent).construct is not nn.SequentialCell.construct:
+            continue
+        names = list(parent._cells)  # pylint: disable=protected-access
+        index, fused_here = 0, 0
+        while index + 1 < len(names):
+            norm, act = parent._cells[names[index]], parent._cells[names[index + 1]]  # pylint: disable=protected-access
+            if norm is None or act is None or not _fusable_pair(norm, act, uses):
+                index += 1
+                continue
+            parent.insert_child_to_cell(names[index], _fused_replacement_for(norm))
+            parent.insert_child_to_cell(names[index + 1], nn.Identity())
+            fused_here += 1
+            index += 2
+        if fused_here:
+            parent.cell_list = list(parent._cells.values())  # pylint: disable=protected-access
+            fused += fused_here
+    return fused
+
+
+def _report(cell, converted, subclasses, fused=0):
     skipped = f"; {subclasses} subclass layer(s) left alone" if subclasses else ""
-    if converted:
+    if fused:
+        logger.info("convert_group_norm: fused %d GroupNorm -> SiLU pair(s) in %s", fused, type(cell).__name__)
+    if converted or fused:
         logger.info("convert_group_norm: replaced %d GroupNorm layer(s) in %s%s", converted,
                     type(cell).__name__, skipped)
     else:
@@ -108,10 +189,15 @@ def _report(cell, converted, subclasses):
                       f"{type(cell).__name__}{skipped}; nothing was converted.", UserWarning, stacklevel=3)
 
 
-def convert_group_norm(cell):
+def convert_group_norm(cell, fuse_silu=False):
     """Replace, in place and recursively, every ``mindspore.nn.GroupNorm`` and
     ``mindspore.mint.nn.GroupNorm`` inside ``cell`` by ms_groupnorm's equivalent, with the
     same settings and the same Parameters (values and names), and return ``cell``.
+
+    ``fuse_silu=True`` first replaces each GroupNorm layer (MindSpore's or ms_groupnorm's)
+    immediately followed by ``nn.SiLU``/``mint.nn.SiLU`` in an ``nn.SequentialCell`` by one
+    fused ``GroupNormSiLU`` with the same Parameters, and the SiLU by ``nn.Identity`` (see
+    the module docstring for the pairs left alone). Parameter names do not change.
 
     Children are found wherever MindSpore registers them: attributes, SequentialCell,
     CellList and CellDict. A layer shared by several parents gets one shared replacement.
@@ -132,6 +218,7 @@ def convert_group_norm(cell):
     if top is not None:
         _report(cell, 1, 0)
         return top
+    fused = _fuse_silu_pairs(cell) if fuse_silu else 0
     replaced = {}  # id(original layer) -> its replacement, so shared layers stay shared
     subclasses = set()
     for _, parent in list(cell.cells_and_names()):
@@ -148,9 +235,9 @@ def convert_group_norm(cell):
             parent.insert_child_to_cell(child_name, replaced[id(child)])
         if isinstance(parent, nn.SequentialCell):
             parent.cell_list = list(parent._cells.values())  # what its construct iterates
-    if replaced and any(sub.compile_cache for _, sub in cell.cells_and_names()):
+    if (replaced or fused) and any(sub.compile_cache for _, sub in cell.cells_and_names()):
         warnings.warn("convert_group_norm: this network was already compiled in GRAPH_MODE; the "
                       "compiled graph still runs the replaced layers. Convert before the first call "
                       "(or rebuild the network and its wrappers).", RuntimeWarning, stacklevel=2)
-    _report(cell, len(replaced), len(subclasses))
+    _report(cell, len(replaced), len(subclasses), fused)
     return cell

@@ -7,11 +7,12 @@ swish: z = y * sigmoid(swish_scale * y), y = gamma * xhat + beta; swish_scale = 
 Argument errors are those of GroupNorm (ms_groupnorm.errors, codes 161001/161002).
 
 On Ascend the fused AscendC operators run (GroupNormSiluMs forward, GroupNormSiluGradMs
-backward; see ascend_silu) when both are installed. Where no fused kernel runs, the
+backward; see ascend_silu) when both are installed; with MS_GROUPNORM_BACKEND=ascendc_twin the
+same kernels run through their CPU twins (see _silu_ops). Where no fused kernel runs, the
 functions compute the unfused pair, GroupNorm then swish, with the same results up to
 rounding: float64 input (the fused kernels are float32/16-bit only) and MindSpore on Ascend
 without those operators, where group_norm_silu_backward raises NotImplementedError saying
-so. The AscendC twin backend raises NotImplementedError (see _silu_ops).
+so.
 """
 import functools
 import math

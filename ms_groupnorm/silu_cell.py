@@ -20,7 +20,7 @@ from ms_groupnorm.mint import GroupNorm as MintGroupNorm
 @constexpr(check=False)
 def _runs_fused(stat_dtype):
     """Whether the fused kernel runs for statistics in ``stat_dtype`` on the current backend
-    (raises for the AscendC twin, which has no fused kernels yet)."""
+    (the CPU kernels, or the AscendC ones through their CPU twins)."""
     return _silu_ops.fused_backend() is not None and stat_dtype in _FUSED_STAT_DTYPES
 
 

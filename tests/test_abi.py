@@ -52,9 +52,10 @@ def make_extra(fake_extra_lib):
         fake_extra_lib.FakeExtraDelete(extra)
 
 
-def aot_call(function, tensors, dtypes, extra, nparam=None, null=()):
-    """Call an aot entry point with numpy ``tensors``; ``null`` names argument arrays to pass as NULL."""
-    lib = _kernel_lib.cdll()
+def aot_call(function, tensors, dtypes, extra, nparam=None, null=(), lib=None):
+    """Call an aot entry point with numpy ``tensors``; ``null`` names argument arrays to pass as NULL;
+    ``lib``: another library with the same ABI (the AscendC twin's shims), default the CPU kernels'."""
+    lib = _kernel_lib.cdll() if lib is None else lib
     count = len(tensors)
     params = (ctypes.c_void_p * count)(*[None if t is None else t.ctypes.data for t in tensors])
     ndims = (ctypes.c_int * count)(*[0 if t is None else t.ndim for t in tensors])

@@ -238,15 +238,6 @@ def test_without_fused_kernels_the_pair_runs(rng, monkeypatch):
     assert_close(layer(tensor(x, ms.float32)), reference_silu.forward(x, gamma, beta, 3)[0], ms.float32, "layer")
 
 
-def test_ascendc_twin_backend_raises_not_implemented(monkeypatch):
-    monkeypatch.setenv("MS_GROUPNORM_BACKEND", "ascendc_twin")
-    x = Tensor(np.zeros((2, 6, 4), np.float32))
-    with pytest.raises(NotImplementedError, match="no AscendC twin kernels"):
-        group_norm_silu(x, 3)
-    with pytest.raises(NotImplementedError, match="no AscendC twin kernels"):
-        GroupNormSiLU(3, 6)(x)
-
-
 # ---------------------------------------------------------------- GRAPH: LAX/STRICT, dynamic shape and rank
 class _FunctionalLoss(nn.Cell):
     def __init__(self, gamma, beta):

@@ -1,4 +1,5 @@
-// Exported entry points of libms_groupnorm_cpu.so.
+// Exported GroupNorm entry points of libms_groupnorm_cpu.so (the fused GroupNorm + SiLU
+// ones are in group_norm_silu_aot.cc).
 //
 // 1. A plain C API (MsGroupNormForward / MsGroupNormBackward) with explicit sizes,
 //    used by ctypes for kernel-only benchmarks and tests.
@@ -10,64 +11,12 @@
 #include <cstring>
 #include <utility>
 
-#include "aot_extra.h"
-#include "aot_status.h"
+#include "aot_abi.h"
 #include "group_norm_cpu.h"
-#include "group_norm_silu_cpu.h"
-
-// The library is built with -fvisibility=hidden; only these entry points are exported.
-#define MS_GROUPNORM_EXPORT __attribute__((visibility("default")))
 
 namespace {
 
-using namespace ms_groupnorm;  // NOLINT: storage types, sizes, masks and the status codes of aot_status.h
-
-enum class DType { kFloat32, kFloat16, kBFloat16, kFloat64, kInvalid };
-
-DType ParseDType(const char *name) {
-  if (name == nullptr) return DType::kInvalid;
-  if (std::strcmp(name, "float32") == 0) return DType::kFloat32;
-  if (std::strcmp(name, "float16") == 0) return DType::kFloat16;
-  if (std::strcmp(name, "bfloat16") == 0) return DType::kBFloat16;
-  if (std::strcmp(name, "float64") == 0) return DType::kFloat64;
-  return DType::kInvalid;
-}
-
-// Statistics (mean, rstd, gamma, beta, dgamma, dbeta) are either in the data dtype or
-// in float32 (mixed precision); float64 data (the layers' float64 support; the aclnn
-// contract in ms_groupnorm/_checks.py rejects it) takes float64 statistics only.
-bool ValidDTypePair(DType data, DType stat) {
-  if (data == DType::kFloat64 || stat == DType::kFloat64) return data == stat;
-  return data != DType::kInvalid && (stat == data || stat == DType::kFloat32);
-}
-
-bool ValidSizes(const GroupNormSizes &s) {
-  if (s.N < 0 || s.C < 0 || s.HxW < 0 || s.G <= 0 || s.C % s.G != 0) return false;
-  int64_t total;
-  return !__builtin_mul_overflow(s.N, s.C, &total) && !__builtin_mul_overflow(total, s.HxW, &total);
-}
-
-// Calls fn(T{}, U{}) with the storage types of the (data, stat) dtype pair.
-template <typename Fn>
-void DispatchDTypes(DType data, DType stat, Fn fn) {
-  const bool mixed = stat == DType::kFloat32 && data != DType::kFloat32;
-  switch (data) {
-    case DType::kFloat32:
-      fn(float{}, float{});
-      break;
-    case DType::kFloat16:
-      if (mixed) fn(Half{}, float{}); else fn(Half{}, Half{});
-      break;
-    case DType::kBFloat16:
-      if (mixed) fn(BFloat16{}, float{}); else fn(BFloat16{}, BFloat16{});
-      break;
-    case DType::kFloat64:
-      fn(double{}, double{});
-      break;
-    case DType::kInvalid:
-      break;
-  }
-}
+using namespace ms_groupnorm;  // NOLINT: storage types, sizes, masks, the aot_abi.h helpers and status codes
 
 int RunBackward(const void *dy, const void *x, const void *mean, const void *rstd, const void *gamma, void *dx,
                 void *dgamma, void *dbeta, const GroupNormSizes &s, DType data, DType stat, OutputMask mask) {
@@ -106,54 +55,7 @@ int RunForward(const void *x, const void *gamma, const void *beta, void *y, void
   return kOk;
 }
 
-// ---- helpers for the aot ABI ----
-int64_t NumElements(int ndim, const int64_t *shape) {
-  int64_t total = 1;
-  for (int i = 0; i < ndim; ++i) {
-    if (shape[i] < 0 || __builtin_mul_overflow(total, shape[i], &total)) return -1;
-  }
-  return total;
-}
-
-// Checks the pointers MindSpore hands over; every tensor must have a shape and a dtype.
-bool ValidAotArguments(int nparam, int expected, void **params, int *ndims, int64_t **shapes, const char **dtypes) {
-  if (nparam != expected || params == nullptr || ndims == nullptr || shapes == nullptr || dtypes == nullptr) {
-    return false;
-  }
-  for (int i = 0; i < expected; ++i) {
-    if (ndims[i] < 0 || ndims[i] > 8 || (ndims[i] > 0 && shapes[i] == nullptr) || dtypes[i] == nullptr) return false;
-  }
-  return true;
-}
-
-// (N, C, HxW) of an (N, C, *) tensor of rank 2-8; false for anything else.
-bool SizesFromInput(int ndim, const int64_t *shape, GroupNormSizes *s) {
-  if (ndim < 2 || ndim > 8) return false;
-  s->N = shape[0];
-  s->C = shape[1];
-  s->HxW = NumElements(ndim - 2, shape + 2);
-  return s->N >= 0 && s->C >= 0 && s->HxW >= 0;
-}
-
-bool ReadIntAttr(mindspore::AotExtra *extra, const char *name, int64_t *value) {
-  if (extra == nullptr || !extra->HasAttr(name)) return false;
-  *value = extra->GetAttrInt(name);
-  return true;
-}
-
-bool ReadBoolAttr(mindspore::AotExtra *extra, const char *name, bool fallback) {
-  if (extra == nullptr || !extra->HasAttr(name)) return fallback;
-  return extra->GetAttrBool(name);
-}
-
-OutputMask ReadMask(mindspore::AotExtra *extra) {
-  return OutputMask{ReadBoolAttr(extra, "dx_is_require", true), ReadBoolAttr(extra, "dgamma_is_require", true),
-                    ReadBoolAttr(extra, "dbeta_is_require", true)};
-}
-
-// Static channel count of an (N, C, *) shape, or -1 while it is unknown.
-int64_t ChannelsOf(int ndim, const int64_t *shape) { return ndim >= 2 ? shape[1] : -1; }
-
+// ---- the aot bodies (aot_abi.h reads the ABI) ----
 // The forward aot body once group and eps are known. params: x, gamma, beta | y, mean,
 // rstd (empty gamma/beta mean ones/zeros); mean and rstd must hold `stat_numel` elements.
 int ForwardFromAot(void **params, int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s, float eps,
@@ -408,174 +310,6 @@ MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormGradRuntimeGroupI
 MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormGradRuntimeGroupInferType(
     std::vector<mindspore::TypeId> types, mindspore::AotExtra *extra) {
   return GroupNormGradInferType(std::move(types), extra);
-}
-
-}  // extern "C"
-
-// ================================================================ fused GroupNorm + SiLU
-// Same validation and dtype rules as GroupNorm's entry points above; swish_scale is the
-// k of z = y * sigmoid(k * y) (1 = SiLU). float64 is rejected (kBadDtype): the Python
-// layer runs float64 as the unfused pair.
-namespace {
-
-int RunSiluForward(const void *x, const void *gamma, const void *beta, void *z, void *mean, void *rstd,
-                   const GroupNormSizes &s, float eps, float swish_k, DType data, DType stat) {
-  if (!ValidSizes(s)) return kBadShape;
-  if (!ValidDTypePair(data, stat) || data == DType::kFloat64) return kBadDtype;
-  if (s.N * s.C > 0 && (mean == nullptr || rstd == nullptr)) return kNullPointer;
-  if (s.N * s.C * s.HxW > 0 && (x == nullptr || z == nullptr)) return kNullPointer;
-  DispatchDTypes(data, stat, [&](auto t, auto u) {
-    using T = decltype(t);
-    using U = decltype(u);
-    if constexpr (!std::is_same_v<T, double>) {
-      ms_groupnorm::GroupNormSiluForward<T, U>(static_cast<const T *>(x), static_cast<const U *>(gamma),
-                                               static_cast<const U *>(beta), static_cast<T *>(z),
-                                               static_cast<U *>(mean), static_cast<U *>(rstd), s, eps, swish_k);
-    }
-  });
-  return kOk;
-}
-
-int RunSiluBackward(const void *dz, const void *x, const void *mean, const void *rstd, const void *gamma,
-                    const void *beta, void *dx, void *dgamma, void *dbeta, const GroupNormSizes &s, float swish_k,
-                    DType data, DType stat, OutputMask mask) {
-  if (!ValidSizes(s)) return kBadShape;
-  if (!ValidDTypePair(data, stat) || data == DType::kFloat64) return kBadDtype;
-  const bool empty = s.N * s.HxW == 0;
-  if (!empty && (dz == nullptr || x == nullptr || mean == nullptr || rstd == nullptr)) return kNullPointer;
-  if ((mask.dx && !empty && dx == nullptr) || (mask.dgamma && s.C > 0 && dgamma == nullptr) ||
-      (mask.dbeta && s.C > 0 && dbeta == nullptr)) {
-    return kNullPointer;
-  }
-  DispatchDTypes(data, stat, [&](auto t, auto u) {
-    using T = decltype(t);
-    using U = decltype(u);
-    if constexpr (!std::is_same_v<T, double>) {
-      ms_groupnorm::GroupNormSiluBackward<T, U>(
-          static_cast<const T *>(dz), static_cast<const T *>(x), static_cast<const U *>(mean),
-          static_cast<const U *>(rstd), static_cast<const U *>(gamma), static_cast<const U *>(beta),
-          static_cast<T *>(dx), static_cast<U *>(dgamma), static_cast<U *>(dbeta), s, mask, swish_k);
-    }
-  });
-  return kOk;
-}
-
-bool ReadFloatAttr(mindspore::AotExtra *extra, const char *name, float *value) {
-  if (extra == nullptr || !extra->HasAttr(name)) return false;
-  *value = extra->GetAttrFloat(name);
-  return true;
-}
-
-}  // namespace
-
-extern "C" {
-
-MS_GROUPNORM_EXPORT int MsGroupNormSiluForward(const void *x, const void *gamma, const void *beta, void *z,
-                                               void *mean, void *rstd, int64_t N, int64_t C, int64_t HxW,
-                                               int64_t group, float eps, float swish_scale, const char *data_dtype,
-                                               const char *stat_dtype) {
-  const GroupNormSizes s{N, C, HxW, group};
-  return RunSiluForward(x, gamma, beta, z, mean, rstd, s, eps, swish_scale, ParseDType(data_dtype),
-                        ParseDType(stat_dtype));
-}
-
-MS_GROUPNORM_EXPORT int MsGroupNormSiluBackward(const void *dz, const void *x, const void *mean, const void *rstd,
-                                                const void *gamma, const void *beta, void *dx, void *dgamma,
-                                                void *dbeta, int64_t N, int64_t C, int64_t HxW, int64_t group,
-                                                float swish_scale, const char *data_dtype, const char *stat_dtype,
-                                                int dx_is_require, int dgamma_is_require, int dbeta_is_require) {
-  const GroupNormSizes s{N, C, HxW, group};
-  const OutputMask mask{dx_is_require != 0, dgamma_is_require != 0, dbeta_is_require != 0};
-  return RunSiluBackward(dz, x, mean, rstd, gamma, beta, dx, dgamma, dbeta, s, swish_scale, ParseDType(data_dtype),
-                         ParseDType(stat_dtype), mask);
-}
-
-// params: x, gamma, beta | z, mean, rstd (empty gamma/beta: ones/zeros); attrs: group, eps, swish_scale.
-MS_GROUPNORM_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
-                                      void * /*stream*/, void *extra_ptr) {
-  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  enum { kX, kGamma, kBeta, kZ, kMean, kRstd };
-  GroupNormSizes s;
-  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
-  float eps = 0.0f, swish_k = 0.0f;
-  if (!ReadFloatAttr(extra, "eps", &eps) || !ReadFloatAttr(extra, "swish_scale", &swish_k)) return kBadAttr;
-
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kGamma]);
-  if (ParseDType(dtypes[kZ]) != data) return kBadDtype;
-  for (int i : {kBeta, kMean, kRstd}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
-  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
-      NumElements(ndims[kZ], shapes[kZ]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G) {
-    return kBadShape;
-  }
-  return RunSiluForward(params[kX], gamma_numel == 0 ? nullptr : params[kGamma],
-                        beta_numel == 0 ? nullptr : params[kBeta], params[kZ], params[kMean], params[kRstd], s, eps,
-                        swish_k, data, stat);
-}
-
-MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluInferShape(int *ndims, int64_t **shapes,
-                                                                              mindspore::AotExtra *extra) {
-  return GroupNormInferShape(ndims, shapes, extra);  // z like x, mean/rstd (N, group)
-}
-
-MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormSiluInferType(std::vector<mindspore::TypeId> types,
-                                                                          mindspore::AotExtra *extra) {
-  return GroupNormInferType(types, extra);
-}
-
-// params: dz, x, mean, rstd, gamma, beta | dx, dgamma, dbeta (empty gamma/beta: ones/zeros).
-// attrs: group, swish_scale, dx_is_require, dgamma_is_require, dbeta_is_require.
-MS_GROUPNORM_EXPORT int GroupNormSiluGrad(int nparam, void **params, int *ndims, int64_t **shapes,
-                                          const char **dtypes, void * /*stream*/, void *extra_ptr) {
-  if (!ValidAotArguments(nparam, 9, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  enum { kDz, kX, kMean, kRstd, kGamma, kBeta, kDx, kDgamma, kDbeta };
-  GroupNormSizes s;
-  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
-  float swish_k = 0.0f;
-  if (!ReadFloatAttr(extra, "swish_scale", &swish_k)) return kBadAttr;
-  const OutputMask mask = ReadMask(extra);
-
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kMean]);
-  if (ParseDType(dtypes[kDz]) != data || ParseDType(dtypes[kDx]) != data) return kBadDtype;
-  for (int i : {kRstd, kGamma, kBeta, kDgamma, kDbeta}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
-  if (NumElements(ndims[kDz], shapes[kDz]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G || (gamma_numel != s.C && gamma_numel != 0) ||
-      (beta_numel != s.C && beta_numel != 0) || (mask.dx && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
-      (mask.dgamma && NumElements(ndims[kDgamma], shapes[kDgamma]) != s.C) ||
-      (mask.dbeta && NumElements(ndims[kDbeta], shapes[kDbeta]) != s.C)) {
-    return kBadShape;
-  }
-  return RunSiluBackward(params[kDz], params[kX], params[kMean], params[kRstd],
-                         gamma_numel == 0 ? nullptr : params[kGamma], beta_numel == 0 ? nullptr : params[kBeta],
-                         params[kDx], params[kDgamma], params[kDbeta], s, swish_k, data, stat, mask);
-}
-
-MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluGradInferShape(int *ndims, int64_t **shapes,
-                                                                                  mindspore::AotExtra *extra) {
-  return GroupNormGradInferShape(ndims, shapes, extra);  // dx like x (input 1), dgamma/dbeta (C,)
-}
-
-MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormSiluGradInferType(std::vector<mindspore::TypeId> types,
-                                                                              mindspore::AotExtra *extra) {
-  return GroupNormGradInferType(types, extra);  // dx follows x; dgamma, dbeta follow mean
 }
 
 }  // extern "C"

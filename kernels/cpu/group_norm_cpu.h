@@ -37,24 +37,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "group_norm_sizes.h"
 #include "half_types.h"
 #include "row_kernels.h"
 
 namespace ms_groupnorm {
-
-struct GroupNormSizes {
-  int64_t N = 0;
-  int64_t C = 0;
-  int64_t HxW = 0;
-  int64_t G = 1;
-  int64_t D() const { return C / G; }
-};
-
-struct OutputMask {
-  bool dx = true;
-  bool dgamma = true;
-  bool dbeta = true;
-};
 
 namespace detail {
 
