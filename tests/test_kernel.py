@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -152,7 +153,10 @@ DETERMINISM_SCRIPT = textwrap.dedent("""
 
 
 def _digest_with_threads(threads):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    # The child imports ms_groupnorm from this checkout, installed or not.
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     result = subprocess.run([sys.executable, "-c", DETERMINISM_SCRIPT], env=env, capture_output=True, text=True,
                             timeout=300, check=True)
     return result.stdout.strip()
