@@ -3,7 +3,7 @@
 // a module of its own (group_norm_pyboost.cc is GroupNorm's; see there for why pyboost,
 // InlineLaunchRunner and the asynchronous error reporting). The kernels are not duplicated:
 // this file allocates outputs and calls the plain C API of libms_groupnorm_cpu.so
-// (kernels/cpu/group_norm_aot.cc), so results are bitwise those of the aot ops.
+// (kernels/cpu/group_norm_silu_aot.cc), so results are bitwise those of the aot ops.
 //
 // Contract (as the aot ops GroupNormSilu / GroupNormSiluGrad):
 //   group_norm_silu(x, gamma, beta, group, eps, swish_scale)          -> (z, mean, rstd)
@@ -18,7 +18,7 @@
 #include "ms_extension/all.h"
 #include "include/pynative/backward/function.h"
 
-// Defined in kernels/cpu/group_norm_aot.cc; these declarations must match it exactly.
+// Defined in kernels/cpu/group_norm_silu_aot.cc; these declarations must match it exactly.
 extern "C" int MsGroupNormSiluForward(const void *x, const void *gamma, const void *beta, void *z, void *mean,
                                       void *rstd, int64_t N, int64_t C, int64_t HxW, int64_t group, float eps,
                                       float swish_scale, const char *data_dtype, const char *stat_dtype);
