@@ -27,8 +27,9 @@ TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
 _TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
                  "twin/twin_probes.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
                  "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
-_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runtime.h", "twin/twin_pipes.h",
-                 "twin/twin_launch.h",
+_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/kernel_operator_sync.h", "twin/kernel_operator_buffers.h",
+                 "twin/kernel_operator_data_copy.h", "twin/kernel_operator_vector.h", "twin/build_rules.h",
+                 "twin/twin_runtime.h", "twin/twin_pipes.h", "twin/twin_launch.h",
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
                  "op_kernel/group_norm_grad_ms_common.h", "op_kernel/group_norm_grad_ms_copies.h",
                  "op_kernel/group_norm_grad_ms_stage2.h", "op_kernel/group_norm_grad_ms_channels.h",
