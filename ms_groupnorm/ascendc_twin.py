@@ -25,10 +25,12 @@ import numpy as np
 ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
 TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
 _TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
-                 "twin/twin_probes.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
+                 "twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
+                 "twin/twin_probes_vector.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
                  "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
-_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/build_rules.h", "twin/twin_runtime.h", "twin/twin_pipes.h",
-                 "twin/twin_launch.h",
+_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/kernel_operator_sync.h", "twin/kernel_operator_buffers.h",
+                 "twin/kernel_operator_data_copy.h", "twin/kernel_operator_vector.h", "twin/build_rules.h",
+                 "twin/twin_runtime.h", "twin/twin_pipes.h", "twin/twin_launch.h", "twin/twin_probes.h",
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
                  "op_kernel/group_norm_grad_ms_common.h", "op_kernel/group_norm_grad_ms_copies.h",
                  "op_kernel/group_norm_grad_ms_stage2.h", "op_kernel/group_norm_grad_ms_channels.h",
@@ -299,7 +301,7 @@ def twin_silu_backward(dz, x, mean, rstd, gamma, beta, group, swish_scale=1.0, m
 
 def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurrent", seed=0, out_len=64,
                execution="immediate", init=None, check_hazards=True, auto_sync=True, overflow="inf_nan"):
-    """Runs one of twin_probes.cc's mini kernels; returns its GM buffer (initially ``init``,
+    """Runs one of the mini kernels of twin_probes*.cc; returns its GM buffer (initially ``init``,
     zero-padded to out_len), raises TwinFault. ``check_hazards=False`` lets a probe with a
     missing synchronisation run to the end (to see what it computes under deferred execution)."""
     out = np.zeros(out_len, np.float32)

@@ -1,6 +1,6 @@
 """The CPU twin enforces the hardware rules: each test makes a deliberately broken launch
 (of the real GroupNormGradMs kernel where a launch parameter can break it, otherwise of a
-small broken kernel from twin_probes.cc) and checks that the twin stops it and says why.
+small broken kernel from twin_probes*.cc) and checks that the twin stops it and says why.
 The ordering probes show that running blocks in several orders would expose a missing
 barrier or an order-dependent reduction, which is what gives the determinism test teeth."""
 import numpy as np

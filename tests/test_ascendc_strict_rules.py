@@ -1,5 +1,5 @@
 """Rules of the 910B (dav-c220, arch 2201) that the twin enforces beyond the pipe hazards of
-test_ascendc_pipes.py, each with a probe kernel (kernels/ascendc/twin/twin_probes.cc) that
+test_ascendc_pipes.py, each with a probe kernel (kernels/ascendc/twin/twin_probes*.cc) that
 breaks it and one that keeps it:
   * one event-id pool shared by FetchEventID/AllocEventID, the TQues and ReduceSum
     (asc-devkit impl/basic_api/kernel_tpipe_impl.h, kernel_tquebind_impl.h);

@@ -39,11 +39,17 @@
  *   mode 2 (empty_groups, D * HxW == 0): mean = 0 and rstd = NaN (no variance), y empty.
  * rstd is computed on the vector unit (Duplicate, Sqrt, Div): the AscendC API documents no
  * scalar square root.
+ *
+ * Files: this header holds the class (buffers, statistics helpers, the chunk indexing);
+ * group_norm_silu_ms_copies.h the GM -> UB loads (free functions); the members of mode 0 and
+ * mode 1 are defined out of the class in group_norm_silu_ms_resident.h and
+ * group_norm_silu_ms_chunked.h, included at the end.
  */
 #ifndef GROUP_NORM_SILU_MS_H
 #define GROUP_NORM_SILU_MS_H
 
 #include "kernel_operator.h"
+#include "group_norm_silu_ms_copies.h"
 #include "group_norm_silu_ms_tiling_data.h"
 
 namespace GroupNormSiluMsKernel {
@@ -208,29 +214,7 @@ class KernelGroupNormSiluMs {
   }
 
   // ------------------------------------------------------------------ GM <-> UB
-  // `rows` rows of `len` contiguous elements of src at `offset` into the queue's next buffer,
-  // at a pitch of `len` rounded up to 32 bytes (DataCopyPad pads each row to 32 bytes).
-  template <typename V, typename Que>
-  __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows, int64_t len) {
-    LocalTensor<V> staging = que.template AllocTensor<V>();
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
-    DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
-    DataCopyPad(staging, src[offset], copy, pad);
-    que.EnQue(staging);
-  }
-
-  // Takes the oldest load of `que`, writes it as fp32 to dst (V), frees the staging buffer.
-  template <typename V, typename Que>
-  __aicore__ inline void TakeAsFloat(Que &que, int64_t count, const LocalTensor<float> &dst) {
-    LocalTensor<V> staging = que.template DeQue<V>();
-    if constexpr (IsSameType<V, float>::value) {
-      Muls(dst, staging, 1.0f, static_cast<int32_t>(count));  // a vector copy
-    } else {
-      Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(count));
-    }
-    que.FreeTensor(staging);
-  }
-
+  // (the loads: group_norm_silu_ms_copies.h)
   // y (fp32 in src, `count` elements at the UB pitch) to GM as `rows` rows of `len` elements.
   __aicore__ inline void StoreRows(int64_t offset, int64_t rows, int64_t len, int64_t count,
                                    const LocalTensor<float> &src) {
@@ -325,45 +309,9 @@ class KernelGroupNormSiluMs {
   }
 
   // ------------------------------------------------------------------ mode 0: group resident
-  __aicore__ inline void IssueGroupLoad(int64_t task) {
-    IssueRows(xQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
-  }
-
-  __aicore__ inline void ResidentTask(int64_t task, bool hasNext) {
-    const int64_t g = task % t_->G;
-    const int64_t rows = t_->rows;
-    const int64_t len = t_->rowLen;
-    const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
-    LocalTensor<float> xF = XF();
-    LocalTensor<float> tmp = Tmp();
-    TakeAsFloat<T>(xQue_, span, xF);
-    if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
-    IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
-    IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
-    const float shift = GroupShift(task);
-    Adds(xF, xF, -shift, span);
-    const float offset = SumRows(xF, rows, len) * invM_;  // mean - shift
-    Adds(xF, xF, -offset, span);  // x - mean, kept for y
-    Mul(tmp, xF, xF, span);
-    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
-    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
-    const float var = SumRows(tmp, rows, len) * invM_;  // its V -> S wait also covers gamma/beta
-    const float rstd = Rstd(var);
-    RecordStats(task, shift + offset, rstd, false);
-    if (t_->vectorCoef != 0) {
-      Muls(xF, xF, rstd, span);
-      Mul(xF, xF, GammaF(), span);
-      Add(xF, xF, BetaF(), span);
-    } else {
-      const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
-      for (int64_t r = 0; r < rows; ++r) {
-        Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(r), pitch);
-        Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(r), pitch);
-      }
-    }
-    Silu(xF, tmp, span);
-    StoreRows(task * groupElems_, rows, len, span, xF);
-  }
+  // (defined in group_norm_silu_ms_resident.h)
+  __aicore__ inline void IssueGroupLoad(int64_t task);
+  __aicore__ inline void ResidentTask(int64_t task, bool hasNext);
 
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
@@ -387,154 +335,15 @@ class KernelGroupNormSiluMs {
     return group * groupElems_ + r * t_->rowLen + chunk * t_->chunkElems;
   }
 
-  // The block's loads form one stream over its tasks, each task's items in passes
-  // firstPass..lastPass (0: statistics, 1: y). One load is in flight ahead of the compute.
-  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass) {
-    streamTask_ = first;
-    streamEnd_ = end;
-    streamFirstPass_ = firstPass;
-    streamLastPass_ = lastPass;
-    streamPass_ = firstPass;
-    streamItem_ = TaskFirstItem(first);
-    if (first < end) StreamIssue();
-  }
-
-  __aicore__ inline void StreamIssue() {
-    IssueRows(xQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
-    if (++streamItem_ < TaskEndItem(streamTask_)) return;
-    if (streamPass_ < streamLastPass_) {
-      ++streamPass_;
-    } else {
-      ++streamTask_;
-      streamPass_ = streamFirstPass_;
-    }
-    streamItem_ = TaskFirstItem(streamTask_);
-  }
-
-  // The next chunk as fp32 in XF(); issues the load after it.
-  __aicore__ inline void TakeChunk(int64_t len) {
-    TakeAsFloat<T>(xQue_, len, XF());
-    if (streamTask_ < streamEnd_) StreamIssue();
-  }
-
-  // Pass 1 of a task: each chunk's two-pass statistics of x - shift, combined pairwise.
-  __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats) {
-    LocalTensor<float> xF = XF();
-    LocalTensor<float> tmp = Tmp();
-    stats->Reset();
-    for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
-      const int64_t len = ItemLen(item);
-      const int32_t n = static_cast<int32_t>(len);
-      TakeChunk(len);
-      Adds(xF, xF, -shift, n);
-      const float nb = static_cast<float>(len);
-      const float mb = SumRows(xF, 1, len) / nb;
-      Adds(tmp, xF, -mb, n);
-      Mul(tmp, tmp, tmp, n);
-      const float m2b = SumRows(tmp, 1, len);
-      stats->Add(nb, mb, m2b);
-    }
-  }
-
-  // Pass 2 of a task: y of its chunks. `centre` is mean - shift.
-  __aicore__ inline void SliceOutput(int64_t task, float shift, float centre, float rstd) {
-    const int64_t group = TaskGroup(task);
-    const int64_t g = group % t_->G;
-    LocalTensor<float> xF = XF();
-    LocalTensor<float> tmp = Tmp();
-    float rowScale = 0.0f;  // rstd * gamma_c
-    float rowBeta = 0.0f;
-    int64_t coefRow = -1;
-    for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
-      const int64_t r = item / t_->chunksPerRow;
-      const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
-      const int64_t len = ItemLen(item);
-      const int32_t n = static_cast<int32_t>(len);
-      if (t_->vectorCoef != 0) {
-        IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
-        IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
-      } else if (r != coefRow) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
-        rowScale = rstd * Param(gammaGm_, g * t_->D + r);
-        rowBeta = Param(betaGm_, g * t_->D + r);
-        coefRow = r;
-      }
-      TakeChunk(len);
-      Adds(xF, xF, -shift, n);
-      Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
-      if (t_->vectorCoef != 0) {
-        TakeAsFloat<U>(gammaQue_, len, GammaF());
-        TakeAsFloat<U>(betaQue_, len, BetaF());
-        Muls(xF, xF, rstd, n);
-        Mul(xF, xF, GammaF(), n);
-        Add(xF, xF, BetaF(), n);
-      } else {
-        Muls(xF, xF, rowScale, n);
-        Adds(xF, xF, rowBeta, n);
-      }
-      Silu(xF, tmp, n);
-      StoreRows(ItemOffset(group, item), 1, len, len, xF);
-    }
-  }
-
-  // A whole group in one block: both passes.
-  __aicore__ inline void ChunkedTask(int64_t task) {
-    const float shift = GroupShift(TaskGroup(task));
-    ChanCascade stats;
-    SliceStats(task, shift, &stats);
-    float count = 0.0f;
-    float centre = 0.0f;  // mean - shift
-    float m2 = 0.0f;
-    stats.Total(&count, &centre, &m2);
-    const float rstd = Rstd(m2 * invM_);
-    RecordStats(TaskGroup(task), shift + centre, rstd, false);
-    SliceOutput(task, shift, centre, rstd);
-  }
-
-  // Split groups, before SyncAll: a slice's (count, mean, M2) to its workspace entry.
-  __aicore__ inline void SliceStatsTask(int64_t task) {
-    ChanCascade stats;
-    SliceStats(task, GroupShift(TaskGroup(task)), &stats);
-    float count = 0.0f;
-    float centre = 0.0f;
-    float m2 = 0.0f;
-    stats.Total(&count, &centre, &m2);
-    LocalTensor<float> entry = sliceOutBuf_.Get<float>();
-    if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
-    entry.SetValue(0, count);
-    entry.SetValue(1, centre);
-    entry.SetValue(2, m2);
-    Sync<HardEvent::S_MTE3>();
-    DataCopyExtParams copy{1, static_cast<uint32_t>(3 * sizeof(float)), 0, 0, 0};
-    DataCopyPad(wsGm_[task * FLOATS_PER_BLOCK], entry, copy);
-    entryInFlight_ = true;
-  }
-
-  // Split groups, after SyncAll: the group's slice statistics combined in slice order (the
-  // same on every block of the group, and the same tree as one block's cascade), then y.
-  __aicore__ inline void SliceOutputTask(int64_t task) {
-    const int64_t group = TaskGroup(task);
-    const int64_t slices = t_->sliceCount;
-    LocalTensor<float> entries = slicesInBuf_.Get<float>();
-    DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(3 * sizeof(float)),
-                           static_cast<uint32_t>((FLOATS_PER_BLOCK - 3) * sizeof(float)), 0, 0};
-    DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
-    DataCopyPad(entries, wsGm_[group * slices * FLOATS_PER_BLOCK], copy, pad);
-    Sync<HardEvent::MTE2_S>();
-    ChanCascade stats;
-    stats.Reset();
-    for (int64_t s = 0; s < slices; ++s) {
-      const uint32_t at = static_cast<uint32_t>(s * FLOATS_PER_BLOCK);
-      stats.Add(entries.GetValue(at), entries.GetValue(at + 1), entries.GetValue(at + 2));
-    }
-    float count = 0.0f;
-    float centre = 0.0f;
-    float m2 = 0.0f;
-    stats.Total(&count, &centre, &m2);
-    const float shift = GroupShift(group);
-    const float rstd = Rstd(m2 * invM_);
-    if (task % slices == 0) RecordStats(group, shift + centre, rstd, false);
-    SliceOutput(task, shift, centre, rstd);
-  }
+  // the chunk stream and the tasks (defined in group_norm_silu_ms_chunked.h)
+  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass);
+  __aicore__ inline void StreamIssue();
+  __aicore__ inline void TakeChunk(int64_t len);
+  __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats);
+  __aicore__ inline void SliceOutput(int64_t task, float shift, float centre, float rstd);
+  __aicore__ inline void ChunkedTask(int64_t task);
+  __aicore__ inline void SliceStatsTask(int64_t task);
+  __aicore__ inline void SliceOutputTask(int64_t task);
 
   const GroupNormSiluMsTilingData *t_ = nullptr;
   TPipe *pipe_ = nullptr;
@@ -574,5 +383,9 @@ class KernelGroupNormSiluMs {
 };
 
 }  // namespace GroupNormSiluMsKernel
+
+// The members of modes 0 and 1, defined out of the class.
+#include "group_norm_silu_ms_resident.h"
+#include "group_norm_silu_ms_chunked.h"
 
 #endif  // GROUP_NORM_SILU_MS_H

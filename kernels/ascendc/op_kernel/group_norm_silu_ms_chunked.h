@@ -1,0 +1,170 @@
+// Member definitions of KernelGroupNormSiluMs (group_norm_silu_ms.h) for mode 1 (chunked):
+// the chunk load stream, per-chunk statistics combined by ChanCascade, y in a second pass, and
+// the split groups' slice statistics through the workspace around SyncAll.
+// Included by group_norm_silu_ms.h after the class; not a header of its own.
+#ifndef GROUP_NORM_SILU_MS_CHUNKED_H
+#define GROUP_NORM_SILU_MS_CHUNKED_H
+
+namespace GroupNormSiluMsKernel {
+
+// The block's loads form one stream over its tasks, each task's items in passes
+// firstPass..lastPass (0: statistics, 1: y). One load is in flight ahead of the compute.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamBegin(int64_t first, int64_t end, int64_t firstPass,
+                                                             int64_t lastPass) {
+  streamTask_ = first;
+  streamEnd_ = end;
+  streamFirstPass_ = firstPass;
+  streamLastPass_ = lastPass;
+  streamPass_ = firstPass;
+  streamItem_ = TaskFirstItem(first);
+  if (first < end) StreamIssue();
+}
+
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
+  IssueRows(xQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
+  if (++streamItem_ < TaskEndItem(streamTask_)) return;
+  if (streamPass_ < streamLastPass_) {
+    ++streamPass_;
+  } else {
+    ++streamTask_;
+    streamPass_ = streamFirstPass_;
+  }
+  streamItem_ = TaskFirstItem(streamTask_);
+}
+
+// The next chunk as fp32 in XF(); issues the load after it.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeChunk(int64_t len) {
+  TakeAsFloat<T>(xQue_, len, XF());
+  if (streamTask_ < streamEnd_) StreamIssue();
+}
+
+// Pass 1 of a task: each chunk's two-pass statistics of x - shift, combined pairwise.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, float shift, ChanCascade *stats) {
+  LocalTensor<float> xF = XF();
+  LocalTensor<float> tmp = Tmp();
+  stats->Reset();
+  for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
+    const int64_t len = ItemLen(item);
+    const int32_t n = static_cast<int32_t>(len);
+    TakeChunk(len);
+    Adds(xF, xF, -shift, n);
+    const float nb = static_cast<float>(len);
+    const float mb = SumRows(xF, 1, len) / nb;
+    Adds(tmp, xF, -mb, n);
+    Mul(tmp, tmp, tmp, n);
+    const float m2b = SumRows(tmp, 1, len);
+    stats->Add(nb, mb, m2b);
+  }
+}
+
+// Pass 2 of a task: y of its chunks. `centre` is mean - shift.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, float shift, float centre, float rstd) {
+  const int64_t group = TaskGroup(task);
+  const int64_t g = group % t_->G;
+  LocalTensor<float> xF = XF();
+  LocalTensor<float> tmp = Tmp();
+  float rowScale = 0.0f;  // rstd * gamma_c
+  float rowBeta = 0.0f;
+  int64_t coefRow = -1;
+  for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
+    const int64_t r = item / t_->chunksPerRow;
+    const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
+    const int64_t len = ItemLen(item);
+    const int32_t n = static_cast<int32_t>(len);
+    if (t_->vectorCoef != 0) {
+      IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
+      IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
+    } else if (r != coefRow) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
+      rowScale = rstd * Param(gammaGm_, g * t_->D + r);
+      rowBeta = Param(betaGm_, g * t_->D + r);
+      coefRow = r;
+    }
+    TakeChunk(len);
+    Adds(xF, xF, -shift, n);
+    Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
+    if (t_->vectorCoef != 0) {
+      TakeAsFloat<U>(gammaQue_, len, GammaF());
+      TakeAsFloat<U>(betaQue_, len, BetaF());
+      Muls(xF, xF, rstd, n);
+      Mul(xF, xF, GammaF(), n);
+      Add(xF, xF, BetaF(), n);
+    } else {
+      Muls(xF, xF, rowScale, n);
+      Adds(xF, xF, rowBeta, n);
+    }
+    Silu(xF, tmp, n);
+    StoreRows(ItemOffset(group, item), 1, len, len, xF);
+  }
+}
+
+// A whole group in one block: both passes.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ChunkedTask(int64_t task) {
+  const float shift = GroupShift(TaskGroup(task));
+  ChanCascade stats;
+  SliceStats(task, shift, &stats);
+  float count = 0.0f;
+  float centre = 0.0f;  // mean - shift
+  float m2 = 0.0f;
+  stats.Total(&count, &centre, &m2);
+  const float rstd = Rstd(m2 * invM_);
+  RecordStats(TaskGroup(task), shift + centre, rstd, false);
+  SliceOutput(task, shift, centre, rstd);
+}
+
+// Split groups, before SyncAll: a slice's (count, mean, M2) to its workspace entry.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task) {
+  ChanCascade stats;
+  SliceStats(task, GroupShift(TaskGroup(task)), &stats);
+  float count = 0.0f;
+  float centre = 0.0f;
+  float m2 = 0.0f;
+  stats.Total(&count, &centre, &m2);
+  LocalTensor<float> entry = sliceOutBuf_.Get<float>();
+  if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
+  entry.SetValue(0, count);
+  entry.SetValue(1, centre);
+  entry.SetValue(2, m2);
+  Sync<HardEvent::S_MTE3>();
+  DataCopyExtParams copy{1, static_cast<uint32_t>(3 * sizeof(float)), 0, 0, 0};
+  DataCopyPad(wsGm_[task * FLOATS_PER_BLOCK], entry, copy);
+  entryInFlight_ = true;
+}
+
+// Split groups, after SyncAll: the group's slice statistics combined in slice order (the
+// same on every block of the group, and the same tree as one block's cascade), then y.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task) {
+  const int64_t group = TaskGroup(task);
+  const int64_t slices = t_->sliceCount;
+  LocalTensor<float> entries = slicesInBuf_.Get<float>();
+  DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(3 * sizeof(float)),
+                         static_cast<uint32_t>((FLOATS_PER_BLOCK - 3) * sizeof(float)), 0, 0};
+  DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+  DataCopyPad(entries, wsGm_[group * slices * FLOATS_PER_BLOCK], copy, pad);
+  Sync<HardEvent::MTE2_S>();
+  ChanCascade stats;
+  stats.Reset();
+  for (int64_t s = 0; s < slices; ++s) {
+    const uint32_t at = static_cast<uint32_t>(s * FLOATS_PER_BLOCK);
+    stats.Add(entries.GetValue(at), entries.GetValue(at + 1), entries.GetValue(at + 2));
+  }
+  float count = 0.0f;
+  float centre = 0.0f;
+  float m2 = 0.0f;
+  stats.Total(&count, &centre, &m2);
+  const float shift = GroupShift(group);
+  const float rstd = Rstd(m2 * invM_);
+  if (task % slices == 0) RecordStats(group, shift + centre, rstd, false);
+  SliceOutput(task, shift, centre, rstd);
+}
+
+}  // namespace GroupNormSiluMsKernel
+
+#endif  // GROUP_NORM_SILU_MS_CHUNKED_H

@@ -1,0 +1,54 @@
+// Member definitions of KernelGroupNormSiluMs (group_norm_silu_ms.h) for mode 0
+// (group_resident): the group loaded once, two-pass statistics and y from the resident copy.
+// Included by group_norm_silu_ms.h after the class; not a header of its own.
+#ifndef GROUP_NORM_SILU_MS_RESIDENT_H
+#define GROUP_NORM_SILU_MS_RESIDENT_H
+
+namespace GroupNormSiluMsKernel {
+
+// ------------------------------------------------------------------ mode 0: group resident
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupLoad(int64_t task) {
+  IssueRows(xQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+}
+
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, bool hasNext) {
+  const int64_t g = task % t_->G;
+  const int64_t rows = t_->rows;
+  const int64_t len = t_->rowLen;
+  const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
+  LocalTensor<float> xF = XF();
+  LocalTensor<float> tmp = Tmp();
+  TakeAsFloat<T>(xQue_, span, xF);
+  if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
+  IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
+  IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
+  const float shift = GroupShift(task);
+  Adds(xF, xF, -shift, span);
+  const float offset = SumRows(xF, rows, len) * invM_;  // mean - shift
+  Adds(xF, xF, -offset, span);  // x - mean, kept for y
+  Mul(tmp, xF, xF, span);
+  TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
+  TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  const float var = SumRows(tmp, rows, len) * invM_;  // its V -> S wait also covers gamma/beta
+  const float rstd = Rstd(var);
+  RecordStats(task, shift + offset, rstd, false);
+  if (t_->vectorCoef != 0) {
+    Muls(xF, xF, rstd, span);
+    Mul(xF, xF, GammaF(), span);
+    Add(xF, xF, BetaF(), span);
+  } else {
+    const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
+    for (int64_t r = 0; r < rows; ++r) {
+      Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(r), pitch);
+      Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(r), pitch);
+    }
+  }
+  Silu(xF, tmp, span);
+  StoreRows(task * groupElems_, rows, len, span, xF);
+}
+
+}  // namespace GroupNormSiluMsKernel
+
+#endif  // GROUP_NORM_SILU_MS_RESIDENT_H
