@@ -120,4 +120,49 @@ inline bool ReadFloatAttr(mindspore::AotExtra *extra, const char *name, float *v
   return true;
 }
 
+// The aot call of the fused forward GroupNormSilu (params x, gamma, beta | z, mean, rstd; attrs
+// group, eps, swish_scale; an empty gamma/beta means ones/zeros), read and checked in one
+// order, so that the CPU entry point and the AscendC twin's shim refuse a bad call with the
+// same status. Returns kOk with *call filled, or the status.
+struct SiluForwardCall {
+  enum { kX, kGamma, kBeta, kZ, kMean, kRstd };
+  GroupNormSizes s;
+  float eps = 0.0f;
+  float swish_k = 0.0f;
+  DType data = DType::kInvalid;
+  DType stat = DType::kInvalid;
+  int64_t gamma_numel = 0;  // C, or 0 for ones
+  int64_t beta_numel = 0;   // C, or 0 for zeros
+};
+
+inline int ReadSiluForwardCall(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                               void *extra_ptr, SiluForwardCall *call) {
+  using C = SiluForwardCall;
+  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
+  GroupNormSizes &s = call->s;
+  if (!SizesFromInput(ndims[C::kX], shapes[C::kX], &s)) return kBadRank;
+  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
+  if (!ValidSizes(s)) return kBadShape;
+  if (!ReadFloatAttr(extra, "eps", &call->eps) || !ReadFloatAttr(extra, "swish_scale", &call->swish_k)) {
+    return kBadAttr;
+  }
+  call->data = ParseDType(dtypes[C::kX]);
+  call->stat = ParseDType(dtypes[C::kGamma]);
+  if (ParseDType(dtypes[C::kZ]) != call->data) return kBadDtype;
+  for (int i : {C::kBeta, C::kMean, C::kRstd}) {
+    if (ParseDType(dtypes[i]) != call->stat) return kBadDtype;
+  }
+  const int64_t numel = s.N * s.C * s.HxW;
+  call->gamma_numel = NumElements(ndims[C::kGamma], shapes[C::kGamma]);
+  call->beta_numel = NumElements(ndims[C::kBeta], shapes[C::kBeta]);
+  if ((call->gamma_numel != s.C && call->gamma_numel != 0) || (call->beta_numel != s.C && call->beta_numel != 0) ||
+      NumElements(ndims[C::kZ], shapes[C::kZ]) != numel || NumElements(ndims[C::kMean], shapes[C::kMean]) != s.N * s.G ||
+      NumElements(ndims[C::kRstd], shapes[C::kRstd]) != s.N * s.G) {
+    return kBadShape;
+  }
+  return kOk;
+}
+
 }  // namespace ms_groupnorm
+

@@ -95,33 +95,13 @@ MS_GROUPNORM_EXPORT int MsGroupNormSiluBackward(const void *dz, const void *x, c
 // params: x, gamma, beta | z, mean, rstd (empty gamma/beta: ones/zeros); attrs: group, eps, swish_scale.
 MS_GROUPNORM_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
                                       void * /*stream*/, void *extra_ptr) {
-  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  enum { kX, kGamma, kBeta, kZ, kMean, kRstd };
-  GroupNormSizes s;
-  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
-  float eps = 0.0f, swish_k = 0.0f;
-  if (!ReadFloatAttr(extra, "eps", &eps) || !ReadFloatAttr(extra, "swish_scale", &swish_k)) return kBadAttr;
-
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kGamma]);
-  if (ParseDType(dtypes[kZ]) != data) return kBadDtype;
-  for (int i : {kBeta, kMean, kRstd}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
-  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
-      NumElements(ndims[kZ], shapes[kZ]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G) {
-    return kBadShape;
-  }
-  return RunSiluForward(params[kX], gamma_numel == 0 ? nullptr : params[kGamma],
-                        beta_numel == 0 ? nullptr : params[kBeta], params[kZ], params[kMean], params[kRstd], s, eps,
-                        swish_k, data, stat);
+  SiluForwardCall call;
+  const int status = ReadSiluForwardCall(nparam, params, ndims, shapes, dtypes, extra_ptr, &call);
+  if (status != kOk) return status;
+  using C = SiluForwardCall;
+  return RunSiluForward(params[C::kX], call.gamma_numel == 0 ? nullptr : params[C::kGamma],
+                        call.beta_numel == 0 ? nullptr : params[C::kBeta], params[C::kZ], params[C::kMean],
+                        params[C::kRstd], call.s, call.eps, call.swish_k, call.data, call.stat);
 }
 
 MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluInferShape(int *ndims, int64_t **shapes,

@@ -81,37 +81,21 @@ void RoundStats(const std::vector<float> &from, void *to, DType t) {
 
 GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
                                    void * /*stream*/, void *extra_ptr) {
-  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  enum { kX, kGamma, kBeta, kZ, kMean, kRstd };
-  GroupNormSizes s;
-  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
-  float eps = 0.0f, swish_k = 0.0f;
-  if (!ReadFloatAttr(extra, "eps", &eps) || !ReadFloatAttr(extra, "swish_scale", &swish_k)) return kBadAttr;
-
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kGamma]);
-  if (ParseDType(dtypes[kZ]) != data) return kBadDtype;
-  for (int i : {kBeta, kMean, kRstd}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
+  SiluForwardCall call;  // read and checked as the CPU entry point does (aot_abi.h)
+  const int status = ReadSiluForwardCall(nparam, params, ndims, shapes, dtypes, extra_ptr, &call);
+  if (status != kOk) return status;
+  using C = SiluForwardCall;
+  const GroupNormSizes &s = call.s;
+  const float eps = call.eps, swish_k = call.swish_k;
+  const DType data = call.data, stat = call.stat;
   const int64_t numel = s.N * s.C * s.HxW;
   const int64_t groups = s.N * s.G;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
-  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
-      NumElements(ndims[kZ], shapes[kZ]) != numel || NumElements(ndims[kMean], shapes[kMean]) != groups ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != groups) {
-    return kBadShape;
-  }
   // The CPU entry point's order of checks (RunSiluForward), so both return the same status.
   if (!ValidDTypePair(data, stat) || data == DType::kFloat64) return kBadDtype;
   // Stricter than the CPU entry point only where C == 0 < N * group, which no MindSpore call
   // makes: that kernel then writes no statistics, this one writes mean 0 / rstd NaN.
-  if (groups > 0 && (params[kMean] == nullptr || params[kRstd] == nullptr)) return kNullPointer;
-  if (numel > 0 && (params[kX] == nullptr || params[kZ] == nullptr)) return kNullPointer;
+  if (groups > 0 && (params[C::kMean] == nullptr || params[C::kRstd] == nullptr)) return kNullPointer;
+  if (numel > 0 && (params[C::kX] == nullptr || params[C::kZ] == nullptr)) return kNullPointer;
   if (groups == 0) return kOk;  // no group: nothing to compute or write (z is empty too)
 
   const int64_t ub = EnvInt("MS_GROUPNORM_TWIN_UB", 196608);
@@ -125,23 +109,23 @@ GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_
     return kBadShape;
   }
   std::vector<uint8_t> ones, zeros;
-  void *gamma = params[kGamma];
-  void *beta = params[kBeta];
-  if (gamma_numel == 0) {
+  void *gamma = params[C::kGamma];
+  void *beta = params[C::kBeta];
+  if (call.gamma_numel == 0) {
     ones = Filled(s.C, stat, true);
     gamma = ones.data();
   }
-  if (beta_numel == 0) {
+  if (call.beta_numel == 0) {
     zeros = Filled(s.C, stat, false);
     beta = zeros.data();
   }
   // float32 statistics straight into the outputs, or into scratch buffers to round from.
   const bool round_stats = stat != DType::kFloat32;
   std::vector<float> mean32(round_stats ? groups : 0), rstd32(round_stats ? groups : 0);
-  void *mean = round_stats ? static_cast<void *>(mean32.data()) : params[kMean];
-  void *rstd = round_stats ? static_cast<void *>(rstd32.data()) : params[kRstd];
+  void *mean = round_stats ? static_cast<void *>(mean32.data()) : params[C::kMean];
+  void *rstd = round_stats ? static_cast<void *>(rstd32.data()) : params[C::kRstd];
 
-  void *buffers[6] = {params[kX], gamma, beta, params[kZ], mean, rstd};
+  void *buffers[6] = {params[C::kX], gamma, beta, params[C::kZ], mean, rstd};
   const int64_t data_bytes = numel * BytesOf(data), param_bytes = s.C * BytesOf(stat), stat_bytes = groups * 4;
   const int64_t bytes[6] = {data_bytes, param_bytes, param_bytes, data_bytes, stat_bytes, stat_bytes};
   // The policy argument's layout (ascendc_twin._policy_code): bits 0-7 block order, 8-15 pipe
@@ -156,8 +140,8 @@ GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_
     return kKernelFault;
   }
   if (round_stats) {
-    RoundStats(mean32, params[kMean], stat);
-    RoundStats(rstd32, params[kRstd], stat);
+    RoundStats(mean32, params[C::kMean], stat);
+    RoundStats(rstd32, params[C::kRstd], stat);
   }
   return kOk;
 }
