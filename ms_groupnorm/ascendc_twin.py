@@ -243,11 +243,10 @@ def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurre
         raise TwinFault(error.value.decode())
 
 
-def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data_dtype=None, stat_dtype=None,
-                  ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, execution="immediate",
-                  auto_sync=True, overflow="inf_nan"):
-    """Kernel-only backward on the twin, our interface: returns (dx, dgamma, dbeta, tiling).
-    bf16 travels as uint16 bit patterns (pass data_dtype/stat_dtype "bfloat16"); gamma None means ones."""
+def _launch_backward(dy, x, mean, rstd, gamma, beta, group, silu, swish_scale, mask, data_dtype, stat_dtype,
+                     ub_bytes, core_num, policy, seed, execution, auto_sync, overflow):
+    """One kernel-only backward launch, GroupNormGradMs (silu False, beta unused) or the fused
+    GroupNormSiluGradMs; gamma/beta None mean ones/zeros. Returns (dx, dgamma, dbeta, tiling)."""
     x = np.ascontiguousarray(x)
     dy = np.ascontiguousarray(dy)
     mean, rstd = np.ascontiguousarray(mean), np.ascontiguousarray(rstd)
@@ -260,13 +259,28 @@ def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data
         one = {"float32": np.float32(1), "float16": np.float16(1), "bfloat16": np.uint16(0x3F80)}[stat_dtype]
         gamma = np.full((C,), one)
     gamma = np.ascontiguousarray(gamma)
-    tiling = twin_tiling(N, C, hxw, group, data_dtype, stat_dtype, ub_bytes, core_num, mask)
+    if silu:
+        beta = np.zeros((C,), mean.dtype) if beta is None else np.ascontiguousarray(beta)
+        tiling = twin_tiling(N, C, hxw, group, data_dtype, stat_dtype, ub_bytes, core_num, mask, silu=True,
+                             swish_scale=swish_scale)
+    else:
+        beta = None  # GroupNormGradMs takes eight buffers
+        tiling = twin_tiling(N, C, hxw, group, data_dtype, stat_dtype, ub_bytes, core_num, mask)
     dx = np.full_like(x, 0x7F) if mask[0] else None  # garbage where the kernel must write
     dgamma = np.full((C,), 0x7F, mean.dtype) if mask[1] else None
     dbeta = np.full((C,), 0x7F, mean.dtype) if mask[2] else None
-    twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta], tiling, ub_bytes, core_num, policy, seed,
+    twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta, beta], tiling, ub_bytes, core_num, policy, seed,
                 execution=execution, auto_sync=auto_sync, overflow=overflow)
     return dx, dgamma, dbeta, tiling
+
+
+def twin_backward(dy, x, mean, rstd, gamma, group, mask=(True, True, True), data_dtype=None, stat_dtype=None,
+                  ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, execution="immediate",
+                  auto_sync=True, overflow="inf_nan"):
+    """Kernel-only backward on the twin, our interface: returns (dx, dgamma, dbeta, tiling).
+    bf16 travels as uint16 bit patterns (pass data_dtype/stat_dtype "bfloat16"); gamma None means ones."""
+    return _launch_backward(dy, x, mean, rstd, gamma, None, group, False, 1.0, mask, data_dtype, stat_dtype,
+                            ub_bytes, core_num, policy, seed, execution, auto_sync, overflow)
 
 
 def twin_silu_backward(dz, x, mean, rstd, gamma, beta, group, swish_scale=1.0, mask=(True, True, True),
@@ -275,28 +289,8 @@ def twin_silu_backward(dz, x, mean, rstd, gamma, beta, group, swish_scale=1.0, m
     """Kernel-only fused backward (GroupNormSiluGradMs) on the twin: the gradients of
     z = y * sigmoid(swish_scale * y), y = group_norm(x) * gamma + beta, given dz. Returns
     (dx, dgamma, dbeta, tiling); conventions of ``twin_backward``; gamma/beta None mean ones/zeros."""
-    x = np.ascontiguousarray(x)
-    dz = np.ascontiguousarray(dz)
-    mean, rstd = np.ascontiguousarray(mean), np.ascontiguousarray(rstd)
-    N, C = x.shape[:2]
-    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
-    names = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
-    data_dtype = data_dtype or names[x.dtype]
-    stat_dtype = stat_dtype or names[mean.dtype]
-    if gamma is None:
-        one = {"float32": np.float32(1), "float16": np.float16(1), "bfloat16": np.uint16(0x3F80)}[stat_dtype]
-        gamma = np.full((C,), one)
-    if beta is None:
-        beta = np.zeros((C,), mean.dtype)
-    gamma, beta = np.ascontiguousarray(gamma), np.ascontiguousarray(beta)
-    tiling = twin_tiling(N, C, hxw, group, data_dtype, stat_dtype, ub_bytes, core_num, mask, silu=True,
-                         swish_scale=swish_scale)
-    dx = np.full_like(x, 0x7F) if mask[0] else None  # garbage where the kernel must write
-    dgamma = np.full((C,), 0x7F, mean.dtype) if mask[1] else None
-    dbeta = np.full((C,), 0x7F, mean.dtype) if mask[2] else None
-    twin_launch([dz, mean, rstd, x, gamma, dx, dgamma, dbeta, beta], tiling, ub_bytes, core_num, policy, seed,
-                execution=execution, auto_sync=auto_sync, overflow=overflow)
-    return dx, dgamma, dbeta, tiling
+    return _launch_backward(dz, x, mean, rstd, gamma, beta, group, True, swish_scale, mask, data_dtype, stat_dtype,
+                            ub_bytes, core_num, policy, seed, execution, auto_sync, overflow)
 
 
 def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurrent", seed=0, out_len=64,
