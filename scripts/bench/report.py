@@ -20,6 +20,35 @@ def distance(entry):
     return d.text() if d else "—"
 
 
+def readme_table(summary, shapes, dtypes, threads):
+    """The README's table: per shape, at ``threads`` threads, the backward's time and distance to
+    the limit (float32) and every same-run ratio the picture shows, dtypes side by side."""
+    ms_dtypes = [d for d in dtypes if d != "bfloat16"]
+
+    def cells(ours, other, dtype_list, spec=".2f"):
+        return " / ".join(fmt(ratio(summary.get((s, d, threads), {}), ours, other), spec, "×") for d in dtype_list)
+
+    names = " / ".join(d.replace("float", "fp").replace("bfp16", "bf16") for d in dtypes)
+    ms_names = " / ".join(d.replace("float", "fp") for d in ms_dtypes)
+    lines = [f"### Summary: {threads} thread(s) (the README's table)", "",
+             f"| shape | bwd fp32 kernel ms | bwd fp32: distance to the limit | bwd vs torch {names} | "
+             f"bwd PyNative vs MindSpore GroupNormGrad {ms_names} | bwd GRAPH vs nn.GroupNorm {ms_names} | "
+             f"fwd vs torch {names} | fwd PyNative vs ops.group_norm {ms_names} | fwd GRAPH vs nn.GroupNorm {ms_names} |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for s in shapes:
+        e = summary.get((s, "float32", threads), {})
+        k = e.get("bwd/ours_kernel")
+        row = [shape_name(s), fmt(k["ms"], ".4g") if k else "—", distance(k),
+               cells("bwd/ours_kernel", "bwd/torch", dtypes),
+               cells("bwd/ours_pynative", "bwd/ms_pynative", ms_dtypes, ".1f"),
+               cells("bwd/ours_graph", "bwd/ms_graph", ms_dtypes, ".1f"),
+               cells("fwd/ours_kernel", "fwd/torch", dtypes),
+               cells("fwd/ours_pynative", "fwd/ms_pynative", ms_dtypes, ".1f"),
+               cells("graphfwd/ours_graph", "graphfwd/ms_graph", ms_dtypes, ".1f")]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 def render_markdown(summary, raw, shapes, dtypes, threads_list, broken, isa, rounds, seconds, machine="",
                     avx2_forced=False, percall=None, network=None, started=""):
     lines = [f"Benchmark `scripts/bench_group_norm.py`, {started}: {rounds} round(s), implementations "
@@ -29,6 +58,7 @@ def render_markdown(summary, raw, shapes, dtypes, threads_list, broken, isa, rou
              "Times are medians over rounds (ms); speed-ups are medians of same-round ratios "
              "(other / ours, > 1 = ours faster). Kernel " + LEGEND + " (no non-temporal stores, so a kernel that "
              "streams its output can pass 100 %).", ""]
+    lines += readme_table(summary, shapes, dtypes, threads_list[0]) + [""]
     lines += ["### Backward", "",
               "| shape | dtype | thr | ours kernel ms | distance to the limit | vs torch | vs numpy | PyNative: vs MS GroupNormGrad | "
               "GRAPH bwd: vs MS | ours PyNative vs torch | ours GRAPH bwd vs torch |",
