@@ -57,6 +57,8 @@ def bars(ax, labels, series, title, kind="ratio"):
     ax.set_title(title, fontsize=9)
     if names:
         ax.legend(fontsize=6.5, loc="upper left", ncol=2)
+    else:
+        ax.text(0.5, 0.5, "not measured in this run", transform=ax.transAxes, ha="center", fontsize=9)
 
 
 def save(fig, path, note=""):
