@@ -27,12 +27,12 @@ tensors (read x, write z; read dz and x, write dx).
 
     python scripts/bench_group_norm_silu.py            # full: 3 rounds, 2 blocks
     python scripts/bench_group_norm_silu.py --quick    # 2 rounds, shorter timings
+    python scripts/bench_group_norm_silu.py --kernel-only --threads 1,default \
+        --baseline-lib /tmp/old/libms_groupnorm_cpu.so  # section 2 only, an older build alongside
 
 A full run with the default modes, dtypes and threads writes its picture to
 docs/img/bench_group_norm_silu.png (the README's); other runs to
 scripts/results/quick/bench_group_norm_silu.png (--png PATH to choose).
-    python scripts/bench_group_norm_silu.py --kernel-only --threads 1,default \
-        --baseline-lib /tmp/old/libms_groupnorm_cpu.so  # section 2 only, an older build alongside
 """
 import argparse
 import ctypes
