@@ -357,8 +357,10 @@ def picture(path, step_times, kernel_times, title, note):
                 for key in ((*name, s) for s in shapes)]
 
     configs = list(dict.fromkeys(key[:2] for key in step_times))
-    for ax, other, text in ((axes[0][0], "ours", "our GroupNorm + ops.silu"), (axes[0][1], "nn", "nn.GroupNorm + ops.silu")):
-        bars(ax, labels, {f"{mode.upper()} {dtype}": series(step_times, (mode, dtype), other) for mode, dtype in configs},
+    pairs = ((axes[0][0], "ours", "our GroupNorm + ops.silu"), (axes[0][1], "nn", "nn.GroupNorm + ops.silu"))
+    for ax, other, text in pairs:
+        bars(ax, labels, {f"{mode.upper()} {dtype}": series(step_times, (mode, dtype), other)
+                          for mode, dtype in configs},
              f"training step of 2 blocks: fused vs {text} (goal 1.3x vs ours)")
     kconfigs = list(dict.fromkeys(key[:2] for key in kernel_times))
     bars(axes[1][0], labels, {f"{threads or 'default'} thr {dtype}": series(kernel_times, (threads, dtype), "torch")

@@ -33,7 +33,8 @@ def readme_table(summary, shapes, dtypes, threads):
     lines = [f"### Summary: {threads} thread(s) (the README's table)", "",
              f"| shape | bwd fp32 kernel ms | bwd fp32: distance to the limit | bwd vs torch {names} | "
              f"bwd PyNative vs MindSpore GroupNormGrad {ms_names} | bwd GRAPH vs nn.GroupNorm {ms_names} | "
-             f"fwd vs torch {names} | fwd PyNative vs ops.group_norm {ms_names} | fwd GRAPH vs nn.GroupNorm {ms_names} |",
+             f"fwd vs torch {names} | fwd PyNative vs ops.group_norm {ms_names} | "
+             f"fwd GRAPH vs nn.GroupNorm {ms_names} |",
              "|---|---|---|---|---|---|---|---|---|"]
     for s in shapes:
         e = summary.get((s, "float32", threads), {})
@@ -60,7 +61,8 @@ def render_markdown(summary, raw, shapes, dtypes, threads_list, broken, isa, rou
              "streams its output can pass 100 %).", ""]
     lines += readme_table(summary, shapes, dtypes, threads_list[0]) + [""]
     lines += ["### Backward", "",
-              "| shape | dtype | thr | ours kernel ms | distance to the limit | vs torch | vs numpy | PyNative: vs MS GroupNormGrad | "
+              "| shape | dtype | thr | ours kernel ms | distance to the limit | vs torch | vs numpy | "
+              "PyNative: vs MS GroupNormGrad | "
               "GRAPH bwd: vs MS | ours PyNative vs torch | ours GRAPH bwd vs torch |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for threads in threads_list:
@@ -80,7 +82,8 @@ def render_markdown(summary, raw, shapes, dtypes, threads_list, broken, isa, rou
                     f"{fmt(ratio(e, 'bwd/ours_pynative', 'bwd/torch'), '.2f', '×')} | "
                     f"{fmt(ratio(e, 'bwd/ours_graph', 'bwd/torch'), '.2f', '×')} |")
     lines += ["", "### Forward", "",
-              "| shape | dtype | thr | ours kernel ms | distance to the limit | vs torch | vs numpy | PyNative: vs MS GroupNorm | "
+              "| shape | dtype | thr | ours kernel ms | distance to the limit | vs torch | vs numpy | "
+              "PyNative: vs MS GroupNorm | "
               "GRAPH fwd: vs MS |", "|---|---|---|---|---|---|---|---|---|"]
     for threads in threads_list:
         for dtype in dtypes:
