@@ -82,10 +82,10 @@ def main():
         times = {(kind, mask): [] for kind in ("kernel", "ms") for mask in MASKS}
         triad, triad_times = Triad(x.nbytes, os.cpu_count()), []  # the kernel runs on OpenMP's default threads
         for _ in range(args.rounds):
-            for mask in MASKS:
+            for mask in MASKS:  # the triad next to every mask: the limit of the same moments
                 times[("kernel", mask)].append(time_call(kernel(mask)))
                 times[("ms", mask)].append(time_call(framework(mask)))
-            triad_times.append(time_call(triad))
+                triad_times.append(time_call(triad))
         full_k = statistics.median(times[("kernel", MASKS[0])])
         full_m = statistics.median(times[("ms", MASKS[0])])
         for mask in MASKS:
