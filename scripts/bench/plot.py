@@ -21,6 +21,15 @@ def figure(rows, cols, title, width=6.4, height=3.6):
     return fig, axes
 
 
+def style(name):
+    """One colour per dtype in every panel (torch grey), hatched for GRAPH_MODE and default threads."""
+    lowered = name.lower()
+    color = "0.55" if "torch" in lowered else next(
+        (c for key, c in (("bfloat16", "C2"), ("float16", "C1"), ("float32", "C0")) if key in lowered), None)
+    hatch = "//" if lowered.startswith("graph") or "default" in lowered else None
+    return {"color": color, "hatch": hatch, "edgecolor": "white" if hatch else None}
+
+
 def bars(ax, labels, series, title, kind="ratio"):
     """Grouped bars: ``labels`` along x (shapes), ``series`` {legend: [value or None per label]}.
     kind "ratio": log scale with the 1x line (> 1 = ours faster); "percent": 0-100+ % of a limit."""
@@ -31,7 +40,7 @@ def bars(ax, labels, series, title, kind="ratio"):
         values = series[name]
         xs = [i + (k - (len(names) - 1) / 2) * width for i in positions]
         heights = [v if v else 0 for v in values]
-        ax.bar(xs, heights, width, label=name)
+        ax.bar(xs, heights, width, label=name, **style(name))
         for x, v in zip(xs, values):
             if v:
                 text = f"{v:.0f}" if kind == "percent" else (f"{v:.1f}" if v >= 10 else f"{v:.2f}")
@@ -45,18 +54,19 @@ def bars(ax, labels, series, title, kind="ratio"):
         ax.axhline(1.0, color="black", linewidth=0.9)
         ax.set_ylabel("speed-up (> 1× = ours faster)", fontsize=8)
         top = max([v for values in series.values() for v in values if v] or [2])
-        ax.set_ylim(min(0.5, min([v for values in series.values() for v in values if v] or [1]) * 0.8), top * 2.2)
+        # headroom for the value labels and the legend above the tallest bar
+        ax.set_ylim(min(0.5, min([v for values in series.values() for v in values if v] or [1]) * 0.8), top * 6)
     else:
         ax.axhline(100.0, color="black", linewidth=0.9)
         ax.set_ylabel("% of the same-run triad's GB/s", fontsize=8)
         top = max([v for values in series.values() for v in values if v] or [100])
-        ax.set_ylim(0, max(110, top * 1.2))
+        ax.set_ylim(0, max(110, top) * 1.45)
     ax.set_xticks(list(positions))
     ax.set_xticklabels(labels, rotation=20, fontsize=7)
     ax.tick_params(axis="y", labelsize=7)
     ax.set_title(title, fontsize=9)
     if names:
-        ax.legend(fontsize=6.5, loc="upper left", ncol=2)
+        ax.legend(fontsize=6.5, loc="upper left", ncol=4, frameon=False)
     else:
         ax.text(0.5, 0.5, "not measured in this run", transform=ax.transAxes, ha="center", fontsize=9)
 
