@@ -193,7 +193,7 @@ def mark(value, goal):
 def step_table(times, blocks):
     lines = [f"Training step of {blocks} GroupNorm+SiLU blocks (forward + backward, gradients of x, gamma, beta); "
              f"median ms over rounds; speed-up = median of per-round time ratios.", "",
-             "Distance to the limit: one fused block's share of the step against the triad; " + LEGEND + ".", "",
+             "Last column: one fused block's share of the step (step time / blocks), its " + LEGEND + ".", "",
              "| mode | dtype | shape | fused ms | ours+silu ms | nn+silu ms | fused vs ours+silu (goal 1.3x) "
              "| fused vs nn+silu | fused: distance to the limit |", "|---|---|---|---|---|---|---|---|---|"]
     for (mode, dtype, shape), t in times.items():
