@@ -67,7 +67,7 @@ CORES = 48
 MAX_RUN_ELEMS = 1 << 21  # larger shapes run with fewer samples
 GM_BYTES_PER_NS = 33.0   # must match twin::CostModel (per-core share of 1.6 TB/s)
 SYNCALL_NS = 2000.0
-HBM_BYTES_PER_NS = 1600.0  # 1.6 TB/s, the whole chip (the bound of issue 15)
+HBM_BYTES_PER_NS = 1600.0  # 1.6 TB/s, the whole chip: the HBM-speed bound each shape is held to
 
 
 def storage(values, dtype):

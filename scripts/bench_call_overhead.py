@@ -13,6 +13,9 @@ the final synchronisation, which spin-waits, excluded) and the minor page faults
 (a fresh output buffer costs one per 4 KiB page touched).
 
 Rows, from the inside out:
+  triad        the limit: a C triad a = b + 0.5c on float32 arrays of one tensor's bytes at the
+               same threads (scripts/bench/limit.py); the kernel's distance to it is printed below
+               each table (ns per element for these small shapes, GB/s for a tensor of >= 4 MiB)
   kernel       the C kernel through ctypes on numpy buffers, outputs preallocated
   module_stub  (--stub) a scratch build of the pyboost module whose runners skip the kernel
                call: what MindSpore's pipeline, our checks and the output allocation cost
@@ -115,6 +118,7 @@ def main():
     from mindspore import Tensor
 
     import ms_groupnorm
+    from bench.limit import Triad, distance_text  # after OMP_NUM_THREADS is set: it imports numpy
     from ms_groupnorm import _kernel_lib, _pyboost, reference
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -151,7 +155,7 @@ def main():
         def kernel():
             lib.MsGroupNormBackward(*kernel_args)
 
-        configs = {"kernel": (kernel, None)}
+        configs = {"triad": (Triad(x.nbytes, threads), None), "kernel": (kernel, None)}
         if stub is not None:
             configs["module_stub"] = (lambda: stub.group_norm_grad(*t, G, True, True, True), lambda r: r[0].asnumpy())
         if timed is not None:
@@ -202,6 +206,9 @@ def main():
         for key, (wall, cpu, py_cpu, faults) in samples.items():
             print(f"  {key:12s} {statistics.median(wall):11.1f} {min(wall):9.1f} {statistics.median(cpu):10.1f} "
                   f"{min(py_cpu):13.1f} {statistics.median(faults):7.1f}")
+        kernel_us, triad_us = (statistics.median(samples[key][0]) for key in ("kernel", "triad"))
+        print(f"  kernel: distance to the limit (3 tensors: read dy and x, write dx): "
+              f"{distance_text(kernel_us / 1e6, x.size, x.itemsize, 3, triad_us / 1e6)}")
         sys.stdout.flush()
 
 

@@ -4,33 +4,37 @@ kernels, PyTorch (optional) and the numpy reference, in ONE process.
 
 Every round visits every (shape, dtype, threads) configuration and times all the
 implementations back to back, so the ratios are same-run numbers; the tables give
-medians over rounds (ratios: median of the per-round ratios). A STREAM-like triad
-(a = b + c on float32 arrays the size of one tensor; torch.add when torch is
-installed, else numpy) runs in the same round to give
-each configuration's bandwidth limit; effective GB/s counts the ideal traffic
-(backward: read dy and x, write dx = 3 tensors; forward: read x, write y = 2).
+medians over rounds (ratios: median of the per-round ratios). A C triad (a = b + 0.5c,
+two reads and one write on float32 arrays of one tensor's bytes, at the row's threads;
+scripts/bench/limit.py) runs in the same round and gives each configuration's distance to
+the limit: GB/s and its share of the triad's for large shapes, ns per element for small ones
+(the ideal traffic: backward reads dy and x and writes dx = 3 tensors; forward 2).
 
-    python scripts/bench_group_norm.py             # the full run (about 10 min on a quiet 2-core machine)
-    python scripts/bench_group_norm.py --quick     # 1 round, 3 shapes, fp32, 1 thread, a smaller network
+    python scripts/bench_group_norm.py             # the default run: ~6 min on a quiet 2-core machine
+    python scripts/bench_group_norm.py --quick     # 1 round, 3 shapes, fp32, 1 thread: ~1 min
     python scripts/bench_group_norm.py --shapes 8x320x64x64x32 --dtypes float32,bfloat16 --threads 1
+    python scripts/bench_group_norm.py --network   # adds the network training step (several minutes more)
 
 Outputs (--out, default scripts/results; --quick: scripts/results/quick): bench_latest.md (the
 tables; the committed one is what docs/performance.md shows), and, not committed (.gitignore),
-bench_latest.csv (summary), bench_raw.csv (every timing) and bench_latest.png.
+bench_latest.csv (summary) and bench_raw.csv (every timing). The picture (--png): a run with the
+default shapes, dtypes and threads writes docs/img/bench_group_norm.png, the README's picture;
+any other run writes bench_group_norm.png next to its tables.
 
-Sections besides the per-shape tables (issue 11, items 1-4, reported side by side):
+Sections besides the per-shape tables, each with its target and a met/NOT met line:
 * per-call cost of the PyNative calls a user makes, tiny shape, against the built-in
   calls, one process per thread count (MindSpore's thread count is set once per process);
 * one op inside a compiled graph, ours against the built-in op, tiny and mid shapes;
-* a VAE-like network's training step (scripts/bench_network.py): nn.GroupNorm, ours and
-  an identity (the ceiling), GRAPH and PYNATIVE, fp32 and fp16, two sizes;
+* (--network) a VAE-like network's training step (scripts/bench_network.py): nn.GroupNorm,
+  ours and an identity (the ceiling), GRAPH and PYNATIVE, fp32 and fp16, two sizes;
 * the kernel-only backward against torch, fp32 and bf16, for the ISA build the machine
   picks and, on an AVX-512 machine, for the AVX2 build forced too.
 
-The sections live in scripts/bench/: common (shapes, dtypes), timing (the timer, the triad),
-cases (the per-shape inputs and callables), percall (item 1), graph_ops (item 2), summary (medians
-and ratios) and report (the markdown, the targets, the plot); the network section is
-scripts/bench_network.py. Its results are described in docs/performance.md.
+The sections live in scripts/bench/: common (shapes, dtypes), timing (the timer), limit (the
+triad and the distance to it), machine (CPU, cores, kernel build), cases (the per-shape inputs
+and callables), percall (per-call cost), graph_ops (one op in a graph), summary (medians and
+ratios), report (the markdown, the targets, the picture) and plot (the bars); the network section
+is scripts/bench_network.py. Its results are described in docs/performance.md.
 
 Notes on what is measured:
 * "ours kernel": the C entry point through ctypes on preallocated numpy buffers
@@ -49,18 +53,20 @@ import argparse
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from bench.cases import Case, KernelLib, ms_callables
-from bench.common import ANCHOR_SHAPES, DTYPES, ITEM4_DTYPES, QUICK_SHAPES, shape_name, torch
+from bench.common import ANCHOR_SHAPES, DTYPES, KERNEL_VS_TORCH_DTYPES, QUICK_SHAPES, shape_name, torch
 from bench.graph_ops import graph_op_round
 from bench.percall import PERCALL_MARK, percall_worker, run_percall_worker
 from bench.report import plot, render_markdown
 from bench.summary import summarize, write_raw, write_summary_csv
-from bench.timing import Timer, Triad, cpu_isa, pause, pynative_sync, timed
+from bench.limit import Triad
+from bench.machine import describe, load_text
+from bench.plot import IMAGE_DIR
+from bench.timing import Timer, pause, pynative_sync, timed
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -82,10 +88,13 @@ def main(argv=None):
     parser.add_argument("--min-sample-ms", type=float, default=15.0,
                         help="each sample repeats the call for at least this long (default 15 ms)")
     parser.add_argument("--no-mindspore", action="store_true", help="kernel, torch and numpy only")
-    parser.add_argument("--no-network", action="store_true", help="skip the network training-step section")
+    parser.add_argument("--network", action="store_true",
+                        help="add the network training-step section (scripts/bench_network.py; several minutes)")
     parser.add_argument("--network-rounds", type=int,
                         help="interleaved rounds of the network section (default 4, --quick 2)")
     parser.add_argument("--out", help="output folder (default scripts/results, --quick scripts/results/quick)")
+    parser.add_argument("--png", help="the picture (default: docs/img/bench_group_norm.png for a run with the "
+                                      "default shapes, dtypes and threads, else <out>/bench_group_norm.png)")
     parser.add_argument("--percall-worker", type=int, metavar="THREADS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.percall_worker is not None:  # internal: one thread count's per-call section, as JSON
@@ -101,9 +110,12 @@ def main(argv=None):
     with_ms = not args.no_mindspore
     timer = Timer(args.samples, args.min_sample_ms / 1e3, warmup_s=0.05)
 
+    default_selection = not (args.quick or args.shapes or args.dtypes or args.threads)
+    png = Path(args.png) if args.png else (IMAGE_DIR if default_selection else out_dir) / "bench_group_norm.png"
     kernel = KernelLib()
-    machine_isa = cpu_isa()
-    # Issue 11 item 4: the AVX2 build too, forced where the machine would pick AVX-512.
+    machine = describe(kernel.lib)
+    started = f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {load_text()}"
+    # The AVX2 build too, forced where the machine would pick AVX-512: users of AVX2 machines get that build.
     avx2_forced = kernel.isa() == "avx512"
     if with_ms:
         import mindspore as ms
@@ -116,7 +128,7 @@ def main(argv=None):
 
     # The installed package is what gets measured (run with PYTHONPATH=<checkout> to measure a checkout).
     print(f"ms_groupnorm measured: {Path(ms_groupnorm.__file__).parent}")
-    print(f"machine: {machine_isa}; ms_groupnorm CPU kernels: ISA build {kernel.isa()}"
+    print(f"machine: {machine} ({kernel.isa()})"
           f"{' (+ the avx2 build, forced)' if avx2_forced else ''}; torch: "
           f"{torch.__version__ if torch else 'not installed (torch columns skipped)'}; "
           f"numpy {np.__version__}; rounds={rounds}", flush=True)
@@ -128,7 +140,6 @@ def main(argv=None):
             cases[(shape, dtype)] = case
             if with_ms:
                 ms_fns[(shape, dtype)] = ms_callables(case)
-    pool = ThreadPoolExecutor(max(threads_list))
     triads = {}
 
     raw = []  # (round, shape, dtype, threads, impl, seconds)
@@ -158,12 +169,10 @@ def main(argv=None):
                 for dtype in dtypes:
                     case = cases[(shape, dtype)]
                     nbytes = case.numel() * case.itemsize()
-                    if nbytes not in triads:
-                        triads[nbytes] = Triad(nbytes, pool)
-                    triad = triads[nbytes]
-                    record(rnd, shape, dtype, threads, "triad", lambda: triad.run(threads))
+                    triad = triads.setdefault((nbytes, threads), Triad(nbytes, threads))
+                    record(rnd, shape, dtype, threads, "triad", triad)
                     record(rnd, shape, dtype, threads, "bwd/ours_kernel", case.ours_backward)
-                    if avx2_forced and dtype in ITEM4_DTYPES:
+                    if avx2_forced and dtype in KERNEL_VS_TORCH_DTYPES:
                         kernel.select_isa("avx2")
                         record(rnd, shape, dtype, threads, "bwd/ours_kernel_avx2", case.ours_backward)
                         kernel.select_isa(default_isa)
@@ -192,7 +201,7 @@ def main(argv=None):
         for threads in threads_list:
             percall[threads] = run_percall_worker(threads, 3 if args.quick else 7)
             print(f"per-call section, {threads} thread(s) done, {time.time() - start:.0f} s", flush=True)
-        if not args.no_network:
+        if args.network:
             import bench_network
 
             sizes = ("vae",) if args.quick else tuple(bench_network.SIZES)
@@ -205,14 +214,19 @@ def main(argv=None):
     summary = summarize(raw, shapes, dtypes, threads_list, cases)
     write_summary_csv(out_dir / "bench_latest.csv", summary)
     markdown = render_markdown(summary, raw, shapes, dtypes, threads_list, broken, kernel.isa(), rounds,
-                               time.time() - start, machine_isa, avx2_forced, percall, network)
+                               time.time() - start, machine, avx2_forced, percall, network, started)
     (out_dir / "bench_latest.md").write_text(markdown)
     print(markdown)
+    title = (f"ms_groupnorm GroupNorm on CPU, {threads_list[0]} thread(s), same-run ratios, {started}\n{machine}; "
+             f"MindSpore {ms.__version__ if with_ms else '—'}, torch {torch.__version__ if torch else '—'}")
+    command = " ".join(["scripts/bench_group_norm.py"] + list(sys.argv[1:] if argv is None else argv))
     try:
-        plot(out_dir / "bench_latest.png", summary, shapes, dtypes, threads_list)
-    except Exception as error:  # the plot is a convenience; never lose the tables for it
-        print(f"plot skipped: {type(error).__name__}: {error}")
-    print(f"wrote {out_dir}/bench_latest.{{md,csv,png}} and bench_raw.csv")
+        plot(png, summary, shapes, dtypes, threads_list[0], title,
+             note=f"{rounds} round(s), {(time.time() - start) / 60:.1f} min: python {command}")
+        print(f"wrote {png}")
+    except Exception as error:  # the picture is a convenience; never lose the tables for it
+        print(f"picture skipped: {type(error).__name__}: {error}")
+    print(f"wrote {out_dir}/bench_latest.{{md,csv}} and bench_raw.csv")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ step = value_and_grad of the mean squared error against the input + an SGD updat
 Each round times every variant back to back (interleaved), so each round gives a
 same-run fraction of the possible gain, (t_nn - t_ours) / (t_nn - t_identity); the
 report gives its median over rounds and the spread (half the interquartile range).
+The identity step is this benchmark's limit: the same network with no normalisation,
+the fastest any GroupNorm could make it; "gain taken" is the distance to it. (A
+bandwidth triad says little here: the step's time is mostly convolutions and MindSpore.)
 
     python scripts/bench_network.py                      # all configurations
     python scripts/bench_network.py --modes pynative --dtypes float32 --rounds 3
@@ -25,9 +28,10 @@ import time
 
 import numpy as np
 
-# name -> (batch, channels, side): "vae" is the shape of the measurement (32-64
-# channels at 32x32); "wide" has few channels at a large side, where GroupNorm weighs
-# more next to the convolutions.
+# name -> (batch, channels, side): "vae" has a latent-diffusion VAE's block sizes (batch 2,
+# 32-64 channels at 32x32), where PyNative per-call costs once ate most of the kernel's
+# gain; "wide" has few channels at a large side, where GroupNorm weighs more next to the
+# convolutions.
 SIZES = {"vae": (2, 32, 32), "wide": (2, 32, 64)}
 MODES = ("graph", "pynative")
 DTYPES = ("float32", "float16")
@@ -241,8 +245,8 @@ def verdict_line(key, s):
 
 
 def table(times):
-    lines = ["| mode | dtype | size (N×C×H×W) | nn.GroupNorm ms | ours ms | identity ms | ceiling | ours vs nn | "
-             "gain taken (± half IQR) | rounds |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| mode | dtype | size (N×C×H×W) | nn.GroupNorm ms | ours ms | identity ms (the limit) | ceiling | "
+             "ours vs nn | gain taken (± half IQR) | rounds |", "|---|---|---|---|---|---|---|---|---|---|"]
     for key, variant_times in times.items():
         s = summarize(variant_times)
         mode, dtype, size = key

@@ -206,7 +206,7 @@ def test_mint_style_layer_matches_mint_group_norm(mode):
         ms_groupnorm.mint.GroupNorm(4, 6)
 
 
-# ---------------------------------------------------------------- Cell settings (issue 10)
+# ---------------------------------------------------------------- Cell settings the conversion keeps
 # Cell state that is per instance by nature (identity, caches, children) or rebuilt by the
 # conversion (recompute wrapper): everything else must be carried over unchanged.
 _PER_INSTANCE = {"_params", "_cells", "_create_time", "_id", "_compile_cache", "_phase_cache", "_exist_objs",

@@ -1,4 +1,4 @@
-"""ms_groupnorm as a drop-in for mindspore.nn.GroupNorm / ops.group_norm (issue 10):
+"""ms_groupnorm as a drop-in for mindspore.nn.GroupNorm / ops.group_norm:
 low-precision accuracy against float64 next to MindSpore's (and torch's, when installed),
 STRICT syntax with dynamic shape and rank, ops.group_norm's keywords, eps values, float64,
 error types, in both modes (the ``mode`` fixture of conftest.py)."""

@@ -1,4 +1,4 @@
-"""Issue 11 item 2: what one op costs inside a compiled graph, ours next to the built-in op."""
+"""What one op costs inside a compiled graph, ours next to the built-in op."""
 import numpy as np
 
 from .common import EPS, MID, TINY
@@ -9,7 +9,7 @@ GRAPH_OP_REPS = 16
 
 
 def graph_op_round(rnd, kernel, timer, raw):
-    """Issue 11 item 2: what one op costs inside a compiled graph, ours (the aot Custom
+    """What one op costs inside a compiled graph, ours (the aot Custom
     ops) next to the built-in GroupNorm/GroupNormGrad, on a tiny and a mid shape: a graph
     runs the op REPS times in a chain, so graph-launch overhead is shared."""
     import mindspore as ms

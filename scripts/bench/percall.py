@@ -1,4 +1,4 @@
-"""Issue 11 item 1: the per-call cost of the PyNative calls a user makes, on a tiny shape, against
+"""The per-call cost of the PyNative calls a user makes, on a tiny shape, against
 MindSpore's built-in calls; one process per thread count (MindSpore's thread count is set once per
 process), which the entry point starts with its hidden --percall-worker flag."""
 import json
@@ -16,7 +16,7 @@ PERCALL_MARK = "PERCALL-JSON "  # marks the worker's JSON line on its stdout
 
 
 def percall_worker(threads, rounds):
-    """Issue 11 item 1 in this process, at ``threads`` threads for MindSpore and ours:
+    """The per-call section in this process, at ``threads`` threads for MindSpore and ours:
     per-call times of the PyNative calls a user makes on a tiny shape, interleaved.
     Returns {impl: [seconds per round]}."""
     import mindspore as ms

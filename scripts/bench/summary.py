@@ -4,6 +4,7 @@ import math
 import statistics
 
 from .common import shape_name
+from .limit import Distance
 
 
 def write_raw(path, raw):
@@ -45,14 +46,11 @@ def summarize(raw, shapes, dtypes, threads_list, cases):
         case = cases.get((shape, dtype))
         if case is None or "triad" not in impls:
             continue
-        tensor_bytes = case.numel() * case.itemsize()
-        limit = statistics.median(3 * tensor_bytes / s for s in impls["triad"].values()) / 1e9
-        summary[key]["triad"]["gbps"] = limit
+        triad_s = summary[key]["triad"]["ms"] / 1e3
         for impl, entry in summary[key].items():
             if impl.startswith("bwd/") or impl.startswith("fwd/"):
-                streams = 3 if impl.startswith("bwd/") else 2
-                entry["gbps"] = streams * tensor_bytes / (entry["ms"] / 1e3) / 1e9
-                entry["fraction"] = entry["gbps"] / limit
+                streams = 3 if impl.startswith("bwd/") else 2  # read dy, x, write dx / read x, write y
+                entry["distance"] = Distance(entry["ms"] / 1e3, case.numel(), case.itemsize(), streams, triad_s)
     return summary
 
 
@@ -76,9 +74,10 @@ def write_summary_csv(path, summary):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["shape", "dtype", "threads", "impl", "median_ms", "rounds", "eff_GBps", "fraction_of_triad",
-                    "speedup_of_ours"])
+                    "ns_per_elem", "speedup_of_ours"])
         for (shape, dtype, threads), impls in sorted(summary.items(), key=lambda kv: str(kv[0])):
             for impl, entry in sorted(impls.items()):
+                d = entry.get("distance")
                 ours = None
                 if impl.startswith("bwd/") or impl.startswith("fwd/"):
                     kind = impl.split("/")[0]
@@ -89,6 +88,7 @@ def write_summary_csv(path, summary):
                         ours_impl = f"{kind}/ours_graph"
                     ours = ratio(impls, ours_impl, impl)
                 w.writerow([shape_name(shape), dtype, threads, impl, f"{entry['ms']:.6g}", len(entry["rounds"]),
-                            f"{entry.get('gbps', float('nan')):.4g}", f"{entry.get('fraction', float('nan')):.4g}",
+                            f"{d.gbps:.4g}" if d else "", f"{d.fraction:.4g}" if d else "",
+                            f"{d.ns_per_element:.4g}" if d else "",
                             "" if ours is None else f"{ours:.4g}"])
 

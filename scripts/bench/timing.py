@@ -1,11 +1,7 @@
-"""Timing: the median-of-samples timer, MindSpore's sync, and the same-run bandwidth triad."""
+"""Timing: the median-of-samples timer and MindSpore's sync (the triad is in limit.py)."""
 import math
 import statistics
 import time
-
-import numpy as np
-
-from .common import torch
 
 
 class Timer:
@@ -69,42 +65,3 @@ class GraphCall:
 
     def __call__(self):
         return self.cell(*self.inputs)
-
-
-class Triad:
-    """STREAM triad a = b + c (read 2, write 1) on float32 arrays of `nbytes` each.
-    With torch: torch.add(out=) on torch's own threads. Without it: numpy split over
-    Python threads (numpy releases the GIL), whose dispatch cost makes small arrays
-    look slower than they are."""
-
-    def __init__(self, nbytes, pool):
-        n = max(1024, nbytes // 4)
-        self.a, self.b, self.c = np.zeros(n, np.float32), np.ones(n, np.float32), np.ones(n, np.float32)
-        if torch is not None:
-            self.ta, self.tb, self.tc = (torch.from_numpy(v) for v in (self.a, self.b, self.c))
-        self.pool = pool
-
-    def run(self, threads):
-        if torch is not None:
-            torch.add(self.tb, self.tc, out=self.ta)  # torch.set_num_threads(threads) is in effect
-            return
-        if threads == 1:
-            np.add(self.b, self.c, out=self.a)
-            return
-        bounds = [(p[0], p[-1] + 1) for p in np.array_split(np.arange(self.a.size), threads)]
-        list(self.pool.map(lambda lo_hi: np.add(self.b[lo_hi[0]:lo_hi[1]], self.c[lo_hi[0]:lo_hi[1]],
-                                                out=self.a[lo_hi[0]:lo_hi[1]]), bounds))
-
-
-def cpu_isa():
-    """The machine's widest vector ISA that matters here, from /proc/cpuinfo."""
-    try:
-        flags = set(next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split())
-    except (OSError, StopIteration):
-        return "unknown ISA"
-    if "avx512f" in flags:
-        return "AVX-512 (avx512f)"
-    if "avx2" in flags:
-        return "AVX2, no AVX-512"
-    return "no AVX2"
-
