@@ -18,7 +18,7 @@ from mindspore import Tensor
 from mindspore import dtype as mstype
 
 from ._ops import evaluated_by_graph_compiler
-from .errors import ParamInvalidError, ParamNullptrError, ParamTypeError
+from .errors import GroupNormParamError, ParamInvalidError, ParamNullptrError, ParamTypeError
 
 DATA_DTYPES = (mstype.float32, mstype.float16, mstype.bfloat16)
 # What the layers and group_norm take, as mindspore.nn.GroupNorm / ops.group_norm do on
@@ -97,6 +97,9 @@ def as_float32_number(name, value):
 
 def as_mask(output_mask):
     """``output_mask`` as a tuple of 3 Python bools: a tuple or list of 3 Python or numpy bools."""
+    # pylint: disable-next=unidiomatic-typecheck
+    if type(output_mask) is tuple and len(output_mask) == 3 and all(type(bit) is bool for bit in output_mask):
+        return output_mask  # the usual case
     if not isinstance(output_mask, (tuple, list)) or len(output_mask) != 3:
         raise ParamInvalidError(f"output_mask must be a sequence of 3 bools (a tuple or list), "
                                 f"got {_shown(output_mask)}")
@@ -170,12 +173,41 @@ def _check_stat_dtype(name, dtype, data_name, data_dtype):
             f"({_dtype_name(data_dtype)}) or be float32")
 
 
-# The public checks are called from functions that GRAPH_MODE compiles; wrapped like the
-# ops of _ops, the compiler calls them in Python with the constant arguments.
+def cached_check(check):
+    """``check``, cached on its arguments (typed: True, 1 and 1.0 differ here), so that a call
+    seen before costs one lookup; an unhashable argument skips the cache, and ``check``
+    itself then names it. Wrapped like the ops of _ops: called from functions that GRAPH_MODE
+    compiles, the compiler calls it in Python with the constant arguments."""
+    cached = functools.lru_cache(maxsize=4096, typed=True)(check)
+
+    @functools.wraps(check)
+    def checked(*args):
+        try:
+            return cached(*args)
+        except TypeError as error:
+            if isinstance(error, GroupNormParamError):
+                raise
+            return check(*args)  # unhashable: the uncached check raises our error naming it
+
+    return evaluated_by_graph_compiler(checked)
+
+
 @evaluated_by_graph_compiler
 def check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_mask):
     """Check aclnnGroupNormBackward arguments, tensors given as tensor_spec() gives them.
-    Returns (N, C, HxW, group, output_mask) as Python ints and a tuple of bools."""
+    Returns (N, C, HxW, group, output_mask) as Python ints and a tuple of bools.
+
+    The cache key carries the types of output_mask's items unless they are Python bools:
+    (1, 1, 1) equals and hashes as (True, True, True), and must not get its cached answer."""
+    # pylint: disable-next=unidiomatic-typecheck
+    plain = type(output_mask) is tuple and len(output_mask) == 3 and all(type(bit) is bool for bit in output_mask)
+    mask_types = None if plain else tuple(map(type, output_mask)) if isinstance(output_mask, (tuple, list)) else ()
+    return _check_backward_arguments(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_mask, mask_types)
+
+
+@cached_check
+def _check_backward_arguments(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_mask, mask_types):
+    del mask_types  # only part of the cache key
     for name, arg in (("grad_out", grad_out), ("input", input), ("mean", mean), ("rstd", rstd)):
         if arg is None:
             raise ParamNullptrError(f"{name} is a required tensor and must not be None")
@@ -187,7 +219,6 @@ def check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_
     return sizes + (output_mask,)
 
 
-@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def _check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group):
     (dy_shape, dy_dtype), (x_shape, x_dtype) = grad_out, input
     (mean_shape, mean_dtype), (rstd_shape, rstd_dtype) = mean, rstd
@@ -208,7 +239,7 @@ def _check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group):
         _check_numel("gamma", gamma[0], C, "C")
 
 
-@evaluated_by_graph_compiler
+@cached_check
 def check_forward(input, gamma, beta, N, C, HxW, group, eps):
     """Check aclnnGroupNorm arguments, tensors given as tensor_spec() gives them. Returns
     (N, C, HxW, group, eps) as Python ints and a float."""
@@ -222,7 +253,6 @@ def check_forward(input, gamma, beta, N, C, HxW, group, eps):
     return sizes + (eps,)
 
 
-@functools.lru_cache(maxsize=4096, typed=True)
 def _check_forward(input, gamma, beta, N, C, HxW, group, eps):
     x_shape, x_dtype = input
     _check_data_dtype("input", x_dtype)
@@ -254,7 +284,7 @@ def _known_numel(shape):
     return _numel(shape)
 
 
-@evaluated_by_graph_compiler
+@cached_check
 def check_group_norm(input, weight, bias, num_groups, eps):
     """Checks group_norm's arguments (``ops.group_norm``'s rules; float64 included), tensors
     given as tensor_spec() gives them. Returns (the dtype to compute the statistics in,
@@ -286,7 +316,7 @@ def check_layer_input(shape, dtype, num_channels, cls_name):
     return stat_dtype_for(dtype), dtype == mstype.float64
 
 
-@evaluated_by_graph_compiler
+@cached_check
 def check_group_norm_graph_variables(input, weight, bias, num_groups, num_groups_type, eps, eps_type):
     """check_group_norm for a call inside a graph where ``num_groups`` or ``eps`` is a graph
     variable (``ms.mutable``, or a mutable argument of an ``@ms.jit`` function).
@@ -311,7 +341,6 @@ def check_group_norm_graph_variables(input, weight, bias, num_groups, num_groups
     return stat_dtype_for(input[1]), input[1] == mstype.float64
 
 
-@functools.lru_cache(maxsize=4096, typed=True)  # typed: True, 1 and 1.0 are different arguments here
 def _check_group_norm_args(input, weight, bias, num_groups, eps):
     """On as_int/as_float32_number's values; num_groups/eps None: a graph variable."""
     x_shape, x_dtype = input

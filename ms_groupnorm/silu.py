@@ -14,7 +14,6 @@ rounding: float64 input (the fused kernels are float32/16-bit only) and MindSpor
 without those operators, where group_norm_silu_backward raises NotImplementedError saying
 so.
 """
-import functools
 
 from mindspore import ops
 from mindspore.ops.primitive import constexpr
@@ -26,27 +25,20 @@ from .functional import (FULL_MASK, _absent, _as_nchw, _is_nchw, _kernel_layout,
                          param_spec)
 
 
-# Called from functions that GRAPH_MODE compiles: wrapped like the checks of _checks, the
-# compiler calls it in Python at compile time instead of parsing it.
-@_ops.evaluated_by_graph_compiler
+@_checks.cached_check
 def check_swish_scale(swish_scale):
     """swish_scale (1.0 is SiLU): a number float32 holds, as eps (_checks.as_float32_number);
     returned as a Python float."""
     return _checks.as_float32_number("swish_scale", swish_scale)
 
 
-@_ops.evaluated_by_graph_compiler
+@_checks.cached_check
 def check_beta_for_backward(beta, mean, C):
     """The backward's extra input beta (recomputing y needs it): mean's dtype, C elements."""
     _checks.check_is_tensor("beta", beta)
     if beta is not None:
-        _check_beta(beta, mean, C)
-
-
-@functools.lru_cache(maxsize=1024, typed=True)
-def _check_beta(beta, mean, C):
-    _checks._check_same_dtype("beta", beta[1], "mean", mean[1])  # pylint: disable=protected-access
-    _checks._check_numel("beta", beta[0], C, "C")  # pylint: disable=protected-access
+        _checks._check_same_dtype("beta", beta[1], "mean", mean[1])  # pylint: disable=protected-access
+        _checks._check_numel("beta", beta[0], C, "C")  # pylint: disable=protected-access
 
 
 @constexpr(check=False)  # runs in Python, also while a graph compiles (unknown dims arrive as None)

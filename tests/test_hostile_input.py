@@ -173,10 +173,10 @@ def test_an_int_beyond_any_float(entry, args, name):
         ENTRY[entry](ones(2, 4, 3), *args)
 
 
-@pytest.mark.parametrize("what", ["numpy", "list", "number"])
+@pytest.mark.parametrize("what", ["numpy", "list"])
 def test_a_non_tensor_parameter_is_named(mode, what):
-    value = {"numpy": np.ones(4, np.float32), "list": [1.0] * 4, "number": 1.0}[what]
-    kind = {"numpy": "ndarray", "list": "list", "number": "float"}[what]
+    value = {"numpy": np.ones(4, np.float32), "list": [1.0] * 4}[what]
+    kind = {"numpy": "ndarray", "list": "list"}[what]
     with raises(ParamTypeError, f"weight must be a mindspore.Tensor or None, got {kind}"):
         call(mode, g.group_norm, (ones(2, 4, 3),), 2, value)
     with raises(ParamTypeError, f"gamma must be a mindspore.Tensor or None, got {kind}"):
@@ -189,7 +189,7 @@ def test_a_non_tensor_parameter_is_named(mode, what):
 # ---- 7. C = 0 with a huge group: refused, and nothing left pending for the next call
 
 
-@pytest.mark.parametrize("group", [2, 2 ** 40, 2 ** 63 - 1], ids=["2", "2**40", "2**63-1"])
+@pytest.mark.parametrize("group", [2 ** 40, 2 ** 63 - 1], ids=["2**40", "2**63-1"])
 def test_no_channels_with_more_than_one_group(mode, group):
     x = Tensor(np.zeros((2, 0, 3), np.float32))
     with raises(ParamInvalidError, f"group={group} must not exceed max(C, 1)=1"):
@@ -256,7 +256,7 @@ def test_ints_beyond_int64_in_a_graph_fail_while_compiling():
         ms.set_context(mode=ms.PYNATIVE_MODE)
 
 
-@pytest.mark.parametrize("eps", [1e300, 3.5e38, -1e300, 1e-40, -1e-40], ids=str)
+@pytest.mark.parametrize("eps", [1e300, -1e-40], ids=str)  # more values: tests/test_fuzz_hostile.py
 def test_eps_that_float32_cannot_hold(mode, eps):
     """Refused in both modes (a graph sees 1e300 as inf, 1e-40 as a float32 subnormal)."""
     x = ones(2, 4, 3)
