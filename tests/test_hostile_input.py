@@ -284,3 +284,12 @@ def test_eps_that_underflows_float32_to_zero():
             call("graph", g.group_norm_forward, (x,), None, None, 2, 4, 3, 2, 1e-320)
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_an_int_mask_is_refused_after_a_bool_one(mode):
+    """(1, 1, 1) equals and hashes as (True, True, True): a cached check must not accept it
+    because the bools were accepted before."""
+    tensors = (ones(2, 4, 3), ones(2, 4, 3), ones(2, 2), ones(2, 2))
+    call(mode, g.group_norm_backward, tensors, *_backward_args(output_mask=(True, True, True)))
+    with raises(ParamInvalidError, "output_mask must hold 3 bools, got (1, 1, 1)"):
+        call(mode, g.group_norm_backward, tensors, *_backward_args(output_mask=(1, 1, 1)))
