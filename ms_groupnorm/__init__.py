@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 from . import mint
 from .cell import GroupNorm
 from .convert import convert_group_norm
-from .errors import GroupNormParamError, ParamInvalidError, ParamNullptrError
+from .errors import GroupNormParamError, ParamInvalidError, ParamNullptrError, ParamTypeError
 from .functional import group_norm, group_norm_backward, group_norm_forward
 from .silu import group_norm_silu, group_norm_silu_backward, group_norm_silu_forward
 from .silu_cell import GroupNormSiLU
@@ -17,6 +17,7 @@ __all__ = [
     "GroupNormParamError",
     "ParamInvalidError",
     "ParamNullptrError",
+    "ParamTypeError",
     "convert_group_norm",
     "group_norm",
     "group_norm_backward",

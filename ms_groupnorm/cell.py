@@ -7,7 +7,7 @@ from mindspore.common.initializer import initializer
 from mindspore.ops.primitive import constexpr
 
 from ms_groupnorm import _ops  # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm._checks import check_layer_input
+from ms_groupnorm._checks import as_float32_number, as_int, check_layer_input
 
 
 @constexpr(check=False)
@@ -28,14 +28,19 @@ def _check_input(shape, dtype, num_channels, cls_name):
 
 
 def _set_checked_arguments(cell, num_groups, num_channels, eps, affine):
-    """Checks the GroupNorm layers' arguments as mindspore.nn.GroupNorm does (same
-    messages) and stores them on ``cell``."""
-    cell.num_groups = validator.check_positive_int(num_groups, "num_groups", cell.cls_name)
-    cell.num_channels = validator.check_positive_int(num_channels, "num_channels", cell.cls_name)
+    """Checks the GroupNorm layers' arguments as mindspore.nn.GroupNorm does (same types and
+    messages), plus what the kernels need and nn does not check: sizes within int64 and an
+    eps that float32 holds (nn.GroupNorm silently turns eps=1e300 into inf, giving beta,
+    and eps=1e-320 into 0); the rule of _checks.as_int / as_float32_number. Stores them on
+    ``cell``."""
+    cell.num_groups = as_int("num_groups", validator.check_positive_int(num_groups, "num_groups", cell.cls_name))
+    cell.num_channels = as_int("num_channels",
+                               validator.check_positive_int(num_channels, "num_channels", cell.cls_name))
     if num_channels % num_groups != 0:
         raise ValueError(f"For '{cell.cls_name}', the 'num_channels' must be divided by 'num_groups', "
                          f"but got 'num_channels': {num_channels}, 'num_groups': {num_groups}.")
     cell.eps = validator.check_value_type('eps', eps, (float,), type(cell).__name__)
+    as_float32_number("eps", eps)
     cell.affine = validator.check_bool(affine, arg_name="affine", prim_name=cell.cls_name)
 
 

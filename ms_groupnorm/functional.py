@@ -20,16 +20,69 @@ def _absent(dtype):
     return Tensor(np.zeros((0,), np.float32), dtype=dtype)
 
 
-def _spec(tensor):
-    return None if tensor is None else (tuple(tensor.shape), tensor.dtype)
+_spec = _checks.tensor_spec
 
 
-def _nchw_view(tensor, N, C, HxW):
+def _is_nchw(shape, N, C):
+    """Whether a tensor of ``shape`` is (N, C, *) already, as the kernels take it. A
+    constant while a graph compiles: comparing the reshaped tensor with the input by
+    identity (``x is not input``) instead made MindSpore evaluate it in Python at run time
+    (a pyexecute node), which refuses a strided view (its storage is larger than its data)."""
+    return len(shape) >= 2 and shape[0] == N and shape[1] == C
+
+
+@constexpr(check=False)
+def _reshape_in_float32(dtype):
+    """Whether a reshape of ``dtype`` data goes through float32: bfloat16 off Ascend, where
+    MindSpore's CPU Reshape has no bfloat16 kernel in graphs (GRAPH_MODE, @ms.jit: "Select
+    CPU operator[Reshape] fail"). bfloat16 -> float32 -> bfloat16 is exact."""
+    return dtype == mstype.bfloat16 and _ops._device_target() != "Ascend"  # pylint: disable=protected-access
+
+
+def _reshape(tensor, shape):
+    if _reshape_in_float32(tensor.dtype):
+        return ops.cast(ops.reshape(ops.cast(tensor, mstype.float32), shape), tensor.dtype)
+    return ops.reshape(tensor, shape)
+
+
+def _as_nchw(tensor, N, C, HxW):
     """``tensor`` as (N, C, *) for the kernel: itself when its shape already is, else (N, C, HxW)."""
-    shape = tuple(tensor.shape)
-    if len(shape) >= 2 and shape[0] == N and shape[1] == C:
-        return tensor
-    return ops.reshape(tensor, (N, C, HxW))
+    return tensor if _is_nchw(tensor.shape, N, C) else _reshape(tensor, (N, C, HxW))
+
+
+def _filled(shape, value, dtype):
+    """``shape`` filled with ``value`` in ``dtype``; bfloat16 through float32 (exact for the
+    0 and NaN used here): PYNATIVE_MODE has no CPU FillV2 kernel for bfloat16."""
+    if dtype == mstype.bfloat16:
+        return ops.cast(ops.full(shape, value, dtype=mstype.float32), dtype)
+    return ops.full(shape, value, dtype=dtype)
+
+
+def forward_stat_dtype(input, gamma, beta):
+    """The dtype of the forward contracts' mean/rstd, and of the "none" tensor standing for an
+    absent gamma or beta: the parameters' dtype (gamma's, else beta's), else the input's.
+    One dtype for both parameters, so that a float32 beta next to a None gamma with
+    float16/bfloat16 input reaches every backend as a consistent pair."""
+    if gamma is not None:
+        return gamma.dtype
+    if beta is not None:
+        return beta.dtype
+    return input.dtype
+
+
+def empty_forward(input, N, group, stat_dtype):
+    """What the forward contracts return for an empty input, without a launch (aclnn's rule):
+    out empty, mean 0, rstd NaN."""
+    return (ops.zeros(input.shape, input.dtype), _filled((N, group), 0.0, stat_dtype),
+            _filled((N, group), float("nan"), stat_dtype))
+
+
+def empty_backward(input, C, output_mask, stat_dtype):
+    """What the backward contracts return for an empty input: no launch, an empty grad_input
+    and zero parameter gradients, None where output_mask is False."""
+    return (ops.zeros(input.shape, input.dtype) if output_mask[0] else None,
+            _filled((C,), 0.0, stat_dtype) if output_mask[1] else None,
+            _filled((C,), 0.0, stat_dtype) if output_mask[2] else None)
 
 
 @constexpr(check=False)  # runs in Python, also while a graph compiles (unknown dims arrive as None)
@@ -63,6 +116,16 @@ def _param_spec(shape, dtype):
     return None if shape is None else tuple(shape), dtype
 
 
+def param_spec(tensor):
+    """tensor_spec() for group_norm's weight/bias, whose dims are None while unknown (a
+    dynamic shape in a graph); ``(None, obj)`` for a non-tensor, which the checks refuse."""
+    if tensor is None:
+        return None
+    if isinstance(tensor, Tensor):
+        return _param_spec(tensor.shape, tensor.dtype)
+    return None, tensor
+
+
 def _run_group_norm(input, num_groups, weight, bias, eps, mask, stat_dtype):
     """y of GroupNorm after the checks: statistics in ``stat_dtype``, float32 for
     float16/bfloat16 input (weight/bias are cast up, their gradients cast back), the input's
@@ -89,8 +152,7 @@ def _group_norm_graph_variables(input, num_groups, weight, bias, eps):
     bitwise equal to a call with the same Python numbers."""
     groups_known, eps_known = F.isconstant(num_groups), F.isconstant(eps)
     stat_dtype = _check_group_norm_graph_variables(
-        input.shape, input.dtype, None if weight is None else _param_spec(weight.shape, weight.dtype),
-        None if bias is None else _param_spec(bias.shape, bias.dtype),
+        input.shape, input.dtype, param_spec(weight), param_spec(bias),
         num_groups, None if groups_known else F.typeof(num_groups), eps, None if eps_known else F.typeof(eps))
     mask = (True, weight is not None, bias is not None)
     weight, bias = _cast_params(weight, bias, stat_dtype)
@@ -120,9 +182,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint:
     # whose check refuses num_groups=None), and is True in PyNative (~0.2 us).
     if F.isconstant(num_groups):
         if F.isconstant(eps):
-            stat_dtype = _check_group_norm(input.shape, input.dtype,
-                                           None if weight is None else _param_spec(weight.shape, weight.dtype),
-                                           None if bias is None else _param_spec(bias.shape, bias.dtype),
+            stat_dtype = _check_group_norm(input.shape, input.dtype, param_spec(weight), param_spec(bias),
                                            num_groups, eps)
             return _run_group_norm(input, num_groups, weight, bias, eps,
                                    (True, weight is not None, bias is not None), stat_dtype)
@@ -132,22 +192,20 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint:
 def group_norm_forward(input, gamma, beta, N, C, HxW, group, eps=1e-5):
     """aclnnGroupNorm: (out, mean, rstd) with mean/rstd of shape (N, group).
 
-    ``input`` holds N*C*HxW elements; gamma/beta (C,) or None. mean/rstd take gamma's
-    dtype (input's when gamma is None). Gradients flow to input, gamma and beta from
-    ``out`` only: mean and rstd are treated as saved statistics.
+    ``input`` holds N*C*HxW elements; gamma/beta (C,) or None. mean/rstd take the
+    parameters' dtype: gamma's, else beta's, else input's. Gradients flow to input, gamma
+    and beta from ``out`` only: mean and rstd are treated as saved statistics.
     """
-    _checks.check_forward(_spec(input), _spec(gamma), _spec(beta), N, C, HxW, group, eps)
-    stat_dtype = input.dtype if gamma is None else gamma.dtype
-    if N * C * HxW == 0:  # empty input: nothing to launch (aclnn: mean 0, rstd NaN)
-        return (ops.zeros(input.shape, input.dtype), ops.zeros((N, group), stat_dtype),
-                ops.full((N, group), float("nan"), dtype=stat_dtype))
-    op = _ops.forward_op(group, float(eps), (True, gamma is not None, beta is not None))
-    x = _nchw_view(input, N, C, HxW)
-    out, mean, rstd = op(x, _absent(stat_dtype) if gamma is None else gamma,
+    input_spec, gamma_spec, beta_spec = _spec(input), _spec(gamma), _spec(beta)
+    N, C, HxW, group, eps = _checks.check_forward(input_spec, gamma_spec, beta_spec, N, C, HxW, group, eps)
+    stat_dtype = forward_stat_dtype(input, gamma, beta)
+    if N * C * HxW == 0:  # empty input: nothing to launch
+        return empty_forward(input, N, group, stat_dtype)
+    op = _ops.forward_op(group, eps, (True, gamma is not None, beta is not None))
+    nchw = _is_nchw(input.shape, N, C)
+    out, mean, rstd = op(_as_nchw(input, N, C, HxW), _absent(stat_dtype) if gamma is None else gamma,
                          _absent(stat_dtype) if beta is None else beta)
-    if x is not input:
-        out = ops.reshape(out, input.shape)
-    return out, mean, rstd
+    return (out if nchw else _reshape(out, input.shape)), mean, rstd
 
 
 def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, output_mask=FULL_MASK):
@@ -157,19 +215,28 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group, ou
     rstd hold N*group; gamma is (C,) or None (ones). grad_input has input's shape and
     dtype; grad_gamma/grad_beta are (C,) in mean's dtype.
     """
-    output_mask = tuple(output_mask) if isinstance(output_mask, list) else output_mask
-    _checks.check_backward(_spec(grad_out), _spec(input), _spec(mean), _spec(rstd), _spec(gamma),
-                           N, C, HxW, group, output_mask)
+    N, C, HxW, group, output_mask = _checks.check_backward(_spec(grad_out), _spec(input), _spec(mean), _spec(rstd),
+                                                           _spec(gamma), N, C, HxW, group, output_mask)
     if N * HxW == 0:  # empty input: nothing to launch; the parameter gradients are zeros
-        return (ops.zeros(input.shape, input.dtype) if output_mask[0] else None,
-                ops.zeros((C,), mean.dtype) if output_mask[1] else None,
-                ops.zeros((C,), mean.dtype) if output_mask[2] else None)
-    x = _nchw_view(input, N, C, HxW)
-    dy = grad_out if tuple(grad_out.shape) == tuple(x.shape) else ops.reshape(grad_out, x.shape)
+        return empty_backward(input, C, output_mask, mean.dtype)
+    x, dy = _kernel_layout(grad_out, input, N, C, HxW)
     gamma = _absent(mean.dtype) if gamma is None else gamma
     dx, dgamma, dbeta = _ops.backward_op(group, output_mask)(dy, x, mean, rstd, gamma)
-    if output_mask[0] and x is not input:
-        dx = ops.reshape(dx, input.shape)
+    return masked_backward_outputs(dx, dgamma, dbeta, input, N, C, output_mask)
+
+
+def _kernel_layout(grad_out, input, N, C, HxW):
+    """(x, dy) for a backward kernel: input as (N, C, *), grad_out in x's shape."""
+    x = _as_nchw(input, N, C, HxW)
+    same = tuple(grad_out.shape) == tuple(x.shape)
+    return x, (grad_out if same else _reshape(grad_out, x.shape))
+
+
+def masked_backward_outputs(dx, dgamma, dbeta, input, N, C, output_mask):
+    """A backward kernel's outputs as the contracts return them: dx in input's shape, None
+    where output_mask is False."""
+    if output_mask[0] and not _is_nchw(input.shape, N, C):
+        dx = _reshape(dx, input.shape)
     return (dx if output_mask[0] else None,
             dgamma if output_mask[1] else None,
             dbeta if output_mask[2] else None)

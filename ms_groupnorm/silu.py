@@ -14,35 +14,31 @@ rounding: float64 input (the fused kernels are float32/16-bit only) and MindSpor
 without those operators, where group_norm_silu_backward raises NotImplementedError saying
 so.
 """
-import functools
-import math
 
 from mindspore import ops
 from mindspore.ops.primitive import constexpr
 
 from . import _checks, _ops, _silu_ops, ascend_silu
-from .errors import ParamInvalidError, ParamTypeError
-from .functional import FULL_MASK, _absent, _nchw_view, _param_spec, _spec, group_norm, group_norm_forward
+from .errors import ParamTypeError
+from .functional import (FULL_MASK, _absent, _as_nchw, _is_nchw, _kernel_layout, _reshape, _spec, empty_backward,
+                         empty_forward, forward_stat_dtype, group_norm, group_norm_forward, masked_backward_outputs,
+                         param_spec)
 
 
-# Cached like the checks of _checks (hashable arguments): a cached function is also what
-# MindSpore's graph compiler calls in Python at compile time instead of parsing it.
-@functools.lru_cache(maxsize=1024, typed=True)
+@_checks.cached_check
 def check_swish_scale(swish_scale):
-    """swish_scale must be a finite real number (1.0 is SiLU)."""
-    if not isinstance(swish_scale, (int, float)) or isinstance(swish_scale, bool):
-        raise ParamTypeError(f"swish_scale={swish_scale!r} must be a float")
-    if not math.isfinite(swish_scale):
-        raise ParamInvalidError(f"swish_scale={swish_scale!r} must be finite")
+    """swish_scale (1.0 is SiLU): a number float32 holds, as eps (_checks.as_float32_number);
+    returned as a Python float."""
+    return _checks.as_float32_number("swish_scale", swish_scale)
 
 
-@functools.lru_cache(maxsize=1024, typed=True)
+@_checks.cached_check
 def check_beta_for_backward(beta, mean, C):
     """The backward's extra input beta (recomputing y needs it): mean's dtype, C elements."""
-    if beta is None:
-        return
-    _checks._check_same_dtype("beta", beta[1], "mean", mean[1])
-    _checks._check_numel("beta", beta[0], C, "C")
+    _checks.check_is_tensor("beta", beta)
+    if beta is not None:
+        _checks._check_same_dtype("beta", beta[1], "mean", mean[1])  # pylint: disable=protected-access
+        _checks._check_numel("beta", beta[0], C, "C")  # pylint: disable=protected-access
 
 
 @constexpr(check=False)  # runs in Python, also while a graph compiles (unknown dims arrive as None)
@@ -70,9 +66,8 @@ def group_norm_silu(input, num_groups, weight=None, bias=None, eps=1e-05):  # py
     and weight/bias may be float32 (their gradients are then float32). The backward keeps
     only x, mean and rstd: y and sigmoid(y) are recomputed.
     """
-    stat_dtype, fused = _check_group_norm_silu(
-        input.shape, input.dtype, None if weight is None else _param_spec(weight.shape, weight.dtype),
-        None if bias is None else _param_spec(bias.shape, bias.dtype), num_groups, eps)
+    stat_dtype, fused = _check_group_norm_silu(input.shape, input.dtype, param_spec(weight), param_spec(bias),
+                                               num_groups, eps)
     if not fused:
         return ops.silu(group_norm(input, num_groups, weight, bias, eps))
     mask = (True, weight is not None, bias is not None)
@@ -92,19 +87,19 @@ def group_norm_silu_forward(input, gamma, beta, N, C, HxW, group, eps=1e-5, swis
     The contract of :func:`ms_groupnorm.group_norm_forward` plus ``swish_scale`` (finite).
     Gradients flow to input, gamma and beta from ``out`` only.
     """
-    _checks.check_forward(_spec(input), _spec(gamma), _spec(beta), N, C, HxW, group, eps)
-    check_swish_scale(swish_scale)
-    if N * C * HxW == 0 or _silu_ops.fused_backend() is None:
+    N, C, HxW, group, eps = _checks.check_forward(_spec(input), _spec(gamma), _spec(beta), N, C, HxW, group, eps)
+    swish_scale = check_swish_scale(swish_scale)
+    stat_dtype = forward_stat_dtype(input, gamma, beta)
+    if N * C * HxW == 0:  # empty input: nothing to launch
+        return empty_forward(input, N, group, stat_dtype)
+    if _silu_ops.fused_backend() is None:
         out, mean, rstd = group_norm_forward(input, gamma, beta, N, C, HxW, group, eps)
-        return (out if N * C * HxW == 0 else _swish(out, float(swish_scale))), mean, rstd
-    stat_dtype = input.dtype if gamma is None else gamma.dtype
-    op = _silu_ops.silu_forward_op(group, float(eps), float(swish_scale), (True, gamma is not None, beta is not None))
-    x = _nchw_view(input, N, C, HxW)
-    out, mean, rstd = op(x, _absent(stat_dtype) if gamma is None else gamma,
+        return _swish(out, swish_scale), mean, rstd
+    op = _silu_ops.silu_forward_op(group, eps, swish_scale, (True, gamma is not None, beta is not None))
+    nchw = _is_nchw(input.shape, N, C)
+    out, mean, rstd = op(_as_nchw(input, N, C, HxW), _absent(stat_dtype) if gamma is None else gamma,
                          _absent(stat_dtype) if beta is None else beta)
-    if x is not input:
-        out = ops.reshape(out, input.shape)
-    return out, mean, rstd
+    return (out if nchw else _reshape(out, input.shape)), mean, rstd
 
 
 def group_norm_silu_backward(grad_out, input, mean, rstd, gamma, beta, N, C, HxW, group, output_mask=FULL_MASK,
@@ -116,27 +111,18 @@ def group_norm_silu_backward(grad_out, input, mean, rstd, gamma, beta, N, C, HxW
     The contract of :func:`ms_groupnorm.group_norm_backward` plus beta (mean's dtype, C
     elements) and ``swish_scale``.
     """
-    output_mask = tuple(output_mask) if isinstance(output_mask, list) else output_mask
-    _checks.check_backward(_spec(grad_out), _spec(input), _spec(mean), _spec(rstd), _spec(gamma),
-                           N, C, HxW, group, output_mask)
+    N, C, HxW, group, output_mask = _checks.check_backward(_spec(grad_out), _spec(input), _spec(mean), _spec(rstd),
+                                                           _spec(gamma), N, C, HxW, group, output_mask)
     check_beta_for_backward(_spec(beta), _spec(mean), C)
-    check_swish_scale(swish_scale)
+    swish_scale = check_swish_scale(swish_scale)
     if N * HxW == 0:  # empty input: nothing to launch; the parameter gradients are zeros
-        return (ops.zeros(input.shape, input.dtype) if output_mask[0] else None,
-                ops.zeros((C,), mean.dtype) if output_mask[1] else None,
-                ops.zeros((C,), mean.dtype) if output_mask[2] else None)
+        return empty_backward(input, C, output_mask, mean.dtype)
     if _silu_ops.fused_backend() is None:
         if _ops.backend_name() == "ascend":
             raise NotImplementedError(ascend_silu.NOT_INSTALLED)
         raise NotImplementedError("ms_groupnorm: group_norm_silu_backward has no kernel on this backend yet")
-    x = _nchw_view(input, N, C, HxW)
-    dz = grad_out if tuple(grad_out.shape) == tuple(x.shape) else ops.reshape(grad_out, x.shape)
+    x, dz = _kernel_layout(grad_out, input, N, C, HxW)
     gamma = _absent(mean.dtype) if gamma is None else gamma
     beta = _absent(mean.dtype) if beta is None else beta
-    dx, dgamma, dbeta = _silu_ops.silu_backward_op(group, float(swish_scale), output_mask)(dz, x, mean, rstd, gamma,
-                                                                                          beta)
-    if output_mask[0] and x is not input:
-        dx = ops.reshape(dx, input.shape)
-    return (dx if output_mask[0] else None,
-            dgamma if output_mask[1] else None,
-            dbeta if output_mask[2] else None)
+    dx, dgamma, dbeta = _silu_ops.silu_backward_op(group, swish_scale, output_mask)(dz, x, mean, rstd, gamma, beta)
+    return masked_backward_outputs(dx, dgamma, dbeta, input, N, C, output_mask)
