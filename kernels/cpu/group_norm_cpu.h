@@ -22,6 +22,13 @@
 // AVX-512 builds of the row loops add in the same order but differ in fused
 // multiply-adds (row_kernels.h), so they agree to within rounding, not bit for bit.
 //
+// Extreme magnitudes: the float32 row loops are right while their squares and products stay
+// in the float32 range. A group whose sums overflow or underflow there (|x - mean| beyond
+// about 1.8e19 or, with eps ~ 0, below 1e-19; dy or x near the float32 maximum; rstd outside
+// [2^-32, 2^32] in the backward) is computed again by the double loops of wide_range_rows.h,
+// which hold every such value. The test runs on each group's (or channel's) own results, so
+// ordinary data keeps the float32 path and its bits, and both schedules choose alike.
+//
 // Memory traffic: the group-wise schedule reads a group's dy and x once from memory;
 // the dx pass re-reads them from L2, where the reduction just left them (a group of
 // the anchor shapes is at most a few hundred KiB), so the backward moves about 12
@@ -40,6 +47,7 @@
 #include "group_norm_sizes.h"
 #include "half_types.h"
 #include "row_kernels.h"
+#include "wide_range_rows.h"
 
 namespace ms_groupnorm {
 
@@ -104,14 +112,28 @@ class BackwardKernel {
 
  private:
   // db[n, c] and (when needed) ds[n, c] for `rows` channels of one group from c_first.
+  // A channel whose float32 sums are not finite (a lane overflowed, or dy/x hold inf/NaN),
+  // or every channel of a group whose rstd is outside the float32 path's range, is summed
+  // in double instead (wide_range_rows.h); the choice depends on the channel's own data and
+  // statistics only, so both schedules make it alike.
   void Reduce(int64_t n, int64_t c_first, int64_t rows) {
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
     const int64_t nc = n * s_.C + c_first;
-    if (need_ds_) {
-      const float mu = ToFloat(mean_[n * s_.G + c_first / s_.D()]);
-      rows_.reduce_grad(dy_ + offset, x_ + offset, mu, s_.HxW, rows, &db_[nc], &ds_[nc]);
-    } else {  // dbeta alone never needs x
-      rows_.sum(dy_ + offset, s_.HxW, rows, &db_[nc]);
+    const int64_t ng = n * s_.G + c_first / s_.D();
+    const bool wide = wide::RstdOutsideFloatRange(ToFloat(rstd_[ng]));
+    if (!wide) {
+      if (need_ds_) {
+        rows_.reduce_grad(dy_ + offset, x_ + offset, ToFloat(mean_[ng]), s_.HxW, rows, &db_[nc], &ds_[nc]);
+      } else {  // dbeta alone never needs x
+        rows_.sum(dy_ + offset, s_.HxW, rows, &db_[nc]);
+      }
+      if (wide::AllFinite(&db_[nc], rows) && (!need_ds_ || wide::AllFinite(&ds_[nc], rows))) return;
+    }
+    for (int64_t k = 0; k < rows; ++k) {
+      if (wide || !std::isfinite(db_[nc + k]) || (need_ds_ && !std::isfinite(ds_[nc + k]))) {
+        wide::ReduceGradRow(dy_ + offset + k * s_.HxW, x_ + offset + k * s_.HxW, s_.HxW, ToFloat(mean_[ng]),
+                            &db_[nc + k], need_ds_ ? &ds_[nc + k] : nullptr);
+      }
     }
   }
 
@@ -141,13 +163,22 @@ class BackwardKernel {
     const double t2 = (t2_chain[0] + t2_chain[1]) + (t2_chain[2] + t2_chain[3]);
     const double r = ToFloat(rstd_[n * s_.G + g]);
     const double inv_m = 1.0 / static_cast<double>(D * s_.HxW);
-    const float b = static_cast<float>(-r * r * r * t2 * inv_m);
-    const float c0 = static_cast<float>(-r * s1 * inv_m);
+    const double b = -r * r * r * t2 * inv_m, c0 = -r * s1 * inv_m;
+    const int64_t offset = (n * s_.C + c_first) * s_.HxW;
+    const float mu = ToFloat(mean_[n * s_.G + g]);
+    if (wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b) || wide::LostInFloat(c0)) {
+      // b or c0 would be a float32 subnormal or infinity (rstd or dy near the range's ends):
+      // dx in double, from the unrounded coefficients.
+      for (int64_t k = 0; k < rows; ++k) {
+        const int64_t row = offset + k * s_.HxW;
+        wide::AffineGradRow(dy_ + row, x_ + row, dx_ + row, s_.HxW, r * GammaAt(gamma_, c_first + k), b, mu, c0);
+      }
+      return;
+    }
     float *a = &a_[n * s_.C + c_first];
     for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * GammaAt(gamma_, c_first + k));
-    const int64_t offset = (n * s_.C + c_first) * s_.HxW;
-    rows_.affine_grad(dy_ + offset, x_ + offset, dx_ + offset, s_.HxW, rows, a, b, ToFloat(mean_[n * s_.G + g]), c0,
-                      stream_);
+    rows_.affine_grad(dy_ + offset, x_ + offset, dx_ + offset, s_.HxW, rows, a, static_cast<float>(b), mu,
+                      static_cast<float>(c0), stream_);
   }
 
   // dgamma[c] = sum_n rstd[n, g] * ds[n, c], dbeta[c] = sum_n db[n, c], n ascending.
@@ -211,16 +242,16 @@ class GroupStatistics {
   GroupStatistics(const T *x, U *mean, U *rstd, GroupNormSizes sizes, float eps)
       : x_(x), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps), rows_(ActiveRowKernels().For<T>()),
         group_size_(sizes.D() * sizes.HxW), shift_(sizes.N * sizes.G), group_mean_(sizes.N * sizes.G),
-        group_rstd_(sizes.N * sizes.G) {}
+        group_rstd_(sizes.N * sizes.G), wide_rstd_(sizes.N * sizes.G), wide_(sizes.N * sizes.G) {}
 
   // The statistics of group ng = n * G + g (the group-wise schedule: one thread per group).
   void ForGroup(int64_t ng) {
     double sum;
     ComputeShift(ng);
     rows_.centered_sum(Group(ng), shift_[ng], group_size_, 1, &sum);
-    GroupMean(ng, sum);
+    if (!GroupMean(ng, sum)) return WideGroup(ng);
     rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sum);
-    GroupRstd(ng, sum);
+    if (!GroupRstd(ng, sum)) WideGroup(ng);
   }
 
   // Every group's statistics with the blocks as the unit of work (fewer groups than threads).
@@ -233,14 +264,22 @@ class GroupStatistics {
       const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
       rows_.centered_sum(Group(ng) + start, shift_[ng], std::min(kBlock, group_size_ - start), 1, &block_sums[k]);
     }
-    for (int64_t ng = 0; ng < groups; ++ng) GroupMean(ng, InOrder(block_sums.data() + ng * blocks, blocks));
+    for (int64_t ng = 0; ng < groups; ++ng) wide_[ng] = !GroupMean(ng, InOrder(block_sums.data() + ng * blocks, blocks));
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t k = 0; k < items; ++k) {
       const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+      if (wide_[ng]) continue;
       rows_.centered_squares(Group(ng) + start, group_mean_[ng], std::min(kBlock, group_size_ - start), 1,
                              &block_sums[k]);
     }
-    for (int64_t ng = 0; ng < groups; ++ng) GroupRstd(ng, InOrder(block_sums.data() + ng * blocks, blocks));
+    for (int64_t ng = 0; ng < groups; ++ng) {
+      if (!wide_[ng]) wide_[ng] = !GroupRstd(ng, InOrder(block_sums.data() + ng * blocks, blocks));
+    }
+    // The groups the float32 sums could not handle, one thread each, as ForGroup does them.
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t ng = 0; ng < groups; ++ng) {
+      if (wide_[ng]) WideGroup(ng);
+    }
   }
 
   // The forward's schedule, shared by every forward kernel: the statistics, then
@@ -267,6 +306,11 @@ class GroupStatistics {
   // The float32 statistics y is computed with (before rounding to U; see GroupMean).
   float Mean(int64_t ng) const { return group_mean_[ng]; }
   float Rstd(int64_t ng) const { return group_rstd_[ng]; }
+  // Whether group ng's statistics came from the double loops (WideGroup); its y is then
+  // computed in double too, from Mean(ng) and WideRstd(ng) (rstd before rounding to float:
+  // beyond a standard deviation of 8.5e37 the float32 rstd is subnormal).
+  bool Wide(int64_t ng) const { return wide_[ng] != 0; }
+  double WideRstd(int64_t ng) const { return wide_rstd_[ng]; }
 
  private:
   const T *Group(int64_t ng) const { return x_ + ng * group_size_; }
@@ -294,21 +338,45 @@ class GroupStatistics {
   // bf16) would shift every y. Only the stored copy is rounded. A caller that wants its
   // backward to use exactly the statistics the forward used asks for float32 ones (the
   // layers and group_norm do; see ms_groupnorm/functional.py).
-  void GroupMean(int64_t ng, double centered_sum) {
+  // Both return false, storing nothing, when the float32 sum cannot be trusted: a
+  // non-finite sum (a float32 lane overflowed, or x holds inf/NaN, whose statistics the double
+  // loops give as well), or a variance so small (< 2^-100) that its float32 squares were
+  // subnormal while eps is too small (|eps| < 2^-70) to hide that. Ordinary data never gets here.
+  bool GroupMean(int64_t ng, double centered_sum) {
+    if (!std::isfinite(centered_sum)) return false;
     const double m = static_cast<double>(group_size_);
     const float mu = m > 0 ? static_cast<float>(static_cast<double>(shift_[ng]) + centered_sum / m) : 0.0f;
     mean_[ng] = FromFloat<U>(mu);
     group_mean_[ng] = mu;
+    return true;
   }
 
-  void GroupRstd(int64_t ng, double sum) {
+  static constexpr double kSmallestFloatVariance = 0x1p-100, kSmallestEpsHidingIt = 0x1p-70;
+  bool GroupRstd(int64_t ng, double sum) {
     const double m = static_cast<double>(group_size_);
+    if (!std::isfinite(sum) ||
+        (m > 0 && sum / m < kSmallestFloatVariance && std::fabs(static_cast<double>(eps_)) < kSmallestEpsHidingIt)) {
+      return false;
+    }
     // An empty group has no variance: rstd is NaN, as aclnnGroupNorm documents.
     // A negative eps larger than the variance gives NaN, as in mindspore.ops.group_norm.
     const double r = m > 0 ? 1.0 / std::sqrt(sum / m + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
     const float r32 = static_cast<float>(r);
     rstd_[ng] = FromFloat<U>(r32);
     group_rstd_[ng] = r32;  // float32, not the rounded output (see GroupMean)
+    return true;
+  }
+
+  // Group ng's statistics from the double loops (wide_range_rows.h), for any finite x.
+  void WideGroup(int64_t ng) {
+    double mu, r;
+    wide::Statistics(Group(ng), group_size_, static_cast<double>(eps_), &mu, &r);
+    group_mean_[ng] = static_cast<float>(mu);
+    group_rstd_[ng] = static_cast<float>(r);
+    mean_[ng] = FromFloat<U>(group_mean_[ng]);
+    rstd_[ng] = FromFloat<U>(group_rstd_[ng]);
+    wide_rstd_[ng] = r;
+    wide_[ng] = 1;
   }
 
   const T *x_;
@@ -321,6 +389,8 @@ class GroupStatistics {
   std::vector<float> shift_;       // (N, G) x0 of the first sum
   std::vector<float> group_mean_;  // (N, G): float32 mean/rstd (before rounding to U)
   std::vector<float> group_rstd_;
+  std::vector<double> wide_rstd_;  // (N, G): rstd in double, for the groups WideGroup computed
+  std::vector<uint8_t> wide_;      // (N, G): 1 where WideGroup computed the statistics
 };
 
 // Statistics (above), then y = (x - mean) * (rstd * gamma) + beta per channel; in the
@@ -343,6 +413,14 @@ class ForwardKernel {
  private:
   void NormalizeChannels(int64_t n, int64_t c_first, int64_t rows) {
     const int64_t ng = n * s_.G + c_first / s_.D();
+    if (stats_.Wide(ng)) {
+      for (int64_t k = 0; k < rows; ++k) {
+        const int64_t offset = (n * s_.C + c_first + k) * s_.HxW;
+        wide::NormalizeRow(x_ + offset, y_ + offset, s_.HxW, stats_.Mean(ng),
+                           stats_.WideRstd(ng) * GammaAt(gamma_, c_first + k), shift_[c_first + k]);
+      }
+      return;
+    }
     float *scale = &scale_[n * s_.C + c_first];
     for (int64_t k = 0; k < rows; ++k) scale[k] = stats_.Rstd(ng) * GammaAt(gamma_, c_first + k);
     rows_.normalize(x_ + (n * s_.C + c_first) * s_.HxW, y_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows,
@@ -373,22 +451,11 @@ inline void ForwardFloat64(const double *x, const double *gamma, const double *b
   for (int64_t ng = 0; ng < s.N * s.G; ++ng) {
     const int64_t n = ng / s.G, g = ng % s.G;
     const double *xg = x + (n * s.C + g * D) * s.HxW;
-    double sum = 0.0;
-    for (int64_t i = 0; i < M; ++i) sum += xg[i];
-    const double mu = M > 0 ? sum / static_cast<double>(M) : 0.0;
-    double squares = 0.0;
-    for (int64_t i = 0; i < M; ++i) squares += (xg[i] - mu) * (xg[i] - mu);
-    const double r = M > 0 ? 1.0 / std::sqrt(squares / static_cast<double>(M) + eps)
-                           : std::numeric_limits<double>::quiet_NaN();
-    mean[ng] = mu;
-    rstd[ng] = r;
+    wide::Statistics(xg, M, eps, &mean[ng], &rstd[ng]);
     for (int64_t d = 0; d < D; ++d) {
       const int64_t c = g * D + d;
-      const double scale = r * (gamma == nullptr ? 1.0 : gamma[c]);
-      const double shift = beta == nullptr ? 0.0 : beta[c];
-      const double *xc = xg + d * s.HxW;
-      double *yc = y + (n * s.C + c) * s.HxW;
-      for (int64_t i = 0; i < s.HxW; ++i) yc[i] = (xc[i] - mu) * scale + shift;
+      wide::NormalizeRow(xg + d * s.HxW, y + (n * s.C + c) * s.HxW, s.HxW, mean[ng],
+                         rstd[ng] * (gamma == nullptr ? 1.0 : gamma[c]), beta == nullptr ? 0.0 : beta[c]);
     }
   }
 }
@@ -402,15 +469,7 @@ inline void BackwardFloat64(const double *dy, const double *x, const double *mea
   auto gamma_at = [gamma](int64_t c) { return gamma == nullptr ? 1.0 : gamma[c]; };
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t nc = 0; nc < N * C; ++nc) {
-    const double mu = mean[(nc / C) * G + (nc % C) / D];
-    const double *dyc = dy + nc * HxW, *xc = x + nc * HxW;
-    double sum_dy = 0.0, sum_dyxc = 0.0;
-    for (int64_t i = 0; i < HxW; ++i) {
-      sum_dy += dyc[i];
-      sum_dyxc += dyc[i] * (xc[i] - mu);
-    }
-    db[nc] = sum_dy;
-    ds[nc] = sum_dyxc;
+    wide::ReduceGradRow(dy + nc * HxW, x + nc * HxW, HxW, mean[(nc / C) * G + (nc % C) / D], &db[nc], &ds[nc]);
   }
   if (mask.dx) {
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -424,9 +483,8 @@ inline void BackwardFloat64(const double *dy, const double *x, const double *mea
       const double r = rstd[ng], mu = mean[ng], inv_m = 1.0 / static_cast<double>(D * HxW);
       const double b = -r * r * r * t2 * inv_m, c0 = -r * s1 * inv_m;
       for (int64_t c = g * D; c < (g + 1) * D; ++c) {
-        const double a = r * gamma_at(c);
         const int64_t offset = (n * C + c) * HxW;
-        for (int64_t i = 0; i < HxW; ++i) dx[offset + i] = a * dy[offset + i] + b * (x[offset + i] - mu) + c0;
+        wide::AffineGradRow(dy + offset, x + offset, dx + offset, HxW, r * gamma_at(c), b, mu, c0);
       }
     }
   }
