@@ -44,6 +44,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "call_scratch.h"
 #include "group_norm_sizes.h"
 #include "half_types.h"
 #include "row_kernels.h"
@@ -86,86 +87,136 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : dy_(dy), x_(x), mean_(mean), rstd_(rstd), gamma_(gamma), dx_(dx), dgamma_(dgamma), dbeta_(dbeta), s_(sizes),
         mask_(mask), need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)),
-        rows_(ActiveRowKernels().For<T>()), db_(sizes.N * sizes.C), ds_(need_ds_ ? sizes.N * sizes.C : 0),
-        a_(mask.dx ? sizes.N * sizes.C : 0) {}
+        rows_(ActiveRowKernels().For<T>()), scratch_(ScratchBytes(sizes)) {
+    const int64_t NC = sizes.N * sizes.C, NG = sizes.N * sizes.G;
+    db_ = scratch_.Take<double>(NC);
+    ds_ = scratch_.Take<double>(NC);
+    b_ = scratch_.Take<double>(NG);
+    c0_ = scratch_.Take<double>(NG);
+    dgamma_sum_ = scratch_.Take<double>(sizes.C);
+    dbeta_sum_ = scratch_.Take<double>(sizes.C);
+    a_ = scratch_.Take<float>(NC);
+  }
 
+  // One parallel region per call (none on one thread): its work-sharing loops run in turn,
+  // each ending at the barrier the next one needs.
   void Run() {
-    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    const int threads = ThreadsFor(N * C * s_.HxW);
-    if (SplitByChannel(N * G, threads)) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t nc = 0; nc < N * C; ++nc) Reduce(nc / C, nc % C, 1);
-      if (mask_.dx) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t nc = 0; nc < N * C; ++nc) InputGrad(nc / C, nc % C, 1);
-      }
+    const int threads = ThreadsFor(s_.N * s_.C * s_.HxW);
+    const bool by_channel = SplitByChannel(s_.N * s_.G, threads);
+    if (threads == 1) {
+      Steps(by_channel);
     } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t ng = 0; ng < N * G; ++ng) {
-        const int64_t n = ng / G, g = ng % G;
-        Reduce(n, g * D, D);
-        if (mask_.dx) InputGrad(n, g * D, D);
-      }
+#pragma omp parallel num_threads(threads)
+      Steps(by_channel);
     }
-    if (mask_.dgamma || mask_.dbeta) ReduceOverBatch(threads);
   }
 
  private:
-  // db[n, c] and (when needed) ds[n, c] for `rows` channels of one group from c_first.
-  // A channel whose float32 sums are not finite (a lane overflowed, or dy/x hold inf/NaN),
-  // or every channel of a group whose rstd is outside the float32 path's range, is summed
-  // in double instead (wide_range_rows.h); the choice depends on the channel's own data and
-  // statistics only, so both schedules make it alike.
+  static size_t ScratchBytes(const GroupNormSizes &s) {
+    return 2 * CallScratch::Bytes<double>(s.N * s.C) + 2 * CallScratch::Bytes<double>(s.N * s.G) +
+           2 * CallScratch::Bytes<double>(s.C) + CallScratch::Bytes<float>(s.N * s.C);
+  }
+
+  // Called by every thread of the region (or alone): orphaned work-sharing loops.
+  void Steps(bool by_channel) {
+    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    if (by_channel) {
+#pragma omp for schedule(static)
+      for (int64_t nc = 0; nc < N * C; ++nc) Reduce(nc / C, nc % C, 1);
+#pragma omp for schedule(static)
+      for (int64_t ng = 0; ng < N * G; ++ng) GroupCoefficients(ng);
+      if (mask_.dx) {
+#pragma omp for schedule(static)
+        for (int64_t nc = 0; nc < N * C; ++nc) InputGrad(nc / C, nc % C, 1);
+      }
+    } else {
+#pragma omp for schedule(static)
+      for (int64_t ng = 0; ng < N * G; ++ng) {
+        const int64_t n = ng / G, g = ng % G;
+        Reduce(n, g * D, D);
+        GroupCoefficients(ng);
+        if (mask_.dx) InputGrad(n, g * D, D);
+      }
+    }
+    if (mask_.dgamma || mask_.dbeta) {
+#pragma omp for schedule(static)
+      for (int64_t g = 0; g < G; ++g) ReduceOverBatch(g);
+    }
+  }
+
+  // db[n, c] and (when needed) ds[n, c] for `rows` channels of one group from c_first; every
+  // channel of a group whose rstd is outside the float32 path's range is summed in double
+  // (wide_range_rows.h).
   void Reduce(int64_t n, int64_t c_first, int64_t rows) {
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
     const int64_t nc = n * s_.C + c_first;
     const int64_t ng = n * s_.G + c_first / s_.D();
-    const bool wide = wide::RstdOutsideFloatRange(ToFloat(rstd_[ng]));
-    if (!wide) {
-      if (need_ds_) {
-        rows_.reduce_grad(dy_ + offset, x_ + offset, ToFloat(mean_[ng]), s_.HxW, rows, &db_[nc], &ds_[nc]);
-      } else {  // dbeta alone never needs x
-        rows_.sum(dy_ + offset, s_.HxW, rows, &db_[nc]);
-      }
-      if (wide::AllFinite(&db_[nc], rows) && (!need_ds_ || wide::AllFinite(&ds_[nc], rows))) return;
-    }
-    for (int64_t k = 0; k < rows; ++k) {
-      if (wide || !std::isfinite(db_[nc + k]) || (need_ds_ && !std::isfinite(ds_[nc + k]))) {
-        wide::ReduceGradRow(dy_ + offset + k * s_.HxW, x_ + offset + k * s_.HxW, s_.HxW, ToFloat(mean_[ng]),
-                            &db_[nc + k], need_ds_ ? &ds_[nc + k] : nullptr);
-      }
+    const float mu = ToFloat(mean_[ng]);
+    if (wide::RstdOutsideFloatRange(ToFloat(rstd_[ng]))) {
+      for (int64_t k = 0; k < rows; ++k) WideReduce(n, c_first + k, mu);
+    } else if (need_ds_) {
+      rows_.reduce_grad(dy_ + offset, x_ + offset, mu, s_.HxW, rows, &db_[nc], &ds_[nc]);
+    } else {  // dbeta alone never needs x
+      rows_.sum(dy_ + offset, s_.HxW, rows, &db_[nc]);
     }
   }
 
-  // dx = a_c * dy + b * (x - mu) + c0 with a_c = rstd * gamma_c and, for the group,
-  // b = -rstd^3 * sum_c gamma_c ds_c / M and c0 = -rstd * sum_c gamma_c db_c / M.
-  // Every call recomputes b and c0 from the whole group in the same order, so the
-  // channel-wise schedule gets the same bits as the group-wise one.
-  // The two sums over the group's channels run in kChainsOverChannels interleaved
-  // chains (channel c in chain c % 4, folded as (0 + 1) + (2 + 3)): one serial chain of
-  // double adds was a tenth of the whole backward for 40 channels of 8x8.
+  void WideReduce(int64_t n, int64_t c, float mu) {
+    const int64_t nc = n * s_.C + c;
+    wide::ReduceGradRow(dy_ + nc * s_.HxW, x_ + nc * s_.HxW, s_.HxW, mu, &db_[nc], need_ds_ ? &ds_[nc] : nullptr);
+  }
+
+  // S1 = sum_c gamma_c db[n, c] and T2 = sum_c gamma_c ds[n, c] over group ng, in
+  // kChainsOverChannels interleaved chains (channel c in chain c % 4, folded as
+  // (0 + 1) + (2 + 3)): one serial chain of double adds was a tenth of the whole backward
+  // for 40 channels of 8x8.
   static constexpr int kChainsOverChannels = 4;
-  void InputGrad(int64_t n, int64_t c_first, int64_t rows) {
-    const int64_t D = s_.D(), g = c_first / D;
+  void GroupSums(int64_t ng, double *s1, double *t2) const {
+    const int64_t D = s_.D(), n = ng / s_.G, g = ng % s_.G;
     double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
     const double *db = &db_[n * s_.C + g * D], *ds = &ds_[n * s_.C + g * D];
     auto add = [&](int64_t d, int k) {
       const double gamma = GammaAt(gamma_, g * D + d);
       s1_chain[k] += gamma * db[d];
-      t2_chain[k] += gamma * ds[d];
+      if (need_ds_) t2_chain[k] += gamma * ds[d];
     };
     int64_t d = 0;
     for (; d + kChainsOverChannels <= D; d += kChainsOverChannels) {
       for (int k = 0; k < kChainsOverChannels; ++k) add(d + k, k);
     }
     for (int k = 0; d < D; ++d, ++k) add(d, k);
-    const double s1 = (s1_chain[0] + s1_chain[1]) + (s1_chain[2] + s1_chain[3]);
-    const double t2 = (t2_chain[0] + t2_chain[1]) + (t2_chain[2] + t2_chain[3]);
-    const double r = ToFloat(rstd_[n * s_.G + g]);
-    const double inv_m = 1.0 / static_cast<double>(D * s_.HxW);
-    const double b = -r * r * r * t2 * inv_m, c0 = -r * s1 * inv_m;
+    *s1 = (s1_chain[0] + s1_chain[1]) + (s1_chain[2] + s1_chain[3]);
+    *t2 = (t2_chain[0] + t2_chain[1]) + (t2_chain[2] + t2_chain[3]);
+  }
+
+  // The group's dx coefficients b = -rstd^3 * T2 / M and c0 = -rstd * S1 / M, once per group
+  // (both schedules read the same doubles). S1 and T2 also test the group's channel sums:
+  // they are finite exactly when every db (and ds) of the group is (gamma times inf is inf or
+  // NaN), so a channel whose float32 lanes overflowed is found here at no cost and summed
+  // again in double before b and c0 are formed.
+  void GroupCoefficients(int64_t ng) {
+    double s1, t2;
+    GroupSums(ng, &s1, &t2);
+    if (!std::isfinite(s1) || !std::isfinite(t2)) {
+      const int64_t D = s_.D(), n = ng / s_.G, c_first = (ng % s_.G) * D;
+      for (int64_t c = c_first; c < c_first + D; ++c) {
+        const int64_t nc = n * s_.C + c;
+        if (!std::isfinite(db_[nc]) || (need_ds_ && !std::isfinite(ds_[nc]))) WideReduce(n, c, ToFloat(mean_[ng]));
+      }
+      GroupSums(ng, &s1, &t2);
+    }
+    const double r = ToFloat(rstd_[ng]);
+    const double inv_m = 1.0 / static_cast<double>(s_.D() * s_.HxW);
+    b_[ng] = -r * r * r * t2 * inv_m;
+    c0_[ng] = -r * s1 * inv_m;
+  }
+
+  // dx = a_c * dy + b * (x - mu) + c0 with a_c = rstd * gamma_c and the group's b and c0.
+  void InputGrad(int64_t n, int64_t c_first, int64_t rows) {
+    const int64_t ng = n * s_.G + c_first / s_.D();
+    const double r = ToFloat(rstd_[ng]), b = b_[ng], c0 = c0_[ng];
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
-    const float mu = ToFloat(mean_[n * s_.G + g]);
+    const float mu = ToFloat(mean_[ng]);
     if (wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b) || wide::LostInFloat(c0)) {
       // b or c0 would be a float32 subnormal or infinity (rstd or dy near the range's ends):
       // dx in double, from the unrounded coefficients.
@@ -181,26 +232,24 @@ class BackwardKernel {
                       static_cast<float>(c0), stream_);
   }
 
-  // dgamma[c] = sum_n rstd[n, g] * ds[n, c], dbeta[c] = sum_n db[n, c], n ascending.
-  // A thread takes whole groups and walks the (N, C) sums row by row (contiguous
-  // channels, one rstd per group) rather than down a column with stride C.
-  void ReduceOverBatch(int threads) {
+  // dgamma[c] = sum_n rstd[n, g] * ds[n, c], dbeta[c] = sum_n db[n, c], n ascending, for the
+  // channels of group g; the task walks the (N, C) sums row by row (contiguous channels, one
+  // rstd per group) rather than down a column with stride C. The first row initialises the
+  // sums (as 0.0 + first, the bits of adding to a zeroed sum).
+  void ReduceOverBatch(int64_t g) {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    std::vector<double> dgamma(mask_.dgamma ? C : 0, 0.0), dbeta(C, 0.0);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t g = 0; g < G; ++g) {
-      for (int64_t n = 0; n < N; ++n) {
-        const int64_t first = n * C + g * D;
-        if (mask_.dgamma) {
-          const double r = ToFloat(rstd_[n * G + g]);
-          for (int64_t d = 0; d < D; ++d) dgamma[g * D + d] += r * ds_[first + d];
-        }
-        for (int64_t d = 0; d < D; ++d) dbeta[g * D + d] += db_[first + d];
+    double *dgamma = dgamma_sum_ + g * D, *dbeta = dbeta_sum_ + g * D;
+    for (int64_t n = 0; n < N; ++n) {
+      const double *db = db_ + n * C + g * D, *ds = ds_ + n * C + g * D;
+      if (mask_.dgamma) {
+        const double r = ToFloat(rstd_[n * G + g]);
+        for (int64_t d = 0; d < D; ++d) dgamma[d] = (n == 0 ? 0.0 : dgamma[d]) + r * ds[d];
       }
-      for (int64_t c = g * D; c < (g + 1) * D; ++c) {
-        if (mask_.dgamma) dgamma_[c] = FromFloat<U>(static_cast<float>(dgamma[c]));
-        if (mask_.dbeta) dbeta_[c] = FromFloat<U>(static_cast<float>(dbeta[c]));
-      }
+      for (int64_t d = 0; d < D; ++d) dbeta[d] = (n == 0 ? 0.0 : dbeta[d]) + db[d];
+    }
+    for (int64_t d = 0; d < D; ++d) {
+      if (mask_.dgamma) dgamma_[g * D + d] = FromFloat<U>(static_cast<float>(dgamma[d]));
+      if (mask_.dbeta) dbeta_[g * D + d] = FromFloat<U>(static_cast<float>(dbeta[d]));
     }
   }
 
@@ -217,9 +266,14 @@ class BackwardKernel {
   bool need_ds_;
   bool stream_;
   const RowKernels<T> &rows_;
-  std::vector<double> db_;  // (N, C) partial sums: O(N*C) scratch, nothing full-size
-  std::vector<double> ds_;
-  std::vector<float> a_;  // (N, C) dx coefficients rstd * gamma
+  CallScratch scratch_;  // everything below lives in it: O(N*C), nothing full-size
+  double *db_;           // (N, C) partial sums
+  double *ds_;
+  double *b_;  // (N, G) dx coefficients
+  double *c0_;
+  double *dgamma_sum_;  // (C,) sums over the batch
+  double *dbeta_sum_;
+  float *a_;  // (N, C) dx coefficients rstd * gamma
 };
 
 // ------------------------------------------------------------------ forward
