@@ -17,6 +17,12 @@ before/after ratios come from the same machine state.
     python scripts/bench_kernel_backward.py --shapes 4x1280x8x8x32 --dtypes bfloat16 --threads 1
     python scripts/bench_kernel_backward.py --op forward --isa avx2 --threads 1
 
+Distance to the limit: each configuration also times, in the same rotation, a numpy pass over
+the same bytes: for the backward a triad-like np.add(dy, x, out=dx) (two reads, one write, as
+the ideal backward), for the forward np.copyto(y, x) (one read, one write). The second table
+gives ours and that pass in GB/s (the bytes the ideal kernel moves) for the shapes whose data
+outgrow the L2 cache, and ns per element for the small, cache-resident ones.
+
 It loads the library directly (no MindSpore import, so no MindSpore thread pools).
 Times are per call; torch allocates its outputs on every call, which is what a
 torch user pays (its .out overload is a wrapper around the same call and is slower).
@@ -35,6 +41,8 @@ from ms_groupnorm import _kernel_lib
 ANCHOR_SHAPES = ["2x64x32x32x32", "8x320x64x64x32", "16x128x56x56x32", "32x32x28x28x8", "4x1280x8x8x32",
                  "1x3x224x224x1", "3x60x17x19x6"]
 DEFAULT_LIB = Path(__file__).resolve().parents[1] / "ms_groupnorm" / "_lib" / "libms_groupnorm_cpu.so"
+LIMIT = "same-bytes pass"  # np.copyto (forward) / np.add (backward) over the same bytes, timed alongside
+CACHE_RESIDENT_BYTES = 2 << 20  # below this the data stay in L2/L3 between calls: report ns per element
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -75,6 +83,11 @@ class Case:
             assert call() == 0
             self.calls[name] = (call, outs)
         self.calls["torch"] = (self.torch_forward if op == "forward" else self.torch_backward, None)
+        # the same bytes as the ideal kernel: forward reads x and writes y, backward reads dy, x and writes dx
+        a, b, out = self.x.copy(), self.dy.copy(), np.empty_like(self.x)
+        self.elements = self.x.size
+        self.bytes = (2 if op == "forward" else 3) * self.x.nbytes
+        self.calls[LIMIT] = ((lambda: np.copyto(out, a)) if op == "forward" else (lambda: np.add(a, b, out=out)), None)
 
     def torch_forward(self):
         return torch.ops.aten.native_group_norm(self.t_x, self.t_g, self.t_b, self.N, self.C, self.HxW, self.G, 1e-5)
@@ -163,6 +176,7 @@ def main():
                     ratios.setdefault((shape, dtype, threads, name), []).append(t["torch"] / t[name])
                     ms.setdefault((shape, dtype, threads, name), []).append(t[name] * 1e3)
                 ms.setdefault((shape, dtype, threads, "torch"), []).append(t["torch"] * 1e3)
+                ms.setdefault((shape, dtype, threads, LIMIT), []).append(t[LIMIT] * 1e3)
                 time.sleep(0.01)
         print(f"round {rnd + 1} done ({time.time() - t0:.0f} s)", flush=True)
 
@@ -179,6 +193,27 @@ def main():
                     cells += [f"{statistics.median(ms[key + (n,)]):.4g}",
                               f"{statistics.median(ratios[key + (n,)]):.2f}x"]
                 print(f"| {'x'.join(map(str, shape))} | {dtype} | {threads} | " + " | ".join(cells) + " |")
+    print(f"\nDistance to the limit ({LIMIT}: " + ("np.copyto, one read + one write" if args.op == "forward" else
+          "np.add(dy, x, out=dx), two reads + one write") + f", same bytes, same rotation): GB/s for data of "
+          f">= {CACHE_RESIDENT_BYTES >> 20} MiB, ns per element below")
+    print("| shape | dtype | thr | MB moved | " + " | ".join(names) + f" | {LIMIT} | " +
+          " | ".join(f"{n} / limit" for n in names) + " |")
+    print("|" + "---|" * (4 + 2 * len(names) + 1))
+    for threads in threads_list:
+        for dtype in dtypes:
+            for shape in shapes:
+                key, case = (shape, dtype, threads), cases[(shape, dtype)]
+                t_limit = statistics.median(ms[key + (LIMIT,)]) / 1e3
+                t_ours = {n: statistics.median(ms[key + (n,)]) / 1e3 for n in names}
+                if case.bytes >= CACHE_RESIDENT_BYTES:
+                    cells = [f"{case.bytes / t_ours[n] / 1e9:.1f} GB/s" for n in names]
+                    cells.append(f"{case.bytes / t_limit / 1e9:.1f} GB/s")
+                else:
+                    cells = [f"{t_ours[n] / case.elements * 1e9:.2f} ns/elem" for n in names]
+                    cells.append(f"{t_limit / case.elements * 1e9:.2f} ns/elem")
+                cells += [f"{t_ours[n] / t_limit:.2f}x time" for n in names]
+                print(f"| {'x'.join(map(str, shape))} | {dtype} | {threads} | {case.bytes / 1e6:.1f} | " +
+                      " | ".join(cells) + " |")
     print()
     for threads in threads_list:
         for dtype in dtypes:

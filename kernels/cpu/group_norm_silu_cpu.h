@@ -61,6 +61,14 @@ class SiluForwardKernel {
   // z uses the float32 statistics; only the stored copies are rounded to U.
   void Output(int64_t n, int64_t c_first, int64_t rows) {
     const int64_t ng = n * s_.G + c_first / s_.D();
+    if (stats_.Wide(ng)) {  // statistics from the double loops: z in double too
+      for (int64_t k = 0; k < rows; ++k) {
+        wide::NormalizeSiluRow(Channel(n, c_first + k), z_ + (n * s_.C + c_first + k) * s_.HxW, s_.HxW,
+                               stats_.Mean(ng), stats_.WideRstd(ng) * GammaAt(gamma_, c_first + k),
+                               shift_[c_first + k], k_);
+      }
+      return;
+    }
     float *scale = &scale_[n * s_.C + c_first];
     for (int64_t k = 0; k < rows; ++k) scale[k] = stats_.Rstd(ng) * GammaAt(gamma_, c_first + k);
     silu_.normalize_silu(Channel(n, c_first), z_ + (n * s_.C + c_first) * s_.HxW, s_.HxW, rows, stats_.Mean(ng),
@@ -126,12 +134,31 @@ class SiluBackwardKernel {
   float Mean(int64_t n, int64_t c) const { return ToFloat(mean_[n * s_.G + c / s_.D()]); }
 
   // Even dbeta alone needs x here: g depends on y. So ds is always computed (cheap).
-  // g_out (rows * HxW floats) receives g when not nullptr.
+  // g_out (rows * HxW floats) receives g when not nullptr. As in BackwardKernel::Reduce, a
+  // channel whose float32 sums are not finite, or a group whose rstd is outside the float32
+  // path's range, is summed in double (InputGrad then recomputes its g in double too).
   void Reduce(int64_t n, int64_t c_first, int64_t rows, float *g_out = nullptr) {
     const int64_t nc = n * s_.C + c_first;
     const int64_t offset = nc * s_.HxW;
-    silu_.reduce_grad(dz_ + offset, x_ + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc], &shift_[c_first], k_,
-                      &db_[nc], &ds_[nc], g_out);
+    const int64_t g = c_first / s_.D();
+    const bool wide = wide::RstdOutsideFloatRange(rstd32_[n * s_.G + g]);
+    if (!wide) {
+      silu_.reduce_grad(dz_ + offset, x_ + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc], &shift_[c_first],
+                        k_, &db_[nc], &ds_[nc], g_out);
+      if (wide::AllFinite(&db_[nc], rows) && wide::AllFinite(&ds_[nc], rows)) return;
+    }
+    for (int64_t k = 0; k < rows; ++k) {
+      if (wide || !std::isfinite(db_[nc + k]) || !std::isfinite(ds_[nc + k])) {
+        const int64_t row = offset + k * s_.HxW;
+        wide::ReduceSiluGradRow(dz_ + row, x_ + row, s_.HxW, Mean(n, c_first),
+                                WideScale(n, c_first + k), shift_[c_first + k], k_, &db_[nc + k], &ds_[nc + k]);
+      }
+    }
+  }
+
+  // rstd * gamma_c in double (scale_ holds it rounded to float).
+  double WideScale(int64_t n, int64_t c) const {
+    return static_cast<double>(rstd32_[n * s_.G + c / s_.D()]) * GammaAt(gamma_, c);
   }
 
   // BackwardKernel::InputGrad's coefficients, in the same order (the whole group each
@@ -147,10 +174,18 @@ class SiluBackwardKernel {
     }
     const double r = rstd32_[n * s_.G + g];
     const double inv_m = 1.0 / static_cast<double>(D * s_.HxW);
-    const float b = static_cast<float>(-r * r * r * t2 * inv_m);
-    const float c0 = static_cast<float>(-r * s1 * inv_m);
+    const double b_wide = -r * r * r * t2 * inv_m, c0_wide = -r * s1 * inv_m;
+    const float b = static_cast<float>(b_wide), c0 = static_cast<float>(c0_wide);
     const int64_t nc = n * s_.C + c_first;
     const int64_t offset = nc * s_.HxW;
+    if (wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b_wide) || wide::LostInFloat(c0_wide)) {
+      for (int64_t k = 0; k < rows; ++k) {  // as BackwardKernel::InputGrad: dx in double
+        const int64_t row = offset + k * s_.HxW;
+        wide::SiluInputGradRow(dz_ + row, x_ + row, dx_ + row, s_.HxW, Mean(n, c_first), WideScale(n, c_first + k),
+                               shift_[c_first + k], k_, b_wide, c0_wide);
+      }
+      return;
+    }
     if (g_stored != nullptr) {
       silu_.input_grad_stored(g_stored, x_ + offset, dx_ + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc], b,
                               c0);
