@@ -138,3 +138,21 @@ def test_backward_right_at_extreme_magnitudes(case, magnitude, silu):
     for name, out, ref in zip(("dx", "dgamma", "dbeta"), got[:3], want):
         err = relative_error(out, ref.reshape(out.shape), dtype)
         assert err <= BACKWARD_TOL[dtype], f"{name}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("magnitude", ["fp32_1e20", "fp32_lopsided", "bf16_edge"])
+def test_forward_rare_path_bit_identical_across_core_counts_and_schedules(magnitude):
+    # the rescaled path through the workspace slices gives the bits of one block's cascade
+    shape, G, _, ub, _ = FORWARD_CASES["chunked_split"]
+    dtype, spread, offset = MAGNITUDES[magnitude]
+    x = extreme_values(shape, spread, offset, 5, dtype)
+    gamma = storage(np.linspace(0.5, 1.5, shape[1]), dtype)
+    beta = storage(np.linspace(-0.5, 0.5, shape[1]), dtype)
+    runs = [fwd.twin_forward(x, gamma, beta, G, data_dtype=dtype, param_dtype=dtype, ub_bytes=ub, core_num=cores,
+                             policy=policy, execution=execution)
+            for cores, policy, execution in ((1, "concurrent", "immediate"), (48, "concurrent", "immediate"),
+                                             (7, "reverse", "deferred"), (16, "forward", "immediate"))]
+    assert runs[1][3]["sliceCount"] > 1 and runs[0][3]["sliceCount"] == 1
+    for other in runs[1:]:
+        for a, b in zip(runs[0][:3], other[:3]):
+            assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
