@@ -189,18 +189,6 @@ class KernelGroupNormGradMs {
     StoreStridedFromFloat(que, dst, offset, len, src, add, aligned, rows, t_->residentStride);
   }
 
-  // Takes the oldest load of x and writes (x - mean) to `dst` (fp32 data: straight from the staging buffer).
-  __aicore__ inline void TakeCentredX(int64_t len, float mean, const LocalTensor<float> &dst) {
-    if constexpr (IsSameType<T, float>::value) {
-      LocalTensor<T> staging = xQue_.template DeQue<T>();
-      Adds(dst, staging, -mean, static_cast<int32_t>(len));
-      xQue_.FreeTensor(staging);
-    } else {
-      TakeAsFloat<T>(xQue_, len, dst);
-      Adds(dst, dst, -mean, static_cast<int32_t>(len));
-    }
-  }
-
   template <typename V, typename Que>
   __aicore__ inline void LoadAsFloat(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
                                      const LocalTensor<float> &dst) {
@@ -324,7 +312,7 @@ class KernelGroupNormGradMs {
   __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
                                   const LocalTensor<float> &xF) {
     TakeAsFloat<T>(dyQue_, len, dyF);
-    TakeCentredX(len, mean, xF);
+    TakeCentredX<T>(xQue_, len, mean, xF);
     --inFlight_;
     Pump();
   }

@@ -34,7 +34,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
     LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
     TakeItem(span, mean, dyF, xF);
-    Muls(xF, xF, rstd, span);  // xhat
+    Muls(xF, xF, XhatFactor(mean, rstd), span);  // xhat
     if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); t in tmp
       AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, swishScale_, rows, stride, len);
       SwishGradFromT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
@@ -93,12 +93,12 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     const int32_t len = static_cast<int32_t>(ItemLen(chunk));
     TakeItem(len, mean, dyF, xF);
     if constexpr (SILU) {  // the dx pass recomputes g from xhat as the sums pass did
-      Muls(xF, xF, rstd, len);  // xhat
+      Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
       AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex + local, swishScale_, 1, 0, len);
       SwishGradFromT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
       Muls(xF, xF, b, len);
     } else {
-      Muls(xF, xF, rstd * b, len);  // rstd * (x - mean) * b = xhat * b
+      Muls(xF, xF, XhatFactor(mean, rstd) * b, len);  // rstd * (x - mean) * b = xhat * b
     }
     Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
     Sub(dyF, dyF, xF, len);

@@ -23,6 +23,19 @@ __aicore__ inline float ToF32(V v) {
   }
 }
 
+// x - mean can overflow fp32 only when |mean| >= 2^102 (|x| <= FLT_MAX, and half an ulp of
+// FLT_MAX is 2^103): for such a group (a rare one: its data spans most of fp32's range) x - mean
+// is formed as x * 2^-88 - mean * 2^-88, and the factor that makes xhat of it is rstd * 2^88.
+// Powers of two scale exactly; every other group keeps x - mean and rstd as they are.
+constexpr float CENTRING_LIMIT = 0x1p102f;
+constexpr float CENTRING_SCALE_DOWN = 0x1p-88f;
+
+__aicore__ inline float CentringScale(float mean) {
+  return (mean < CENTRING_LIMIT && mean > -CENTRING_LIMIT) ? 1.0f : CENTRING_SCALE_DOWN;
+}
+// The factor that turns the centred x of TakeCentredX into xhat.
+__aicore__ inline float XhatFactor(float mean, float rstd) { return rstd / CentringScale(mean); }
+
 // Sum of a stream of chunk sums, added as a binary counter: level i holds the sum of
 // 2^i consecutive chunks. This is pairwise summation (error O(log chunks)) in a fixed
 // order, without storing the chunks.

@@ -46,6 +46,28 @@ __aicore__ inline void TakeAsFloat(Que &que, int64_t len, const LocalTensor<floa
 
 // Stores `rows` rows of `len` values of src + add (fp32; rows `stride` apart in UB) as V,
 // contiguous from `offset` of `dst`, through `que`: one DMA (see IssueStridedLoad).
+// Takes the oldest load of x and writes (x - mean) * CentringScale(mean) to `dst` (fp32 data:
+// straight from the staging buffer); XhatFactor(mean, rstd) turns it into xhat.
+template <typename V, typename Que>
+__aicore__ inline void TakeCentredX(Que &que, int64_t len, float mean, const LocalTensor<float> &dst) {
+  const float scale = CentringScale(mean);
+  const int32_t n = static_cast<int32_t>(len);
+  if constexpr (IsSameType<V, float>::value) {
+    LocalTensor<V> staging = que.template DeQue<V>();
+    if (scale == 1.0f) {
+      Adds(dst, staging, -mean, n);
+    } else {  // the rare path
+      Muls(dst, staging, scale, n);
+      Adds(dst, dst, -mean * scale, n);
+    }
+    que.FreeTensor(staging);
+  } else {
+    TakeAsFloat<V>(que, len, dst);
+    if (scale != 1.0f) Muls(dst, dst, scale, n);  // the rare path (bf16 data)
+    Adds(dst, dst, -mean * scale, n);
+  }
+}
+
 template <typename V, typename Que>
 __aicore__ inline void StoreStridedFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
                                              const LocalTensor<float> &src, float add, bool aligned, int64_t rows,

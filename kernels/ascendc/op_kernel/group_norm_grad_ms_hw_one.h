@@ -43,8 +43,11 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
   TakeAsFloat<T>(rowXQue_, span, xF);
   for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
     const int64_t group = n * t_->G + g0 + j;
-    Adds(xF[j * P], xF[j * P], -Stat(true, group), d);
-    Muls(xF[j * P], xF[j * P], Stat(false, group), d);
+    const float mean = Stat(true, group);
+    const float scale = CentringScale(mean);
+    if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path
+    Adds(xF[j * P], xF[j * P], -mean * scale, d);
+    Muls(xF[j * P], xF[j * P], XhatFactor(mean, Stat(false, group)), d);
   }
   if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: t = k * (gamma * xhat + beta)
     TakeAsFloat<U>(gammaQue_, span, gF);

@@ -59,6 +59,19 @@ constexpr int32_t BUFFER_NUM = 2;  // buffers per GM <-> UB queue; the queues ha
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
 constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
+// Extreme magnitudes. A sum of x - shift or of (x - mean)^2 at or beyond SAFE_SUM (2^126) may have
+// overflowed (inf, or FLT_MAX in the saturation mode) or be about to in a combination; the group
+// is then taken again from x * SCALE_DOWN. 2^-88 brings |x| <= FLT_MAX (< 2^128) to < 2^40, so the
+// squares of differences stay below 2^82 and their sum below 2^126 for any group of under 2^44
+// elements, while a group that triggers the path has a spread of at least 2^126 / M or
+// sqrt(2^126 / M), far above what the scaling loses to underflow (|x| < 2^-38). Powers of two
+// scale exactly; mean and rstd are scaled back on the scalar unit.
+constexpr int64_t SLICE_ENTRY_FLOATS = 4;  // a split group's slice in the workspace: count, mean, M2, scaled
+constexpr float SAFE_SUM = 0x1p126f;
+constexpr float SCALE_DOWN = 0x1p-88f;
+constexpr float SCALE_UP = 0x1p88f;
+
+__aicore__ inline bool InSafeRange(float v) { return v < SAFE_SUM && v > -SAFE_SUM; }  // false for NaN
 
 template <typename V>
 __aicore__ inline float ToF32(V v) {
@@ -69,57 +82,79 @@ __aicore__ inline float ToF32(V v) {
   }
 }
 
-// Statistics (count, mean, M2 = sum of squared deviations) of consecutive chunks, combined
-// as a binary counter: level i holds the combination of 2^i consecutive chunks, so every
-// chunk passes through O(log chunks) combinations (pairwise, not a running sum whose error
-// grows with the chunk count), in a fixed order. Chan, Golub and LeVeque's update:
+// The statistics (count, mean, M2 = sum of squared deviations) of a run of chunks, in the
+// units of x (scaled == false) or of x * SCALE_DOWN (scaled == true).
+struct ChunkStats {
+  float count;
+  float mean;
+  float m2;
+  bool scaled;
+  __aicore__ inline void ScaleDown() {
+    if (scaled) return;
+    mean *= SCALE_DOWN;
+    m2 = (m2 * SCALE_DOWN) * SCALE_DOWN;  // SCALE_DOWN^2 is below fp32's range
+    scaled = true;
+  }
+};
+
+// Statistics of consecutive chunks, combined as a binary counter: level i holds the
+// combination of 2^i consecutive chunks, so every chunk passes through O(log chunks)
+// combinations (pairwise, not a running sum whose error grows with the chunk count), in a
+// fixed order. Chan, Golub and LeVeque's update:
 //   delta = m_b - m_a;  m = m_a + delta * n_b / n;  M2 = M2_a + M2_b + delta^2 * n_a * n_b / n.
+// A combination is made in x's units unless an operand is scaled or the result leaves the safe
+// range; then both operands are scaled first. Each node of the tree is a function of its two
+// children only, so a group split into aligned slices gets the same bits as one block's cascade.
 struct ChanCascade {
-  float count[40];
-  float mean[40];
-  float m2[40];
+  ChunkStats level[40];
   uint32_t chunks;
   __aicore__ inline void Reset() { chunks = 0; }
-  __aicore__ static inline void Merge(float na, float ma, float m2a, float *nb, float *mb, float *m2b) {
-    const float n = na + *nb;
-    const float delta = *mb - ma;
-    const float m = ma + delta * (*nb / n);
-    *m2b = m2a + *m2b + delta * delta * (na * *nb / n);
-    *mb = m;
-    *nb = n;
+  __aicore__ static inline void Merge(const ChunkStats &a, ChunkStats *b) {
+    const float n = a.count + b->count;
+    const float delta = b->mean - a.mean;
+    const float m = a.mean + delta * (b->count / n);
+    b->m2 = a.m2 + b->m2 + delta * delta * (a.count * b->count / n);
+    b->mean = m;
+    b->count = n;
   }
-  __aicore__ inline void Add(float n, float m, float s) {
+  // b = a (the older chunks, on the left) combined with b.
+  __aicore__ static inline void Combine(ChunkStats a, ChunkStats *b) {
+    if (a.scaled == b->scaled) {
+      ChunkStats r = *b;
+      Merge(a, &r);
+      if (a.scaled || (InSafeRange(r.mean) && InSafeRange(r.m2))) {
+        *b = r;
+        return;
+      }
+    }
+    a.ScaleDown();
+    b->ScaleDown();
+    Merge(a, b);
+  }
+  __aicore__ inline void Add(ChunkStats s) {
     uint32_t i = 0;
     for (uint32_t c = chunks; (c & 1U) != 0; c >>= 1) {
-      Merge(count[i], mean[i], m2[i], &n, &m, &s);  // the older chunks on the left
+      Combine(level[i], &s);
       ++i;
     }
-    count[i] = n;
-    mean[i] = m;
-    m2[i] = s;
+    level[i] = s;
     ++chunks;
   }
   // The combination of every chunk added (lower levels are the later chunks).
-  __aicore__ inline void Total(float *n, float *m, float *s) const {
+  __aicore__ inline ChunkStats Total() const {
+    ChunkStats total{0.0f, 0.0f, 0.0f, false};
     bool first = true;
     uint32_t i = 0;
     for (uint32_t c = chunks; c != 0; c >>= 1, ++i) {
       if ((c & 1U) == 0) continue;
       if (first) {
-        *n = count[i];
-        *m = mean[i];
-        *s = m2[i];
+        total = level[i];
         first = false;
       } else {
-        float nb = *n;
-        float mb = *m;
-        float sb = *s;
-        Merge(count[i], mean[i], m2[i], &nb, &mb, &sb);  // level i holds older chunks than the total so far
-        *n = nb;
-        *m = mb;
-        *s = sb;
+        Combine(level[i], &total);  // level i holds older chunks than the total so far
       }
     }
+    return total;
   }
 };
 
@@ -235,14 +270,17 @@ class KernelGroupNormSiluMs {
 
   // ------------------------------------------------------------------ statistics
   // rstd = 1 / sqrt(var + eps) on the vector unit, read back by the scalar unit.
-  __aicore__ inline float Rstd(float var) {
+  // `eps` is t_->eps in x's units, EpsScaled() in those of x * SCALE_DOWN.
+  __aicore__ inline float Rstd(float var, float eps) {
     LocalTensor<float> red = Red();
-    Duplicate(red, var + t_->eps, FLOATS_PER_BLOCK);
+    Duplicate(red, var + eps, FLOATS_PER_BLOCK);
     Sqrt(red, red, FLOATS_PER_BLOCK);
     Div(red, One(), red, FLOATS_PER_BLOCK);
     Sync<HardEvent::V_S>();
     return red.GetValue(0);
   }
+
+  __aicore__ inline float EpsScaled() const { return (t_->eps * SCALE_DOWN) * SCALE_DOWN; }
 
   // Sum of `rows` rows of `len` elements at the UB pitch: one ReduceSum when the rows are
   // contiguous (no padding between them), else per-row ReduceSums into the partial array and
@@ -311,6 +349,8 @@ class KernelGroupNormSiluMs {
   // ------------------------------------------------------------------ mode 0: group resident
   // (defined in group_norm_silu_ms_resident.h)
   __aicore__ inline void IssueGroupLoad(int64_t task);
+  __aicore__ inline float CentreAndSquare(const LocalTensor<float> &xF, const LocalTensor<float> &tmp, float shift,
+                                          float *sum);
   __aicore__ inline void ResidentTask(int64_t task, bool hasNext);
 
   // ------------------------------------------------------------------ mode 1: chunked
@@ -339,8 +379,11 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass);
   __aicore__ inline void StreamIssue();
   __aicore__ inline void TakeChunk(int64_t len);
+  __aicore__ inline ChunkStats ChunkMoments(const LocalTensor<float> &src, int64_t len, float shift, bool scaled,
+                                               bool *inRange);
   __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats);
-  __aicore__ inline void SliceOutput(int64_t task, float shift, float centre, float rstd);
+  __aicore__ inline float GroupRstd(int64_t group, float shift, const ChunkStats &total, bool record);
+  __aicore__ inline void SliceOutput(int64_t task, float shift, const ChunkStats &total, float rstd);
   __aicore__ inline void ChunkedTask(int64_t task);
   __aicore__ inline void SliceStatsTask(int64_t task);
   __aicore__ inline void SliceOutputTask(int64_t task);

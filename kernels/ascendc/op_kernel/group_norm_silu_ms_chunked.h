@@ -41,29 +41,65 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeChunk(int64_t len) {
   if (streamTask_ < streamEnd_) StreamIssue();
 }
 
-// Pass 1 of a task: each chunk's two-pass statistics of x - shift, combined pairwise.
+// A chunk's two-pass statistics of src - shift (src is left as it is; Tmp() is scratch), in the
+// units of src (`scaled`); *inRange is false when a sum left the safe range.
+template <typename T, typename U>
+__aicore__ inline ChunkStats KernelGroupNormSiluMs<T, U>::ChunkMoments(const LocalTensor<float> &src, int64_t len,
+                                                                      float shift, bool scaled, bool *inRange) {
+  LocalTensor<float> tmp = Tmp();
+  const int32_t n = static_cast<int32_t>(len);
+  const float nb = static_cast<float>(len);
+  Adds(tmp, src, -shift, n);
+  const float sum = SumRows(tmp, 1, len);
+  const float mb = sum / nb;
+  Adds(tmp, tmp, -mb, n);
+  Mul(tmp, tmp, tmp, n);
+  const float m2b = SumRows(tmp, 1, len);
+  *inRange = InSafeRange(sum) && InSafeRange(m2b);
+  return ChunkStats{nb, mb, m2b, scaled};
+}
+
+// Pass 1 of a task: each chunk's two-pass statistics of x - shift, combined pairwise. A chunk
+// whose sums leave the safe range is taken again from x * SCALE_DOWN (XF() still holds x).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, float shift, ChanCascade *stats) {
   LocalTensor<float> xF = XF();
-  LocalTensor<float> tmp = Tmp();
   stats->Reset();
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t len = ItemLen(item);
-    const int32_t n = static_cast<int32_t>(len);
     TakeChunk(len);
-    Adds(xF, xF, -shift, n);
-    const float nb = static_cast<float>(len);
-    const float mb = SumRows(xF, 1, len) / nb;
-    Adds(tmp, xF, -mb, n);
-    Mul(tmp, tmp, tmp, n);
-    const float m2b = SumRows(tmp, 1, len);
-    stats->Add(nb, mb, m2b);
+    bool inRange = true;
+    ChunkStats chunk = ChunkMoments(xF, len, shift, false, &inRange);
+    if (!inRange) {  // the rare path
+      Muls(xF, xF, SCALE_DOWN, static_cast<int32_t>(len));
+      chunk = ChunkMoments(xF, len, shift * SCALE_DOWN, true, &inRange);
+    }
+    stats->Add(chunk);
   }
 }
 
-// Pass 2 of a task: y of its chunks. `centre` is mean - shift.
+// mean and rstd of a group from its combined statistics (recorded when `record`); returns the
+// rstd that y uses, in the units of the statistics.
 template <typename T, typename U>
-__aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, float shift, float centre, float rstd) {
+__aicore__ inline float KernelGroupNormSiluMs<T, U>::GroupRstd(int64_t group, float shift, const ChunkStats &total,
+                                                            bool record) {
+  if (!total.scaled) {
+    const float rstd = Rstd(total.m2 * invM_, t_->eps);
+    if (record) RecordStats(group, shift + total.mean, rstd, false);
+    return rstd;
+  }
+  const float rstd = Rstd(total.m2 * invM_, EpsScaled());
+  if (record) RecordStats(group, (shift * SCALE_DOWN + total.mean) * SCALE_UP, rstd * SCALE_DOWN, false);
+  return rstd;
+}
+
+// Pass 2 of a task: y of its chunks, in the units of the group's statistics (total.mean is
+// mean - shift).
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, float shift, const ChunkStats &total,
+                                                             float rstd) {
+  const float centre = total.mean;
+  const float shiftIn = total.scaled ? shift * SCALE_DOWN : shift;
   const int64_t group = TaskGroup(task);
   const int64_t g = group % t_->G;
   LocalTensor<float> xF = XF();
@@ -85,7 +121,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
       coefRow = r;
     }
     TakeChunk(len);
-    Adds(xF, xF, -shift, n);
+    if (total.scaled) Muls(xF, xF, SCALE_DOWN, n);  // the rare path
+    Adds(xF, xF, -shiftIn, n);
     Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
     if (t_->vectorCoef != 0) {
       TakeAsFloat<U>(gammaQue_, len, GammaF());
@@ -108,31 +145,25 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ChunkedTask(int64_t task) {
   const float shift = GroupShift(TaskGroup(task));
   ChanCascade stats;
   SliceStats(task, shift, &stats);
-  float count = 0.0f;
-  float centre = 0.0f;  // mean - shift
-  float m2 = 0.0f;
-  stats.Total(&count, &centre, &m2);
-  const float rstd = Rstd(m2 * invM_);
-  RecordStats(TaskGroup(task), shift + centre, rstd, false);
-  SliceOutput(task, shift, centre, rstd);
+  const ChunkStats total = stats.Total();
+  const float rstd = GroupRstd(TaskGroup(task), shift, total, true);
+  SliceOutput(task, shift, total, rstd);
 }
 
-// Split groups, before SyncAll: a slice's (count, mean, M2) to its workspace entry.
+// Split groups, before SyncAll: a slice's (count, mean, M2, scaled) to its workspace entry.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task) {
   ChanCascade stats;
   SliceStats(task, GroupShift(TaskGroup(task)), &stats);
-  float count = 0.0f;
-  float centre = 0.0f;
-  float m2 = 0.0f;
-  stats.Total(&count, &centre, &m2);
+  const ChunkStats total = stats.Total();
   LocalTensor<float> entry = sliceOutBuf_.Get<float>();
   if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
-  entry.SetValue(0, count);
-  entry.SetValue(1, centre);
-  entry.SetValue(2, m2);
+  entry.SetValue(0, total.count);
+  entry.SetValue(1, total.mean);
+  entry.SetValue(2, total.m2);
+  entry.SetValue(3, total.scaled ? 1.0f : 0.0f);
   Sync<HardEvent::S_MTE3>();
-  DataCopyExtParams copy{1, static_cast<uint32_t>(3 * sizeof(float)), 0, 0, 0};
+  DataCopyExtParams copy{1, static_cast<uint32_t>(SLICE_ENTRY_FLOATS * sizeof(float)), 0, 0, 0};
   DataCopyPad(wsGm_[task * FLOATS_PER_BLOCK], entry, copy);
   entryInFlight_ = true;
 }
@@ -144,8 +175,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
   const int64_t group = TaskGroup(task);
   const int64_t slices = t_->sliceCount;
   LocalTensor<float> entries = slicesInBuf_.Get<float>();
-  DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(3 * sizeof(float)),
-                         static_cast<uint32_t>((FLOATS_PER_BLOCK - 3) * sizeof(float)), 0, 0};
+  DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(SLICE_ENTRY_FLOATS * sizeof(float)),
+                         static_cast<uint32_t>((FLOATS_PER_BLOCK - SLICE_ENTRY_FLOATS) * sizeof(float)), 0, 0};
   DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
   DataCopyPad(entries, wsGm_[group * slices * FLOATS_PER_BLOCK], copy, pad);
   Sync<HardEvent::MTE2_S>();
@@ -153,16 +184,13 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
   stats.Reset();
   for (int64_t s = 0; s < slices; ++s) {
     const uint32_t at = static_cast<uint32_t>(s * FLOATS_PER_BLOCK);
-    stats.Add(entries.GetValue(at), entries.GetValue(at + 1), entries.GetValue(at + 2));
+    stats.Add(ChunkStats{entries.GetValue(at), entries.GetValue(at + 1), entries.GetValue(at + 2),
+                         entries.GetValue(at + 3) != 0.0f});
   }
-  float count = 0.0f;
-  float centre = 0.0f;
-  float m2 = 0.0f;
-  stats.Total(&count, &centre, &m2);
+  const ChunkStats total = stats.Total();
   const float shift = GroupShift(group);
-  const float rstd = Rstd(m2 * invM_);
-  if (task % slices == 0) RecordStats(group, shift + centre, rstd, false);
-  SliceOutput(task, shift, centre, rstd);
+  const float rstd = GroupRstd(group, shift, total, task % slices == 0);
+  SliceOutput(task, shift, total, rstd);
 }
 
 }  // namespace GroupNormSiluMsKernel

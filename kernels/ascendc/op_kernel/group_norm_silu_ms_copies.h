@@ -21,15 +21,24 @@ __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t o
   que.EnQue(staging);
 }
 
+// Writes `count` elements of a staging buffer as fp32 to dst, times `scale` (a power of two:
+// exact; 1 on every path but the forward's rescaled one, which then costs one vector op more).
+template <typename V>
+__aicore__ inline void StagingToFloat(const LocalTensor<V> &staging, int64_t count, const LocalTensor<float> &dst,
+                                      float scale) {
+  if constexpr (IsSameType<V, float>::value) {
+    Muls(dst, staging, scale, static_cast<int32_t>(count));  // a vector copy when scale == 1
+  } else {
+    Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(count));
+    if (scale != 1.0f) Muls(dst, dst, scale, static_cast<int32_t>(count));
+  }
+}
+
 // Takes the oldest load of `que`, writes it as fp32 to dst (V), frees the staging buffer.
 template <typename V, typename Que>
 __aicore__ inline void TakeAsFloat(Que &que, int64_t count, const LocalTensor<float> &dst) {
   LocalTensor<V> staging = que.template DeQue<V>();
-  if constexpr (IsSameType<V, float>::value) {
-    Muls(dst, staging, 1.0f, static_cast<int32_t>(count));  // a vector copy
-  } else {
-    Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(count));
-  }
+  StagingToFloat(staging, count, dst, 1.0f);
   que.FreeTensor(staging);
 }
 

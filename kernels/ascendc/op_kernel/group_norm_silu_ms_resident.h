@@ -12,6 +12,21 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupLoad(int64_t task)
   IssueRows(xQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
 }
 
+// xF = x - shift - offset (offset = the mean of x - shift, returned) and tmp = xF^2 for the
+// resident group; *sum is the sum of x - shift.
+template <typename T, typename U>
+__aicore__ inline float KernelGroupNormSiluMs<T, U>::CentreAndSquare(const LocalTensor<float> &xF,
+                                                                  const LocalTensor<float> &tmp, float shift,
+                                                                  float *sum) {
+  const int32_t span = static_cast<int32_t>(t_->rows * t_->rowPitch);
+  Adds(xF, xF, -shift, span);
+  *sum = SumRows(xF, t_->rows, t_->rowLen);
+  const float offset = *sum * invM_;  // mean - shift
+  Adds(xF, xF, -offset, span);  // x - mean, kept for y
+  Mul(tmp, xF, xF, span);
+  return offset;
+}
+
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, bool hasNext) {
   const int64_t g = task % t_->G;
@@ -20,20 +35,30 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
   const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
   LocalTensor<float> xF = XF();
   LocalTensor<float> tmp = Tmp();
-  TakeAsFloat<T>(xQue_, span, xF);
+  // x stays in its staging buffer until the statistics are known to be in range
+  LocalTensor<T> staging = xQue_.template DeQue<T>();
+  StagingToFloat(staging, span, xF, 1.0f);
   if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
   IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
   IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
   const float shift = GroupShift(task);
-  Adds(xF, xF, -shift, span);
-  const float offset = SumRows(xF, rows, len) * invM_;  // mean - shift
-  Adds(xF, xF, -offset, span);  // x - mean, kept for y
-  Mul(tmp, xF, xF, span);
+  float sum = 0.0f;
+  float offset = CentreAndSquare(xF, tmp, shift, &sum);
   TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
   TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
-  const float var = SumRows(tmp, rows, len) * invM_;  // its V -> S wait also covers gamma/beta
-  const float rstd = Rstd(var);
-  RecordStats(task, shift + offset, rstd, false);
+  const float m2 = SumRows(tmp, rows, len);  // its V -> S wait also covers gamma/beta
+  float rstd = 0.0f;
+  if (InSafeRange(sum) && InSafeRange(m2)) {
+    rstd = Rstd(m2 * invM_, t_->eps);
+    RecordStats(task, shift + offset, rstd, false);
+  } else {  // the rare path: the group again from x * SCALE_DOWN, y from the scaled copy
+    StagingToFloat(staging, span, xF, SCALE_DOWN);
+    const float shiftScaled = shift * SCALE_DOWN;
+    offset = CentreAndSquare(xF, tmp, shiftScaled, &sum);
+    rstd = Rstd(SumRows(tmp, rows, len) * invM_, EpsScaled());
+    RecordStats(task, (shiftScaled + offset) * SCALE_UP, rstd * SCALE_DOWN, false);
+  }
+  xQue_.FreeTensor(staging);
   if (t_->vectorCoef != 0) {
     Muls(xF, xF, rstd, span);
     Mul(xF, xF, GammaF(), span);
