@@ -23,12 +23,12 @@ import functools
 import os
 
 from mindspore import context, ops
-from mindspore.common.api import _pynative_executor
 from mindspore.ops import CustomRegOp, DataType
 
-from . import _kernel_lib, _pyboost
+from . import _compat, _kernel_lib, _pyboost
 
 FULL_MASK = (True, True, True)
+_pynative_executor = _compat.pynative_executor()
 
 
 def _reg_info(op_name, inputs, outputs, attrs):
