@@ -25,9 +25,9 @@ Caveats the callers (``_ops.py``) take care of:
 * a kernel error surfaces asynchronously (RuntimeError at the next synchronisation), so
   arguments are checked in Python before the call (``_checks.py``);
 * GRAPH_MODE keeps the aot ops (``@ms.jit`` inside PYNATIVE_MODE runs the pyboost backward);
-* the module launches its kernel in order with MindSpore's other CPU ops (see
-  InlineLaunchRunner in the .cc: the default deferred launch let consumers read outputs
-  before they were written).
+* the module launches its kernel in order with MindSpore's other CPU ops, and its autograd
+  forward returns only once its backward node is recorded (see _native/pyboost_ordering.h:
+  on MindSpore 2.8/2.9 the next op otherwise missed the node and gradients were zero).
 """
 import functools
 import hashlib
@@ -41,6 +41,8 @@ from pathlib import Path
 ENABLE_ENV = "MS_GROUPNORM_PYBOOST"
 CACHE_ENV = "MS_GROUPNORM_CACHE"
 SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_pyboost.cc"  # shipped as package data
+# Included by every module's source (found next to it); part of every build key.
+ORDERING_HEADER = Path(__file__).resolve().parent / "_native" / "pyboost_ordering.h"
 # A build lock left by a killed build would make MindSpore's builder wait forever; a real
 # build takes about a minute, so a lock this old is stale.
 STALE_LOCK_SECONDS = 15 * 60
@@ -74,7 +76,7 @@ def _build_key(source, library):
     import mindspore
 
     digest = hashlib.sha256()
-    for part in (mindspore.__version__, source.read_bytes(), library):
+    for part in (mindspore.__version__, source.read_bytes(), ORDERING_HEADER.read_bytes(), library):
         digest.update(part if isinstance(part, bytes) else str(part).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:16]
