@@ -8,6 +8,7 @@ outside the range must fail once, clearly, instead of deep inside a kernel call.
 """
 import importlib
 import re
+import sys
 
 # Keep in step with setup.cfg's install_requires and the README's version table.
 OLDEST = (2, 7, 1)   # the first release whose CustomOpBuilder, Function API and aot ABI we use
@@ -68,3 +69,25 @@ def _api_module():
 def pynative_executor():
     """MindSpore's PyNative executor object (``_pynative_executor``), from where this version keeps it."""
     return _api_module()._pynative_executor  # pylint: disable=protected-access
+
+
+# The graph compiler evaluates callables it cannot parse (our op getters, see
+# _ops.evaluated_by_graph_compiler) through this function of its parser module, whose home
+# moved in 2.9 (mindspore._extends.parse.parser -> mindspore.graph._parse.parser).
+_PARSER_EVAL = "eval_script"
+_PARSER_MODULES = ("mindspore._extends.parse.parser", "mindspore.graph._parse.parser")
+_FRAMES_TO_LOOK_AT = 6  # our getter is called from the compiler's eval within a few frames
+
+
+def compiling_graph():
+    """True while MindSpore's graph compiler (``@ms.jit`` in PYNATIVE_MODE, or GRAPH_MODE)
+    calls the caller, i.e. the op it returns becomes a graph node instead of running now.
+    MindSpore has no public query for this, so the call stack is read: a few frames, ~1 us."""
+    frame = sys._getframe(1)  # pylint: disable=protected-access
+    for _ in range(_FRAMES_TO_LOOK_AT):
+        frame = frame.f_back
+        if frame is None:
+            return False
+        if frame.f_code.co_name == _PARSER_EVAL and frame.f_globals.get("__name__") in _PARSER_MODULES:
+            return True
+    return False
