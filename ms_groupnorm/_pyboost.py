@@ -56,6 +56,30 @@ def enabled():
     return os.environ.get(ENABLE_ENV, "").strip().lower() not in _OFF_VALUES
 
 
+# MindSpore's C++ Function API (autograd nodes with a C++ Backward), as the installed wheel
+# ships it. 2.8 and later ship include/mindspore/ccsrc/include/pynative/backward/function.h;
+# the 2.7 wheels ship an earlier one at include/mindspore/ccsrc/pynative/backward/function.h,
+# with which PyNative autograd through our three-output node (y, mean, rstd) raises
+# "flatten outputs size should be same as grad_node output size, but got: 1 vs 3"
+# (measured on 2.7.1). The fast path is off on such a wheel; the aot ops run instead.
+FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "include", "pynative", "backward", "function.h")
+EARLIER_FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "pynative", "backward", "function.h")
+
+
+def off_reason():
+    """Why the installed MindSpore cannot run the CPU fast path, or None when it can."""
+    import mindspore
+
+    root = Path(mindspore.__file__).resolve().parent
+    if (root / FUNCTION_API_HEADER).is_file():
+        return None
+    if (root / EARLIER_FUNCTION_API_HEADER).is_file():
+        return (f"MindSpore {mindspore.__version__} ships the earlier C++ Function API "
+                f"({EARLIER_FUNCTION_API_HEADER}), with which autograd through the module's "
+                "three-output node fails")
+    return f"MindSpore {mindspore.__version__} ships no C++ Function API header ({FUNCTION_API_HEADER})"
+
+
 def missing_tools():
     """The build tools not found on PATH (the compiler is $CXX, as MindSpore's builder uses)."""
     compiler = (os.environ.get("CXX") or "g++").split()[0]
@@ -103,6 +127,9 @@ def build_cpu_module(source, name, what):
 
     if not source.is_file():
         raise FileNotFoundError(f"ms_groupnorm: pyboost source {source} is not installed")
+    reason = off_reason()
+    if reason:
+        raise RuntimeError(f"ms_groupnorm: the PyNative fast path is off: {reason}")
     missing = missing_tools()
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the pyboost module needs {', '.join(missing)} on PATH")

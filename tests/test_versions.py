@@ -1,6 +1,7 @@
 """The supported MindSpore range: one clear error at import outside it, the same range in
 setup.cfg, and a silent import (no warning, nothing on stderr) on the installed version."""
 import configparser
+import logging
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ms_groupnorm import _compat
+from ms_groupnorm import _compat, _pyboost
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,3 +81,23 @@ def test_import_is_silent():
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == "[]", child.stdout
     assert child.stderr == "", child.stderr
+
+
+def test_the_fast_path_is_on_or_off_with_a_one_line_notice(caplog):
+    """Where the installed MindSpore can run the PyNative fast path it is built and used;
+    where it cannot (off_reason), module() gives one one-line warning and the aot ops run."""
+    if _pyboost.missing_tools():
+        pytest.skip(f"building the fast path needs {', '.join(_pyboost.missing_tools())}")
+    reason = _pyboost.off_reason()
+    _pyboost.module.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="ms_groupnorm"):
+            module = _pyboost.module()
+    finally:
+        _pyboost.module.cache_clear()
+    if reason is None:
+        assert module is not None and not caplog.records
+    else:
+        assert module is None
+        assert len(caplog.records) == 1 and "\n" not in caplog.records[0].getMessage()
+        assert reason in caplog.records[0].getMessage()
