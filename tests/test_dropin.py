@@ -67,10 +67,22 @@ def test_low_precision_parameters_as_accurate_as_torch(dtype_name, mean):
         assert ours[name] <= theirs[name] * 1.0001, f"{name}: ours {ours[name]:.3g} vs torch {theirs[name]:.3g}"
 
 
+def _bfloat16_zeros_on_cpu():
+    """Whether MindSpore's PyNative CPU backend has a bfloat16 Zeros kernel (2.7.1 lacks it)."""
+    try:
+        ops.zeros((1,), ms.bfloat16).astype(ms.float32).asnumpy()
+    except TypeError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("dtype", [ms.float16, ms.bfloat16], ids=["fp16", "bf16"])
 def test_group_norm_with_low_precision_weight_uses_float32_statistics_in_backward(mode, dtype):
     """group_norm with float16/bfloat16 weight and no weight: the gradients equal the float64
     backward evaluated at the float32 statistics of the forward (not at rounded ones)."""
+    if mode == "pynative" and dtype == ms.bfloat16 and not _bfloat16_zeros_on_cpu():
+        pytest.skip("this MindSpore has no bfloat16 Zeros CPU kernel, which ms.grad uses here in PYNATIVE_MODE "
+                    "(MindSpore 2.7.1)")
     rng = np.random.default_rng(5)
     shape, G = (2, 8, 6), 2
     x = accuracy.rounded(rng.standard_normal(shape) * 0.5 + 100, dtype)
