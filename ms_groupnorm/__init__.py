@@ -3,6 +3,10 @@ kernels (aclnnGroupNorm / aclnnGroupNormBackward contracts), plugged in through
 ``mindspore.ops.Custom(func_type="aot")``."""
 __version__ = "0.1.0"
 
+from ._compat import check_mindspore_version
+
+check_mindspore_version()  # before anything imports MindSpore: one clear error outside the supported range
+
 from . import mint
 from .cell import GroupNorm
 from .convert import convert_group_norm

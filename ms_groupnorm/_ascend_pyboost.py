@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from . import _pyboost
+from ._cann_env import check_cann_environment
 
 SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_ascend_pyboost.cc"
 GRAD_OP_TYPE = "GroupNormGradMs"
@@ -73,9 +74,7 @@ def check_environment():
     Returns the installed operator headers (grad first, then those of GroupNormSiluMs and
     GroupNormSiluGradMs where installed: they are part of the build key, so installing one
     later rebuilds the module against it)."""
-    if not os.environ.get("ASCEND_OPP_PATH"):
-        raise RuntimeError("ms_groupnorm: the Ascend PyNative module needs CANN's environment ($ASCEND_OPP_PATH is "
-                           "unset): `source <CANN>/set_env.sh` first (e.g. /usr/local/Ascend/ascend-toolkit/set_env.sh)")
+    check_cann_environment("the Ascend PyNative module")
     grad = installed_header(GRAD_OP_TYPE)
     if grad is None:
         searched = ", ".join(str(e) for e in custom_opp_entries()) or "$ASCEND_CUSTOM_OPP_PATH is unset"
@@ -93,7 +92,8 @@ def _build_key(headers):
     import mindspore
 
     digest = hashlib.sha256()
-    for part in [mindspore.__version__, SOURCE.read_bytes()] + [h.read_bytes() for h in headers]:
+    for part in [mindspore.__version__, SOURCE.read_bytes(), _pyboost.ORDERING_HEADER.read_bytes()] + \
+            [h.read_bytes() for h in headers]:
         digest.update(part if isinstance(part, bytes) else str(part).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:16]

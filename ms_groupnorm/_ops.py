@@ -23,12 +23,12 @@ import functools
 import os
 
 from mindspore import context, ops
-from mindspore.common.api import _pynative_executor
 from mindspore.ops import CustomRegOp, DataType
 
-from . import _kernel_lib, _pyboost
+from . import _compat, _kernel_lib, _pyboost
 
 FULL_MASK = (True, True, True)
+_pynative_executor = _compat.pynative_executor()
 
 
 def _reg_info(op_name, inputs, outputs, attrs):
@@ -83,7 +83,7 @@ def _op_backend():
     under @ms.jit in PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs
     there (tests/test_pyboost.py checks the results stay bitwise equal)."""
     backend = backend_name()
-    if backend == "ascend" and context._get_mode() == context.PYNATIVE_MODE:
+    if backend == "ascend" and eager_pynative():
         return ASCEND_PYBOOST_BACKEND  # ops.Custom takes tensors only in PyNative on Ascend
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
@@ -91,6 +91,13 @@ def _op_backend():
             and _pyboost.module() is not None):
         return PYBOOST_BACKEND
     return backend
+
+
+def eager_pynative():
+    """PYNATIVE_MODE and the op runs now: not while ``@ms.jit`` compiles a graph, where the
+    Ascend module's objects (plain Python classes, no graph nodes) cannot serve and the aot
+    Custom op does."""
+    return context._get_mode() == context.PYNATIVE_MODE and not _compat.compiling_graph()
 
 
 def evaluated_by_graph_compiler(function):

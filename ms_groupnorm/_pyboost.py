@@ -25,9 +25,9 @@ Caveats the callers (``_ops.py``) take care of:
 * a kernel error surfaces asynchronously (RuntimeError at the next synchronisation), so
   arguments are checked in Python before the call (``_checks.py``);
 * GRAPH_MODE keeps the aot ops (``@ms.jit`` inside PYNATIVE_MODE runs the pyboost backward);
-* the module launches its kernel in order with MindSpore's other CPU ops (see
-  InlineLaunchRunner in the .cc: the default deferred launch let consumers read outputs
-  before they were written).
+* the module launches its kernel in order with MindSpore's other CPU ops, and its autograd
+  forward returns only once its backward node is recorded (see _native/pyboost_ordering.h:
+  on MindSpore 2.8/2.9 the next op otherwise missed the node and gradients were zero).
 """
 import functools
 import hashlib
@@ -41,6 +41,8 @@ from pathlib import Path
 ENABLE_ENV = "MS_GROUPNORM_PYBOOST"
 CACHE_ENV = "MS_GROUPNORM_CACHE"
 SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_pyboost.cc"  # shipped as package data
+# Included by every module's source (found next to it); part of every build key.
+ORDERING_HEADER = Path(__file__).resolve().parent / "_native" / "pyboost_ordering.h"
 # A build lock left by a killed build would make MindSpore's builder wait forever; a real
 # build takes about a minute, so a lock this old is stale.
 STALE_LOCK_SECONDS = 15 * 60
@@ -52,6 +54,30 @@ _logger = logging.getLogger("ms_groupnorm")
 def enabled():
     """False only when $MS_GROUPNORM_PYBOOST opts out (0/false/no/off); on by default."""
     return os.environ.get(ENABLE_ENV, "").strip().lower() not in _OFF_VALUES
+
+
+# MindSpore's C++ Function API (autograd nodes with a C++ Backward), as the installed wheel
+# ships it. 2.8 and later ship include/mindspore/ccsrc/include/pynative/backward/function.h;
+# the 2.7 wheels ship an earlier one at include/mindspore/ccsrc/pynative/backward/function.h,
+# with which PyNative autograd through our three-output node (y, mean, rstd) raises
+# "flatten outputs size should be same as grad_node output size, but got: 1 vs 3"
+# (measured on 2.7.1). The fast path is off on such a wheel; the aot ops run instead.
+FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "include", "pynative", "backward", "function.h")
+EARLIER_FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "pynative", "backward", "function.h")
+
+
+def off_reason():
+    """Why the installed MindSpore cannot run the CPU fast path, or None when it can."""
+    import mindspore
+
+    root = Path(mindspore.__file__).resolve().parent
+    if (root / FUNCTION_API_HEADER).is_file():
+        return None
+    if (root / EARLIER_FUNCTION_API_HEADER).is_file():
+        return (f"MindSpore {mindspore.__version__} ships the earlier C++ Function API "
+                f"({EARLIER_FUNCTION_API_HEADER}), with which autograd through the module's "
+                "three-output node fails")
+    return f"MindSpore {mindspore.__version__} ships no C++ Function API header ({FUNCTION_API_HEADER})"
 
 
 def missing_tools():
@@ -74,7 +100,7 @@ def _build_key(source, library):
     import mindspore
 
     digest = hashlib.sha256()
-    for part in (mindspore.__version__, source.read_bytes(), library):
+    for part in (mindspore.__version__, source.read_bytes(), ORDERING_HEADER.read_bytes(), library):
         digest.update(part if isinstance(part, bytes) else str(part).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:16]
@@ -101,6 +127,9 @@ def build_cpu_module(source, name, what):
 
     if not source.is_file():
         raise FileNotFoundError(f"ms_groupnorm: pyboost source {source} is not installed")
+    reason = off_reason()
+    if reason:
+        raise RuntimeError(f"ms_groupnorm: the PyNative fast path is off: {reason}")
     missing = missing_tools()
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the pyboost module needs {', '.join(missing)} on PATH")

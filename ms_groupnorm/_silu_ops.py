@@ -45,8 +45,9 @@ def fused_backend():
 
 
 def _ascend_mode_backend(backend):
-    """On Ascend, PYNATIVE_MODE runs the Ascend module (ops.Custom takes tensors only there)."""
-    if backend == "ascend" and context._get_mode() == context.PYNATIVE_MODE:
+    """On Ascend, eager PYNATIVE_MODE runs the Ascend module (ops.Custom takes tensors only
+    there); a graph compiled by ``@ms.jit`` keeps the aot ops."""
+    if backend == "ascend" and _ops.eager_pynative():
         return _ops.ASCEND_PYBOOST_BACKEND
     return backend
 

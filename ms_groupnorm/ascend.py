@@ -22,11 +22,14 @@ on this machine is ``ascendc_twin``.
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ._cann_env import check_cann_environment
+
 OP_TYPE = "GroupNormGradMs"
 # The ``func`` of ops.Custom and the CustomRegOp name: MindSpore requires them to be the
 # same (docs op_custom_ascendc.md, "Precautions: Name Consistency"; its aclnn tests use
-# CustomRegOp("aclnnAddCustom") with func="aclnnAddCustom"). MindSpore strips "aclnn" to
-# find the installed op type GroupNormGradMs and its aclnn_group_norm_grad_ms.h.
+# CustomRegOp("aclnnAddCustom") with func="aclnnAddCustom"). The C++ infer hooks are
+# looked up as "<func name>InferShape"/"InferType" with this exact name.
 ACLNN_FUNC = "aclnn" + OP_TYPE
 
 # GRAPH_MODE on Ascend: MindSpore runs aclnn custom operators as kernels at jit_level O0
@@ -145,9 +148,7 @@ def ascend_backward_custom():
     from mindspore import ops
 
     check_graph_jit_level()
-    if not os.environ.get("ASCEND_OPP_PATH"):
-        raise RuntimeError("ms_groupnorm: GRAPH_MODE on Ascend needs CANN's environment ($ASCEND_OPP_PATH is unset): "
-                           "`source <CANN>/set_env.sh` first")
+    check_cann_environment("GRAPH_MODE on Ascend")
     absolute_compiler_cache()
     return ops.Custom(f"{INFER_SOURCE}:{ACLNN_FUNC}", out_shape=None, out_dtype=None, func_type="aot",
                       reg_info=ascend_reg_info())
@@ -159,9 +160,7 @@ def ascend_forward_custom(group):
     from mindspore import ops
 
     check_graph_jit_level()
-    if not os.environ.get("ASCEND_OPP_PATH"):
-        raise RuntimeError("ms_groupnorm: GRAPH_MODE on Ascend needs CANN's environment ($ASCEND_OPP_PATH is unset): "
-                           "`source <CANN>/set_env.sh` first")
+    check_cann_environment("GRAPH_MODE on Ascend")
     source = Path(absolute_compiler_cache()) / "ms_groupnorm" / f"group_norm_silu_infer_g{int(group)}.cc"
     source.parent.mkdir(parents=True, exist_ok=True)
     text = f'#define GNMS_NUM_GROUPS {int(group)}\n#include "{FORWARD_INFER_SOURCE}"\n'

@@ -37,6 +37,7 @@ from mindspore import dtype as mstype
 from mindspore import nn, ops
 
 from . import _ascend_pyboost, _ops, ascend
+from ._cann_env import check_cann_environment
 
 OP_TYPE = "GroupNormSiluGradMs"
 ACLNN_FUNC = "aclnn" + OP_TYPE
@@ -81,9 +82,7 @@ def silu_backward_custom():
     """``ops.Custom`` for the installed GroupNormSiluGradMs, with the C++ infer of
     GroupNormGradMs (same outputs, same positions of x and gamma)."""
     ascend.check_graph_jit_level()
-    if not os.environ.get("ASCEND_OPP_PATH"):
-        raise RuntimeError("ms_groupnorm: GRAPH_MODE on Ascend needs CANN's environment ($ASCEND_OPP_PATH is unset): "
-                           "`source <CANN>/set_env.sh` first")
+    check_cann_environment("GRAPH_MODE on Ascend")
     ascend.absolute_compiler_cache()
     return ops.Custom(f"{ascend.INFER_SOURCE}:{ACLNN_FUNC}", out_shape=None, out_dtype=None, func_type="aot",
                       reg_info=silu_grad_reg_info())

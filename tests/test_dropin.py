@@ -1,5 +1,5 @@
 """ms_groupnorm as a drop-in for mindspore.nn.GroupNorm / ops.group_norm:
-low-precision accuracy against float64 next to MindSpore's (and torch's, when installed),
+low-precision accuracy against float64 (and next to torch's, when installed),
 STRICT syntax with dynamic shape and rank, ops.group_norm's keywords, eps values, float64,
 error types, in both modes (the ``mode`` fixture of conftest.py)."""
 import os
@@ -28,25 +28,30 @@ def f64(t):
 
 
 # ---------------------------------------------------------------- 1. low-precision accuracy
+ULP = {ms.float16: 2.0 ** -10, ms.bfloat16: 2.0 ** -7}  # spacing of the values in [1, 2)
+
+
 @pytest.mark.parametrize("mean", [0.0, 100.0], ids=["mean0", "mean100"])
 @pytest.mark.parametrize("dtype_name", list(LOW))
-def test_low_precision_parameters_as_accurate_as_nn_group_norm(mode, dtype_name, mean):
+def test_low_precision_parameters_within_one_rounding_of_float64(mode, dtype_name, mean):
     """GroupNorm(..., dtype=float16/bfloat16): y is the correctly rounded float64 value (the
-    forward normalises with float32 statistics, never rounded ones), and every output is at
-    least as close to float64 as mindspore.nn.GroupNorm's."""
+    forward normalises with float32 statistics, never rounded ones), and every output y, dx,
+    dgamma, dbeta is within half an ulp of its float64 value plus a float32-accumulation
+    margin of 1e-3 ulp of the largest value: a bound from the float64 reference that holds
+    on every MindSpore version (MindSpore's own nn.GroupNorm differs between versions).
+    Measured (2.10, both modes): at most 0.50 ulp."""
     dtype, shape, groups = LOW[dtype_name], (2, 16, 8, 8), 4
     case = accuracy.make_case(shape, groups, dtype, mean)
     want = accuracy.expected(case, groups)
-    ours = accuracy.errors(accuracy.run_mindspore_layer(ms_groupnorm.GroupNorm, case, groups, dtype), want, dtype)
+    got = accuracy.run_mindspore_layer(ms_groupnorm.GroupNorm, case, groups, dtype)
+    ours = accuracy.errors(got, want, dtype)
     # One rounding of a float32 result: the float32 statistics' own error (3.8e-6 for the
     # mean at 100) can move an output across a rounding boundary, rarely (0 % measured here).
     assert ours["y not correctly rounded"] <= 0.01, ours
-    if mode == "pynative" and dtype == ms.bfloat16:
-        pytest.skip("mindspore.nn.GroupNorm has no bfloat16 CPU kernel in PYNATIVE_MODE (MindSpore 2.10); "
-                    "our absolute accuracy was checked above")
-    theirs = accuracy.errors(accuracy.run_mindspore_layer(nn.GroupNorm, case, groups, dtype), want, dtype)
-    for name in accuracy.NAMES:
-        assert ours[name] <= theirs[name] * 1.0001, f"{name}: ours {ours[name]:.3g} vs nn.GroupNorm {theirs[name]:.3g}"
+    for name, g, w in zip(accuracy.NAMES, got, want):
+        bound = ULP[dtype] * (0.5 * np.abs(w) + 1e-3 * np.abs(w).max())
+        excess = np.abs(g - w) - bound
+        assert np.all(excess <= 0), f"{name}: error exceeds half an ulp by up to {excess.max():.3g}"
 
 
 @pytest.mark.parametrize("mean", [0.0, 100.0], ids=["mean0", "mean100"])
@@ -62,10 +67,22 @@ def test_low_precision_parameters_as_accurate_as_torch(dtype_name, mean):
         assert ours[name] <= theirs[name] * 1.0001, f"{name}: ours {ours[name]:.3g} vs torch {theirs[name]:.3g}"
 
 
+def _bfloat16_zeros_on_cpu():
+    """Whether MindSpore's PyNative CPU backend has a bfloat16 Zeros kernel (2.7.1 lacks it)."""
+    try:
+        ops.zeros((1,), ms.bfloat16).astype(ms.float32).asnumpy()
+    except TypeError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("dtype", [ms.float16, ms.bfloat16], ids=["fp16", "bf16"])
 def test_group_norm_with_low_precision_weight_uses_float32_statistics_in_backward(mode, dtype):
     """group_norm with float16/bfloat16 weight and no weight: the gradients equal the float64
     backward evaluated at the float32 statistics of the forward (not at rounded ones)."""
+    if mode == "pynative" and dtype == ms.bfloat16 and not _bfloat16_zeros_on_cpu():
+        pytest.skip("this MindSpore has no bfloat16 Zeros CPU kernel, which ms.grad uses here in PYNATIVE_MODE "
+                    "(MindSpore 2.7.1)")
     rng = np.random.default_rng(5)
     shape, G = (2, 8, 6), 2
     x = accuracy.rounded(rng.standard_normal(shape) * 0.5 + 100, dtype)

@@ -19,8 +19,8 @@
 #   BUILD_DIR         scratch directory of the build (default: kernels/ascendc/build)
 #   PYTHON            python with the MindSpore Ascend wheel (default: python3)
 #
-# Minimum versions: MindSpore 2.10 (the Ascend wheel's custom_compiler must accept the
-# SoCs below; older ones reject ascend910_93, which is checked before building) and CANN
+# Minimum versions: a MindSpore Ascend wheel whose custom_compiler accepts the SoCs the
+# OpDefs list (checked below, before building) and CANN
 # 8.2 (the standard C++ tiling struct, see op_host/group_norm_grad_ms.cpp).
 set -euo pipefail
 
@@ -69,6 +69,18 @@ if [ ! -d "$CANN" ] || { [ ! -f "$CANN/bin/setenv.bash" ] && [ ! -f "$CANN/set_e
   exit 2
 fi
 
+# CANN's environment, as check_on_ascend.sh sets it: sourced here when the caller has not
+# (no $ASCEND_OPP_PATH), so that running build.sh alone works too.
+if [ -z "${ASCEND_OPP_PATH:-}" ]; then
+  if [ -f "$CANN/set_env.sh" ]; then ENV_SCRIPT="$CANN/set_env.sh"; else ENV_SCRIPT="$CANN/bin/setenv.bash"; fi
+  echo "build.sh: \$ASCEND_OPP_PATH is unset: sourcing $ENV_SCRIPT"
+  # set_env.sh appends to variables that may be unset: allow that while sourcing it.
+  set +u
+  # shellcheck disable=SC1090
+  source "$ENV_SCRIPT"
+  set -u
+fi
+
 MS_DIR="$("$PYTHON" -c 'import mindspore, os; print(os.path.dirname(mindspore.__file__))')"
 COMPILER="$MS_DIR/lib/plugin/ascend/custom_compiler"
 if [ ! -f "$COMPILER/setup.py" ]; then
@@ -89,7 +101,7 @@ if [ -n "$ACCEPTED" ]; then
     case ";$ACCEPTED;" in
       *";$SOC;"*) ;;
       *) echo "build.sh: the MindSpore wheel's custom_compiler ($COMPILER/setup.py) does not accept the SoC" >&2
-         echo "'$SOC' (it accepts: ${ACCEPTED//;/, }). Install MindSpore >= 2.10 (Ascend wheel)." >&2
+         echo "'$SOC' (it accepts: ${ACCEPTED//;/, }). Install MindSpore >= 2.7.1 (Ascend wheel: 2.7.1 to 2.10 accept every SoC our OpDefs list)." >&2
          exit 2 ;;
     esac
   done
@@ -107,6 +119,13 @@ rm -rf "$WORK/custom_compiler"
 mkdir -p "$WORK"
 cp -r "$COMPILER" "$WORK/custom_compiler"
 cd "$WORK/custom_compiler"
+# The wheel's setup.py copies CANN's common cmake files with
+# os.path.join(project, "/cmake/util/", item): the leading slash makes that the absolute
+# /cmake/util (outside the project, and unwritable for most users). Mend our copy.
+if grep -q '"/cmake/util/"' setup.py; then
+  sed -i 's|"/cmake/util/"|"cmake/util/"|g' setup.py
+  echo "build.sh: mended custom_compiler/setup.py's copy of the cmake util files (\"/cmake/util/\" -> \"cmake/util/\")"
+fi
 # op_host/ and op_kernel/ are copied side by side into CANN's project template, so the
 # op_host sources' "../op_kernel/..." include of the shared tiling struct still resolves.
 "$PYTHON" setup.py -o "$HERE/op_host" -k "$HERE/op_kernel" \

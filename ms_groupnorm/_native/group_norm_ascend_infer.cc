@@ -6,9 +6,9 @@
 // C++ side (docs r2.10 op_custom_ascendc, "func=<infer>.cc:OpName"). ms_groupnorm/ascend.py
 // passes func="<this file>:aclnnGroupNormGradMs" with out_shape/out_dtype None; MindSpore
 // compiles this file with g++ (custom_ops.py _compile_aot) and looks up
-// "<func name>InferShape"/"<func name>InferType" in it. Both spellings are exported
-// (with and without the aclnn prefix) because MindSpore strips "aclnn" when it finds the
-// operator and the docs' examples name the hooks after the bare op type.
+// "<func name>InferShape"/"<func name>InferType" in it, with the name after ':' exactly as
+// given (aclnn prefix included; custom_ops.py drops the prefix only to generate a reg_info,
+// which ours is not), so those are the only hooks exported.
 //
 // Inputs arrive in CANN's order: dy, mean, rstd, x, gamma, then the scalar attributes
 // (num_groups and the three output flags, which carry no shape). An unknown dimension is
@@ -50,7 +50,5 @@ std::vector<mindspore::TypeId> InferType(const std::vector<mindspore::TypeId> &t
 
 extern "C" {
 GNMS_EXPORT_GRAD_INFER(aclnnGroupNormGradMs)
-GNMS_EXPORT_GRAD_INFER(GroupNormGradMs)
 GNMS_EXPORT_GRAD_INFER(aclnnGroupNormSiluGradMs)
-GNMS_EXPORT_GRAD_INFER(GroupNormSiluGradMs)
 }

@@ -39,8 +39,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "ms_extension/all.h"
-#include "include/pynative/backward/function.h"
+#include "pyboost_ordering.h"  // MindSpore's headers, autograd record before return
 
 #if __has_include("aclnn_group_norm_grad_ms.h")
 #include "aclnn_group_norm_grad_ms.h"
@@ -233,7 +232,7 @@ std::vector<ms::Tensor> AutogradImpl(const ms::Tensor &x, const ms::Tensor &gamm
 
 py::object GroupNormAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
                              double eps, bool gamma_grad, bool beta_grad) {
-  return ms::pynative::PyboostRunner::Call<3>(AutogradImpl, x, gamma, beta, group, eps, gamma_grad, beta_grad);
+  return ms_groupnorm::CallRecordingAutograd<3>(AutogradImpl, x, gamma, beta, group, eps, gamma_grad, beta_grad);
 }
 
 // ---- autograd of the fused op: forward GroupNormSiluMs (SiLU on), backward
@@ -279,7 +278,7 @@ std::vector<ms::Tensor> SiluAutogradImpl(const ms::Tensor &x, const ms::Tensor &
 
 py::object GroupNormSiluAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
                                  double eps, double swish_scale, bool gamma_grad, bool beta_grad) {
-  return ms::pynative::PyboostRunner::Call<3>(SiluAutogradImpl, x, gamma, beta, group, eps, swish_scale, gamma_grad,
+  return ms_groupnorm::CallRecordingAutograd<3>(SiluAutogradImpl, x, gamma, beta, group, eps, swish_scale, gamma_grad,
                                               beta_grad);
 }
 

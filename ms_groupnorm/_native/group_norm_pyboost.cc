@@ -19,15 +19,14 @@
 // An empty (0,) gamma/beta means "none" (ones/zeros); masked-off outputs are empty (0,).
 //
 // group_norm_autograd records a node for PyNative autograd through MindSpore's C++
-// Function API (include/pynative/backward/function.h), whose Backward runs the backward
+// Function API (pynative/backward/function.h), whose Backward runs the backward
 // kernel: the gradient never goes through a Python bprop. Measured (tiny shapes, 8 layers,
 // value_and_grad): ~0.95x the built-in GroupNorm's step, where the aot op with a Python
 // bprop took ~2.2x.
 #include <string>
 #include <vector>
 
-#include "ms_extension/all.h"
-#include "include/pynative/backward/function.h"
+#include "pyboost_ordering.h"  // MindSpore's headers, in-order launch, autograd record before return
 
 // Defined in kernels/cpu/group_norm_aot.cc (there is no public header for the C API);
 // these declarations must match that definition exactly.
@@ -93,18 +92,7 @@ void CheckSizes(const ms::Tensor &x, int64_t group, const ms::Tensor &stat_like,
   }
 }
 
-// Runs the kernel in the task that MindSpore's frontend queue is executing, instead of
-// dispatching it to a separate launch queue (the default). Measured on CPU (MindSpore
-// 2.10): with the default, built-in ops that consume our outputs (an Add, the gradient
-// accumulation of autograd) sometimes ran BEFORE our kernel had written them, and read
-// stale memory; launching here keeps our kernel in order with the ops around it.
-class InlineLaunchRunner : public ms::pynative::PyboostRunner {
- public:
-  using PyboostRunner::PyboostRunner;
-
- protected:
-  void _DispatchLaunchTask() override { LaunchKernel(); }
-};
+using ms_groupnorm::InlineLaunchRunner;
 
 class GroupNormForwardRunner : public InlineLaunchRunner {
  public:
@@ -251,7 +239,7 @@ std::vector<ms::Tensor> AutogradImpl(const ms::Tensor &x, const ms::Tensor &gamm
 
 py::object GroupNormAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
                              double eps) {
-  return ms::pynative::PyboostRunner::Call<3>(AutogradImpl, x, gamma, beta, group, eps);
+  return ms_groupnorm::CallRecordingAutograd<3>(AutogradImpl, x, gamma, beta, group, eps);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 
 namespace mindspore {
 class AotExtra;
-enum TypeId : int { kNumberTypeFloat32 = 43 };  // MindSpore 2.10's value (mindapi/base/type_id.h)
+enum TypeId : int { kNumberTypeFloat32 = 43 };  // mindapi/base/type_id.h, the same in MindSpore 2.7.1 to 2.10
 }  // namespace mindspore
 
 namespace {
@@ -40,14 +40,6 @@ __attribute__((visibility("default"))) std::vector<std::vector<int64_t>> aclnnGr
   return InferShape(ndims, shapes);
 }
 __attribute__((visibility("default"))) std::vector<mindspore::TypeId> aclnnGroupNormSiluMsInferType(
-    std::vector<mindspore::TypeId> types, mindspore::AotExtra * /*extra*/) {
-  return InferType(types);
-}
-__attribute__((visibility("default"))) std::vector<std::vector<int64_t>> GroupNormSiluMsInferShape(
-    int *ndims, int64_t **shapes, mindspore::AotExtra * /*extra*/) {
-  return InferShape(ndims, shapes);
-}
-__attribute__((visibility("default"))) std::vector<mindspore::TypeId> GroupNormSiluMsInferType(
     std::vector<mindspore::TypeId> types, mindspore::AotExtra * /*extra*/) {
   return InferType(types);
 }

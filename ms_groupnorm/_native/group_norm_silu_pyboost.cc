@@ -1,7 +1,7 @@
 // Fused GroupNorm + SiLU for PyNative through MindSpore's CustomOpBuilder (pyboost): the
 // fast path of ms_groupnorm/_silu_ops.py, built lazily by ms_groupnorm/_silu_pyboost.py as
 // a module of its own (group_norm_pyboost.cc is GroupNorm's; see there for why pyboost,
-// InlineLaunchRunner and the asynchronous error reporting). The kernels are not duplicated:
+// the asynchronous error reporting; pyboost_ordering.h for the launch and autograd ordering). The kernels are not duplicated:
 // this file allocates outputs and calls the plain C API of libms_groupnorm_cpu.so
 // (kernels/cpu/group_norm_silu_aot.cc), so results are bitwise those of the aot ops.
 //
@@ -15,8 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "ms_extension/all.h"
-#include "include/pynative/backward/function.h"
+#include "pyboost_ordering.h"  // MindSpore's headers, in-order launch, autograd record before return
 
 // Defined in kernels/cpu/group_norm_silu_aot.cc; these declarations must match it exactly.
 extern "C" int MsGroupNormSiluForward(const void *x, const void *gamma, const void *beta, void *z, void *mean,
@@ -69,13 +68,7 @@ void CheckSizes(const ms::Tensor &x, int64_t group, const ms::Tensor &gamma, con
   }
 }
 
-class InlineLaunchRunner : public ms::pynative::PyboostRunner {
- public:
-  using PyboostRunner::PyboostRunner;
-
- protected:
-  void _DispatchLaunchTask() override { LaunchKernel(); }
-};
+using ms_groupnorm::InlineLaunchRunner;
 
 class ForwardRunner : public InlineLaunchRunner {
  public:
@@ -215,7 +208,7 @@ std::vector<ms::Tensor> AutogradImpl(const ms::Tensor &x, const ms::Tensor &gamm
 
 py::object SiluAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const ms::Tensor &beta, int64_t group,
                         double eps, double swish_scale) {
-  return ms::pynative::PyboostRunner::Call<3>(AutogradImpl, x, gamma, beta, group, eps, swish_scale);
+  return ms_groupnorm::CallRecordingAutograd<3>(AutogradImpl, x, gamma, beta, group, eps, swish_scale);
 }
 
 }  // namespace
