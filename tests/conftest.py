@@ -67,8 +67,8 @@ def _default_combinations(marker):
 def _mark_outside_default_sample_exhaustive(items):
     """A test parametrised over a matrix carries ``@pytest.mark.default_sample(axis=[values], ...)``:
     its cases outside the sample are marked exhaustive. Parameters the marker does not name are
-    kept whole. A listed name or value the test does not have is an error, not a silently empty
-    default tier."""
+    kept whole. A listed name, value or combination the test does not have is an error, not a
+    silently smaller default tier."""
     tests = {}  # one entry per test function: its marker, a node id, the parameters of its cases
     for item in items:
         marker = item.get_closest_marker("default_sample")
@@ -88,6 +88,10 @@ def _mark_outside_default_sample_exhaustive(items):
                 if value not in present:
                     raise pytest.UsageError(f"{nodeid}: default_sample lists {name}={value!r}, "
                                             "which is not among the test's parameters")
+        for combination in _default_combinations(marker):
+            if not any(all(params.get(name) == value for name, value in combination.items()) for params in cases):
+                raise pytest.UsageError(f"{nodeid}: default_sample's combination {combination!r} is no case "
+                                        "of the test (parameters given together are walked in step)")
 
 
 # tryfirst: the exhaustive marks must be on the items before `-m exhaustive` selects by them.

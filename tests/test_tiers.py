@@ -79,14 +79,15 @@ def test_exhaustive_selection_runs_only_the_other_tier(tiers):
     assert result.parseoutcomes()["deselected"] == 6 + 1
 
 
-@pytest.mark.parametrize("sample, words", [('case=["a", "z"]', "case='z'"), ('kase=["a"]', "'kase'")])
+@pytest.mark.parametrize("sample, words", [('case=["a", "z"]', "case='z'"), ('kase=["a"]', "'kase'"),
+                                           ('case=["a", "b"], dtype=["fp16", "fp32"]', "'case': 'a', 'dtype': 'fp16'")])
 def test_a_sample_that_names_nothing_is_refused(tiers, sample, words):
     tiers.makepyfile(test_m=f"""
 import pytest
 
 @pytest.mark.default_sample({sample})
-@pytest.mark.parametrize("case", ["a", "b"])
-def test_matrix(case):
+@pytest.mark.parametrize("case,dtype", [("a", "fp32"), ("b", "fp16")])
+def test_matrix(case, dtype):
     pass
 """)
     result = tiers.runpytest_inprocess(*QUIET)
