@@ -36,7 +36,7 @@ def ascend_unavailable_reason():
 
 
 EXHAUSTIVE_ENV = "MS_GROUPNORM_EXHAUSTIVE"  # =1: the same as --exhaustive
-EXHAUSTIVE_SKIP_REASON = "exhaustive matrix: run with --exhaustive (CI runs it)"
+EXHAUSTIVE_SKIP_REASON = "exhaustive tier: run with --exhaustive (CI runs it)"
 
 
 def pytest_addoption(parser):

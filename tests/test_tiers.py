@@ -58,7 +58,7 @@ def test_default_run_skips_the_exhaustive_cases_with_the_reason(tiers):
         for execution in ("immediate", "deferred"):
             result.stdout.fnmatch_lines([f"*test_matrix[[]{kept}-{execution}[]] PASSED*"])
     result.stdout.fnmatch_lines(["*test_matrix[[]b-fp32-immediate[]] SKIPPED*",
-                                 "*exhaustive matrix: run with --exhaustive*"])
+                                 "*exhaustive tier: run with --exhaustive*"])
     assert outcomes(result) == {"passed": 6 + 1, "skipped": 18 - 6 + 1}
 
 
