@@ -35,12 +35,74 @@ def ascend_unavailable_reason():
     return None
 
 
+EXHAUSTIVE_ENV = "MS_GROUPNORM_EXHAUSTIVE"  # =1: the same as --exhaustive
+EXHAUSTIVE_SKIP_REASON = "exhaustive tier: run with --exhaustive (CI runs it)"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--exhaustive", action="store_true", default=False,
+                     help="also run the tests marked exhaustive (the full parameter matrices); "
+                          f"{EXHAUSTIVE_ENV}=1 does the same")
+
+
+def exhaustive_enabled(config):
+    return config.getoption("--exhaustive") or os.environ.get(EXHAUSTIVE_ENV) == "1"
+
+
 def pytest_report_header(config):
     reason = ascend_unavailable_reason()
-    return f"ascend tests: {'skipped: ' + reason if reason else 'enabled'}"
+    return [f"ascend tests: {'skipped: ' + reason if reason else 'enabled'}",
+            f"exhaustive tests: {'enabled' if exhaustive_enabled(config) else 'skipped (run with --exhaustive)'}"]
 
 
+def _default_combinations(marker):
+    """The parameter combinations a ``default_sample`` marker keeps: its axes walked in step
+    (the i-th combination takes value i modulo each axis's length), so every listed value runs
+    at least once with as few cases as the longest axis."""
+    axes = marker.kwargs
+    length = max(len(values) for values in axes.values())
+    return [{name: values[i % len(values)] for name, values in axes.items()} for i in range(length)]
+
+
+def _mark_outside_default_sample_exhaustive(items):
+    """A test parametrised over a matrix carries ``@pytest.mark.default_sample(axis=[values], ...)``:
+    its cases outside the sample are marked exhaustive. Parameters the marker does not name are
+    kept whole. A listed name, value or combination the test does not have is an error, not a
+    silently smaller default tier."""
+    tests = {}  # one entry per test function: its marker, a node id, the parameters of its cases
+    for item in items:
+        marker = item.get_closest_marker("default_sample")
+        if marker is None:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        tests.setdefault((item.path, item.originalname), (marker, item.nodeid, []))[2].append(params)
+        if not any(all(params.get(name) == value for name, value in combination.items())
+                   for combination in _default_combinations(marker)):
+            item.add_marker(pytest.mark.exhaustive)
+    for marker, nodeid, cases in tests.values():
+        for name, values in marker.kwargs.items():
+            present = [params[name] for params in cases if name in params]
+            if not present:
+                raise pytest.UsageError(f"{nodeid}: default_sample names {name!r}, which is not a parameter")
+            for value in values:
+                if value not in present:
+                    raise pytest.UsageError(f"{nodeid}: default_sample lists {name}={value!r}, "
+                                            "which is not among the test's parameters")
+        for combination in _default_combinations(marker):
+            if not any(all(params.get(name) == value for name, value in combination.items()) for params in cases):
+                raise pytest.UsageError(f"{nodeid}: default_sample's combination {combination!r} is no case "
+                                        "of the test (parameters given together are walked in step)")
+
+
+# tryfirst: the exhaustive marks must be on the items before `-m exhaustive` selects by them.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    _mark_outside_default_sample_exhaustive(items)
+    if not exhaustive_enabled(config):
+        skip = pytest.mark.skip(reason=EXHAUSTIVE_SKIP_REASON)
+        for item in items:
+            if "exhaustive" in item.keywords:
+                item.add_marker(skip)
     reason = ascend_unavailable_reason()
     if reason is None:
         return
@@ -48,6 +110,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "ascend" in item.keywords:
             item.add_marker(skip)
+
 
 MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}
 

@@ -40,6 +40,7 @@ def run(command):
     return subprocess.run(command, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.exhaustive
 def test_module_compiles_against_wheel_headers_and_generated_aclnn_headers(tmp_path, monkeypatch):
     cann_root, vendor = ascend_fake_cann.make(tmp_path)
     command = compile_command(cann_root, vendor, monkeypatch)
@@ -48,6 +49,7 @@ def test_module_compiles_against_wheel_headers_and_generated_aclnn_headers(tmp_p
     assert result.returncode == 0, result.stderr[-4000:]
 
 
+@pytest.mark.exhaustive
 def test_an_attribute_added_to_the_op_def_only_fails_the_module(tmp_path, monkeypatch):
     """One compile for two operators (each compile of the wheel's headers costs ~35 s): an
     attribute added to GroupNormGradMs's and to GroupNormSiluGradMs's OpDef, each must fail

@@ -67,6 +67,7 @@ ACCEPTED_KEYS = {
 }
 
 
+@pytest.mark.default_sample(case=["constexpr_name", "expression"])
 @pytest.mark.parametrize("case", list(REFUSED_KEYS))
 def test_twin_refuses_a_tiling_key_that_is_not_a_numeric_literal(case, tmp_path):
     prelude, key = REFUSED_KEYS[case]
@@ -75,6 +76,7 @@ def test_twin_refuses_a_tiling_key_that_is_not_a_numeric_literal(case, tmp_path)
     assert KEY_MESSAGE in result.stderr
 
 
+@pytest.mark.default_sample(case=["macro_of_macro"])
 @pytest.mark.parametrize("case", list(ACCEPTED_KEYS))
 def test_twin_accepts_literal_tiling_keys_and_macros_expanding_to_them(case, tmp_path):
     prelude, key = ACCEPTED_KEYS[case]
@@ -129,6 +131,7 @@ PARAMS_ACCEPTED = {
 }
 
 
+@pytest.mark.default_sample(case=["pad_three_fields"])
 @pytest.mark.parametrize("case", list(PARAMS_REFUSED))
 def test_twin_refuses_a_partial_brace_init_of_the_dma_parameter_classes(case, tmp_path):
     result = compile_only(PARAMS_PROBE.format(statement=PARAMS_REFUSED[case]), tmp_path)
@@ -136,6 +139,7 @@ def test_twin_refuses_a_partial_brace_init_of_the_dma_parameter_classes(case, tm
     assert "no matching function for call to" in result.stderr, result.stderr[-2000:]
 
 
+@pytest.mark.default_sample(case=["pad_all_fields"])
 @pytest.mark.parametrize("case", list(PARAMS_ACCEPTED))
 def test_twin_accepts_the_dma_parameter_classes_with_no_or_all_fields(case, tmp_path):
     result = compile_only(PARAMS_PROBE.format(statement=PARAMS_ACCEPTED[case]), tmp_path)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import ascendc_twin, reference_silu
-from test_ascendc_twin import ACROSS_N, CASES, DTYPES, as_float64, make_inputs, relative_error, storage
+from test_ascendc_twin import ACROSS_N, CASES, DTYPES, PER_MODE, as_float64, make_inputs, relative_error, storage
 
 SWISH_SCALES = [1.0, 1.7, -0.5]
 
@@ -61,6 +61,8 @@ def check(got, want, dtype_key, mask=(True, True, True)):
 
 
 # ---------------------------------------------------------------- every mode x dtype x scale
+@pytest.mark.default_sample(case=PER_MODE, dtype_key=list(DTYPES), swish_scale=SWISH_SCALES,
+                             execution=["immediate", "deferred"])
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("swish_scale", SWISH_SCALES)
 @pytest.mark.parametrize("dtype_key", list(DTYPES))
@@ -81,6 +83,7 @@ def test_every_mode_dtype_and_scale_matches_reference(case, dtype_key, swish_sca
 ALL_MASKS = list(itertools.product([True, False], repeat=3))
 
 
+@pytest.mark.default_sample(mask=ALL_MASKS, case=PER_MODE, execution=["immediate", "deferred"])
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("mask", ALL_MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass",
@@ -109,6 +112,7 @@ EXTRA_SHAPES = {
 }
 
 
+@pytest.mark.default_sample(name=list(EXTRA_SHAPES), dtype_key=list(DTYPES))
 @pytest.mark.parametrize("dtype_key", list(DTYPES))
 @pytest.mark.parametrize("name", list(EXTRA_SHAPES))
 def test_more_shapes(name, dtype_key):
@@ -160,6 +164,7 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reve
              ("interleave", 4, "deferred")]
 
 
+@pytest.mark.default_sample(case=["hw_one", "channel_split_n47"], dtype_key=["fp32", "bf16_fp32"])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "across_n_small",
                                   "channel_split_n47", "hw_chunks_channel_split", "hw_chunks_unaligned_n3",
                                   "hw_one"])
@@ -184,6 +189,7 @@ CORE_COUNTS = {"resident_workspace_n8": [4, 5, 7, 16], "across_n_n8": [1, 2, 3],
                "channel_split_n47": [48, 60, 94], "hw_chunks_unaligned_n3": [1, 2, 5, 6], "hw_one": [1, 2, 5, 48]}
 
 
+@pytest.mark.default_sample(case=["hw_one", "channel_two_pass"])
 @pytest.mark.parametrize("case", list(CORE_COUNTS))
 def test_bit_identical_across_core_counts(case):
     N, C, HxW, G, _, _, _ = CASES["resident_workspace_n8" if case == "across_n_n8" else case]
@@ -218,6 +224,7 @@ def swish_gradient_f32(exact, G, k):
     return g.reshape(x.shape)
 
 
+@pytest.mark.default_sample(case=["resident_unaligned_hw", "channel_split_n47", "hw_one"], swish_scale=[1.0, -0.5])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass",
                                   "channel_split_n47", "hw_chunks_unaligned_n3", "hw_one"])
 @pytest.mark.parametrize("swish_scale", [1.0, -0.5])
@@ -235,6 +242,9 @@ def test_equals_group_norm_grad_of_the_explicit_swish_gradient(case, swish_scale
 
 
 # ---------------------------------------------------------------- exp overflow
+@pytest.mark.default_sample(case=["resident_unaligned_hw", "channel_two_pass", "channel_split_n47",
+                                   "hw_chunks_unaligned_n3", "hw_one"],
+                             dtype_key=["fp32", "bf16_fp32", "fp16"], overflow=["inf_nan", "saturation"])
 @pytest.mark.parametrize("overflow", ["inf_nan", "saturation"])
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32", "fp16"])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "channel_two_pass", "channel_split_n47",
@@ -288,6 +298,7 @@ def with_library(library, fn):
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path):
     """LoadAffine without its V -> S synchronisation: the scalar unit would read gamma/beta
     before the vector unit has written them. Only the fused kernel has this path."""
@@ -308,6 +319,7 @@ def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_a_tiling_that_forgets_the_beta_array_overflows_the_ub(tmp_path):
     """Phase1Bytes without the fused variant's beta array: the host plans less UB than the
     kernel's InitBuffer calls take, and in a layout that fills the UB the twin refuses it."""
@@ -348,6 +360,10 @@ def silu_grad_custom(func, group, swish_scale, mask):
     return ops.Custom(func, out_shape=None, out_dtype=None, func_type="aot", reg_info=reg)
 
 
+# the (data, stat) lists are the real pairs, walked in step with the modes and masks
+@pytest.mark.default_sample(data=["float32", "float16", "bfloat16", "float16"],
+                             stat=["float32", "float32", "float32", "float16"], mode=["graph", "pynative"],
+                             mask=[(True, True, True), (False, True, True), (True, False, False)])
 @pytest.mark.parametrize("mask", [(True, True, True), (False, True, True), (True, False, False)],
                          ids=["111", "011", "100"])
 @pytest.mark.parametrize("data,stat", [("float32", "float32"), ("float16", "float32"), ("bfloat16", "float32"),

@@ -158,6 +158,7 @@ def silu_outcome(case, dtype_key, cores, mask):
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_deleting_any_sync_line_is_caught(twin_objects, tmp_path):
     texts = {h: (ascendc_twin.ascendc_dir() / h).read_text() for h in KERNEL_HEADERS}
     candidates = [(h, number, text) for h in KERNEL_HEADERS for number, text in sync_lines(texts[h])]

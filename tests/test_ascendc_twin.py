@@ -40,6 +40,12 @@ CASES = {
 }
 
 
+# One case per tiling mode and work split (group-resident across N and with the workspace,
+# channel two-pass by group and by channel, HxW chunks by group and by channel, HxW = 1): the
+# default run's sample of the matrices over CASES; --exhaustive runs every case.
+PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_split_n47",
+            "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_one"]
+
 # Cases whose tiling takes groupAcrossN (mode 0 tasks are groups g over every n: dgamma/dbeta
 # summed by the core, no workspace, SyncAll or stage 2); every other case uses the workspace.
 ACROSS_N = {"resident_unaligned_hw", "resident_aligned_hw", "resident_c_per_g_1", "across_n_small"}
@@ -111,6 +117,7 @@ def check_against_reference(got, want, dtype_key, mask):
 
 # "deferred": every pipe's work waits until a synchronisation forces it (twin_pipes.h), so a
 # missing synchronisation gives wrong numbers as well as a hazard report.
+@pytest.mark.default_sample(case=PER_MODE, dtype_key=list(DTYPES), execution=["immediate", "deferred"])
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("dtype_key", list(DTYPES))
 @pytest.mark.parametrize("case", list(CASES))
@@ -126,6 +133,9 @@ def test_every_mode_and_dtype_matches_reference(case, dtype_key, execution):
 MASKS = [(True, False, False), (False, True, True), (False, True, False), (False, False, True)]
 
 
+@pytest.mark.default_sample(case=["resident_unaligned_hw", "resident_workspace_n8", "channel_split_n47",
+                                   "hw_chunks_unaligned_n3", "hw_one"],
+                             mask=MASKS, execution=["immediate", "deferred"])
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("mask", MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_split_n47",
@@ -176,6 +186,8 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reve
              ("interleave", 4, "deferred"), ("concurrent", 0, "deferred")]
 
 
+@pytest.mark.default_sample(case=["hw_one", "hw_chunks_channel_split"],
+                             dtype_key=["fp32", "bf16_fp32"])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "across_n_small",
                                   "hw_chunks_channel_split", "hw_chunks_unaligned_n3", "hw_one"])
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])

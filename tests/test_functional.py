@@ -52,6 +52,9 @@ def check_backward(rng, shape, G, data_dtype, stat_dtype, mask=(True, True, True
         assert_close(out, ref, dtype, name)
 
 
+# every shape once, the two dtype pairs and the modes walked in step with them
+@pytest.mark.default_sample(shape=[p.values[0] for p in SHAPES], data_dtype=[ms.float32, ms.bfloat16],
+                            stat_dtype=[ms.float32, ms.float32], mode=["graph", "pynative"])
 @pytest.mark.parametrize("data_dtype,stat_dtype", [DTYPES[0], DTYPES[4]])
 @pytest.mark.parametrize("shape,G", SHAPES)
 def test_backward_shapes(mode, rng, shape, G, data_dtype, stat_dtype):
@@ -72,6 +75,9 @@ def test_backward_gamma_none_mixed_precision(mode, rng):
     check_backward(rng, (2, 6, 11), 3, *BF16_MIXED, with_gamma=False)
 
 
+# every dtype pair (the lists are its real pairs) and every shape once, the modes alternating
+@pytest.mark.default_sample(data_dtype=[p.values[0] for p in DTYPES], stat_dtype=[p.values[1] for p in DTYPES],
+                            shape=[SHAPES[i].values[0] for i in (0, 3, 4, 7)], mode=["graph", "pynative"])
 @pytest.mark.parametrize("data_dtype,stat_dtype", DTYPES)
 @pytest.mark.parametrize("shape,G", [SHAPES[0], SHAPES[3], SHAPES[4], SHAPES[7]])
 def test_forward(mode, rng, shape, G, data_dtype, stat_dtype):

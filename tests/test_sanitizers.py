@@ -9,6 +9,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sanitize_kernels.sh"
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive
 def test_kernels_are_clean_under_asan_and_ubsan(tmp_path):
     if shutil.which("g++") is None:
         pytest.skip("needs g++ with -fsanitize support")

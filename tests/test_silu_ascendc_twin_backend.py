@@ -198,6 +198,7 @@ def test_forward_shim_reads_the_twin_device_from_the_environment(rng, twin_lib, 
     assert np.all(refused[3] == 7)
 
 
+@pytest.mark.exhaustive
 def test_a_kernel_fault_is_status_7(tmp_path, rng, make_extra, monkeypatch, capfd):
     """A copy of the sources whose kernel asks for 1 MiB more UB than the tiling planned: the
     twin stops it, and the shim returns kKernelFault (7) with the fault on stderr."""

@@ -65,6 +65,7 @@ def test_short_run_agrees_and_learns(mode, steps, min_accuracy, tmp_path):
     assert loss_ms[-5:].mean() < 0.5 * loss_ms[:5].mean()  # it trains
 
 
+@pytest.mark.exhaustive
 def test_exits_nonzero_when_a_gradient_is_wrong(tmp_path):
     """A deliberately wrong dgamma (halved; the forward value is unchanged) in the
     ms_groupnorm copy must push the loss difference past the default tolerance and make
@@ -140,6 +141,7 @@ def _free_port():
 
 
 @pytest.mark.skipif(shutil.which("msrun") is None, reason="msrun (MindSpore's launcher) is not on PATH")
+@pytest.mark.exhaustive
 def test_msrun_data_parallel_ranks_end_identical(tmp_path):
     params_dir = tmp_path / "params"
     cmd = ["msrun", "--worker_num=2", "--local_worker_num=2", f"--master_port={_free_port()}",
@@ -164,6 +166,7 @@ def test_msrun_data_parallel_ranks_end_identical(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("msrun") is None, reason="msrun (MindSpore's launcher) is not on PATH")
+@pytest.mark.exhaustive
 def test_msrun_reports_a_failed_rank(tmp_path):
     """The msrun command of docs/usage.md (--join=True) with a tolerance no run can meet: every
     rank fails, rank 0 says so, and msrun itself exits non-zero naming the log directory."""
