@@ -270,7 +270,7 @@ def test_registration_name_equals_func(monkeypatch, tmp_path):
     func="aclnnAddCustom")."""
     from mindspore import ops
     made = {}
-    monkeypatch.setenv("ASCEND_OPP_PATH", str(tmp_path))  # the op is only built inside CANN's environment
+    monkeypatch.setenv("ASCEND_OPP_PATH", str(tmp_path / "opp"))  # built only inside CANN's environment (<root>/opp)
 
     def fake_custom(func, out_shape=None, out_dtype=None, func_type=None, bprop=None, reg_info=None):
         made.update(func=func, func_type=func_type, reg_info=reg_info)
