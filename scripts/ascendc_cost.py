@@ -289,6 +289,7 @@ def main():
     parser.add_argument("--silu-grad", action="store_true",
                         help="the fused GroupNormSiluGradMs backward's table, with its ratio to GroupNormGradMs")
     args = parser.parse_args()
+    anchors = select_anchors(args.shapes)  # before the twin is built: a typo fails at once
     cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
                                                ("dma_burst_cycles", args.burst_cycles),
@@ -299,7 +300,6 @@ def main():
     assert constants["gm_bytes_per_ns"] == GM_BYTES_PER_NS and constants["syncall_ns"] == SYNCALL_NS
     print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
     print()
-    anchors = select_anchors(args.shapes)
     rows = []
     if args.forward:
         print(FORWARD_HEADER)
