@@ -12,7 +12,13 @@ from ms_groupnorm import ascendc_twin, reference, reference_silu
 from ms_groupnorm import ascendc_twin_forward as fwd
 import test_ascendc_forward_twin as forward_cases
 from test_ascendc_forward_slices_per_block import spread_over_blocks
-from test_ascendc_twin import CASES, DTYPES, as_float64, check_against_reference, make_inputs, storage
+from test_ascendc_twin import CASES as TWIN_CASES
+from test_ascendc_twin import DTYPES, as_float64, check_against_reference, make_inputs, storage
+
+# test_ascendc_twin's cases, and one whose stage 2 streams more workspace loads through its two
+# buffers than it has (4000 samples: two loads of rows for each of db and dg), so that the
+# buffers are reused and a missing FreeTensor shows.
+CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_resident", 0)}
 
 ALL, STATS_ONLY = (True, True, True), (False, True, True)
 # GroupNormGradMs: (case of test_ascendc_twin.CASES, dtype key, cores, output mask). Without dx
@@ -23,7 +29,8 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("hw_chunks_unaligned_n3", "bf16_fp32", 2, ALL), ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY),
                ("across_n_small", "fp32", 4, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL),
                ("hw_chunks_channel_split", "fp16_fp32", 3, ALL),
-               ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL)]
+               ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL),
+               ("stage2_reuses_its_buffers", "fp32", 4, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL),

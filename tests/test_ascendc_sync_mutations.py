@@ -84,6 +84,10 @@ def digest_of(paths):
 
 @pytest.fixture(scope="module")
 def twin_objects():
+    return build_twin_objects()
+
+
+def build_twin_objects():
     """library kind -> the objects of its library other than the kernel entries (twin, host
     tiling), and "unmutated" -> entry -> the unmutated entry's object: compiled once, cached by
     the hash of the sources they are built from."""
