@@ -40,13 +40,19 @@ plus the statistics mean, rstd, gamma, dgamma, dbeta in theirs) / 1.6 TB/s + 3 x
 and R, G are the largest and the geometric mean of estimate / bound.
 
 With --forward the table is that of the GroupNormSiluMs forward kernel (SiLU on; its floor is
-2 x the data size per element: x read once, y written once), same anchors, constants and scaling.
+2 x the data size per element: x read once, y written once), same anchors, constants and scaling;
+its bound is (bytes of reading x once and writing y once in the data dtype, plus the statistics:
+mean and rstd written in fp32, gamma and beta read in theirs) / 1.6 TB/s + 3 x the DMA latency.
 
 With --silu-grad the table is that of the fused backward GroupNormSiluGradMs (swish_scale 1.0),
 with the same columns, its bound (the backward's bytes plus beta), and one more column: its
 estimate over GroupNormGradMs's at the same shape and dtype (measured in the same run).
 
-Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--dma-latency-ns 1000] [--forward | --silu-grad]
+Every table (no flag, --forward, --silu-grad) ends with its own line
+worst_over_bound=R (shape, dtype) geomean_over_bound=G over the rows it printed.
+
+Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--shapes 3x60x17x19:6,...] [--dma-latency-ns 1000]
+                                      [--forward | --silu-grad]
 """
 import argparse
 import math
@@ -67,7 +73,7 @@ CORES = 48
 MAX_RUN_ELEMS = 1 << 21  # larger shapes run with fewer samples
 GM_BYTES_PER_NS = 33.0   # must match twin::CostModel (per-core share of 1.6 TB/s)
 SYNCALL_NS = 2000.0
-HBM_BYTES_PER_NS = 1600.0  # 1.6 TB/s, the whole chip: the HBM-speed bound each shape is held to
+HBM_BYTES_PER_NS = 1600.0  # 1.6 TB/s, the whole chip: the bound every table closes with
 
 
 def storage(values, dtype):
@@ -218,10 +224,13 @@ def measure_forward(shape, dtype_key):
     est_ns = max(max(s["end_ns"], (s["gm_read_bytes"] + s["gm_write_bytes"]) / GM_BYTES_PER_NS) for s in stats) * scale
     bw_ns = max(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats) * scale / GM_BYTES_PER_NS
     est_ns = max(est_ns, bw_ns)
+    stat_bytes = 4 * 2 * N * G + BYTES[param_dtype] * 2 * C  # mean, rstd (fp32) written; gamma, beta read
+    bound_ns = ((2 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS
+                + 3 * ascendc_twin_forward.forward_cost_model()["dma_latency_ns"])
     return {
         "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
         "dtype": dtype_key,
-        "mode": ascendc_twin_forward.MODE_NAMES[full["mode"]],
+        "mode": ascendc_twin_forward.MODE_NAMES[full["mode"]] + ("/split" if full["sliceCount"] > 1 else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
         "gm_b_per_elem": gm / elems,
         "floor_b_per_elem": 2 * BYTES[data_dtype],
@@ -234,23 +243,45 @@ def measure_forward(shape, dtype_key):
         "bw_us": bw_ns / 1000,
         "ratio": est_ns / bw_ns if bw_ns else math.nan,
         "floor_us": 2 * BYTES[data_dtype] * N * C * HxW / (GM_BYTES_PER_NS * CORES) / 1000,
+        "bound_us": bound_ns / 1000,
+        "over_bound": est_ns / bound_ns,
     }
 
 
 FORWARD_HEADER = ("| shape | dtype | mode | run | GM B/elem (floor) | flag pairs/core (own + queue) | scalar UB/elem | "
-                  "scalar GM/elem | vector instr/elem | est. µs | bandwidth µs | ratio | 2·s·n/HBM µs |")
+                  "scalar GM/elem | vector instr/elem | est. µs | bandwidth µs | ratio | 2·s·n/HBM µs | bound µs | "
+                  "est./bound |")
 
 
 def forward_row(r):
     return (f"| {r['shape']} | {r['dtype']} | {r['mode']} | {r['run']} | {r['gm_b_per_elem']:.2f} "
             f"({r['floor_b_per_elem']}) | {r['user_flags']:.0f} + {r['queue_flags']:.0f} | {r['scalar_ub']:.4f} | "
             f"{r['scalar_gm']:.4f} | {r['vec_calls']:.3f} | {r['est_us']:.1f} | {r['bw_us']:.1f} | "
-            f"{r['ratio']:.2f} | {r['floor_us']:.1f} |")
+            f"{r['ratio']:.2f} | {r['floor_us']:.1f} | {r['bound_us']:.1f} | {r['over_bound']:.2f} |")
+
+
+def anchor_name(anchor):
+    N, C, H, W, G = anchor
+    return f"{N}x{C}x{H}x{W}:{G}"
+
+
+def select_anchors(names):
+    """The anchors named in `names` (comma-separated NxCxHxW:G), in ANCHORS order; all when None."""
+    if names is None:
+        return list(ANCHORS)
+    wanted = names.split(",")
+    unknown = set(wanted) - {anchor_name(a) for a in ANCHORS}
+    if unknown:
+        raise SystemExit(f"unknown anchor shapes {sorted(unknown)}; known: {[anchor_name(a) for a in ANCHORS]}")
+    return [a for a in ANCHORS if anchor_name(a) in wanted]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated subset of " + ",".join(DTYPES))
+    parser.add_argument("--shapes", default=None,
+                        help="comma-separated subset of the anchors as NxCxHxW:G (default: all of " +
+                        ",".join(anchor_name(a) for a in ANCHORS) + ")")
     parser.add_argument("--dma-latency-ns", type=float, default=None, help="latency of one DMA (default 1000)")
     parser.add_argument("--burst-cycles", type=float, default=None, help="cycles per DMA burst (default 16)")
     parser.add_argument("--vec-barrier-cycles", type=float, default=None, help="cycles per V barrier (default 20)")
@@ -258,6 +289,7 @@ def main():
     parser.add_argument("--silu-grad", action="store_true",
                         help="the fused GroupNormSiluGradMs backward's table, with its ratio to GroupNormGradMs")
     args = parser.parse_args()
+    anchors = select_anchors(args.shapes)  # before the twin is built: a typo fails at once
     cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
                                                ("dma_burst_cycles", args.burst_cycles),
@@ -268,18 +300,21 @@ def main():
     assert constants["gm_bytes_per_ns"] == GM_BYTES_PER_NS and constants["syncall_ns"] == SYNCALL_NS
     print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
     print()
+    rows = []
     if args.forward:
         print(FORWARD_HEADER)
         print("|" + "---|" * (FORWARD_HEADER.count("|") - 1))
-        for shape in ANCHORS:
+        for shape in anchors:
             for dtype_key in args.dtypes.split(","):
-                print(forward_row(measure_forward(shape, dtype_key)), flush=True)
+                rows.append(measure_forward(shape, dtype_key))
+                print(forward_row(rows[-1]), flush=True)
+        print()
+        print(summary(rows))
         return
     header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if args.silu_grad else "")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    rows = []
-    for shape in ANCHORS:
+    for shape in anchors:
         for dtype_key in args.dtypes.split(","):
             rows.append(measure(shape, dtype_key, silu=args.silu_grad))
             if args.silu_grad:

@@ -14,6 +14,7 @@ HAZARDS = {
     "hazard_v_s": ("V", "S"),
     "hazard_s_v": ("S", "V"),
     "hazard_war_reuse": ("V", "MTE2"),  # write after read: MTE2 refills a buffer V still reads
+    "hazard_mte3_s": ("MTE3", "S"),  # write after read: a scalar write over a buffer MTE3 still stores
 }
 INPUT = np.arange(1, 193, dtype=np.float32)  # gm[0:64] and gm[128:192] are the probe's inputs
 

@@ -1,50 +1,59 @@
-"""Every synchronisation line of the AscendC kernel is needed: deleting any one of them
-(a SetFlag, WaitFlag, PipeBarrier, SyncAll, Sync<HardEvent::...> pair, EnQue or DeQue line
-of op_kernel/group_norm_grad_ms.h and the headers it is split into) must make the twin refuse the launch (a pipe hazard, a
-hang, a queue misuse), compute wrong numbers (deferred execution, several block orders), or
-not build. Each mutant is compiled (the kernel translation units only, GroupNormGradMs's and
-the fused GroupNormSiluGradMs's, -O0, linked with the twin objects built once) and runs one
-small launch per tiling mode of each kernel."""
+"""Every synchronisation and queue line of the three AscendC kernels is needed: deleting any one
+of them (a SetFlag, WaitFlag, PipeBarrier, SyncAll, Sync<HardEvent::...> pair, EnQue, DeQue or
+FreeTensor line of any op_kernel/*.h: GroupNormGradMs's class, which GroupNormSiluGradMs
+instantiates with SILU = true, and GroupNormSiluMs's) must make the twin refuse a launch (a pipe
+hazard, a hang, a queue misuse), compute wrong numbers (deferred execution, several block
+orders), or not build.
+
+The lines are found by scanning the headers, so new synchronisation is covered as it is
+written. A mutant is the kernel translation units that include the header, compiled at -O0
+from a copy of op_kernel/ with the line deleted, linked with the rest of the twin (compiled
+once and cached, outside the checkout, by the hash of its sources). The full sweep is
+exhaustive; the default run deletes a fixed sample, one line per kernel, and runs only that
+kernel's launches."""
+import hashlib
 import re
 import shutil
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from ms_groupnorm import ascendc_twin, reference, reference_silu
-from test_ascendc_twin import CASES, DTYPES, as_float64, check_against_reference, make_inputs, storage
+import sync_mutation_launches as launches
+from ms_groupnorm import ascendc_twin
+from ms_groupnorm import ascendc_twin_forward as fwd
 
-# The kernel class and the headers it is split into (member definitions, copies, stage 2).
-KERNEL_HEADERS = ("op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_channels.h",
-                  "op_kernel/group_norm_grad_ms_hw_one.h", "op_kernel/group_norm_grad_ms_copies.h",
-                  "op_kernel/group_norm_grad_ms_stage2.h")
-SYNC_LINE = re.compile(r"SetFlag<|WaitFlag<|PipeBarrier<|SyncAll\(\)|Sync<HardEvent::|\.EnQue\(|DeQue<")
+SYNC_LINE = re.compile(r"SetFlag<|WaitFlag<|PipeBarrier<|SyncAll(<[^>]*>)?\(\)|Sync<HardEvent::|\.EnQue\(|"
+                       r"DeQue<|\.FreeTensor\(")
 FLAGS = ["-std=c++17", "-O0", "-fPIC", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0", "-fvisibility=hidden"]
-# One launch per mode and work split (and the mixed dtype paths), on few enough cores that a
-# core runs several tasks (buffer reuse between tasks needs its own synchronisation); a launch
-# that passes is also rerun under deferred execution and three block orders.
-# Without dx (mask 011) nothing else orders the workspace copies before the next task's sums.
-ALL, STATS_ONLY = (True, True, True), (False, True, True)
-CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw", "bf16_fp32", 2, ALL),
-          ("resident_unaligned_hw", "fp32", 2, STATS_ONLY), ("resident_workspace_n8", "fp32", 4, ALL),
-          ("channel_two_pass", "fp32", 2, ALL),
-          ("hw_chunks_unaligned_n3", "bf16_fp32", 2, ALL), ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY),
-          ("across_n_small", "fp32", 4, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL), ("hw_chunks_channel_split", "fp16_fp32", 3, ALL),
-          ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL)]
-# The fused kernel (KernelGroupNormGradMs<T, U, true>) shares the header; its own lines (the
-# gamma/beta loads of every task) need launches of it.
-SILU_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
-               ("channel_two_pass", "fp32", 2, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL),
-               ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY), ("hw_one", "fp32", 4, ALL)]
-SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
-             ("reverse", 0, "deferred")]
+FORWARD_PREFIX = "group_norm_silu_ms"  # GroupNormSiluMs's headers; every other one is the backward class's
+# kernel -> (its library's sources, its entry translation unit)
+LIBRARIES = {"forward": fwd._SOURCES, "backward": ascendc_twin._TWIN_SOURCES}
+ENTRIES = {"forward": "op_kernel/group_norm_silu_ms.cpp", "grad": "op_kernel/group_norm_grad_ms.cpp",
+           "silu_grad": "op_kernel/group_norm_silu_grad_ms.cpp"}
+# The default run's sample: (a pattern that finds exactly one sync line in the kernel's headers,
+# the kernel whose launches must catch its deletion). The first is the slice entry's MTE3 -> S
+# wait, which only a block running two slices of split groups needs; the second the fused
+# backward's V -> S wait before the scalar reads of its gamma/beta arrays.
+SAMPLE = [(r"entryInFlight_\) Sync<HardEvent::MTE3_S>", "forward"),
+          (r"Sync<HardEvent::V_S>\(\);\s+// AffineT", "silu_grad")]
+
+
+def kernel_headers():
+    """Every kernel header (the tiling structs hold no code)."""
+    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    return sorted(p.name for p in root.glob("*.h") if not p.name.endswith("_tiling_data.h"))
+
+
+def kernels_of(header):
+    """The kernels whose launches exercise `header`."""
+    return ["forward"] if header.startswith(FORWARD_PREFIX) else ["grad", "silu_grad"]
 
 
 def sync_lines(text):
-    """(line number, line) of every synchronisation statement outside comments."""
+    """(line index, line) of every synchronisation or queue statement outside comments."""
     found = []
     for number, line in enumerate(text.splitlines()):
         code = line.split("//")[0]
@@ -53,134 +62,150 @@ def sync_lines(text):
     return found
 
 
+def delete_line(text, number):
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:number] + lines[number + 1:])
+
+
+def compile_object(source, include_dirs, obj):
+    result = subprocess.run(["g++", *FLAGS, *[f"-I{d}" for d in include_dirs], "-c", str(source), "-o", str(obj)],
+                            capture_output=True, text=True)
+    return result.returncode == 0
+
+
+def digest_of(paths):
+    digest = hashlib.sha256(" ".join(FLAGS).encode())
+    for path in sorted(paths):
+        if path.is_file():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @pytest.fixture(scope="module")
-def twin_objects(tmp_path_factory):
-    """The twin's translation units except the kernel's, compiled once."""
+def twin_objects():
+    return build_twin_objects()
+
+
+def build_twin_objects():
+    """library kind -> the objects of its library other than the kernel entries (twin, host
+    tiling), and "unmutated" -> entry -> the unmutated entry's object: compiled once, cached by
+    the hash of the sources they are built from."""
     root = ascendc_twin.ascendc_dir()
-    out = tmp_path_factory.mktemp("twin_objects")
-    sources = [s for s in ascendc_twin._TWIN_SOURCES if not s.startswith("op_kernel/")]
-    objects = []
-    for source in sources:
-        obj = out / (source.replace("/", "_") + ".o")
-        subprocess.run(["g++", *FLAGS, f"-I{root / 'twin'}", f"-I{root / 'op_kernel'}", "-c", str(root / source),
-                        "-o", str(obj)], check=True, capture_output=True)
-        objects.append(str(obj))
+    twin_sources = [*(root / "twin").iterdir(), *(root / "op_host").iterdir(), *(root.parent / "cpu").glob("*.h")]
+    cache = Path(tempfile.gettempdir()) / "ms_groupnorm_sync_mutations" / f"objects-{digest_of(twin_sources)}"
+    entries = cache / f"entries-{digest_of([*twin_sources, *(root / 'op_kernel').iterdir()])}"
+    entries.mkdir(parents=True, exist_ok=True)
+    jobs = {}
+    for kernel, sources in LIBRARIES.items():
+        for source in sources:
+            if not source.startswith("op_kernel/"):
+                jobs[source] = cache / (source.replace("/", "_") + ".o")
+    unmutated = {entry: entries / f"{entry}.o" for entry in ENTRIES}
+    missing = [(s, o) for s, o in [*jobs.items(), *((ENTRIES[e], o) for e, o in unmutated.items())]
+               if not o.is_file()]
+    include = [root / "twin", root / "op_kernel"]
+
+    def build(job):
+        source, obj = job
+        scratch = obj.with_suffix(".tmp")
+        assert compile_object(root / source, include, scratch), source
+        scratch.replace(obj)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(build, missing))
+    objects = {kind: [str(jobs[s]) for s in sources if s in jobs] for kind, sources in LIBRARIES.items()}
+    objects["unmutated"] = {entry: str(obj) for entry, obj in unmutated.items()}
     return objects
 
 
-def build_mutant(twin_objects, workdir, header_text, header=KERNEL_HEADERS[0]):
-    """The twin library with `header_text` as the kernel header `header`; None when it does not compile."""
+def build_mutant(twin_objects, workdir, header, text, kernels):
+    """The library of `kernels` (one library: the forward, or the backward's two entries) with
+    `text` as op_kernel/`header`; None when it does not compile. Entries not in `kernels` but in
+    the same library are compiled from the unmutated headers and linked after the mutated ones,
+    so that every inline function the launched kernel calls is the mutated copy."""
     root = ascendc_twin.ascendc_dir()
-    kernel_dir = workdir / "op_kernel"
-    kernel_dir.mkdir(parents=True, exist_ok=True)
-    for path in (root / "op_kernel").iterdir():  # the kernel's other headers and the entries
+    library_kind = "forward" if kernels == ["forward"] else "backward"
+    mutated_dir = workdir / "mutated"
+    mutated_dir.mkdir(parents=True, exist_ok=True)
+    for path in (root / "op_kernel").iterdir():
         if path.suffix in (".h", ".cpp"):
-            shutil.copy(path, kernel_dir / path.name)
-    (kernel_dir / Path(header).name).write_text(header_text)
-    library = workdir / "libtwin_mutant.so"
+            shutil.copy(path, mutated_dir / path.name)
+    (mutated_dir / header).write_text(text)
     objects = []
-    for source in (s for s in ascendc_twin._TWIN_SOURCES if s.startswith("op_kernel/")):
-        obj = workdir / (Path(source).stem + ".o")
-        compiled = subprocess.run(["g++", *FLAGS, f"-I{kernel_dir}", f"-I{root / 'twin'}", "-c",
-                                   str(kernel_dir / Path(source).name), "-o", str(obj)], capture_output=True)
-        if compiled.returncode != 0:
+    for entry in kernels:  # first: the linker keeps the first copy of an inline function
+        obj = workdir / f"{entry}.o"
+        if not compile_object(mutated_dir / Path(ENTRIES[entry]).name, [mutated_dir, root / "twin"], obj):
             return None
         objects.append(str(obj))
-    subprocess.run(["g++", "-shared", "-pthread", *objects, *twin_objects, "-o", str(library)], check=True,
-                   capture_output=True)
+    same_library = [e for e in ENTRIES if (e == "forward") == (library_kind == "forward") and e not in kernels]
+    objects += [twin_objects["unmutated"][e] for e in same_library]
+    library = workdir / "libtwin_mutant.so"
+    subprocess.run(["g++", "-shared", "-pthread", *objects, *twin_objects[library_kind], "-o", str(library)],
+                   check=True, capture_output=True)
     return str(library)
 
 
-def outcome(library):
-    """'ok', or how the launches of this library were caught."""
-    original = ascendc_twin.twin_library_path
-    ascendc_twin._twin_cdll.cache_clear()
-    ascendc_twin.twin_library_path = lambda: library
-    try:
-        for case, dtype_key, cores, mask in CHECKS:
-            N, C, HxW, G, _, mode, split = CASES[case]
-            data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-            arrays, exact = make_inputs((N, C, HxW), G, data_dtype, stat_dtype, 7)
-            want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
-            results = []
-            for policy, seed, execution in SCHEDULES:
-                try:
-                    got = ascendc_twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
-                                                     arrays["gamma"], G, mask=mask, data_dtype=data_dtype,
-                                                     stat_dtype=stat_dtype, core_num=cores, policy=policy,
-                                                     seed=seed, execution=execution)
-                except ascendc_twin.TwinFault as fault:
-                    return f"refused: {str(fault)[:160]}"
-                try:
-                    check_against_reference(got[:3], want, dtype_key, mask)
-                except AssertionError as error:
-                    return f"wrong numbers ({case}, {dtype_key}, mask {mask}, {policy}/{execution}): {error}"
-                assert ascendc_twin.MODE_NAMES[got[3]["mode"]] == mode and got[3]["splitByChannel"] == split
-                results.append([b"" if o is None else o.tobytes() for o in got[:3]])
-            if any(r != results[0] for r in results[1:]):
-                return f"results depend on the schedule ({case}, {dtype_key})"
-        for case, dtype_key, cores, mask in SILU_CHECKS:
-            verdict = silu_outcome(case, dtype_key, cores, mask)
-            if verdict != "ok":
-                return verdict
-        return "ok"
-    finally:
-        ascendc_twin.twin_library_path = original
-        ascendc_twin._twin_cdll.cache_clear()
-
-
-def silu_outcome(case, dtype_key, cores, mask):
-    """The fused kernel's launches of one case under SCHEDULES: 'ok' or how they were caught."""
-    N, C, HxW, G, _, mode, split = CASES[case]
-    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs((N, C, HxW), G, data_dtype, stat_dtype, 7)
-    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype)
-    want = reference_silu.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
-                                   as_float64(beta, stat_dtype), G, 1.7)
-    results = []
-    for policy, seed, execution in SCHEDULES:
-        try:
-            got = ascendc_twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
-                                                  arrays["gamma"], beta, G, 1.7, mask=mask, data_dtype=data_dtype,
-                                                  stat_dtype=stat_dtype, core_num=cores, policy=policy, seed=seed,
-                                                  execution=execution)
-        except ascendc_twin.TwinFault as fault:
-            return f"refused (fused): {str(fault)[:160]}"
-        try:
-            check_against_reference(got[:3], want, dtype_key, mask)
-        except AssertionError as error:
-            return f"wrong numbers (fused, {case}, {dtype_key}, mask {mask}, {policy}/{execution}): {error}"
-        assert ascendc_twin.MODE_NAMES[got[3]["mode"]] == mode and got[3]["splitByChannel"] == split
-        results.append([b"" if o is None else o.tobytes() for o in got[:3]])
-    if any(r != results[0] for r in results[1:]):
-        return f"results depend on the schedule (fused, {case}, {dtype_key})"
-    return "ok"
-
-
-@pytest.mark.slow
-@pytest.mark.exhaustive
-def test_deleting_any_sync_line_is_caught(twin_objects, tmp_path):
-    texts = {h: (ascendc_twin.ascendc_dir() / h).read_text() for h in KERNEL_HEADERS}
-    candidates = [(h, number, text) for h in KERNEL_HEADERS for number, text in sync_lines(texts[h])]
-    assert len(candidates) >= 20  # the kernel's own synchronisation, found by the pattern
-
-    unmutated = build_mutant(twin_objects, tmp_path / "original", texts[KERNEL_HEADERS[0]])
-    assert outcome(unmutated) == "ok"
+def mutants(candidates, twin_objects, tmp_path):
+    """Builds the mutant of each (header, line index, line, kernels), two g++ at a time."""
+    texts = {h: (ascendc_twin.ascendc_dir() / "op_kernel" / h).read_text() for h, *_ in candidates}
 
     def build(index):
-        header, number, _ = candidates[index]
-        lines = texts[header].splitlines(keepends=True)
-        return build_mutant(twin_objects, tmp_path / f"mutant{index}", "".join(lines[:number] + lines[number + 1:]),
-                            header)
+        header, number, _, kernels = candidates[index]
+        return build_mutant(twin_objects, tmp_path / f"mutant{index}", header, delete_line(texts[header], number),
+                            kernels)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:  # g++ runs in parallel; the launches run here
-        libraries = list(pool.map(build, range(len(candidates))))
-    survivors = []
-    report = []
-    for (header, number, text), library in zip(candidates, libraries):
-        result = "does not build" if library is None else outcome(library)
-        report.append(f"{Path(header).name}:{number + 1}: {text} -> {result}")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(build, range(len(candidates))))
+
+
+def survivors_of(candidates, libraries):
+    survivors, report = [], []
+    for (header, number, text, kernels), library in zip(candidates, libraries):
+        result = "does not build" if library is None else launches.outcome(library, kernels)
+        report.append(f"{header}:{number + 1}: {text} -> {result}")
         if result == "ok":
-            survivors.append(f"{Path(header).name}:{number + 1}: {text}")
+            survivors.append(f"{header}:{number + 1}: {text}")
     print("\n".join(report))
-    assert not survivors, "sync lines whose deletion no test notices:\n" + "\n".join(survivors)
+    return survivors
+
+
+def test_the_scan_finds_the_synchronisation_of_all_three_kernels():
+    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    found = {h: sync_lines((root / h).read_text()) for h in kernel_headers()}
+    forward = sum(len(v) for h, v in found.items() if h.startswith(FORWARD_PREFIX))
+    backward = sum(len(v) for h, v in found.items() if not h.startswith(FORWARD_PREFIX))
+    assert forward >= 10 and backward >= 20, found
+    # comments do not count; every statement form does
+    assert sync_lines("  // SetFlag<HardEvent::V_S>(id);\n  que.EnQue(t);\n  x.FreeTensor(t);  // Sync<\n"
+                      "  SyncAll();\n  SyncAll<true>();\n  PipeBarrier<PIPE_ALL>();\n") == [
+        (1, "que.EnQue(t);"), (2, "x.FreeTensor(t);  // Sync<"), (3, "SyncAll();"), (4, "SyncAll<true>();"),
+        (5, "PipeBarrier<PIPE_ALL>();")]
+
+
+def test_deleting_a_sample_of_sync_lines_is_caught(twin_objects, tmp_path):
+    """One line per kernel, each mutant built once, only its kernel's launches."""
+    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    candidates = []
+    for pattern, kernel in SAMPLE:
+        hits = [(h, n, line) for h in kernel_headers() if kernel in kernels_of(h)
+                for n, line in sync_lines((root / h).read_text()) if re.search(pattern, line)]
+        assert len(hits) == 1, f"the sample /{pattern}/ matches {len(hits)} sync lines of {kernel}: update SAMPLE"
+        candidates.append((*hits[0], [kernel]))
+    for kernel in sorted({c[3][0] for c in candidates}):  # the launches pass on the unmutated kernels
+        library = fwd.forward_library_path() if kernel == "forward" else ascendc_twin.twin_library_path()
+        assert launches.outcome(library, [kernel]) == "ok", kernel
+    survivors = survivors_of(candidates, mutants(candidates, twin_objects, tmp_path))
+    assert not survivors, "sync lines whose deletion no launch notices:\n" + "\n".join(survivors)
+
+
+@pytest.mark.exhaustive
+def test_deleting_any_sync_line_is_caught(twin_objects, tmp_path):
+    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    candidates = [(h, n, line, kernels_of(h)) for h in kernel_headers()
+                  for n, line in sync_lines((root / h).read_text())]
+    for kernels in (["forward"], ["grad", "silu_grad"]):
+        library = fwd.forward_library_path() if kernels == ["forward"] else ascendc_twin.twin_library_path()
+        assert launches.outcome(library, kernels) == "ok", kernels
+    survivors = survivors_of(candidates, mutants(candidates, twin_objects, tmp_path))
+    assert not survivors, "sync lines whose deletion no launch notices:\n" + "\n".join(survivors)

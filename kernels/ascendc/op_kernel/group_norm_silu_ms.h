@@ -298,7 +298,7 @@ class KernelGroupNormSiluMs {
       }
       ReduceSum(red, partials, ReduceWork(), static_cast<int32_t>(rows));
     }
-    Sync<HardEvent::V_S>();
+    // no V_S wait: ReduceSum ends with its own (asc-devkit impl/basic_api/dav_c220/kernel_operator_vec_reduce_impl.h)
     return red.GetValue(0);
   }
 

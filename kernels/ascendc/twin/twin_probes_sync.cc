@@ -12,13 +12,14 @@ using twin_probes::ProbeArgs;
 
 namespace {
 
-enum Missing { kMissNone, kMissMte2V, kMissVMte3, kMissVS, kMissSV, kMissVMte2 };
+enum Missing { kMissNone, kMissMte2V, kMissVMte3, kMissVS, kMissSV, kMissVMte2, kMissMte3S };
 
 // A small pipeline with every inter-pipe hand-over made by hand (TBufs carry no events):
 // MTE2 loads in = gm[0:64]; V: out = in + 1; S reads out[0] and writes it to scale[0];
 // V: out[0:8] += scale; MTE3 stores out to gm[64:128] (the scalar unit then waits for the
-// store); V: out2 = 3 * in; MTE2 reloads in from gm[128:192] (the scalar unit waits for it
-// and reads it); MTE3 stores out2 to gm[192:256]. `miss` drops one of the hand-overs.
+// store and rewrites out[16], a scalar write over the bytes the store reads); V: out2 = 3 * in;
+// MTE2 reloads in from gm[128:192] (the scalar unit waits for it and reads it); MTE3 stores
+// out2 to gm[192:256]. `miss` drops one of the hand-overs.
 void PipeProbe(const ProbeArgs &a, Missing miss) {
   TPipe pipe;
   TBuf<QuePosition::VECIN> inBuf;
@@ -57,8 +58,11 @@ void PipeProbe(const ProbeArgs &a, Missing miss) {
     WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
   }
   DataCopy(gm[64], out, 64);
-  SetFlag<HardEvent::MTE3_S>(EVENT_ID0);  // the scalar unit waits for the store (as before reading GM back)
-  WaitFlag<HardEvent::MTE3_S>(EVENT_ID0);
+  if (miss != kMissMte3S) {
+    SetFlag<HardEvent::MTE3_S>(EVENT_ID0);  // the store has read out before the scalar unit rewrites it
+    WaitFlag<HardEvent::MTE3_S>(EVENT_ID0);
+  }
+  out.SetValue(16, -7.0f);  // write after read (out[16] is V-ordered): the scalar unit reuses what MTE3 stores
   Muls(out2, in, 3.0f, 64);  // the last vector read of `in`
   if (miss != kMissVMte2) {
     SetFlag<HardEvent::V_MTE2>(EVENT_ID0);
@@ -135,6 +139,9 @@ void AddSyncProbes(ProbeMap *probes) {
       {"hazard_s_v", [](const ProbeArgs &a) { PipeProbe(a, kMissSV); }},
       // write after read: MTE2 refills a TBuf the vector unit is still reading (buffer reuse).
       {"hazard_war_reuse", [](const ProbeArgs &a) { PipeProbe(a, kMissVMte2); }},
+      // write after read: the scalar unit rewrites a TBuf MTE3 is still copying out (a staging
+      // buffer of scalar results reused for the next task's).
+      {"hazard_mte3_s", [](const ProbeArgs &a) { PipeProbe(a, kMissMte3S); }},
       {"hazards_synced", [](const ProbeArgs &a) { PipeProbe(a, kMissNone); }},
       // The same reuse through a TQue: FreeTensor/AllocTensor carry the V -> MTE2 event.
       {"queue_reuse",

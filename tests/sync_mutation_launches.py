@@ -1,0 +1,138 @@
+"""The launches that judge a mutant of the AscendC kernels (test_ascendc_sync_mutations.py): for
+each kernel a small set of launches, one per tiling mode and work split, on few enough cores
+that a core runs several tasks (buffer reuse between tasks needs its own synchronisation), each
+under immediate execution, deferred execution and two more block orders, checked against the
+float64 reference and for bit-identical results across those schedules.
+
+``outcome(library, kernels)`` runs them on the twin library at `library` (the mutant's, or the
+real one) and says "ok" or how a launch was caught."""
+import numpy as np
+
+from ms_groupnorm import ascendc_twin, reference, reference_silu
+from ms_groupnorm import ascendc_twin_forward as fwd
+import test_ascendc_forward_twin as forward_cases
+from test_ascendc_forward_slices_per_block import spread_over_blocks
+from test_ascendc_twin import CASES as TWIN_CASES
+from test_ascendc_twin import DTYPES, as_float64, check_against_reference, make_inputs, storage
+
+# test_ascendc_twin's cases, and one whose stage 2 streams more workspace loads through its two
+# buffers than it has (4000 samples: two loads of rows for each of db and dg), so that the
+# buffers are reused and a missing FreeTensor shows.
+CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_resident", 0)}
+
+ALL, STATS_ONLY = (True, True, True), (False, True, True)
+# GroupNormGradMs: (case of test_ascendc_twin.CASES, dtype key, cores, output mask). Without dx
+# (mask 011) nothing else orders the workspace copies before the next task's sums.
+GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw", "bf16_fp32", 2, ALL),
+               ("resident_unaligned_hw", "fp32", 2, STATS_ONLY), ("resident_workspace_n8", "fp32", 4, ALL),
+               ("channel_two_pass", "fp32", 2, ALL),
+               ("hw_chunks_unaligned_n3", "bf16_fp32", 2, ALL), ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY),
+               ("across_n_small", "fp32", 4, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL),
+               ("hw_chunks_channel_split", "fp16_fp32", 3, ALL),
+               ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL),
+               ("stage2_reuses_its_buffers", "fp32", 4, ALL)]
+# GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
+SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
+                    ("channel_two_pass", "fp32", 2, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL),
+                    ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY), ("hw_one", "fp32", 4, ALL)]
+# GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
+# the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split
+# groups also with several slices per block (their UB entry is reused: MTE3 -> S).
+FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
+                  ("resident_hw1_g_equals_c", "bf16_fp32", "plain", None),
+                  ("resident_stats_in_two_batches", "fp16", "swish_1.7", None),  # two stores of mean/rstd
+                  ("chunked_ng_above_cores", "bf16", "silu", None),
+                  ("chunked_hw1_vector_coef", "fp32", "silu", None),
+                  ("chunked_split_pairs", "fp32", "silu", None),
+                  ("chunked_split_pairs", "bf16_fp32", "silu", 3)]
+SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
+             ("reverse", 0, "deferred")]
+
+
+def outcome(library, kernels):
+    """'ok', or how the launches of `kernels` ("forward", "grad", "silu_grad") on `library` were caught."""
+    forward = kernels == ["forward"]
+    module = fwd if forward else ascendc_twin
+    name = "forward_library_path" if forward else "twin_library_path"
+    cdll = fwd._cdll if forward else ascendc_twin._twin_cdll
+    original = getattr(module, name)
+    cdll.cache_clear()
+    setattr(module, name, lambda: library)
+    try:
+        checks = {"forward": [(forward_outcome, c) for c in FORWARD_CHECKS],
+                  "grad": [(backward_outcome, (*c, False)) for c in GRAD_CHECKS],
+                  "silu_grad": [(backward_outcome, (*c, True)) for c in SILU_GRAD_CHECKS]}
+        for kernel in kernels:
+            for judge, check in checks[kernel]:
+                verdict = judge(*check)
+                if verdict != "ok":
+                    return verdict
+        return "ok"
+    finally:
+        setattr(module, name, original)
+        cdll.cache_clear()
+
+
+def same_bits(results):
+    return all(r == results[0] for r in results[1:])
+
+
+def backward_outcome(case, dtype_key, cores, mask, silu):
+    """GroupNormGradMs's launches of one case (GroupNormSiluGradMs's with `silu`) under SCHEDULES."""
+    N, C, HxW, G, _, mode, split = CASES[case]
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs((N, C, HxW), G, data_dtype, stat_dtype, 7)
+    which = "fused, " if silu else ""
+    if silu:
+        beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype)
+        want = reference_silu.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, 1.7)
+    else:
+        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    results = []
+    for policy, seed, execution in SCHEDULES:
+        launch = dict(mask=mask, data_dtype=data_dtype, stat_dtype=stat_dtype, core_num=cores, policy=policy,
+                      seed=seed, execution=execution)
+        inputs = (arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"])
+        try:
+            got = (ascendc_twin.twin_silu_backward(*inputs, beta, G, 1.7, **launch) if silu
+                   else ascendc_twin.twin_backward(*inputs, G, **launch))
+        except ascendc_twin.TwinFault as fault:
+            return f"refused ({which}{case}): {str(fault)[:160]}"
+        try:
+            check_against_reference(got[:3], want, dtype_key, mask)
+        except AssertionError as error:
+            return f"wrong numbers ({which}{case}, {dtype_key}, mask {mask}, {policy}/{execution}): {error}"
+        assert ascendc_twin.MODE_NAMES[got[3]["mode"]] == mode and got[3]["splitByChannel"] == split
+        results.append([b"" if o is None else o.tobytes() for o in got[:3]])
+    return "ok" if same_bits(results) else f"results depend on the schedule ({which}{case}, {dtype_key})"
+
+
+def forward_outcome(case, dtype_key, activation, blocks):
+    shape, G, cores, ub, mode = forward_cases.CASES[case]
+    data_dtype, param_dtype, tolerance = forward_cases.DTYPES[dtype_key]
+    arrays, exact = forward_cases.make_inputs(shape, data_dtype, param_dtype, 3)
+    activate, scale = forward_cases.ACTIVATIONS[activation]
+    N, C = shape[:2]
+    tiling = fwd.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,
+                                activate_silu=activate, swish_scale=scale, ub_bytes=ub, core_num=cores)
+    assert fwd.MODE_NAMES[tiling["mode"]] == mode
+    if blocks is not None:
+        tiling = spread_over_blocks(tiling, blocks)
+    want = forward_cases.expected(exact, G, activation)
+    results = []
+    for policy, seed, execution in SCHEDULES:
+        y = np.full_like(arrays["x"], 0x7F)
+        mean = np.full((N, G), 12345.0, np.float32)
+        rstd = np.full((N, G), 12345.0, np.float32)
+        try:
+            fwd.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], y, mean, rstd], tiling, ub, cores,
+                               policy=policy, seed=seed, execution=execution)
+        except ascendc_twin.TwinFault as fault:
+            return f"refused (forward): {str(fault)[:160]}"
+        y_err, mean_err, rstd_err = forward_cases.errors((y, mean, rstd), want, data_dtype)
+        if not (y_err <= tolerance and mean_err <= forward_cases.MEAN_TOL and rstd_err <= forward_cases.RSTD_TOL):
+            return (f"wrong numbers (forward, {case}, {dtype_key}, {policy}/{execution}): y {y_err:.2e}, "
+                    f"mean {mean_err:.2e}, rstd {rstd_err:.2e}")
+        results.append([a.tobytes() for a in (y, mean, rstd)])
+    return "ok" if same_bits(results) else f"results depend on the schedule (forward, {case}, {dtype_key})"
