@@ -91,27 +91,21 @@ def _run_magnitudes(mode, scales, count, exhaustive):
         _check_magnitude_case(mode, rng, _magnitude_case(rng, scales))
 
 
-@pytest.mark.parametrize("fuzz_mode", ["pynative", "graph"], indirect=True)
-def test_extreme_magnitudes(fuzz_mode):
-    _run_magnitudes(fuzz_mode, FINITE_SCALES, SAMPLE[fuzz_mode], False)
-
-
-@pytest.mark.exhaustive
-@pytest.mark.parametrize("fuzz_mode", ["pynative", "graph"], indirect=True)
-def test_extreme_magnitudes_exhaustive(fuzz_mode):
-    _run_magnitudes(fuzz_mode, FINITE_SCALES, EXHAUSTIVE, True)
-
-
 # Beyond ~1.8e19 a float32 sum of squares overflows: the kernels take their wide-range (double) path there.
+MAGNITUDES = {"finite": FINITE_SCALES, "beyond_1e19": HUGE_SCALES}
+
+
+@pytest.mark.parametrize("magnitudes", list(MAGNITUDES))
 @pytest.mark.parametrize("fuzz_mode", ["pynative", "graph"], indirect=True)
-def test_magnitudes_beyond_1e19(fuzz_mode):
-    _run_magnitudes(fuzz_mode, HUGE_SCALES, SAMPLE[fuzz_mode], False)
+def test_extreme_magnitudes(fuzz_mode, magnitudes):
+    _run_magnitudes(fuzz_mode, MAGNITUDES[magnitudes], SAMPLE[fuzz_mode], False)
 
 
 @pytest.mark.exhaustive
+@pytest.mark.parametrize("magnitudes", list(MAGNITUDES))
 @pytest.mark.parametrize("fuzz_mode", ["pynative", "graph"], indirect=True)
-def test_magnitudes_beyond_1e19_exhaustive(fuzz_mode):
-    _run_magnitudes(fuzz_mode, HUGE_SCALES, EXHAUSTIVE, True)
+def test_extreme_magnitudes_exhaustive(fuzz_mode, magnitudes):
+    _run_magnitudes(fuzz_mode, MAGNITUDES[magnitudes], EXHAUSTIVE, True)
 
 
 # ---- hostile scalars: one argument at a time replaced by a value from these pools; the
