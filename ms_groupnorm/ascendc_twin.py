@@ -34,7 +34,8 @@ _TWIN_HEADERS = ("twin/kernel_operator.h", "twin/kernel_operator_sync.h", "twin/
                  "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
                  "op_kernel/group_norm_grad_ms_common.h", "op_kernel/group_norm_grad_ms_copies.h",
                  "op_kernel/group_norm_grad_ms_stage2.h", "op_kernel/group_norm_grad_ms_channels.h",
-                 "op_kernel/group_norm_grad_ms_hw_one.h", "op_kernel/swish_grad_math.h",
+                 "op_kernel/group_norm_grad_ms_hw_one.h", "op_kernel/group_norm_grad_ms_split.h",
+                 "op_kernel/swish_grad_math.h",
                  "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
                  "../cpu/aot_status.h")
 # kernel_operator.h includes the forward kernel's vector math (ms_groupnorm.ascendc_twin_forward).

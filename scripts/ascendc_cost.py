@@ -114,12 +114,12 @@ def measure(shape, dtype_key, silu=False):
     n_run = N
     if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode and work split
         n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
-        while n_run < N and (n_run * G < CORES or ascendc_twin.twin_tiling(
-                n_run, C, HxW, G, data_dtype, stat_dtype, core_num=CORES,
-                silu=silu)["groupAcrossN"] != full["groupAcrossN"]):
+        while n_run < N and (n_run * G < CORES or any(ascendc_twin.twin_tiling(
+                n_run, C, HxW, G, data_dtype, stat_dtype, core_num=CORES, silu=silu)[k] != full[k]
+                for k in ("groupAcrossN", "hwSlices"))):
             n_run += 1
     tiling, stats = run(n_run, C, HxW, G, data_dtype, stat_dtype, silu)
-    assert all(tiling[k] == full[k] for k in ("mode", "splitByChannel", "groupAcrossN"))
+    assert all(tiling[k] == full[k] for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices"))
     scale = tasks_on_busiest_core(full) / max(1, tasks_on_busiest_core(tiling))
     elems = n_run * C * HxW
     gm = sum(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats)
@@ -152,6 +152,7 @@ def measure(shape, dtype_key, silu=False):
         "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
         "dtype": dtype_key,
         "mode": ascendc_twin.MODE_NAMES[full["mode"]] + ("/split" if full["splitByChannel"] else "")
+        + (f"/{full['hwSlices']} HxW slices" if full["hwSlices"] > 1 else "")
         + ("/across N" if full["groupAcrossN"] else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
         "gm_b_per_elem": gm / elems,

@@ -100,7 +100,8 @@ def test_forward_right_at_extreme_magnitudes(case, magnitude, activate):
 BACKWARD_CASES = {
     "resident": (2, 8, 9, 2, 2, "group_resident"),
     "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass"),
-    "hw_chunks": (3, 2, 12347, 2, 6, "hw_chunks"),
+    "hw_chunks": (3, 16, 8200, 2, 6, "hw_chunks"),  # 48 channels: fewer would take the HxW split
+    "hw_slices": (1, 3, 9000, 1, 48, "channel_two_pass"),  # 3 channels x 4 HxW slices
     "channel_split": (47, 2, 250, 1, 48, "channel_two_pass"),
     "hw_one": (3, 12, 1, 3, 48, "hw_one"),
 }

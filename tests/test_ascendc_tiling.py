@@ -45,6 +45,8 @@ def test_every_plan_fits_in_the_ub(shape, dtype, stat, ub):
     assert 0 < t["ubBytesPhase1"] <= ub - ascendc_twin.UB_RESERVE
     if t["groupAcrossN"]:  # dgamma/dbeta summed in phase 1: no stage 2
         assert t["stage2Cores"] == 0 and t["ubBytesStage2"] == 0 and t["needWorkspace"] == 0
+    elif t["hwSlices"] > 1:  # the HxW split: dgamma/dbeta summed by each group's owner after SyncAll
+        assert t["stage2Cores"] == 0 and t["ubBytesStage2"] == 0 and t["needWorkspace"] == 1
     else:
         assert 0 < t["ubBytesStage2"] <= ub - ascendc_twin.UB_RESERVE
     assert t["chunkElems"] % 16 == 0
@@ -82,8 +84,39 @@ def test_tasks_and_stage2_slices_cover_everything_once(shape, cores):
     if t["groupAcrossN"]:  # tasks are the G groups (each over every n); no stage 2
         assert t["numTasks"] == t["G"] and t["stage2Cores"] == 0 and t["needWorkspace"] == 0
         return
+    if t["hwSlices"] > 1:  # (n, c, slice) tasks; no stage 2
+        assert t["numTasks"] == t["N"] * t["C"] * t["hwSlices"] and t["stage2Cores"] == 0
+        return
     assert t["stage2SliceElems"] * t["stage2Cores"] >= t["C"] > t["stage2SliceElems"] * (t["stage2Cores"] - 1)
     assert t["stage2SliceElems"] % 8 == 0  # 32-byte fp32 slices
+
+
+# The HxW split: fewer than 48 (n, c) channels, each at least 2 x 2048 elements, are cut into
+# slices (whole 16-element blocks, >= 2048 elements) until there are about 48 tasks; the cut is
+# a function of the shape only, so every core count runs the same slices in the same order.
+@pytest.mark.parametrize("shape,slices,slice_elems", [
+    ((1, 3, 50176, 1), 16, 3136),   # 1x3x224x224 G1: 3 channels -> 48 tasks
+    ((1, 4, 9001, 2), 4, 2256),     # 9001 / 2048 = 4 slices at most
+    ((2, 5, 5000, 5), 2, 2512),     # D = 1 (channels are groups): split as well
+    ((1, 2, 4095, 1), 1, 4095),     # under 2 x 2048 elements: no split
+    ((1, 48, 9001, 2), 1, 9001),    # 48 channels already occupy the cores
+])
+@pytest.mark.parametrize("cores", [48, 40, 7, 1])
+def test_hw_split_depends_on_the_shape_only(shape, slices, slice_elems, cores):
+    t = tiling(*shape, 196608, cores=cores)
+    assert (t["hwSlices"], t["sliceElems"]) == (slices, slice_elems)
+    if slices == 1:
+        return
+    assert t["splitByChannel"] == 1 and t["groupAcrossN"] == 0 and t["needWorkspace"] == 1
+    assert t["numTasks"] == shape[0] * shape[1] * slices and t["phase1Cores"] == min(cores, t["numTasks"])
+    assert t["sliceElems"] % 16 == 0 and (slices - 1) * t["sliceElems"] < shape[2] <= slices * t["sliceElems"]
+    assert t["stage2Cores"] == 0  # dgamma/dbeta from each group's owner, after SyncAll
+    assert t["chunksPerChannel"] == -(-t["sliceElems"] // t["chunkElems"])
+
+
+def test_hw_split_slices_larger_than_the_ub_go_in_chunks():
+    t = tiling(1, 2, 20000, 1, 32768, cores=48)
+    assert t["hwSlices"] == 9 and ascendc_twin.MODE_NAMES[t["mode"]] == "hw_chunks" and t["chunksPerChannel"] >= 2
 
 
 def test_hw_one_groups_per_task_occupy_the_cores():

@@ -31,9 +31,18 @@ CASES = {
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
     # workspace loads (47 rows) reach the UB of the 16-bit dx stores just before them
     "channel_split_n47": (47, 2, 250, 1, 48, "channel_two_pass", 1),
-    "hw_chunks_larger_than_ub": (2, 2, 20000, 1, 2, "hw_chunks", 0),
-    "hw_chunks_unaligned_n3": (3, 2, 12347, 2, 6, "hw_chunks", 0),
-    "hw_chunks_channel_split": (1, 4, 9001, 2, 48, "hw_chunks", 1),
+    # a channel larger than the UB: its 9 HxW slices (4 channels) fit one at a time
+    "hw_slices_channel_larger_than_ub": (2, 2, 20000, 1, 2, "channel_two_pass", 1),
+    # 48 channels (fewer would take the HxW split); 8200 elements do not fit in 16-bit either
+    "hw_chunks_unaligned_n3": (3, 16, 8200, 2, 6, "hw_chunks", 0),
+    # 48 channels: the cores are busy without the HxW split
+    "hw_chunks_channel_split": (1, 48, 9001, 24, 48, "hw_chunks", 1),
+    # fewer than 48 channels: HxW split into slices ((n, c, slice) tasks, per-slice sums in the
+    # workspace, dgamma/dbeta by each group's owner after SyncAll): 1x3x224x224 G1 as 3 x 16 slices,
+    # channels that are groups (D = 1) as 5 x 2, and slices in chunks (48 slices of 9008 elements)
+    "hw_slices": (1, 3, 50176, 1, 48, "channel_two_pass", 1),
+    "hw_slices_c_per_g_1": (2, 5, 5000, 5, 48, "channel_two_pass", 1),
+    "hw_slices_chunks": (1, 1, 432048, 1, 48, "hw_chunks", 1),
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
@@ -44,7 +53,9 @@ CASES = {
 # channel two-pass by group and by channel, HxW chunks by group and by channel, HxW = 1): the
 # default run's sample of the matrices over CASES; --exhaustive runs every case.
 PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_split_n47",
-            "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_one"]
+            "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one"]
+# The cases that take the HxW split.
+HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_channel_larger_than_ub"]
 
 # Cases whose tiling takes groupAcrossN (mode 0 tasks are groups g over every n: dgamma/dbeta
 # summed by the core, no workspace, SyncAll or stage 2); every other case uses the workspace.
@@ -127,6 +138,7 @@ def test_every_mode_and_dtype_matches_reference(case, dtype_key, execution):
     assert ascendc_twin.MODE_NAMES[tiling["mode"]] == mode
     assert tiling["splitByChannel"] == split
     assert tiling["groupAcrossN"] == (case in ACROSS_N)
+    assert (tiling["hwSlices"] > 1) == (case in HW_SLICES)
     check_against_reference(got, want, dtype_key, (True, True, True))
 
 
@@ -134,12 +146,12 @@ MASKS = [(True, False, False), (False, True, True), (False, True, False), (False
 
 
 @pytest.mark.default_sample(case=["resident_unaligned_hw", "resident_workspace_n8", "channel_split_n47",
-                                   "hw_chunks_unaligned_n3", "hw_one"],
+                                   "hw_chunks_unaligned_n3", "hw_slices_c_per_g_1", "hw_one"],
                              mask=MASKS, execution=["immediate", "deferred"])
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("mask", MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_split_n47",
-                                  "hw_chunks_unaligned_n3", "hw_one"])
+                                  "hw_chunks_unaligned_n3", "hw_slices_c_per_g_1", "hw_one"])
 def test_output_mask(case, mask, execution):
     N, C, HxW, G, cores, _, _ = CASES[case]
     got, want, tiling = run_case((N, C, HxW), G, "fp16_fp32", mask=mask, core_num=cores, execution=execution)
@@ -147,7 +159,7 @@ def test_output_mask(case, mask, execution):
     # Skipped work: no workspace and no stage 2 unless dgamma/dbeta (or the channel split) need
     # them and the group-across-N split does not sum them in phase 1.
     stats_via_workspace = (mask[1] or mask[2]) and not tiling["groupAcrossN"]
-    assert (tiling["stage2Cores"] > 0) == stats_via_workspace
+    assert (tiling["stage2Cores"] > 0) == (stats_via_workspace and tiling["hwSlices"] == 1)
     assert tiling["needWorkspace"] == int(stats_via_workspace or tiling["splitByChannel"] == 1)
 
 
@@ -186,10 +198,10 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reve
              ("interleave", 4, "deferred"), ("concurrent", 0, "deferred")]
 
 
-@pytest.mark.default_sample(case=["hw_one", "hw_chunks_channel_split"],
+@pytest.mark.default_sample(case=["hw_one", "hw_chunks_channel_split", "hw_slices_c_per_g_1"],
                              dtype_key=["fp32", "bf16_fp32"])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "across_n_small",
-                                  "hw_chunks_channel_split", "hw_chunks_unaligned_n3", "hw_one"])
+                                  "hw_chunks_channel_split", "hw_chunks_unaligned_n3", "hw_one", *HW_SLICES])
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
 def test_outputs_are_bit_identical_across_block_schedules(case, dtype_key):
     N, C, HxW, G, cores, _, _ = CASES[case]
@@ -202,3 +214,36 @@ def test_outputs_are_bit_identical_across_block_schedules(case, dtype_key):
     assert tiling["blockDim"] > 1
     for (policy, seed, execution), result in zip(SCHEDULES[1:], results[1:]):
         assert result == results[0], f"{policy}/{seed}/{execution} differs from the concurrent run"
+
+
+# The HxW split's slices and the order their sums are added in depend on the shape only: the
+# same bits on 48, 40, 7 and 1 cores (1 core: every task, every group's dgamma/dbeta on one block),
+# under several block orders and pipe executions.
+@pytest.mark.default_sample(case=["hw_slices"], dtype_key=["fp32"])
+@pytest.mark.parametrize("case", HW_SLICES)
+@pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
+def test_hw_split_is_bit_identical_across_core_counts(case, dtype_key):
+    N, C, HxW, G, _, _, _ = CASES[case]
+    results = []
+    for cores, policy, execution in [(48, "concurrent", "immediate"), (40, "reverse", "deferred"),
+                                     (7, "shuffle", "deferred"), (1, "forward", "immediate")]:
+        got, want, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores, policy=policy, execution=execution)
+        check_against_reference(got, want, dtype_key, (True, True, True))
+        assert tiling["hwSlices"] > 1 and tiling["phase1Cores"] == min(cores, tiling["numTasks"])
+        results.append([o.tobytes() for o in got])
+    assert all(r == results[0] for r in results[1:])
+
+
+# The device's workspace is not cleared before a launch; the twin's starts as NaN. A kernel that
+# adds its per-slice sums into the workspace (atomic add) instead of storing them computes right
+# only on a zeroed workspace: on the twin its outputs are NaN.
+@pytest.mark.slow
+@pytest.mark.exhaustive
+def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
+    from test_ascendc_silu_grad_twin import build_mutant, with_library
+    store = "  StoreToWorkspace(wsDbGm_, cell, 1, db);\n"
+    library = build_mutant(tmp_path, "op_kernel/group_norm_grad_ms_split.h", store,
+                           "  SetAtomicAdd<float>();\n" + store + "  SetAtomicNone();\n")
+    N, C, HxW, G, cores, _, _ = CASES["hw_slices_c_per_g_1"]
+    got, _, _ = with_library(library, lambda: run_case((N, C, HxW), G, "fp32", core_num=cores))
+    assert np.isnan(got[0]).all() and np.isnan(got[2]).all()  # dx and dbeta: every db partial is NaN + db

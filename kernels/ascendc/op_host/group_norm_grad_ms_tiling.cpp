@@ -28,6 +28,12 @@ constexpr int64_t kReduceDstFloats = 8;  // one 32-byte block receives the Reduc
 constexpr int64_t kMinUbBytes = 16 * 1024;
 constexpr int64_t kStatWindowGroups = 256;  // 2 KiB of fp32 mean/rstd
 constexpr int64_t kAcrossNMaxExtraBytes = 128 * 1024;  // about 4 us of one core's HBM share
+// HxW split: when a launch has fewer than kSliceTargetTasks (n, c) channels, each channel's HxW
+// is cut into slices of at least kMinSliceElems elements, up to kSliceTargetTasks tasks in all.
+// The target is a constant (the 910B's 48 vector cores), not the launch's core count: the slices,
+// and so the order in which their sums are added, must be the same on any number of cores.
+constexpr int64_t kSliceTargetTasks = 48;
+constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice is mostly DMA latency
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -50,6 +56,8 @@ struct Layout {
   int64_t statWindow;  // groups of mean/rstd in UB at once
   bool acrossN = false;  // groupAcrossN: dgamma/dbeta accumulators and their output staging
   bool silu = false;     // GroupNormSiluGradMs: a beta array (modes 0-2) or beta staging (mode 3)
+  int64_t slices = 1;    // HxW split: a group's per-slice db and dg rows are loaded at once
+  int64_t ownerRows = 0; // HxW split with dgamma/dbeta: N * slices rows of a group, and the stores
 };
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
@@ -64,11 +72,15 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   if (l.statElems > 0) {
     // db, dg, gamma (+ the 2 accumulators across N) (+ beta)
     total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);
-    total += AlignBytes(l.statElems * 4);                         // staging for gamma / workspace rows
+    total += AlignBytes((l.silu ? 2 : 1) * l.statElems * 4);      // staging for gamma (+ beta) / workspace rows
     if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
+  if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
+  if (l.ownerRows > 0) {
+    total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
+  }
   total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
   return total;
 }
@@ -78,6 +90,13 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
 int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes) {
   return kBufferNum * AlignBytes(rows * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
          kBufferNum * AlignBytes(pieceElems * statBytes);
+}
+
+// Slices per channel of the HxW split (1: no split), from the shape only (see kSliceTargetTasks).
+int64_t HwSlices(int64_t N, int64_t C, int64_t L) {
+  const int64_t channels = N * C;
+  if (channels >= kSliceTargetTasks) return 1;
+  return std::max<int64_t>(1, std::min(CeilDiv(kSliceTargetTasks, channels), L / kMinSliceElems));
 }
 
 // The largest multiple of `align` in [align, limit] for which fits(value) holds, or 0.
@@ -213,7 +232,7 @@ const char *ModeName(int64_t mode) {
 }
 
 int64_t UserWorkspaceBytes(const GroupNormGradMsTilingData &t) {
-  return t.needWorkspace ? 2 * t.N * t.C * static_cast<int64_t>(sizeof(float)) : 0;
+  return t.needWorkspace ? 2 * t.N * t.hwSlices * t.C * static_cast<int64_t>(sizeof(float)) : 0;
 }
 
 int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
@@ -232,6 +251,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   t.dxRequired = in.dxRequired;
   t.dgammaRequired = in.dgammaRequired;
   t.dbetaRequired = in.dbetaRequired;
+  t.hwSlices = 1;
+  t.sliceElems = in.HxW;
   const int64_t dataBytes = BytesOf(in.dataType);
   const int64_t statBytes = BytesOf(in.statType);
   const int64_t L = in.HxW;
@@ -273,17 +294,24 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       layout.K = AlignUp(t.groupsPerTask * D, kElemAlign);
       SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
     } else {
-      const int64_t Lp = AlignUp(L, kElemAlign);
-      t.splitByChannel = (in.N * in.G < in.coreNum && D > 1) ? 1 : 0;
+      const int64_t slices = HwSlices(in.N, in.C, L);
+      if (slices > 1) {  // slices of whole 16-element blocks: every slice starts 32-byte aligned in GM
+        t.sliceElems = AlignUp(CeilDiv(L, slices), kElemAlign);
+        t.hwSlices = CeilDiv(L, t.sliceElems);
+      }
+      const int64_t Lp = AlignUp(t.sliceElems, kElemAlign);  // the whole channel without the split
+      t.splitByChannel = (t.hwSlices > 1 || (in.N * in.G < in.coreNum && D > 1)) ? 1 : 0;
       Layout resident = withSilu(Layout{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow});
       Layout channel = withSilu(Layout{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow});
+      channel.slices = t.hwSlices;
+      channel.ownerRows = (t.hwSlices > 1 && wantsStats) ? in.N * t.hwSlices : 0;
       t.channelsPerItem = 1;
       // groupAcrossN: a core takes group g of every sample and sums dgamma/dbeta itself, so the
       // launch has no workspace, SyncAll or stage 2 (a chain of about two DMA latencies and a
       // SyncAll); worth it while the coarser split adds at most kAcrossNMaxExtraBytes per core.
       Layout across = resident;
       across.acrossN = true;
-      if (wantsStats && fits(across)) {
+      if (t.hwSlices == 1 && wantsStats && fits(across)) {
         const int64_t normalChannels =
             t.splitByChannel ? CeilDiv(in.N * in.C, in.coreNum) : CeilDiv(in.N * in.G, in.coreNum) * D;
         const int64_t acrossChannels = CeilDiv(in.G, in.coreNum) * in.N * D;
@@ -307,6 +335,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         layout = channel;
       } else {
         layout = withSilu(Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow});
+        layout.slices = t.hwSlices;
+        layout.ownerRows = channel.ownerRows;
         layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
           Layout l = layout;
           l.K = k;
@@ -314,10 +344,11 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         });
         if (layout.K == 0) return kTilingNoFit;
       }
-      t.chunksPerChannel = CeilDiv(L, layout.K);
+      t.chunksPerChannel = CeilDiv(t.sliceElems, layout.K);
       t.residentStride = layout.residentStride;
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
-      SplitTasks(t.splitByChannel ? in.N * in.C : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum, &t);
+      SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
+                 &t);
     }
     t.mode = layout.mode;
     t.chunkElems = layout.K;
@@ -329,8 +360,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN)) ? 1 : 0;
   }
 
-  if (wantsStats && in.C > 0 && !t.groupAcrossN) {
-    t.reduceRows = empty ? 0 : in.N;
+  // stage 2 unless dgamma/dbeta come from the group-across-N cores or the HxW split's group owners
+  if (wantsStats && in.C > 0 && !t.groupAcrossN && t.hwSlices == 1) {
+    t.reduceRows = empty ? 0 : in.N * t.hwSlices;  // workspace rows (n, slice), added in that order
     t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {

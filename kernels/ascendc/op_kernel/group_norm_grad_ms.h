@@ -63,8 +63,10 @@ class KernelGroupNormGradMs {
     }
     dgammaGm_.SetGlobalBuffer((__gm__ U *)dgamma, t_->C);
     dbetaGm_.SetGlobalBuffer((__gm__ U *)dbeta, t_->C);
-    wsDbGm_.SetGlobalBuffer((__gm__ float *)workspace, t_->N * t_->C);
-    wsDgGm_.SetGlobalBuffer((__gm__ float *)workspace + t_->N * t_->C, t_->N * t_->C);
+    // per-(n, slice, c) sums: rows n * hwSlices + s of C floats (hwSlices is 1 without the HxW split)
+    const int64_t wsRows = t_->N * t_->hwSlices;
+    wsDbGm_.SetGlobalBuffer((__gm__ float *)workspace, wsRows * t_->C);
+    wsDgGm_.SetGlobalBuffer((__gm__ float *)workspace + wsRows * t_->C, wsRows * t_->C);
     invM_ = 1.0f / static_cast<float>(t_->D * t_->HxW);
   }
 
@@ -94,11 +96,15 @@ class KernelGroupNormGradMs {
     if (t_->numTasks > 0 && t_->needWorkspace != 0) {
       SyncAll();  // the workspace is complete only when every block has finished phase 1
     }
-    if (t_->splitByChannel != 0 && t_->dxRequired != 0 && block < t_->phase1Cores) {
+    if (t_->splitByChannel != 0 && block < t_->phase1Cores) {
       int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
       int64_t count = t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
       cachedGroup_ = -1;
-      for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
+      if (t_->hwSlices > 1) {
+        SlicedAfterSyncAll(first, count);
+      } else if (t_->dxRequired != 0) {
+        for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
+      }
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
       PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
@@ -132,7 +138,7 @@ class KernelGroupNormGradMs {
       // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN) (+ beta with SILU)
       pipe_->InitBuffer(statBuf_, StatArrays() * t_->statElems * sizeof(float));
       if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
-      pipe_->InitBuffer(statQue_, 1, t_->statElems * sizeof(float));
+      pipe_->InitBuffer(statQue_, 1, (SILU ? 2 : 1) * t_->statElems * sizeof(float));  // SILU: gamma and beta
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
@@ -140,6 +146,13 @@ class KernelGroupNormGradMs {
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
+    }
+    if (t_->hwSlices > 1) {
+      pipe_->InitBuffer(partialQue_, 1, 2 * t_->hwSlices * t_->statElems * sizeof(float));
+      if (t_->dgammaRequired != 0 || t_->dbetaRequired != 0) {  // a group's rows of every sample, and the stores
+        pipe_->InitBuffer(ownerQue_, 1, 2 * t_->N * t_->hwSlices * t_->statElems * sizeof(float));
+        pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
+      }
     }
     pipe_->InitBuffer(statWindow_, 2 * t_->statWindowElems * sizeof(U));  // mean, then rstd
     statFirst_ = 0;
@@ -156,10 +169,21 @@ class KernelGroupNormGradMs {
   __aicore__ inline LocalTensor<float> Ones() {
     return FloatBuf(t_->numFloatBufs - (t_->mode == GNG_MODE_HW_ONE ? 3 : 1));
   }
-  // SILU: gamma and beta of group g as fp32 arrays (statQue_ staging), readable by the scalar unit.
+  // SILU: gamma and beta of group g as fp32 arrays, readable by the scalar unit: both loads in
+  // one statQue_ buffer, so their DMA latencies overlap; nothing when they are already loaded
+  // (consecutive tasks, and the sums and dx passes of the channel split, mostly share a group).
   __aicore__ inline void LoadAffine(int64_t g) {
-    LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, StatArray(2));
-    LoadAsFloat(statQue_, betaGm_, g * t_->D, t_->D, BetaArray());
+    if (g == affineGroup_) return;
+    affineGroup_ = g;
+    const int64_t P = t_->statElems;
+    LocalTensor<U> staging = statQue_.AllocTensor<U>();
+    LoadRow(staging, gammaGm_, g * t_->D, t_->D);
+    LoadRow(staging[P], betaGm_, g * t_->D, t_->D);
+    statQue_.EnQue(staging);
+    staging = statQue_.DeQue<U>();
+    RowAsFloat<U>(StatArray(2), staging, t_->D);
+    RowAsFloat<U>(BetaArray(), staging[P], t_->D);
+    statQue_.FreeTensor(staging);
     Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
   }
 
@@ -237,15 +261,26 @@ class KernelGroupNormGradMs {
   // sums pass, then (modes 1-2) its dx pass, over (channel, chunk) items. Two items are in
   // flight ahead of the compute (the queues' two buffers), across pass and task boundaries:
   // the load of item i + 2 is issued as soon as item i is taken, before item i is computed.
-  __aicore__ inline int64_t ItemLen(int64_t chunk) const {
-    const int64_t start = chunk * t_->chunkElems;
-    return (t_->HxW - start < t_->chunkElems) ? t_->HxW - start : t_->chunkElems;
+  // A channel's HxW is hwSlices slices of sliceElems (the last one shorter), each in chunks of
+  // K = chunkElems; without the HxW split there is one slice, the whole channel.
+  __aicore__ inline int64_t SliceLen(int64_t slice) const {
+    const int64_t start = slice * t_->sliceElems;
+    return (t_->HxW - start < t_->sliceElems) ? t_->HxW - start : t_->sliceElems;
   }
+  __aicore__ inline int64_t SliceChunks(int64_t slice) const {
+    return (SliceLen(slice) + t_->chunkElems - 1) / t_->chunkElems;
+  }
+  __aicore__ inline int64_t ItemLen(int64_t slice, int64_t chunk) const {
+    const int64_t rest = SliceLen(slice) - chunk * t_->chunkElems;
+    return (rest < t_->chunkElems) ? rest : t_->chunkElems;
+  }
+  // The slice of stream task t: channel-split tasks are (n, c, s), t = (n * C + c) * hwSlices + s.
+  __aicore__ inline int64_t TaskSlice(int64_t t) const { return streamByChannel_ ? t % t_->hwSlices : 0; }
   __aicore__ inline int64_t TaskChannels() const { return streamByChannel_ ? 1 : t_->D; }
   // Mode 0 moves channelsPerItem channels per item (contiguous in GM, one DMA); else one.
-  __aicore__ inline int64_t ItemsPerPass() const {
+  __aicore__ inline int64_t ItemsPerPass(int64_t t) const {
     const int64_t cpi = t_->channelsPerItem;
-    return (TaskChannels() + cpi - 1) / cpi * t_->chunksPerChannel;
+    return (TaskChannels() + cpi - 1) / cpi * SliceChunks(TaskSlice(t));
   }
 
   __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
@@ -264,17 +299,19 @@ class KernelGroupNormGradMs {
   }
 
   __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows) {
-    const int64_t chunks = t_->chunksPerChannel;
     const int64_t cpi = t_->channelsPerItem;
     while (streamTask_ < streamEnd_) {
-      if (streamItem_ < ItemsPerPass()) {
+      if (streamItem_ < ItemsPerPass(streamTask_)) {
+        const int64_t slice = TaskSlice(streamTask_);
+        const int64_t chunks = SliceChunks(slice);
         const int64_t group = GroupIndex(streamTask_);
-        const int64_t n = streamByChannel_ ? streamTask_ / t_->C : group / t_->G;
-        const int64_t c0 = streamByChannel_ ? streamTask_ % t_->C : (group % t_->G) * t_->D;
+        const int64_t channel = streamTask_ / t_->hwSlices;  // channel split: n * C + c
+        const int64_t n = streamByChannel_ ? channel / t_->C : group / t_->G;
+        const int64_t c0 = streamByChannel_ ? channel % t_->C : (group % t_->G) * t_->D;
         const int64_t local = (streamItem_ / chunks) * cpi;
         const int64_t chunk = streamItem_ % chunks;
-        *offset = (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems;
-        *len = ItemLen(chunk);
+        *offset = (n * t_->C + c0 + local) * t_->HxW + slice * t_->sliceElems + chunk * t_->chunkElems;
+        *len = ItemLen(slice, chunk);
         *rows = (TaskChannels() - local < cpi) ? TaskChannels() - local : cpi;
         ++streamItem_;
         return true;
@@ -317,16 +354,18 @@ class KernelGroupNormGradMs {
     Pump();
   }
 
-  // db and dg of `channels` channels into db[0..channels) and dg[0..channels) (V writes, or
-  // S writes when a channel has several chunks). Mode 0 keeps dy and x - mean resident.
-  // SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays (LoadAffine).
-  __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
-                                     const LocalTensor<float> &db, const LocalTensor<float> &dg,
+  // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
+  // dg[0..channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy
+  // and x - mean resident. SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
+  __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean,
+                                     float rstd, const LocalTensor<float> &db, const LocalTensor<float> &dg,
                                      int64_t affineIndex);
 
-  // dx of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with a_c = rstd * gamma_c.
-  __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, float mean, float rstd,
-                                   const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e);
+  // dx of slice `slice` of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with
+  // a_c = rstd * gamma_c.
+  __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean,
+                                   float rstd, const LocalTensor<float> &gamma, int64_t gammaIndex, float b,
+                                   float e);
 
   __aicore__ inline LocalTensor<float> ResidentDy(int64_t local) {
     return residentBuf_.Get<float>()[local * t_->residentStride];
@@ -343,94 +382,22 @@ class KernelGroupNormGradMs {
 
   // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
   // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
-  __aicore__ inline void GroupAcrossNTask(int64_t g) {
-    const int32_t D = static_cast<int32_t>(t_->D);
-    LocalTensor<float> accDb = StatArray(3);
-    LocalTensor<float> accDg = StatArray(4);
-    Duplicate(accDb, 0.0f, D);
-    Duplicate(accDg, 0.0f, D);
-    for (int64_t n = 0; n < t_->N; ++n) {
-      GroupTask(n * t_->G + g);
-      Add(accDb, accDb, StatArray(0), D);
-      Add(accDg, accDg, StatArray(1), D);
-    }
-    if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * D, D, accDb, 0.0f, false);
-    if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * D, D, accDg, 0.0f, false);
-  }
+  __aicore__ inline void GroupAcrossNTask(int64_t g);
+  // Modes 0-2, one (n, g) group (group_norm_grad_ms_channels.h).
+  __aicore__ inline void GroupTask(int64_t task);
 
-  // Modes 0-2, one (n, g) group.
-  __aicore__ inline void GroupTask(int64_t task) {
-    const int64_t n = task / t_->G;
-    const int64_t g = task % t_->G;
-    const int64_t D = t_->D;
-    const float mean = Stat(true, task);
-    const float rstd = Stat(false, task);
-    LocalTensor<float> db = StatArray(0);
-    LocalTensor<float> dg = StatArray(1);
-    LocalTensor<float> gamma = StatArray(2);
-    if (!SILU && t_->dxRequired != 0) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
-    if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
-      // before the vector unit overwrites them (the scalar unit's chunk sums follow a V -> S wait)
-      Sync<HardEvent::MTE3_V>();
-      sumsInFlight_ = false;
-    }
-    if constexpr (SILU) LoadAffine(g);  // the sums pass needs gamma and beta already
-    ChannelSums(n, g * D, D, mean, rstd, db, dg, 0);
-    if (t_->needWorkspace != 0) {
-      Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
-      StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
-      StoreToWorkspace(wsDgGm_, n * t_->C + g * D, D, dg);
-      sumsInFlight_ = true;
-    }
-    if (t_->dxRequired == 0) return;
-    if constexpr (!SILU) TakeAsFloat<U>(statQue_, D, gamma);
-    float c1;
-    float c2;
-    GroupCoefficients(db, dg, gamma, &c1, &c2);
-    ChannelDx(n, g * D, D, mean, rstd, gamma, 0, rstd * c2, rstd * c1);
-  }
-
-  // Channel split, before SyncAll: the sums of one (n, c) channel into the workspace.
-  __aicore__ inline void ChannelSumsTask(int64_t task) {
-    const int64_t n = task / t_->C;
-    const int64_t c = task % t_->C;
-    const int64_t group = n * t_->G + c / t_->D;
-    LocalTensor<float> db = StatArray(0);
-    LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
-    const int64_t g = c / t_->D;
-    if constexpr (SILU) {
-      if (g != affineGroup_) {  // consecutive tasks mostly share a group
-        LoadAffine(g);
-        affineGroup_ = g;
-      }
-    }
-    ChannelSums(n, c, 1, Stat(true, group), Stat(false, group), db, dg, c - g * t_->D);
-    Sync<HardEvent::V_MTE3>();
-    StoreToWorkspace(wsDbGm_, task, 1, db);
-    StoreToWorkspace(wsDgGm_, task, 1, dg);
-    Sync<HardEvent::MTE3_V>();  // the next task's scalar chunk sums follow a V -> S wait after this
-  }
-
-  // Channel split, after SyncAll: dx of one (n, c) channel from its group's workspace sums.
-  __aicore__ inline void ChannelDxTask(int64_t task) {
-    const int64_t n = task / t_->C;
-    const int64_t c = task % t_->C;
-    const int64_t g = c / t_->D;
-    const int64_t group = n * t_->G + g;
-    LocalTensor<float> db = StatArray(0);
-    LocalTensor<float> dg = StatArray(1);
-    LocalTensor<float> gamma = StatArray(2);
-    if (group != cachedGroup_) {  // consecutive tasks mostly share a group
-      LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
-      LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
-      LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, gamma);
-      if constexpr (SILU) LoadAsFloat(statQue_, betaGm_, g * t_->D, t_->D, BetaArray());
-      GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
-      cachedGroup_ = group;
-    }
-    const float rstd = Stat(false, group);
-    ChannelDx(n, c, 1, Stat(true, group), rstd, gamma, c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_);
-  }
+  // Channel split (group_norm_grad_ms_split.h): before SyncAll the sums of one (n, c, slice)
+  // task into the workspace; after it, dx of that slice from the group's combined sums.
+  __aicore__ inline ChannelTask DecodeChannelTask(int64_t task) const;
+  __aicore__ inline void ChannelSumsTask(int64_t task);
+  __aicore__ inline void ChannelDxTask(int64_t task);
+  // db, dg of channels [c0, c0 + D) of sample n: the hwSlices partial rows summed in slice order.
+  __aicore__ inline void CombineSlicePartials(int64_t n, int64_t c0, const LocalTensor<float> &db,
+                                              const LocalTensor<float> &dg);
+  __aicore__ inline void IssuePartialRows(const LocalTensor<float> &dst, int64_t row0, int64_t rows, int64_t c0);
+  // HxW split, after SyncAll: the dx passes of tasks [first, first + count) and the dgamma/dbeta
+  // of the groups whose first task is among them (no stage 2).
+  __aicore__ inline void SlicedAfterSyncAll(int64_t first, int64_t count);
 
   // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
   // at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
@@ -456,7 +423,8 @@ class KernelGroupNormGradMs {
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
-  int64_t affineGroup_ = -1;  // SILU, channel split: the group whose gamma/beta are loaded
+  int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
+  int64_t gammaGroup_ = -1;   // the group whose gamma GroupTask loaded into StatArray(2)
   float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
@@ -476,6 +444,8 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
+  TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
+  TQue<QuePosition::VECIN, 1> ownerQue_;    // HxW split: the same for every sample (dgamma/dbeta)
   GroupNormGradMsStage2<U> stage2_;
   TBuf<QuePosition::VECIN> statWindow_;  // mean/rstd of statWindowElems consecutive groups (MTE2 -> S)
   int64_t statFirst_ = 0;
@@ -498,6 +468,7 @@ class KernelGroupNormGradMs {
 
 // the member definitions of modes 0-2's per-channel work and of mode 3
 #include "group_norm_grad_ms_channels.h"
+#include "group_norm_grad_ms_split.h"
 #include "group_norm_grad_ms_hw_one.h"
 
 #endif  // GROUP_NORM_GRAD_MS_H

@@ -1,5 +1,6 @@
-// Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h) for modes 0-2: the
-// per-channel sums db, dg of a task's channels and their dx, over the items of the load stream;
+// Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h) for modes 0-2: the group
+// tasks (one (n, g) group, or group g over every n), the per-channel sums db, dg of a task's
+// channels and their dx, over the items of the load stream;
 // with SILU the swish gradient g replaces dy right after xhat is formed (swish_grad_math.h).
 // Included by group_norm_grad_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_GRAD_MS_CHANNELS_H
@@ -7,14 +8,71 @@
 
 namespace GroupNormGradMsKernel {
 
-// db and dg of `channels` channels into db[0..channels) and dg[0..channels) (V writes, or
-// S writes when a channel has several chunks). Mode 0 keeps dy and x - mean resident.
-// SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays (LoadAffine).
+// groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
+// n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64_t g) {
+  const int32_t D = static_cast<int32_t>(t_->D);
+  LocalTensor<float> accDb = StatArray(3);
+  LocalTensor<float> accDg = StatArray(4);
+  Duplicate(accDb, 0.0f, D);
+  Duplicate(accDg, 0.0f, D);
+  for (int64_t n = 0; n < t_->N; ++n) {
+    GroupTask(n * t_->G + g);
+    Add(accDb, accDb, StatArray(0), D);
+    Add(accDg, accDg, StatArray(1), D);
+  }
+  if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * D, D, accDb, 0.0f, false);
+  if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * D, D, accDg, 0.0f, false);
+}
+
+// Modes 0-2, one (n, g) group. gamma (and beta) stay in UB from one task to the next of the
+// same group (groupAcrossN runs group g for every n): loaded once per group, and issued before
+// the mean/rstd window is waited for, so the two loads' latencies overlap.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task) {
+  const int64_t n = task / t_->G;
+  const int64_t g = task % t_->G;
+  const int64_t D = t_->D;
+  LocalTensor<float> db = StatArray(0);
+  LocalTensor<float> dg = StatArray(1);
+  LocalTensor<float> gamma = StatArray(2);
+  const bool newGamma = !SILU && t_->dxRequired != 0 && g != gammaGroup_;
+  if (newGamma) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
+  const float mean = Stat(true, task);
+  const float rstd = Stat(false, task);
+  if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
+    // before the vector unit overwrites them (the scalar unit's chunk sums follow a V -> S wait)
+    Sync<HardEvent::MTE3_V>();
+    sumsInFlight_ = false;
+  }
+  if constexpr (SILU) LoadAffine(g);  // the sums pass needs gamma and beta already
+  ChannelSums(n, g * D, D, 0, mean, rstd, db, dg, 0);
+  if (t_->needWorkspace != 0) {
+    Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
+    StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
+    StoreToWorkspace(wsDgGm_, n * t_->C + g * D, D, dg);
+    sumsInFlight_ = true;
+  }
+  if (t_->dxRequired == 0) return;
+  if (newGamma) {
+    TakeAsFloat<U>(statQue_, D, gamma);
+    gammaGroup_ = g;
+  }
+  float c1;
+  float c2;
+  GroupCoefficients(db, dg, gamma, &c1, &c2);
+  ChannelDx(n, g * D, D, 0, mean, rstd, gamma, 0, rstd * c2, rstd * c1);
+}
+
+// db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
+// dg[0..channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy and
+// x - mean resident. SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
-    int64_t n, int64_t c0, int64_t channels, float mean, float rstd, const LocalTensor<float> &db,
+    int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd, const LocalTensor<float> &db,
     const LocalTensor<float> &dg, int64_t affineIndex) {
-  const int64_t chunks = t_->chunksPerChannel;
+  const int64_t chunks = SliceChunks(slice);
   const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
   const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
   const int64_t items = (channels + cpi - 1) / cpi * chunks;
@@ -27,7 +85,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   for (int64_t item = 0; item < items; ++item) {
     const int64_t local = (item / chunks) * cpi;
     const int64_t chunk = item % chunks;
-    const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+    const int32_t len = static_cast<int32_t>(ItemLen(slice, chunk));
     const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
     const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
     LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
@@ -59,11 +117,12 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   if (chunks > 1) Sync<HardEvent::S_V>();  // vector and MTE3 readers of db/dg follow the scalar writes
 }
 
-// dx of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with a_c = rstd * gamma_c.
+// dx of slice `slice` of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with
+// a_c = rstd * gamma_c.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
-    int64_t n, int64_t c0, int64_t channels, float mean, float rstd, const LocalTensor<float> &gamma,
-    int64_t gammaIndex, float b, float e) {
+    int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd,
+    const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
   const bool aligned = t_->copyAligned != 0;
   if (t_->mode == GNG_MODE_GROUP_RESIDENT) {  // items of channelsPerItem channels, one store each
     const int32_t L = static_cast<int32_t>(t_->HxW);
@@ -83,14 +142,14 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     }
     return;
   }
-  const int64_t chunks = t_->chunksPerChannel;
+  const int64_t chunks = SliceChunks(slice);
   const int64_t items = channels * chunks;
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
   for (int64_t item = 0; item < items; ++item) {
     const int64_t local = item / chunks;
     const int64_t chunk = item % chunks;
-    const int32_t len = static_cast<int32_t>(ItemLen(chunk));
+    const int32_t len = static_cast<int32_t>(ItemLen(slice, chunk));
     TakeItem(len, mean, dyF, xF);
     if constexpr (SILU) {  // the dx pass recomputes g from xhat as the sums pass did
       Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
@@ -102,8 +161,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     }
     Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
     Sub(dyF, dyF, xF, len);
-    StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + chunk * t_->chunkElems, len, dyF, -e,
-                   aligned);
+    const int64_t start = slice * t_->sliceElems + chunk * t_->chunkElems;
+    StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned);
   }
 }
 

@@ -36,6 +36,16 @@ __aicore__ inline float CentringScale(float mean) {
 // The factor that turns the centred x of TakeCentredX into xhat.
 __aicore__ inline float XhatFactor(float mean, float rstd) { return rstd / CentringScale(mean); }
 
+// A channel-split phase-1 task: HxW slice `slice` of channel c of sample n, in group g
+// (group = n * G + g, the index of its mean/rstd).
+struct ChannelTask {
+  int64_t n;
+  int64_t c;
+  int64_t g;
+  int64_t slice;
+  int64_t group;
+};
+
 // Sum of a stream of chunk sums, added as a binary counter: level i holds the sum of
 // 2^i consecutive chunks. This is pairwise summation (error O(log chunks)) in a fixed
 // order, without storing the chunks.

@@ -32,16 +32,30 @@ __aicore__ inline void IssueStridedLoad(Que &que, const GlobalTensor<V> &src, in
   que.EnQue(staging);
 }
 
+// dst = src as fp32 (V).
+template <typename V>
+__aicore__ inline void RowAsFloat(const LocalTensor<float> &dst, const LocalTensor<V> &src, int64_t len) {
+  if constexpr (IsSameType<V, float>::value) {
+    Muls(dst, src, 1.0f, static_cast<int32_t>(len));  // a vector copy (any UB position)
+  } else {
+    Cast(dst, src, RoundMode::CAST_NONE, static_cast<uint32_t>(len));
+  }
+}
+
 // Takes the oldest load of `que` and writes it as fp32 to `dst` (V), then frees it.
 template <typename V, typename Que>
 __aicore__ inline void TakeAsFloat(Que &que, int64_t len, const LocalTensor<float> &dst) {
   LocalTensor<V> staging = que.template DeQue<V>();
-  if constexpr (IsSameType<V, float>::value) {
-    Muls(dst, staging, 1.0f, static_cast<int32_t>(len));  // a vector copy (any UB position)
-  } else {
-    Cast(dst, staging, RoundMode::CAST_NONE, static_cast<uint32_t>(len));
-  }
+  RowAsFloat<V>(dst, staging, len);
   que.FreeTensor(staging);
+}
+
+// One DMA of `len` elements of `src` from `offset` to the start of `dst` (a row, padded in UB).
+template <typename V>
+__aicore__ inline void LoadRow(const LocalTensor<V> &dst, const GlobalTensor<V> &src, int64_t offset, int64_t len) {
+  DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+  DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+  DataCopyPad(dst, src[offset], copy, pad);
 }
 
 // Stores `rows` rows of `len` values of src + add (fp32; rows `stride` apart in UB) as V,

@@ -45,7 +45,7 @@ struct GroupNormGradMsTilingData {
   int64_t blockDim;  // max(phase1Cores, stage2Cores), at least 1
   // phase-1 UB layout
   int64_t chunkElems;        // K: elements per staging buffer (multiple of 16)
-  int64_t chunksPerChannel;  // ceil(HxW / K) in modes 1 and 2
+  int64_t chunksPerChannel;  // chunks of K per (full) HxW slice: ceil(sliceElems / K) in modes 1 and 2
   int64_t residentStride;    // mode 0: elements between channels in the resident buffers (HxW rounded up to 16)
   int64_t channelsPerItem;   // mode 0: channels per load/store (one DMA; K = channelsPerItem * residentStride); else 1
   int64_t groupsPerTask;     // mode 3: groups per task
@@ -55,14 +55,19 @@ struct GroupNormGradMsTilingData {
   int64_t copyAligned;       // 1: every GM row is a 32-byte multiple, so plain DataCopy is legal
   int64_t statWindowElems;   // mean/rstd of this many consecutive groups are loaded into UB at once
   // stage 2 (dgamma/dbeta: reduce the workspace over N)
-  int64_t reduceRows;        // rows of the workspace to sum (N, or 0 when x is empty)
+  int64_t reduceRows;        // rows of the workspace to sum (N * hwSlices, or 0 when x is empty)
   int64_t stage2SliceElems;  // channels per stage-2 block
   int64_t stage2Cores;
   int64_t stage2PieceElems;  // channels per UB load in stage 2 (a multiple of 8)
-  int64_t stage2RowsPerLoad; // workspace rows (samples) per strided DMA in stage 2
+  int64_t stage2RowsPerLoad; // workspace rows (samples, or sample slices) per strided DMA in stage 2
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;
+  // HxW split (channel split only): each channel's HxW is hwSlices slices of sliceElems elements
+  // (the last one shorter), one phase-1 task each; hwSlices is 1 and sliceElems HxW without it.
+  // Both depend on the shape and tiling constants only, never on the core count.
+  int64_t hwSlices;
+  int64_t sliceElems;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;

@@ -3,6 +3,7 @@
 // device configuration given explicitly so that tests can also make broken launches.
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,8 @@ const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
     "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,"
-    "ubBytesPhase1,ubBytesStage2,silu";
-constexpr int kTilingFieldCount = 35;
+    "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,silu";
+constexpr int kTilingFieldCount = 37;
 static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
               "update kTilingFields");
 
@@ -46,7 +47,12 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
   // What the framework provides: the tiling data and the workspace live in GM too.
   std::vector<uint8_t> tilingGm(sizeof tiling);
   std::memcpy(tilingGm.data(), &tiling, sizeof tiling);
-  std::vector<float> workspace(static_cast<size_t>(gnms::UserWorkspaceBytes(tiling) / sizeof(float)) + 1);
+  // The framework hands the kernel its workspace uncleared (asc-devkit docs: workspace that must
+  // start at zero is cleared by the kernel, e.g. with Fill, 张量变换/Fill-97.md; atomic adds do not
+  // clear GM, simd_atomic/asc_set_atomic_add.md): quiet NaNs here, so that a kernel reading a cell
+  // no task wrote, or adding into one, gets NaN instead of the zeros a plain allocation would give.
+  std::vector<float> workspace(static_cast<size_t>(gnms::UserWorkspaceBytes(tiling) / sizeof(float)) + 1,
+                               std::numeric_limits<float>::quiet_NaN());
   const size_t workspaceBytes = static_cast<size_t>(gnms::UserWorkspaceBytes(tiling));
   static const char *const kNames[kLaunchBuffers] = {"dy", "mean", "rstd", "x", "gamma", "dx", "dgamma", "dbeta",
                                                      "beta"};

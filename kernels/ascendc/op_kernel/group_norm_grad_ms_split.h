@@ -1,0 +1,146 @@
+// Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h) for the channel split,
+// used when a launch has fewer (n, g) groups than cores: phase-1 tasks are (n, c, s), HxW slice
+// s of channel c of sample n (hwSlices slices per channel, 1 unless the host's HxW split is on),
+// t = (n * C + c) * hwSlices + s. Before SyncAll a task writes its slice's db and dg to
+// workspace row n * hwSlices + s, column c; after it, the dx pass of the same task sums its
+// group's rows in slice order (a function of the shape only, never of the core count or of
+// which core wrote which row), so the bits do not depend on the schedule. With the HxW split
+// there is no stage 2: the core running task (0, g * D, 0) sums group g's N * hwSlices rows per
+// channel in (n, s) order and stores its dgamma/dbeta, its load in flight during its dx pass.
+// Included by group_norm_grad_ms.h after the class; not a header of its own.
+#ifndef GROUP_NORM_GRAD_MS_SPLIT_H
+#define GROUP_NORM_GRAD_MS_SPLIT_H
+
+namespace GroupNormGradMsKernel {
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline ChannelTask KernelGroupNormGradMs<T, U, SILU>::DecodeChannelTask(int64_t task) const {
+  ChannelTask k;
+  k.slice = task % t_->hwSlices;
+  k.n = task / t_->hwSlices / t_->C;
+  k.c = task / t_->hwSlices % t_->C;
+  k.g = k.c / t_->D;
+  k.group = k.n * t_->G + k.g;
+  return k;
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_t task) {
+  const ChannelTask k = DecodeChannelTask(task);
+  LocalTensor<float> db = StatArray(0);
+  LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
+  if constexpr (SILU) LoadAffine(k.g);
+  ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, dg, k.c - k.g * t_->D);
+  Sync<HardEvent::V_MTE3>();
+  const int64_t cell = (k.n * t_->hwSlices + k.slice) * t_->C + k.c;
+  StoreToWorkspace(wsDbGm_, cell, 1, db);
+  StoreToWorkspace(wsDgGm_, cell, 1, dg);
+  Sync<HardEvent::MTE3_V>();  // the next task's scalar chunk sums follow a V -> S wait after this
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t task) {
+  const ChannelTask k = DecodeChannelTask(task);
+  const int64_t n = k.n;
+  const int64_t g = k.g;
+  LocalTensor<float> db = StatArray(0);
+  LocalTensor<float> dg = StatArray(1);
+  LocalTensor<float> gamma = StatArray(2);
+  if (k.group != cachedGroup_) {  // consecutive tasks mostly share a group
+    if (t_->hwSlices > 1) {
+      if (!SILU) IssueLoad(statQue_, gammaGm_, g * t_->D, t_->D, false);  // in flight with the partial sums
+      CombineSlicePartials(n, g * t_->D, db, dg);
+      if (!SILU) TakeAsFloat<U>(statQue_, t_->D, gamma);
+    } else {
+      LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
+      LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
+      if (!SILU) LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, gamma);
+    }
+    if constexpr (SILU) LoadAffine(g);  // mostly still in UB from the sums pass
+    GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
+    cachedGroup_ = k.group;
+  }
+  const float rstd = Stat(false, k.group);
+  ChannelDx(n, k.c, 1, k.slice, Stat(true, k.group), rstd, gamma, k.c - g * t_->D, rstd * cachedC2_,
+            rstd * cachedC1_);
+}
+
+// Two strided DMAs (db rows, then dg rows) of `rows` workspace rows from `row0`, channels
+// [c0, c0 + D) of each: rows C floats apart in GM, statElems apart in UB (as stage 2 loads them).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssuePartialRows(const LocalTensor<float> &dst,
+                                                                           int64_t row0, int64_t rows, int64_t c0) {
+  const int64_t P = t_->statElems;  // a multiple of 16: every row starts 32-byte aligned
+  const int64_t rowUb = AlignUp(t_->D * static_cast<int64_t>(sizeof(float)), 32);
+  DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(t_->D * sizeof(float)),
+                         static_cast<uint32_t>((t_->C - t_->D) * sizeof(float)),
+                         static_cast<uint32_t>((P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
+  DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+  DataCopyPad(dst, wsDbGm_[row0 * t_->C + c0], copy, pad);
+  DataCopyPad(dst[rows * P], wsDgGm_[row0 * t_->C + c0], copy, pad);
+}
+
+// Sample n's hwSlices rows of db and dg for channels [c0, c0 + D), added to zero in slice order
+// on the vector unit.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::CombineSlicePartials(int64_t n, int64_t c0,
+                                                                               const LocalTensor<float> &db,
+                                                                               const LocalTensor<float> &dg) {
+  const int64_t S = t_->hwSlices;
+  const int64_t P = t_->statElems;
+  const int32_t D = static_cast<int32_t>(t_->D);
+  LocalTensor<float> rows = partialQue_.AllocTensor<float>();
+  IssuePartialRows(rows, n * S, S, c0);
+  partialQue_.EnQue(rows);
+  rows = partialQue_.DeQue<float>();
+  Duplicate(db, 0.0f, D);
+  Duplicate(dg, 0.0f, D);
+  for (int64_t s = 0; s < S; ++s) {
+    Add(db, db, rows[s * P], D);
+    Add(dg, dg, rows[(S + s) * P], D);
+  }
+  partialQue_.FreeTensor(rows);
+}
+
+// The HxW split after SyncAll: the loads of the first group this core owns (it runs the
+// group's task (0, g * D, 0)) are issued first, then the dx passes run, then the owned groups'
+// dgamma/dbeta are summed (rows in (n, s) order, into row 0) and stored.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SlicedAfterSyncAll(int64_t first, int64_t count) {
+  const int64_t perGroup = t_->D * t_->hwSlices;  // tasks of sample 0 per group
+  const int64_t gEnd = (first + count + perGroup - 1) / perGroup;
+  int64_t g = (first + perGroup - 1) / perGroup;
+  const int64_t ownedEnd = (gEnd < t_->G) ? gEnd : t_->G;
+  const bool stats = t_->dgammaRequired != 0 || t_->dbetaRequired != 0;
+  const int64_t R = t_->N * t_->hwSlices;
+  LocalTensor<float> rows;
+  if (stats && g < ownedEnd) {
+    rows = ownerQue_.AllocTensor<float>();
+    IssuePartialRows(rows, 0, R, g * t_->D);
+    ownerQue_.EnQue(rows);
+  }
+  if (t_->dxRequired != 0) {
+    for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
+  }
+  for (; stats && g < ownedEnd; ++g) {
+    if (g != (first + perGroup - 1) / perGroup) {
+      rows = ownerQue_.AllocTensor<float>();
+      IssuePartialRows(rows, 0, R, g * t_->D);
+      ownerQue_.EnQue(rows);
+    }
+    rows = ownerQue_.DeQue<float>();
+    const int32_t D = static_cast<int32_t>(t_->D);
+    const int64_t P = t_->statElems;
+    for (int64_t r = 1; r < R; ++r) {
+      Add(rows, rows, rows[r * P], D);
+      Add(rows[R * P], rows[R * P], rows[(R + r) * P], D);
+    }
+    if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * t_->D, t_->D, rows, 0.0f, false);
+    if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * t_->D, t_->D, rows[R * P], 0.0f, false);
+    ownerQue_.FreeTensor(rows);
+  }
+}
+
+}  // namespace GroupNormGradMsKernel
+
+#endif  // GROUP_NORM_GRAD_MS_SPLIT_H
