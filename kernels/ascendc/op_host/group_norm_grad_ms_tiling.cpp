@@ -58,6 +58,7 @@ struct Layout {
   bool silu = false;     // GroupNormSiluGradMs: a beta array (modes 0-2) or beta staging (mode 3)
   int64_t slices = 1;    // HxW split: a group's per-slice db and dg rows are loaded at once
   int64_t ownerRows = 0; // HxW split with dgamma/dbeta: N * slices rows of a group, and the stores
+  bool workspaceSums = false;  // modes 0-2 with the workspace: two buffers of a task's db and dg
 };
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
@@ -78,6 +79,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
+  if (l.workspaceSums) total += kBufferNum * AlignBytes(2 * l.statElems * 4);
   if (l.ownerRows > 0) {
     total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
   }
@@ -322,6 +324,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           resident = across;
         }
       }
+      resident.workspaceSums = channel.workspaceSums = t.splitByChannel || (wantsStats && !t.groupAcrossN);
       if (!t.splitByChannel && fits(resident)) {
         // as many channels per DMA as fit (a DataCopyPad has at most 4095 rows)
         t.channelsPerItem = LargestFitting(std::min<int64_t>(D, 4095), 1, [&](int64_t cpi) {
@@ -337,6 +340,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         layout = withSilu(Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow});
         layout.slices = t.hwSlices;
         layout.ownerRows = channel.ownerRows;
+        layout.workspaceSums = channel.workspaceSums;
         layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
           Layout l = layout;
           l.K = k;

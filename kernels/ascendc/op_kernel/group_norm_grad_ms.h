@@ -139,6 +139,9 @@ class KernelGroupNormGradMs {
       pipe_->InitBuffer(statBuf_, StatArrays() * t_->statElems * sizeof(float));
       if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
       pipe_->InitBuffer(statQue_, 1, (SILU ? 2 : 1) * t_->statElems * sizeof(float));  // SILU: gamma and beta
+      if (t_->needWorkspace != 0 && t_->mode != GNG_MODE_HW_ONE) {  // db, dg of a task on their way to the workspace
+        pipe_->InitBuffer(sumsQue_, BUFFER_NUM, 2 * t_->statElems * sizeof(float));
+      }
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
@@ -385,6 +388,8 @@ class KernelGroupNormGradMs {
   __aicore__ inline void GroupAcrossNTask(int64_t g);
   // Modes 0-2, one (n, g) group (group_norm_grad_ms_channels.h).
   __aicore__ inline void GroupTask(int64_t task);
+  __aicore__ inline LocalTensor<float> TakeSums();
+  __aicore__ inline void StoreSums(LocalTensor<float> &db, int64_t cell, int64_t len);
 
   // Channel split (group_norm_grad_ms_split.h): before SyncAll the sums of one (n, c, slice)
   // task into the workspace; after it, dx of that slice from the group's combined sums.
@@ -418,7 +423,6 @@ class KernelGroupNormGradMs {
   bool streamSums_ = false;
   bool streamDx_ = false;
   int64_t inFlight_ = 0;
-  bool sumsInFlight_ = false;  // a group's db/dg copy to the workspace may still be running
   float invM_ = 0.0f;
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;
@@ -444,6 +448,7 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
+  TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
   TQue<QuePosition::VECIN, 1> ownerQue_;    // HxW split: the same for every sample (dgamma/dbeta)
   GroupNormGradMsStage2<U> stage2_;

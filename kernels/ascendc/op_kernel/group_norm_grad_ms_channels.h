@@ -28,41 +28,55 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64
 
 // Modes 0-2, one (n, g) group. gamma (and beta) stay in UB from one task to the next of the
 // same group (groupAcrossN runs group g for every n): loaded once per group, and issued before
-// the mean/rstd window is waited for, so the two loads' latencies overlap.
+// the mean/rstd window is waited for, so the two loads' latencies overlap. With the workspace,
+// db and dg are a sumsQue_ tensor (see TakeSums).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task) {
   const int64_t n = task / t_->G;
   const int64_t g = task % t_->G;
   const int64_t D = t_->D;
-  LocalTensor<float> db = StatArray(0);
-  LocalTensor<float> dg = StatArray(1);
+  LocalTensor<float> db = TakeSums();
+  LocalTensor<float> dg = db[t_->statElems];
   LocalTensor<float> gamma = StatArray(2);
   const bool newGamma = !SILU && t_->dxRequired != 0 && g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
   const float mean = Stat(true, task);
   const float rstd = Stat(false, task);
-  if (sumsInFlight_) {  // the previous group's db/dg must have left for the workspace
-    // before the vector unit overwrites them (the scalar unit's chunk sums follow a V -> S wait)
-    Sync<HardEvent::MTE3_V>();
-    sumsInFlight_ = false;
-  }
   if constexpr (SILU) LoadAffine(g);  // the sums pass needs gamma and beta already
   ChannelSums(n, g * D, D, 0, mean, rstd, db, dg, 0);
-  if (t_->needWorkspace != 0) {
-    Sync<HardEvent::V_MTE3>();  // the sums are written before MTE3 copies them out
-    StoreToWorkspace(wsDbGm_, n * t_->C + g * D, D, db);
-    StoreToWorkspace(wsDgGm_, n * t_->C + g * D, D, dg);
-    sumsInFlight_ = true;
+  float c1 = 0.0f;
+  float c2 = 0.0f;
+  if (t_->dxRequired != 0) {
+    if (newGamma) {
+      TakeAsFloat<U>(statQue_, D, gamma);
+      gammaGroup_ = g;
+    }
+    GroupCoefficients(db, dg, gamma, &c1, &c2);
   }
-  if (t_->dxRequired == 0) return;
-  if (newGamma) {
-    TakeAsFloat<U>(statQue_, D, gamma);
-    gammaGroup_ = g;
-  }
-  float c1;
-  float c2;
-  GroupCoefficients(db, dg, gamma, &c1, &c2);
-  ChannelDx(n, g * D, D, 0, mean, rstd, gamma, 0, rstd * c2, rstd * c1);
+  StoreSums(db, n * t_->C + g * D, D);
+  if (t_->dxRequired != 0) ChannelDx(n, g * D, D, 0, mean, rstd, gamma, 0, rstd * c2, rstd * c1);
+}
+
+// db and dg of a task (dg statElems after db): a sumsQue_ tensor when they go to the workspace.
+// Its two buffers alternate between tasks, so a task waits (in AllocTensor) only for the
+// workspace copy of the task before the previous one, not for the one just issued.
+template <typename T, typename U, bool SILU>
+__aicore__ inline LocalTensor<float> KernelGroupNormGradMs<T, U, SILU>::TakeSums() {
+  return t_->needWorkspace != 0 ? sumsQue_.template AllocTensor<float>() : StatArray(0);
+}
+
+// With the workspace: db and dg (from TakeSums) to cells [cell, cell + len) of the workspace
+// arrays, through sumsQue_ (its EnQue / DeQue order the vector or scalar writes before the
+// copies), and the tensor is given back.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreSums(LocalTensor<float> &db, int64_t cell,
+                                                                    int64_t len) {
+  if (t_->needWorkspace == 0) return;
+  sumsQue_.EnQue(db);
+  db = sumsQue_.template DeQue<float>();
+  StoreToWorkspace(wsDbGm_, cell, len, db);
+  StoreToWorkspace(wsDgGm_, cell, len, db[t_->statElems]);
+  sumsQue_.FreeTensor(db);
 }
 
 // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and

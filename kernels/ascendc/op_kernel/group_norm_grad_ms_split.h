@@ -27,15 +27,11 @@ __aicore__ inline ChannelTask KernelGroupNormGradMs<T, U, SILU>::DecodeChannelTa
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_t task) {
   const ChannelTask k = DecodeChannelTask(task);
-  LocalTensor<float> db = StatArray(0);
-  LocalTensor<float> dg = StatArray(1);  // separate arrays: UB sources of a copy must be 32-byte aligned
+  LocalTensor<float> db = TakeSums();
+  LocalTensor<float> dg = db[t_->statElems];  // statElems apart: UB sources of a copy must be 32-byte aligned
   if constexpr (SILU) LoadAffine(k.g);
   ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, dg, k.c - k.g * t_->D);
-  Sync<HardEvent::V_MTE3>();
-  const int64_t cell = (k.n * t_->hwSlices + k.slice) * t_->C + k.c;
-  StoreToWorkspace(wsDbGm_, cell, 1, db);
-  StoreToWorkspace(wsDgGm_, cell, 1, dg);
-  Sync<HardEvent::MTE3_V>();  // the next task's scalar chunk sums follow a V -> S wait after this
+  StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, 1);
 }
 
 template <typename T, typename U, bool SILU>
