@@ -55,7 +55,7 @@
 namespace GroupNormSiluMsKernel {
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // buffers per GM <-> UB queue; the queues have depth 1
+constexpr int32_t BUFFER_NUM = 2;  // buffers of the y queue (the x queue's: the tiling's xBuffers); depth 1
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
 constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
@@ -185,22 +185,35 @@ class KernelGroupNormSiluMs {
     const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
     const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
     InitBuffers();
+    if (t_->coefPerBlock != 0) LoadBlockCoefs();
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
       IssueGroupLoad(first);
       for (int64_t task = first; task < end; ++task) ResidentTask(task, task + 1 < end);
+    } else if (t_->sliceCount == 1 && t_->staged != 0) {
+      IssueStage(first);
+      for (int64_t task = first; task < end; ++task) StagedTask(task, task + 1 < end);
     } else if (t_->sliceCount == 1) {
       StreamBegin(first, end, 0, 1);
       for (int64_t task = first; task < end; ++task) ChunkedTask(task);
     } else {
-      StreamBegin(first, end, 0, 0);
+      // A block with one slice keeps its x in UB across SyncAll; with several (no host plan
+      // makes that, but the kernel takes any run of tasks) it streams them in both passes.
+      staged_ = t_->staged != 0 && end - first == 1;
+      if (staged_) {
+        IssueStage(first);
+        stage_ = xQue_.template DeQue<T>();
+      } else {
+        StreamBegin(first, end, 0, 0);
+      }
       for (int64_t task = first; task < end; ++task) SliceStatsTask(task);
     }
     if (t_->mode == GNS_MODE_CHUNKED && t_->sliceCount > 1) {
       SyncAll();  // every slice's statistics are in the workspace
-      StreamBegin(first, end, 1, 1);
+      if (!staged_) StreamBegin(first, end, 1, 1);
       for (int64_t task = first; task < end; ++task) SliceOutputTask(task);
+      if (staged_) xQue_.FreeTensor(stage_);
     }
     FlushStats();
   }
@@ -211,8 +224,8 @@ class KernelGroupNormSiluMs {
     pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float));
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) return;
     const int64_t K = t_->chunkElems;
-    pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
-    pipe_->InitBuffer(yQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    pipe_->InitBuffer(yQue_, BUFFER_NUM, (t_->yRows > 1 ? t_->yRows * t_->rowPitch : K) * sizeof(T));
     pipe_->InitBuffer(workBuf_, 2 * K * sizeof(float));
     pipe_->InitBuffer(scratchBuf_, (2 * FLOATS_PER_BLOCK + t_->partialElems + t_->reduceWorkElems) * sizeof(float));
     if (t_->coefElems > 0) {
@@ -254,11 +267,22 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void StoreRows(int64_t offset, int64_t rows, int64_t len, int64_t count,
                                    const LocalTensor<float> &src) {
     LocalTensor<T> staging = yQue_.template AllocTensor<T>();
+    PutY(staging, src, count);
+    SendY(staging, offset, rows, len);
+  }
+
+  // `count` elements of y (fp32 in src) into a y staging buffer, in x's dtype.
+  __aicore__ inline void PutY(const LocalTensor<T> &staging, const LocalTensor<float> &src, int64_t count) {
     if constexpr (IsSameType<T, float>::value) {
       Muls(staging, src, 1.0f, static_cast<int32_t>(count));
     } else {
       Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(count));
     }
+  }
+
+  // A filled y staging buffer to GM as `rows` rows of `len` elements (at the UB pitch), and back
+  // to the queue.
+  __aicore__ inline void SendY(LocalTensor<T> &staging, int64_t offset, int64_t rows, int64_t len) {
     yQue_.EnQue(staging);
     staging = yQue_.template DeQue<T>();
     DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
@@ -267,6 +291,24 @@ class KernelGroupNormSiluMs {
   }
 
   __aicore__ inline float Param(const GlobalTensor<U> &gm, int64_t c) { return ToF32(gm.GetValue(c)); }
+
+  // gamma/beta of every channel, once per block (coefPerBlock), as fp32 in GammaF()/BetaF().
+  // The scalar unit reads them after the block's first ReduceSum, whose own V -> S wait orders
+  // these casts before those reads.
+  __aicore__ inline void LoadBlockCoefs() {
+    IssueRows(gammaQue_, gammaGm_, 0, 1, t_->C);
+    IssueRows(betaQue_, betaGm_, 0, 1, t_->C);
+    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
+    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  }
+  // gamma_c / beta_c of channel c for the scalar unit: from the block's arrays, else a scalar
+  // GM read of the input.
+  __aicore__ inline float ChannelGamma(int64_t c) {
+    return t_->coefPerBlock != 0 ? GammaF().GetValue(static_cast<uint32_t>(c)) : Param(gammaGm_, c);
+  }
+  __aicore__ inline float ChannelBeta(int64_t c) {
+    return t_->coefPerBlock != 0 ? BetaF().GetValue(static_cast<uint32_t>(c)) : Param(betaGm_, c);
+  }
 
   // ------------------------------------------------------------------ statistics
   // rstd = 1 / sqrt(var + eps) on the vector unit, read back by the scalar unit.
@@ -379,6 +421,17 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass);
   __aicore__ inline void StreamIssue();
   __aicore__ inline void TakeChunk(int64_t len);
+  // Staged tasks: where item `item` of task `task` sits in its x buffer, the load of that
+  // buffer, and one whole-group task.
+  __aicore__ inline int64_t StageOffset(int64_t task, int64_t item) const {
+    if (t_->sliceCount == 1) {  // the group's rows at rowPitch, as one copy of its rows lands them
+      return (item / t_->chunksPerRow) * t_->rowPitch + (item % t_->chunksPerRow) * t_->chunkElems;
+    }
+    return (item - TaskFirstItem(task)) * t_->chunkElems;  // a slice's chunks, one copy each
+  }
+  __aicore__ inline void IssueStage(int64_t task);
+  __aicore__ inline void TakeItem(int64_t task, int64_t item, int64_t len);
+  __aicore__ inline void StagedTask(int64_t task, bool hasNext);
   __aicore__ inline ChunkStats ChunkMoments(const LocalTensor<float> &src, int64_t len, float shift, bool scaled,
                                                bool *inRange);
   __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats);
@@ -400,6 +453,9 @@ class KernelGroupNormSiluMs {
   int64_t streamFirstPass_ = 0;
   int64_t streamLastPass_ = 0;
   bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
+  // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
+  bool staged_ = false;
+  LocalTensor<T> stage_;
   // mean/rstd staging
   int64_t statStart_ = 0;
   int64_t statCount_ = 0;

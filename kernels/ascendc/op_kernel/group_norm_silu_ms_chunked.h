@@ -41,6 +41,35 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeChunk(int64_t len) {
   if (streamTask_ < streamEnd_) StreamIssue();
 }
 
+// A staged task's x into the next x buffer: a whole group as one copy of its rows (they land
+// at rowPitch), a slice as one copy per chunk (at a pitch of chunkElems).
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStage(int64_t task) {
+  const int64_t group = TaskGroup(task);
+  if (t_->sliceCount == 1) {
+    IssueRows(xQue_, xGm_, group * groupElems_, t_->rows, t_->rowLen);
+    return;
+  }
+  LocalTensor<T> stage = xQue_.template AllocTensor<T>();
+  DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
+  for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
+    DataCopyExtParams copy{1, static_cast<uint32_t>(ItemLen(item) * sizeof(T)), 0, 0, 0};
+    DataCopyPad(stage[StageOffset(task, item)], xGm_[ItemOffset(group, item)], copy, pad);
+  }
+  xQue_.EnQue(stage);
+}
+
+// Item `item` of `task` as fp32 in XF(): from the task's x buffer when staged, else the
+// stream's next load.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeItem(int64_t task, int64_t item, int64_t len) {
+  if (staged_) {
+    StagingToFloat(stage_[StageOffset(task, item)], len, XF(), 1.0f);
+  } else {
+    TakeChunk(len);
+  }
+}
+
 // A chunk's two-pass statistics of src - shift (src is left as it is; Tmp() is scratch), in the
 // units of src (`scaled`); *inRange is false when a sum left the safe range.
 template <typename T, typename U>
@@ -67,7 +96,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, flo
   stats->Reset();
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t len = ItemLen(item);
-    TakeChunk(len);
+    TakeItem(task, item, len);
     bool inRange = true;
     ChunkStats chunk = ChunkMoments(xF, len, shift, false, &inRange);
     if (!inRange) {  // the rare path
@@ -107,6 +136,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
   float rowScale = 0.0f;  // rstd * gamma_c
   float rowBeta = 0.0f;
   int64_t coefRow = -1;
+  LocalTensor<T> yRun;  // yRows > 1: the y of consecutive whole rows, stored as one copy
+  int64_t runFirst = -1;
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t r = item / t_->chunksPerRow;
     const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
@@ -115,12 +146,12 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
     if (t_->vectorCoef != 0) {
       IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
       IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
-    } else if (r != coefRow) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
-      rowScale = rstd * Param(gammaGm_, g * t_->D + r);
-      rowBeta = Param(betaGm_, g * t_->D + r);
+    } else if (r != coefRow) {  // gamma_c, beta_c once per channel
+      rowScale = rstd * ChannelGamma(g * t_->D + r);
+      rowBeta = ChannelBeta(g * t_->D + r);
       coefRow = r;
     }
-    TakeChunk(len);
+    TakeItem(task, item, len);
     if (total.scaled) Muls(xF, xF, SCALE_DOWN, n);  // the rare path
     Adds(xF, xF, -shiftIn, n);
     Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
@@ -135,7 +166,19 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
       Adds(xF, xF, rowBeta, n);
     }
     Silu(xF, tmp, n);
-    StoreRows(ItemOffset(group, item), 1, len, len, xF);
+    if (t_->yRows == 1) {
+      StoreRows(ItemOffset(group, item), 1, len, len, xF);
+      continue;
+    }
+    if (runFirst < 0) {
+      yRun = yQue_.template AllocTensor<T>();
+      runFirst = item;
+    }
+    PutY(yRun[(item - runFirst) * t_->rowPitch], xF, len);
+    if (item + 1 - runFirst == t_->yRows || item + 1 == TaskEndItem(task)) {
+      SendY(yRun, ItemOffset(group, runFirst), item + 1 - runFirst, len);
+      runFirst = -1;
+    }
   }
 }
 
@@ -148,6 +191,18 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ChunkedTask(int64_t task) {
   const ChunkStats total = stats.Total();
   const float rstd = GroupRstd(TaskGroup(task), shift, total, true);
   SliceOutput(task, shift, total, rstd);
+}
+
+// A whole group staged in UB: its load was issued ahead (with two x buffers, the next
+// group's load is issued now and overlaps this one's compute); both passes read the buffer.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::StagedTask(int64_t task, bool hasNext) {
+  stage_ = xQue_.template DeQue<T>();
+  staged_ = true;
+  if (hasNext && t_->xBuffers > 1) IssueStage(task + 1);
+  ChunkedTask(task);
+  xQue_.FreeTensor(stage_);
+  if (hasNext && t_->xBuffers == 1) IssueStage(task + 1);
 }
 
 // Split groups, before SyncAll: a slice's (count, mean, M2, scaled) to its workspace entry.

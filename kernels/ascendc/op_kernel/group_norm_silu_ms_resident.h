@@ -39,13 +39,18 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
   LocalTensor<T> staging = xQue_.template DeQue<T>();
   StagingToFloat(staging, span, xF, 1.0f);
   if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
-  IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
-  IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
+  const bool taskCoef = t_->coefPerBlock == 0;  // else the block's arrays hold every channel's
+  if (taskCoef) {
+    IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
+    IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
+  }
   const float shift = GroupShift(task);
   float sum = 0.0f;
   float offset = CentreAndSquare(xF, tmp, shift, &sum);
-  TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
-  TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  if (taskCoef) {
+    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
+    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  }
   const float m2 = SumRows(tmp, rows, len);  // its V -> S wait also covers gamma/beta
   float rstd = 0.0f;
   if (InSafeRange(sum) && InSafeRange(m2)) {
@@ -65,9 +70,10 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
     Add(xF, xF, BetaF(), span);
   } else {
     const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
+    const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D);  // the group's first channel in the arrays
     for (int64_t r = 0; r < rows; ++r) {
-      Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(r), pitch);
-      Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(r), pitch);
+      Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(c0 + r), pitch);
+      Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(c0 + r), pitch);
     }
   }
   Silu(xF, tmp, span);
