@@ -185,7 +185,7 @@ class KernelGroupNormSiluMs {
     const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
     const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
     InitBuffers();
-    if (t_->coefPerBlock != 0) LoadBlockCoefs();
+    if (t_->coefPerBlock != 0 && first < end) LoadBlockCoefs(first, end);
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
@@ -292,22 +292,34 @@ class KernelGroupNormSiluMs {
 
   __aicore__ inline float Param(const GlobalTensor<U> &gm, int64_t c) { return ToF32(gm.GetValue(c)); }
 
-  // gamma/beta of every channel, once per block (coefPerBlock), as fp32 in GammaF()/BetaF().
-  // The scalar unit reads them after the block's first ReduceSum, whose own V -> S wait orders
-  // these casts before those reads.
-  __aicore__ inline void LoadBlockCoefs() {
-    IssueRows(gammaQue_, gammaGm_, 0, 1, t_->C);
-    IssueRows(betaQue_, betaGm_, 0, 1, t_->C);
-    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
-    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  // gamma/beta of the block's channels, once per block (coefPerBlock), as fp32 in
+  // GammaF()/BetaF() from channel coefBase_: the channels of its consecutive groups [first, end),
+  // or all C when they wrap into the next sample. The scalar unit reads them after the block's
+  // first ReduceSum, whose own V -> S wait orders these casts before those reads.
+  __aicore__ inline void LoadBlockCoefs(int64_t first, int64_t end) {
+    const int64_t first0 = TaskGroupOf(first);
+    const int64_t last = TaskGroupOf(end - 1);
+    const int64_t g0 = first0 % t_->G;
+    const int64_t g1 = last % t_->G;
+    const bool wraps = last / t_->G != first0 / t_->G;  // the groups span two samples
+    coefBase_ = wraps ? 0 : g0 * t_->D;
+    const int64_t count = wraps ? t_->C : (g1 + 1 - g0) * t_->D;
+    IssueRows(gammaQue_, gammaGm_, coefBase_, 1, count);
+    IssueRows(betaQue_, betaGm_, coefBase_, 1, count);
+    TakeAsFloat<U>(gammaQue_, count, GammaF());
+    TakeAsFloat<U>(betaQue_, count, BetaF());
   }
   // gamma_c / beta_c of channel c for the scalar unit: from the block's arrays, else a scalar
   // GM read of the input.
   __aicore__ inline float ChannelGamma(int64_t c) {
-    return t_->coefPerBlock != 0 ? GammaF().GetValue(static_cast<uint32_t>(c)) : Param(gammaGm_, c);
+    return t_->coefPerBlock != 0 ? GammaF().GetValue(static_cast<uint32_t>(c - coefBase_)) : Param(gammaGm_, c);
   }
   __aicore__ inline float ChannelBeta(int64_t c) {
-    return t_->coefPerBlock != 0 ? BetaF().GetValue(static_cast<uint32_t>(c)) : Param(betaGm_, c);
+    return t_->coefPerBlock != 0 ? BetaF().GetValue(static_cast<uint32_t>(c - coefBase_)) : Param(betaGm_, c);
+  }
+  // The group of a task in any mode (mode 1's tasks may be slices of a group).
+  __aicore__ inline int64_t TaskGroupOf(int64_t task) const {
+    return t_->mode == GNS_MODE_CHUNKED ? task / t_->sliceCount : task;
   }
 
   // ------------------------------------------------------------------ statistics
@@ -460,6 +472,7 @@ class KernelGroupNormSiluMs {
   int64_t statStart_ = 0;
   int64_t statCount_ = 0;
   bool statsInFlight_ = false;
+  int64_t coefBase_ = 0;  // coefPerBlock: the channel of GammaF()[0] / BetaF()[0]
 
   TQue<QuePosition::VECIN, 1> xQue_;
   TQue<QuePosition::VECOUT, 1> yQue_;

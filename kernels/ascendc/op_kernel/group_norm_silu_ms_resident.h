@@ -70,7 +70,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
     Add(xF, xF, BetaF(), span);
   } else {
     const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
-    const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D);  // the group's first channel in the arrays
+    const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_);  // the group's first channel in the arrays
     for (int64_t r = 0; r < rows; ++r) {
       Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(c0 + r), pitch);
       Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(c0 + r), pitch);
