@@ -230,6 +230,10 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
     if (!t.coefPerBlock) resident.coefElems = coefElems;
     if (t.rows <= kMaxCopyRows && fits(resident)) {
       plan = resident;
+      // a third x buffer when it fits: two group loads in flight while one group is computed
+      Plan three = resident;
+      three.xBuffers = 3;
+      if (fits(three)) plan = three;
       t.chunksPerRow = 1;
     } else {
       // Chunks of one row; with vector coefficients each chunk brings its gamma/beta slice.

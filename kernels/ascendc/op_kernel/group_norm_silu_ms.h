@@ -189,8 +189,11 @@ class KernelGroupNormSiluMs {
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
+      // two group loads in flight ahead of the compute (with three x buffers, while one group
+      // is computed; with two, until the first is taken)
       IssueGroupLoad(first);
-      for (int64_t task = first; task < end; ++task) ResidentTask(task, task + 1 < end);
+      if (first + 1 < end) IssueGroupLoad(first + 1);
+      for (int64_t task = first; task < end; ++task) ResidentTask(task, end);
     } else if (t_->sliceCount == 1 && t_->staged != 0) {
       IssueStage(first);
       for (int64_t task = first; task < end; ++task) StagedTask(task, task + 1 < end);
@@ -198,22 +201,24 @@ class KernelGroupNormSiluMs {
       StreamBegin(first, end, 0, 1);
       for (int64_t task = first; task < end; ++task) ChunkedTask(task);
     } else {
-      // A block with one slice keeps its x in UB across SyncAll; with several (no host plan
-      // makes that, but the kernel takes any run of tasks) it streams them in both passes.
-      staged_ = t_->staged != 0 && end - first == 1;
-      if (staged_) {
-        IssueStage(first);
-        stage_ = xQue_.template DeQue<T>();
-      } else {
-        StreamBegin(first, end, 0, 0);
+      // Staged slices: a block with one slice (every host plan) keeps its x in UB across
+      // SyncAll; with several (the kernel takes any run of tasks) it stages each slice again
+      // after SyncAll.
+      staged_ = t_->staged != 0;
+      for (int64_t task = first; task < end; ++task) {
+        if (staged_) TakeStage(task);
+        else if (task == first) StreamBegin(first, end, 0, 1, true);
+        SliceStatsTask(task);
+        if (staged_ && end - first > 1) xQue_.FreeTensor(stage_);
       }
-      for (int64_t task = first; task < end; ++task) SliceStatsTask(task);
     }
     if (t_->mode == GNS_MODE_CHUNKED && t_->sliceCount > 1) {
       SyncAll();  // every slice's statistics are in the workspace
-      if (!staged_) StreamBegin(first, end, 1, 1);
-      for (int64_t task = first; task < end; ++task) SliceOutputTask(task);
-      if (staged_) xQue_.FreeTensor(stage_);
+      for (int64_t task = first; task < end; ++task) {
+        if (staged_ && end - first > 1) TakeStage(task);
+        SliceOutputTask(task);
+        if (staged_) xQue_.FreeTensor(stage_);
+      }
     }
     FlushStats();
   }
@@ -224,7 +229,11 @@ class KernelGroupNormSiluMs {
     pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float));
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) return;
     const int64_t K = t_->chunkElems;
-    pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    if (t_->staged != 0) {
+      pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    } else {
+      pipe_->InitBuffer(xAheadQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    }
     pipe_->InitBuffer(yQue_, BUFFER_NUM, (t_->yRows > 1 ? t_->yRows * t_->rowPitch : K) * sizeof(T));
     pipe_->InitBuffer(workBuf_, 2 * K * sizeof(float));
     pipe_->InitBuffer(scratchBuf_, (2 * FLOATS_PER_BLOCK + t_->partialElems + t_->reduceWorkElems) * sizeof(float));
@@ -405,7 +414,7 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void IssueGroupLoad(int64_t task);
   __aicore__ inline float CentreAndSquare(const LocalTensor<float> &xF, const LocalTensor<float> &tmp, float shift,
                                           float *sum);
-  __aicore__ inline void ResidentTask(int64_t task, bool hasNext);
+  __aicore__ inline void ResidentTask(int64_t task, int64_t end);
 
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
@@ -430,7 +439,8 @@ class KernelGroupNormSiluMs {
   }
 
   // the chunk stream and the tasks (defined in group_norm_silu_ms_chunked.h)
-  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass);
+  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass,
+                                     bool passMajor = false);
   __aicore__ inline void StreamIssue();
   __aicore__ inline void TakeChunk(int64_t len);
   // Staged tasks: where item `item` of task `task` sits in its x buffer, the load of that
@@ -442,6 +452,10 @@ class KernelGroupNormSiluMs {
     return (item - TaskFirstItem(task)) * t_->chunkElems;  // a slice's chunks, one copy each
   }
   __aicore__ inline void IssueStage(int64_t task);
+  __aicore__ inline void TakeStage(int64_t task) {  // loads a task's x and waits for it
+    IssueStage(task);
+    stage_ = xQue_.template DeQue<T>();
+  }
   __aicore__ inline void TakeItem(int64_t task, int64_t item, int64_t len);
   __aicore__ inline void StagedTask(int64_t task, bool hasNext);
   __aicore__ inline ChunkStats ChunkMoments(const LocalTensor<float> &src, int64_t len, float shift, bool scaled,
@@ -458,12 +472,14 @@ class KernelGroupNormSiluMs {
   int64_t groupElems_ = 0;
   float invM_ = 0.0f;
   // the chunk stream (mode 1)
+  int64_t streamFirst_ = 0;
   int64_t streamTask_ = 0;
   int64_t streamEnd_ = 0;
   int64_t streamItem_ = 0;
   int64_t streamPass_ = 0;
   int64_t streamFirstPass_ = 0;
   int64_t streamLastPass_ = 0;
+  bool streamPassMajor_ = false;
   bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
   // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
   bool staged_ = false;
@@ -474,7 +490,9 @@ class KernelGroupNormSiluMs {
   bool statsInFlight_ = false;
   int64_t coefBase_ = 0;  // coefPerBlock: the channel of GammaF()[0] / BetaF()[0]
 
-  TQue<QuePosition::VECIN, 1> xQue_;
+  TQue<QuePosition::VECIN, 1> xQue_;  // staged tasks: one task's x per buffer
+  // mode 0 and streamed chunks: two loads queued at once ahead of the compute
+  TQue<QuePosition::VECIN, 2> xAheadQue_;
   TQue<QuePosition::VECOUT, 1> yQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
   TQue<QuePosition::VECIN, 1> betaQue_;

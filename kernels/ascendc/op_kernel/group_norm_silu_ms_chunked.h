@@ -8,24 +8,36 @@
 namespace GroupNormSiluMsKernel {
 
 // The block's loads form one stream over its tasks, each task's items in passes
-// firstPass..lastPass (0: statistics, 1: y). One load is in flight ahead of the compute.
+// firstPass..lastPass (0: statistics, 1: y): task by task with both passes inside (a whole
+// group per task), or pass by pass over all tasks (`passMajor`: split groups, whose pass 1
+// follows SyncAll, so the first y loads are in flight across it). Two loads are in flight
+// ahead of the compute (a chunk's buffer is freed as soon as it is converted to fp32, so two
+// buffers hold them).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamBegin(int64_t first, int64_t end, int64_t firstPass,
-                                                             int64_t lastPass) {
+                                                             int64_t lastPass, bool passMajor) {
+  streamFirst_ = first;
   streamTask_ = first;
   streamEnd_ = end;
   streamFirstPass_ = firstPass;
   streamLastPass_ = lastPass;
   streamPass_ = firstPass;
+  streamPassMajor_ = passMajor;
   streamItem_ = TaskFirstItem(first);
-  if (first < end) StreamIssue();
+  if (streamTask_ < streamEnd_) StreamIssue();
+  if (streamTask_ < streamEnd_) StreamIssue();
 }
 
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
-  IssueRows(xQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
+  IssueRows(xAheadQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
   if (++streamItem_ < TaskEndItem(streamTask_)) return;
-  if (streamPass_ < streamLastPass_) {
+  if (streamPassMajor_) {
+    if (++streamTask_ == streamEnd_ && streamPass_ < streamLastPass_) {
+      ++streamPass_;
+      streamTask_ = streamFirst_;
+    }
+  } else if (streamPass_ < streamLastPass_) {
     ++streamPass_;
   } else {
     ++streamTask_;
@@ -37,7 +49,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
 // The next chunk as fp32 in XF(); issues the load after it.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeChunk(int64_t len) {
-  TakeAsFloat<T>(xQue_, len, XF());
+  TakeAsFloat<T>(xAheadQue_, len, XF());
   if (streamTask_ < streamEnd_) StreamIssue();
 }
 

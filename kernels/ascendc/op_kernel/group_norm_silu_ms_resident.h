@@ -9,7 +9,7 @@ namespace GroupNormSiluMsKernel {
 // ------------------------------------------------------------------ mode 0: group resident
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupLoad(int64_t task) {
-  IssueRows(xQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+  IssueRows(xAheadQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
 }
 
 // xF = x - shift - offset (offset = the mean of x - shift, returned) and tmp = xF^2 for the
@@ -28,7 +28,8 @@ __aicore__ inline float KernelGroupNormSiluMs<T, U>::CentreAndSquare(const Local
 }
 
 template <typename T, typename U>
-__aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, bool hasNext) {
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, int64_t end) {
+  const bool loadAhead = task + 2 < end;  // the load two groups ahead (one more is in flight)
   const int64_t g = task % t_->G;
   const int64_t rows = t_->rows;
   const int64_t len = t_->rowLen;
@@ -36,9 +37,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
   LocalTensor<float> xF = XF();
   LocalTensor<float> tmp = Tmp();
   // x stays in its staging buffer until the statistics are known to be in range
-  LocalTensor<T> staging = xQue_.template DeQue<T>();
+  LocalTensor<T> staging = xAheadQue_.template DeQue<T>();
   StagingToFloat(staging, span, xF, 1.0f);
-  if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
+  if (loadAhead && t_->xBuffers > 2) IssueGroupLoad(task + 2);  // overlaps this group's compute
   const bool taskCoef = t_->coefPerBlock == 0;  // else the block's arrays hold every channel's
   if (taskCoef) {
     IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
@@ -63,7 +64,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
     rstd = Rstd(SumRows(tmp, rows, len) * invM_, EpsScaled());
     RecordStats(task, (shiftScaled + offset) * SCALE_UP, rstd * SCALE_DOWN, false);
   }
-  xQue_.FreeTensor(staging);
+  xAheadQue_.FreeTensor(staging);
+  if (loadAhead && t_->xBuffers == 2) IssueGroupLoad(task + 2);
   if (t_->vectorCoef != 0) {
     Muls(xF, xF, rstd, span);
     Mul(xF, xF, GammaF(), span);
