@@ -187,6 +187,7 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
 
   GroupNormSiluMsTilingData t{};
   t.yRows = 1;
+  t.rowsPerItem = 1;
   t.N = in.N;
   t.C = in.C;
   t.HxW = in.HxW;
@@ -261,6 +262,21 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
               return fits(q);
             });
             if (t.yRows > 1) p.yElems = t.yRows * t.rowPitch; else t.yRows = 1;
+            // Contiguous rows: chunks of several rows, as many as fit (balanced), one copy of y each;
+            // chunks a split group can also stream (if its slice is not staged), so that the
+            // chunks, which fix the arithmetic, do not depend on the split.
+            if (t.rowPitch == t.rowLen && t.rows > 1) {
+              int64_t r = LargestFitting(t.rows, 1, [&](int64_t rr) {
+                return fits(chunkedPlan(rr * t.rowLen, xBuffers, groupElems, coefs != 0)) &&
+                       fits(chunkedPlan(rr * t.rowLen, 2, 0, false));
+              });
+              if (r > 1) {
+                r = CeilDiv(t.rows, CeilDiv(t.rows, r));
+                p = chunkedPlan(r * t.rowLen, xBuffers, groupElems, coefs != 0);
+                t.rowsPerItem = r;
+                t.yRows = 1;
+              }
+            }
             plan = p;
           }
         }
@@ -271,10 +287,10 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         if (k == 0) return kTilingNoFit;
         plan = chunkedPlan(k, 2, 0, false);
       }
-      t.chunksPerRow = CeilDiv(t.rowLen, plan.K);
+      t.chunksPerRow = t.rowsPerItem > 1 ? 1 : CeilDiv(t.rowLen, plan.K);
       // Fewer groups than cores: slices of 2^k chunks, as few as fill the cores. The chunk size
       // is fixed above, without the core count, so the slices' arithmetic is the same.
-      const int64_t items = t.rows * t.chunksPerRow;
+      const int64_t items = t.rowsPerItem > 1 ? CeilDiv(t.rows, t.rowsPerItem) : t.rows * t.chunksPerRow;
       const int64_t maxSlices = std::min(kMaxSlices, in.coreNum / groups);
       if (maxSlices >= 2 && items >= 2) {
         int64_t p = 1;
@@ -296,7 +312,7 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
     }
     t.mode = plan.mode;
   }
-  if (t.sliceCount == 1) t.sliceItems = t.rows * t.chunksPerRow;
+  if (t.sliceCount == 1) t.sliceItems = t.rowsPerItem > 1 ? CeilDiv(t.rows, t.rowsPerItem) : t.rows * t.chunksPerRow;
   t.numTasks = groups * t.sliceCount;
   t.usedCores = std::min(t.numTasks, in.coreNum);
   t.tasksPerCore = t.numTasks / t.usedCores;

@@ -419,20 +419,31 @@ class KernelGroupNormSiluMs {
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
   // k * K); a task covers items [first, end) of its group (all of them when sliceCount == 1).
-  __aicore__ inline int64_t ItemsPerGroup() const { return t_->rows * t_->chunksPerRow; }
+  // With chunks of whole rows (chunksPerRow == 1) an item is rowsPerItem consecutive rows
+  // (contiguous in UB when rowsPerItem > 1: the tiling then has rowPitch == rowLen).
+  __aicore__ inline int64_t ItemsPerGroup() const {
+    return t_->chunksPerRow == 1 ? (t_->rows + t_->rowsPerItem - 1) / t_->rowsPerItem : t_->rows * t_->chunksPerRow;
+  }
   __aicore__ inline int64_t TaskGroup(int64_t task) const { return task / t_->sliceCount; }
   __aicore__ inline int64_t TaskFirstItem(int64_t task) const { return (task % t_->sliceCount) * t_->sliceItems; }
   __aicore__ inline int64_t TaskEndItem(int64_t task) const {
     const int64_t end = TaskFirstItem(task) + t_->sliceItems;
     return end < ItemsPerGroup() ? end : ItemsPerGroup();
   }
+  __aicore__ inline int64_t ItemRows(int64_t item) const {
+    if (t_->chunksPerRow != 1) return 1;
+    const int64_t left = t_->rows - item * t_->rowsPerItem;
+    return left < t_->rowsPerItem ? left : t_->rowsPerItem;
+  }
 
   __aicore__ inline int64_t ItemLen(int64_t item) const {
+    if (t_->chunksPerRow == 1) return ItemRows(item) * t_->rowLen;
     const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
     return (t_->rowLen - start < t_->chunkElems) ? t_->rowLen - start : t_->chunkElems;
   }
 
   __aicore__ inline int64_t ItemOffset(int64_t group, int64_t item) const {
+    if (t_->chunksPerRow == 1) return group * groupElems_ + item * t_->rowsPerItem * t_->rowLen;
     const int64_t r = item / t_->chunksPerRow;
     const int64_t chunk = item % t_->chunksPerRow;
     return group * groupElems_ + r * t_->rowLen + chunk * t_->chunkElems;
@@ -447,6 +458,7 @@ class KernelGroupNormSiluMs {
   // buffer, and one whole-group task.
   __aicore__ inline int64_t StageOffset(int64_t task, int64_t item) const {
     if (t_->sliceCount == 1) {  // the group's rows at rowPitch, as one copy of its rows lands them
+      if (t_->chunksPerRow == 1) return item * t_->rowsPerItem * t_->rowPitch;
       return (item / t_->chunksPerRow) * t_->rowPitch + (item % t_->chunksPerRow) * t_->chunkElems;
     }
     return (item - TaskFirstItem(task)) * t_->chunkElems;  // a slice's chunks, one copy each

@@ -158,7 +158,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
     if (t_->vectorCoef != 0) {
       IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
       IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
-    } else if (r != coefRow) {  // gamma_c, beta_c once per channel
+    } else if (t_->rowsPerItem == 1 && r != coefRow) {  // gamma_c, beta_c once per channel
       rowScale = rstd * ChannelGamma(g * t_->D + r);
       rowBeta = ChannelBeta(g * t_->D + r);
       coefRow = r;
@@ -173,13 +173,20 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
       Muls(xF, xF, rstd, n);
       Mul(xF, xF, GammaF(), n);
       Add(xF, xF, BetaF(), n);
-    } else {
+    } else if (t_->rowsPerItem == 1) {
       Muls(xF, xF, rowScale, n);
       Adds(xF, xF, rowBeta, n);
+    } else {  // an item of several whole rows (channels), contiguous in UB
+      const int32_t rowLen = static_cast<int32_t>(t_->rowLen);
+      const int64_t c0 = g * t_->D + item * t_->rowsPerItem;
+      for (int64_t j = 0; j < ItemRows(item); ++j) {
+        Muls(xF[j * t_->rowLen], xF[j * t_->rowLen], rstd * ChannelGamma(c0 + j), rowLen);
+        Adds(xF[j * t_->rowLen], xF[j * t_->rowLen], ChannelBeta(c0 + j), rowLen);
+      }
     }
     Silu(xF, tmp, n);
     if (t_->yRows == 1) {
-      StoreRows(ItemOffset(group, item), 1, len, len, xF);
+      StoreRows(ItemOffset(group, item), ItemRows(item), len / ItemRows(item), len, xF);
       continue;
     }
     if (runFirst < 0) {

@@ -73,6 +73,9 @@ struct GroupNormSiluMsTilingData {
   // staged whole rows: y of a task leaves in runs of yRows consecutive rows, one copy per run
   // from a y buffer of yRows * rowPitch (else 1: one copy per chunk from a buffer of chunkElems)
   int64_t yRows;
+  // staged whole rows with rowPitch == rowLen: a chunk (item) is rowsPerItem consecutive rows,
+  // one vector instruction over all of them where gamma/beta do not differ (else 1)
+  int64_t rowsPerItem;
   // attributes
   float eps;
   float swishScale;
