@@ -299,7 +299,9 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         t.sliceCount = CeilDiv(items, p);
         // A slice is staged when its chunks (one copy each, at a pitch of K) fit one x buffer;
         // the block then keeps them across SyncAll and reads x once.
-        Plan slice = chunkedPlan(plan.K, 1, p * plan.K, t.coefPerBlock != 0);
+        Plan slice = chunkedPlan(plan.K, 1, p * plan.K, blockCoef);
+        t.coefPerBlock = blockCoef && fits(slice) ? 1 : 0;
+        if (!t.coefPerBlock) slice = chunkedPlan(plan.K, 1, p * plan.K, false);
         t.staged = fits(slice) ? 1 : 0;
         t.yRows = 1;
         if (t.staged) {

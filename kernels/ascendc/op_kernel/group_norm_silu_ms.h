@@ -185,6 +185,7 @@ class KernelGroupNormSiluMs {
     const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
     const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
     InitBuffers();
+    blockEnd_ = end;
     if (t_->coefPerBlock != 0 && first < end) LoadBlockCoefs(first, end);
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
@@ -492,6 +493,9 @@ class KernelGroupNormSiluMs {
   int64_t streamFirstPass_ = 0;
   int64_t streamLastPass_ = 0;
   bool streamPassMajor_ = false;
+  // split groups: the end of the block's tasks, and the shift of its last slice task, read in pass 0
+  float sliceShift_ = 0.0f;
+  int64_t blockEnd_ = 0;
   bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
   // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
   bool staged_ = false;

@@ -228,7 +228,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StagedTask(int64_t task, boo
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task) {
   ChanCascade stats;
-  SliceStats(task, GroupShift(TaskGroup(task)), &stats);
+  sliceShift_ = GroupShift(TaskGroup(task));  // kept for the y pass of the block's last slice
+  SliceStats(task, sliceShift_, &stats);
   const ChunkStats total = stats.Total();
   LocalTensor<float> entry = sliceOutBuf_.Get<float>();
   if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
@@ -262,7 +263,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
                          entries.GetValue(at + 3) != 0.0f});
   }
   const ChunkStats total = stats.Total();
-  const float shift = GroupShift(group);
+  const float shift = task + 1 == blockEnd_ ? sliceShift_ : GroupShift(group);
   const float rstd = GroupRstd(group, shift, total, task % slices == 0);
   SliceOutput(task, shift, total, rstd);
 }
