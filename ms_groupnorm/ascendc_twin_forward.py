@@ -25,7 +25,7 @@ _SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc"
 # The aot shim reads the ABI with the CPU entry points' helpers (kernels/cpu/aot_abi.h).
 _HEADERS = ("op_kernel/group_norm_silu_ms.h", "op_kernel/group_norm_silu_ms_resident.h",
             "op_kernel/group_norm_silu_ms_chunked.h", "op_kernel/group_norm_silu_ms_copies.h",
-            "op_kernel/group_norm_silu_ms_tiling_data.h",
+            "op_kernel/group_norm_silu_ms_tiling_data.h", "op_kernel/group_norm_silu_ms_stats.h",
             "op_host/group_norm_silu_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_abi.h", "../cpu/aot_extra.h",
             "../cpu/aot_status.h", "../cpu/group_norm_sizes.h")
 MODE_NAMES = {0: "group_resident", 1: "chunked", 2: "empty_groups"}

@@ -231,7 +231,8 @@ def measure_forward(shape, dtype_key):
     return {
         "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
         "dtype": dtype_key,
-        "mode": ascendc_twin_forward.MODE_NAMES[full["mode"]] + ("/split" if full["sliceCount"] > 1 else ""),
+        "mode": ascendc_twin_forward.MODE_NAMES[full["mode"]] + ("/staged" if full["staged"] else "")
+        + ("/split" if full["sliceCount"] > 1 else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
         "gm_b_per_elem": gm / elems,
         "floor_b_per_elem": 2 * BYTES[data_dtype],

@@ -50,6 +50,8 @@ CASES = {
     "chunked_split_g1": ((1, 3, 5000), 1, 48, SMALL_UB, "chunked"),  # N * G = 1 < 48: slices over blocks
     "chunked_split_uneven": ((2, 6, 1777), 3, 40, SMALL_UB, "chunked"),
     "chunked_split_pairs": ((1, 21, 700), 1, 16, SMALL_UB, "chunked"),  # 21 chunks: slices of 2, the last of 1
+    # too large for mode 0, staged: each group's rows in one of two x buffers, y in runs of rows
+    "chunked_staged_groups": ((3, 8, 3136), 2, 2, ascendc_twin.UB_910B, "chunked"),
     "empty_hw0": ((2, 4, 0), 2, 48, ascendc_twin.UB_910B, "empty_groups"),
     "empty_c0": ((3, 0, 4), 1, 48, ascendc_twin.UB_910B, "empty_groups"),
 }
@@ -212,8 +214,35 @@ def test_groups_are_split_into_slices_only_when_chunked_and_fewer_than_the_cores
     assert t["numTasks"] == t["sliceCount"] and t["sliceItems"] & (t["sliceItems"] - 1) == 0  # a power of two
 
 
+def test_staged_plans_on_the_910b_ub():
+    """Groups too large for mode 0 whose x fits one or two x buffers are staged (x read once); a
+    group too large for that streams its chunks twice; a split group's slice is staged."""
+    plan = {(shape, data): fwd.forward_tiling(*shape, data, "float32", core_num=48)
+            for shape, data in [((16, 128, 3136, 32), "float32"), ((16, 128, 3136, 32), "float16"),
+                                ((8, 320, 4096, 32), "float16"), ((8, 320, 4096, 32), "float32"),
+                                ((1, 3, 50176, 1), "float32")]}
+    assert [(t["staged"], t["xBuffers"]) for t in plan.values()] == [(1, 2), (1, 2), (1, 1), (0, 2), (1, 1)]
+    assert all(t["mode"] == 1 for t in plan.values())
+    # y leaves in runs of several rows: chunks of several contiguous rows (16-bit) or y runs (fp32)
+    assert plan[(16, 128, 3136, 32), "float16"]["rowsPerItem"] > 1 and plan[(16, 128, 3136, 32), "float32"]["yRows"] > 1
+    assert plan[(1, 3, 50176, 1), "float32"]["sliceCount"] > 1
+
+
+@pytest.mark.parametrize("case", ["chunked_staged_groups", "chunked_split_g1"])
+def test_staged_tasks_read_x_once(case):
+    """The GM bytes the blocks read: x once, plus gamma/beta and the slice entries (a streamed
+    chunked plan reads x twice)."""
+    shape, G, cores, ub, _ = CASES[case]
+    got, tiling, _ = run(shape, G, "bf16_fp32", core_num=cores, ub_bytes=ub)
+    reads = sum(s["gm_read_bytes"] for s in fwd.forward_last_stats())
+    x_bytes = 2 * int(np.prod(shape))
+    extra = tiling["usedCores"] * (2 * 4 * shape[1] + 8 * 4 * 64 + 4)  # gamma, beta, slice entries, the shift
+    assert x_bytes <= reads <= x_bytes + extra, (reads, x_bytes)
+
+
 @pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_hw1_rank2", "chunked_ng_above_cores",
-                                  "chunked_split_g1", "chunked_split_uneven", "chunked_split_pairs"])
+                                  "chunked_split_g1", "chunked_split_uneven", "chunked_split_pairs",
+                                  "chunked_staged_groups"])
 def test_bit_identical_across_core_counts_and_schedules(case):
     """Also across the split of a group into slices (48 cores) or not (1 core): the slices'
     statistics combine in the same pairwise tree as one block's."""

@@ -2,13 +2,15 @@
 //
 // The kernel allocates, in this order, with every buffer rounded up to 32 bytes (K =
 // chunkElems: the whole group in mode 0, one chunk in mode 1):
-//   x (VECIN) and y (VECOUT) queues of 2 buffers of K x-dtype elements (depth 1: one load
-//   or store in flight while the previous one is computed); 2 fp32 work buffers of K;
-//   a scratch buffer: reduce result (8 floats), the constant 1.0 (8), the per-row partial
-//   sums and the ReduceSum work buffer; mean/rstd staging (VECOUT, 2 x statBatch floats);
-//   with coefficient arrays (coefElems > 0): one gamma and one beta staging buffer of
-//   coefElems parameter elements and 2 fp32 arrays of coefElems; in mode 1, the slice
-//   statistics buffers (kMaxSlices x 8 floats VECIN, 8 floats VECOUT), whatever the split.
+//   the x queue (VECIN, depth 1) of xBuffers buffers of xBufferElems x-dtype elements (mode 0
+//   and streamed chunks: 2 buffers of K, one load in flight while the previous one is
+//   computed; staged chunks: 2 or 1 buffers of the task's whole x); the y queue (VECOUT,
+//   depth 1) of 2 buffers of K; 2 fp32 work buffers of K; a scratch buffer: reduce result (8
+//   floats), the constant 1.0 (8), the per-row partial sums and the ReduceSum work buffer;
+//   mean/rstd staging (VECOUT, 2 x statBatch floats); with coefficient arrays (coefElems > 0):
+//   one gamma and one beta staging buffer of coefElems parameter elements and 2 fp32 arrays of
+//   coefElems; in mode 1, the slice statistics buffers (kMaxSlices x 8 floats VECIN, 8 floats
+//   VECOUT), whatever the split.
 // Mode 2 (empty groups) allocates the mean/rstd staging only. PlanBytes mirrors that order;
 // the CPU twin checks the kernel's real InitBuffer calls against the configured UB size.
 #include "group_norm_silu_ms_tiling.h"
@@ -25,6 +27,8 @@ constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of
 constexpr int64_t kScratchHeadFloats = 16;  // reduce result block + the 1.0 block
 constexpr int64_t kMaxStatBatch = 256;
 constexpr int64_t kMinUbBytes = 16 * 1024;
+// gamma/beta of every channel are kept per block when their arrays take at most this much UB.
+constexpr int64_t kMaxBlockCoefBytes = 32 * 1024;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -43,12 +47,16 @@ struct Plan {
   int64_t partialElems;
   int64_t reduceWorkElems;
   int64_t statBatch;
+  int64_t xBuffers = kBufferNum;
+  int64_t xElems = 0;  // elements per x buffer; 0: K
+  int64_t yElems = 0;  // elements per y buffer; 0: K
 };
 
 int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
   const int64_t stats = AlignBytes(2 * p.statBatch * 4);
   if (p.mode == GNS_MODE_EMPTY_GROUPS) return stats;
-  int64_t total = 2 * kBufferNum * AlignBytes(p.K * dataBytes);  // x and y queues
+  int64_t total = p.xBuffers * AlignBytes((p.xElems > 0 ? p.xElems : p.K) * dataBytes);  // x queue
+  total += kBufferNum * AlignBytes((p.yElems > 0 ? p.yElems : p.K) * dataBytes);         // y queue
   total += AlignBytes(2 * p.K * 4);                              // fp32 work buffers
   total += AlignBytes((kScratchHeadFloats + p.partialElems + p.reduceWorkElems) * 4);
   total += stats;
@@ -178,6 +186,8 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
   const int64_t ubUsable = in.ubBytes - kUbReserveBytes;
 
   GroupNormSiluMsTilingData t{};
+  t.yRows = 1;
+  t.rowsPerItem = 1;
   t.N = in.N;
   t.C = in.C;
   t.HxW = in.HxW;
@@ -211,42 +221,100 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
     t.rowLen = t.vectorCoef ? t.D : in.HxW;
     t.rowPitch = AlignUp(t.rowLen, kBlockBytes / dataBytes);
     const int64_t coefElems = AlignUp(t.D, kElemAlign);  // >= rowPitch when the coefficients are vectors
+    const int64_t blockCoefElems = AlignUp(t.C, kElemAlign);
+    const bool blockCoef = !t.vectorCoef && blockCoefElems * (2 * paramBytes + 8) <= kMaxBlockCoefBytes;
     auto fits = [&](const Plan &p) { return PlanBytes(p, dataBytes, paramBytes) <= ubUsable; };
     const int64_t groupElems = t.rows * t.rowPitch;
-    Plan resident{GNS_MODE_GROUP_RESIDENT, groupElems, coefElems, AlignUp(t.rows, 8),
+    Plan resident{GNS_MODE_GROUP_RESIDENT, groupElems, blockCoef ? blockCoefElems : coefElems, AlignUp(t.rows, 8),
                   ReduceWorkElems(groupElems), t.statBatch};
+    t.coefPerBlock = blockCoef && fits(resident) ? 1 : 0;
+    if (!t.coefPerBlock) resident.coefElems = coefElems;
     if (t.rows <= kMaxCopyRows && fits(resident)) {
       plan = resident;
+      // a third x buffer when it fits: two group loads in flight while one group is computed
+      Plan three = resident;
+      three.xBuffers = 3;
+      if (fits(three)) plan = three;
       t.chunksPerRow = 1;
     } else {
       // Chunks of one row; with vector coefficients each chunk brings its gamma/beta slice.
-      Plan chunked{GNS_MODE_CHUNKED, 0, 0, 8, 0, t.statBatch};
       const int64_t limit = AlignUp(t.rowLen, kElemAlign);
-      chunked.K = LargestFitting(limit, kElemAlign, [&](int64_t k) {
-        Plan p = chunked;
-        p.K = k;
-        p.coefElems = t.vectorCoef ? k : 0;
-        p.reduceWorkElems = ReduceWorkElems(k);
-        return fits(p);
-      });
-      if (chunked.K == 0) return kTilingNoFit;
-      chunked.coefElems = t.vectorCoef ? chunked.K : 0;
-      chunked.reduceWorkElems = ReduceWorkElems(chunked.K);
-      plan = chunked;
-      t.chunksPerRow = CeilDiv(t.rowLen, chunked.K);
-      // Fewer groups than cores: slices of 2^k chunks, as few as fill the cores.
-      const int64_t items = t.rows * t.chunksPerRow;
+      auto chunkedPlan = [&](int64_t k, int64_t xBuffers, int64_t xElems, bool coefs) {
+        Plan p{GNS_MODE_CHUNKED, k, t.vectorCoef ? k : (coefs ? blockCoefElems : 0), 8, ReduceWorkElems(k),
+               t.statBatch, xBuffers, xElems};
+        return p;
+      };
+      // Staged: the whole group in one x buffer (its rows, one copy) and chunks of whole rows,
+      // two x buffers when they fit (the next group's load overlaps this one's compute), else
+      // one; y leaves in runs of yRows rows (one copy each), as many as fit.
+      t.staged = 0;
+      t.yRows = 1;
+      if (t.rows <= kMaxCopyRows) {
+        for (int64_t xBuffers = kBufferNum; xBuffers >= 1 && !t.staged; --xBuffers) {
+          for (int coefs = blockCoef ? 1 : 0; coefs >= 0 && !t.staged; --coefs) {
+            Plan p = chunkedPlan(limit, xBuffers, groupElems, coefs != 0);
+            if (!fits(p)) continue;
+            t.staged = 1;
+            t.coefPerBlock = coefs;
+            t.yRows = LargestFitting(t.rows, 1, [&](int64_t r) {
+              Plan q = p;
+              q.yElems = r * t.rowPitch;
+              return fits(q);
+            });
+            if (t.yRows > 1) p.yElems = t.yRows * t.rowPitch; else t.yRows = 1;
+            // Contiguous rows: chunks of several rows, as many as fit (balanced), one copy of y each;
+            // chunks a split group can also stream (if its slice is not staged), so that the
+            // chunks, which fix the arithmetic, do not depend on the split.
+            if (t.rowPitch == t.rowLen && t.rows > 1) {
+              int64_t r = LargestFitting(t.rows, 1, [&](int64_t rr) {
+                return fits(chunkedPlan(rr * t.rowLen, xBuffers, groupElems, coefs != 0)) &&
+                       fits(chunkedPlan(rr * t.rowLen, 2, 0, false));
+              });
+              if (r > 1) {
+                r = CeilDiv(t.rows, CeilDiv(t.rows, r));
+                p = chunkedPlan(r * t.rowLen, xBuffers, groupElems, coefs != 0);
+                t.rowsPerItem = r;
+                t.yRows = 1;
+              }
+            }
+            plan = p;
+          }
+        }
+      }
+      if (!t.staged) {  // streamed: the largest chunk with two x buffers of one chunk
+        t.coefPerBlock = 0;
+        const int64_t k = LargestFitting(limit, kElemAlign, [&](int64_t kk) { return fits(chunkedPlan(kk, 2, 0, false)); });
+        if (k == 0) return kTilingNoFit;
+        plan = chunkedPlan(k, 2, 0, false);
+      }
+      t.chunksPerRow = t.rowsPerItem > 1 ? 1 : CeilDiv(t.rowLen, plan.K);
+      // Fewer groups than cores: slices of 2^k chunks, as few as fill the cores. The chunk size
+      // is fixed above, without the core count, so the slices' arithmetic is the same.
+      const int64_t items = t.rowsPerItem > 1 ? CeilDiv(t.rows, t.rowsPerItem) : t.rows * t.chunksPerRow;
       const int64_t maxSlices = std::min(kMaxSlices, in.coreNum / groups);
       if (maxSlices >= 2 && items >= 2) {
         int64_t p = 1;
         while (CeilDiv(items, p) > maxSlices) p *= 2;
         t.sliceItems = p;
         t.sliceCount = CeilDiv(items, p);
+        // A slice is staged when its chunks (one copy each, at a pitch of K) fit one x buffer;
+        // the block then keeps them across SyncAll and reads x once.
+        Plan slice = chunkedPlan(plan.K, 1, p * plan.K, blockCoef);
+        t.coefPerBlock = blockCoef && fits(slice) ? 1 : 0;
+        if (!t.coefPerBlock) slice = chunkedPlan(plan.K, 1, p * plan.K, false);
+        t.staged = fits(slice) ? 1 : 0;
+        t.yRows = 1;
+        if (t.staged) {
+          plan = slice;
+        } else if (plan.xElems > 0) {  // the group's staging was planned: stream the slices instead
+          plan = chunkedPlan(plan.K, 2, 0, false);
+          t.coefPerBlock = 0;
+        }
       }
     }
     t.mode = plan.mode;
   }
-  if (t.sliceCount == 1) t.sliceItems = t.rows * t.chunksPerRow;
+  if (t.sliceCount == 1) t.sliceItems = t.rowsPerItem > 1 ? CeilDiv(t.rows, t.rowsPerItem) : t.rows * t.chunksPerRow;
   t.numTasks = groups * t.sliceCount;
   t.usedCores = std::min(t.numTasks, in.coreNum);
   t.tasksPerCore = t.numTasks / t.usedCores;
@@ -255,6 +323,8 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
   t.statBatch = std::min<int64_t>(AlignUp(t.tasksPerCore + 1, 8), kMaxStatBatch);
   plan.statBatch = t.statBatch;
   t.chunkElems = plan.K;
+  t.xBuffers = plan.xBuffers;
+  t.xBufferElems = plan.xElems > 0 ? plan.xElems : plan.K;
   t.coefElems = plan.coefElems;
   t.partialElems = plan.partialElems;
   t.reduceWorkElems = plan.reduceWorkElems;

@@ -50,114 +50,17 @@
 
 #include "kernel_operator.h"
 #include "group_norm_silu_ms_copies.h"
+#include "group_norm_silu_ms_stats.h"
 #include "group_norm_silu_ms_tiling_data.h"
 
 namespace GroupNormSiluMsKernel {
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // buffers per GM <-> UB queue; the queues have depth 1
+constexpr int32_t BUFFER_NUM = 2;  // buffers of the y queue (the x queue's: the tiling's xBuffers); depth 1
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
 constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
-// Extreme magnitudes. A sum of x - shift or of (x - mean)^2 at or beyond SAFE_SUM (2^126) may have
-// overflowed (inf, or FLT_MAX in the saturation mode) or be about to in a combination; the group
-// is then taken again from x * SCALE_DOWN. 2^-88 brings |x| <= FLT_MAX (< 2^128) to < 2^40, so the
-// squares of differences stay below 2^82 and their sum below 2^126 for any group of under 2^44
-// elements, while a group that triggers the path has a spread of at least 2^126 / M or
-// sqrt(2^126 / M), far above what the scaling loses to underflow (|x| < 2^-38). Powers of two
-// scale exactly; mean and rstd are scaled back on the scalar unit.
 constexpr int64_t SLICE_ENTRY_FLOATS = 4;  // a split group's slice in the workspace: count, mean, M2, scaled
-constexpr float SAFE_SUM = 0x1p126f;
-constexpr float SCALE_DOWN = 0x1p-88f;
-constexpr float SCALE_UP = 0x1p88f;
-
-__aicore__ inline bool InSafeRange(float v) { return v < SAFE_SUM && v > -SAFE_SUM; }  // false for NaN
-
-template <typename V>
-__aicore__ inline float ToF32(V v) {
-  if constexpr (IsSameType<V, bfloat16_t>::value) {
-    return ToFloat(v);
-  } else {
-    return static_cast<float>(v);
-  }
-}
-
-// The statistics (count, mean, M2 = sum of squared deviations) of a run of chunks, in the
-// units of x (scaled == false) or of x * SCALE_DOWN (scaled == true).
-struct ChunkStats {
-  float count;
-  float mean;
-  float m2;
-  bool scaled;
-  __aicore__ inline void ScaleDown() {
-    if (scaled) return;
-    mean *= SCALE_DOWN;
-    m2 = (m2 * SCALE_DOWN) * SCALE_DOWN;  // SCALE_DOWN^2 is below fp32's range
-    scaled = true;
-  }
-};
-
-// Statistics of consecutive chunks, combined as a binary counter: level i holds the
-// combination of 2^i consecutive chunks, so every chunk passes through O(log chunks)
-// combinations (pairwise, not a running sum whose error grows with the chunk count), in a
-// fixed order. Chan, Golub and LeVeque's update:
-//   delta = m_b - m_a;  m = m_a + delta * n_b / n;  M2 = M2_a + M2_b + delta^2 * n_a * n_b / n.
-// A combination is made in x's units unless an operand is scaled or the result leaves the safe
-// range; then both operands are scaled first. Each node of the tree is a function of its two
-// children only, so a group split into aligned slices gets the same bits as one block's cascade.
-struct ChanCascade {
-  ChunkStats level[40];
-  uint32_t chunks;
-  __aicore__ inline void Reset() { chunks = 0; }
-  __aicore__ static inline void Merge(const ChunkStats &a, ChunkStats *b) {
-    const float n = a.count + b->count;
-    const float delta = b->mean - a.mean;
-    const float m = a.mean + delta * (b->count / n);
-    b->m2 = a.m2 + b->m2 + delta * delta * (a.count * b->count / n);
-    b->mean = m;
-    b->count = n;
-  }
-  // b = a (the older chunks, on the left) combined with b.
-  __aicore__ static inline void Combine(ChunkStats a, ChunkStats *b) {
-    if (a.scaled == b->scaled) {
-      ChunkStats r = *b;
-      Merge(a, &r);
-      if (a.scaled || (InSafeRange(r.mean) && InSafeRange(r.m2))) {
-        *b = r;
-        return;
-      }
-    }
-    a.ScaleDown();
-    b->ScaleDown();
-    Merge(a, b);
-  }
-  __aicore__ inline void Add(ChunkStats s) {
-    uint32_t i = 0;
-    for (uint32_t c = chunks; (c & 1U) != 0; c >>= 1) {
-      Combine(level[i], &s);
-      ++i;
-    }
-    level[i] = s;
-    ++chunks;
-  }
-  // The combination of every chunk added (lower levels are the later chunks).
-  __aicore__ inline ChunkStats Total() const {
-    ChunkStats total{0.0f, 0.0f, 0.0f, false};
-    bool first = true;
-    uint32_t i = 0;
-    for (uint32_t c = chunks; c != 0; c >>= 1, ++i) {
-      if ((c & 1U) == 0) continue;
-      if (first) {
-        total = level[i];
-        first = false;
-      } else {
-        Combine(level[i], &total);  // level i holds older chunks than the total so far
-      }
-    }
-    return total;
-  }
-};
-
 template <typename T, typename U>
 class KernelGroupNormSiluMs {
  public:
@@ -185,22 +88,41 @@ class KernelGroupNormSiluMs {
     const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
     const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
     InitBuffers();
+    blockEnd_ = end;
+    if (t_->coefPerBlock != 0 && first < end) LoadBlockCoefs(first, end);
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
+      // two group loads in flight ahead of the compute (with three x buffers, while one group
+      // is computed; with two, until the first is taken)
       IssueGroupLoad(first);
-      for (int64_t task = first; task < end; ++task) ResidentTask(task, task + 1 < end);
+      if (first + 1 < end) IssueGroupLoad(first + 1);
+      for (int64_t task = first; task < end; ++task) ResidentTask(task, end);
+    } else if (t_->sliceCount == 1 && t_->staged != 0) {
+      IssueStage(first);
+      for (int64_t task = first; task < end; ++task) StagedTask(task, task + 1 < end);
     } else if (t_->sliceCount == 1) {
       StreamBegin(first, end, 0, 1);
       for (int64_t task = first; task < end; ++task) ChunkedTask(task);
     } else {
-      StreamBegin(first, end, 0, 0);
-      for (int64_t task = first; task < end; ++task) SliceStatsTask(task);
+      // Staged slices: a block with one slice (every host plan) keeps its x in UB across
+      // SyncAll; with several (the kernel takes any run of tasks) it stages each slice again
+      // after SyncAll.
+      staged_ = t_->staged != 0;
+      for (int64_t task = first; task < end; ++task) {
+        if (staged_) TakeStage(task);
+        else if (task == first) StreamBegin(first, end, 0, 1, true);
+        SliceStatsTask(task);
+        if (staged_ && end - first > 1) xQue_.FreeTensor(stage_);
+      }
     }
     if (t_->mode == GNS_MODE_CHUNKED && t_->sliceCount > 1) {
       SyncAll();  // every slice's statistics are in the workspace
-      StreamBegin(first, end, 1, 1);
-      for (int64_t task = first; task < end; ++task) SliceOutputTask(task);
+      for (int64_t task = first; task < end; ++task) {
+        if (staged_ && end - first > 1) TakeStage(task);
+        SliceOutputTask(task);
+        if (staged_) xQue_.FreeTensor(stage_);
+      }
     }
     FlushStats();
   }
@@ -211,8 +133,12 @@ class KernelGroupNormSiluMs {
     pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float));
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) return;
     const int64_t K = t_->chunkElems;
-    pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
-    pipe_->InitBuffer(yQue_, BUFFER_NUM, K * sizeof(T));
+    if (t_->staged != 0) {
+      pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    } else {
+      pipe_->InitBuffer(xAheadQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    }
+    pipe_->InitBuffer(yQue_, BUFFER_NUM, (t_->yRows > 1 ? t_->yRows * t_->rowPitch : K) * sizeof(T));
     pipe_->InitBuffer(workBuf_, 2 * K * sizeof(float));
     pipe_->InitBuffer(scratchBuf_, (2 * FLOATS_PER_BLOCK + t_->partialElems + t_->reduceWorkElems) * sizeof(float));
     if (t_->coefElems > 0) {
@@ -254,11 +180,22 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void StoreRows(int64_t offset, int64_t rows, int64_t len, int64_t count,
                                    const LocalTensor<float> &src) {
     LocalTensor<T> staging = yQue_.template AllocTensor<T>();
+    PutY(staging, src, count);
+    SendY(staging, offset, rows, len);
+  }
+
+  // `count` elements of y (fp32 in src) into a y staging buffer, in x's dtype.
+  __aicore__ inline void PutY(const LocalTensor<T> &staging, const LocalTensor<float> &src, int64_t count) {
     if constexpr (IsSameType<T, float>::value) {
       Muls(staging, src, 1.0f, static_cast<int32_t>(count));
     } else {
       Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(count));
     }
+  }
+
+  // A filled y staging buffer to GM as `rows` rows of `len` elements (at the UB pitch), and back
+  // to the queue.
+  __aicore__ inline void SendY(LocalTensor<T> &staging, int64_t offset, int64_t rows, int64_t len) {
     yQue_.EnQue(staging);
     staging = yQue_.template DeQue<T>();
     DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
@@ -267,6 +204,36 @@ class KernelGroupNormSiluMs {
   }
 
   __aicore__ inline float Param(const GlobalTensor<U> &gm, int64_t c) { return ToF32(gm.GetValue(c)); }
+
+  // gamma/beta of the block's channels, once per block (coefPerBlock), as fp32 in
+  // GammaF()/BetaF() from channel coefBase_: the channels of its consecutive groups [first, end),
+  // or all C when they wrap into the next sample. The scalar unit reads them after the block's
+  // first ReduceSum, whose own V -> S wait orders these casts before those reads.
+  __aicore__ inline void LoadBlockCoefs(int64_t first, int64_t end) {
+    const int64_t first0 = TaskGroupOf(first);
+    const int64_t last = TaskGroupOf(end - 1);
+    const int64_t g0 = first0 % t_->G;
+    const int64_t g1 = last % t_->G;
+    const bool wraps = last / t_->G != first0 / t_->G;  // the groups span two samples
+    coefBase_ = wraps ? 0 : g0 * t_->D;
+    const int64_t count = wraps ? t_->C : (g1 + 1 - g0) * t_->D;
+    IssueRows(gammaQue_, gammaGm_, coefBase_, 1, count);
+    IssueRows(betaQue_, betaGm_, coefBase_, 1, count);
+    TakeAsFloat<U>(gammaQue_, count, GammaF());
+    TakeAsFloat<U>(betaQue_, count, BetaF());
+  }
+  // gamma_c / beta_c of channel c for the scalar unit: from the block's arrays, else a scalar
+  // GM read of the input.
+  __aicore__ inline float ChannelGamma(int64_t c) {
+    return t_->coefPerBlock != 0 ? GammaF().GetValue(static_cast<uint32_t>(c - coefBase_)) : Param(gammaGm_, c);
+  }
+  __aicore__ inline float ChannelBeta(int64_t c) {
+    return t_->coefPerBlock != 0 ? BetaF().GetValue(static_cast<uint32_t>(c - coefBase_)) : Param(betaGm_, c);
+  }
+  // The group of a task in any mode (mode 1's tasks may be slices of a group).
+  __aicore__ inline int64_t TaskGroupOf(int64_t task) const {
+    return t_->mode == GNS_MODE_CHUNKED ? task / t_->sliceCount : task;
+  }
 
   // ------------------------------------------------------------------ statistics
   // rstd = 1 / sqrt(var + eps) on the vector unit, read back by the scalar unit.
@@ -351,34 +318,62 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void IssueGroupLoad(int64_t task);
   __aicore__ inline float CentreAndSquare(const LocalTensor<float> &xF, const LocalTensor<float> &tmp, float shift,
                                           float *sum);
-  __aicore__ inline void ResidentTask(int64_t task, bool hasNext);
+  __aicore__ inline void ResidentTask(int64_t task, int64_t end);
 
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
   // k * K); a task covers items [first, end) of its group (all of them when sliceCount == 1).
-  __aicore__ inline int64_t ItemsPerGroup() const { return t_->rows * t_->chunksPerRow; }
+  // With chunks of whole rows (chunksPerRow == 1) an item is rowsPerItem consecutive rows
+  // (contiguous in UB when rowsPerItem > 1: the tiling then has rowPitch == rowLen).
+  __aicore__ inline int64_t ItemsPerGroup() const {
+    return t_->chunksPerRow == 1 ? (t_->rows + t_->rowsPerItem - 1) / t_->rowsPerItem : t_->rows * t_->chunksPerRow;
+  }
   __aicore__ inline int64_t TaskGroup(int64_t task) const { return task / t_->sliceCount; }
   __aicore__ inline int64_t TaskFirstItem(int64_t task) const { return (task % t_->sliceCount) * t_->sliceItems; }
   __aicore__ inline int64_t TaskEndItem(int64_t task) const {
     const int64_t end = TaskFirstItem(task) + t_->sliceItems;
     return end < ItemsPerGroup() ? end : ItemsPerGroup();
   }
+  __aicore__ inline int64_t ItemRows(int64_t item) const {
+    if (t_->chunksPerRow != 1) return 1;
+    const int64_t left = t_->rows - item * t_->rowsPerItem;
+    return left < t_->rowsPerItem ? left : t_->rowsPerItem;
+  }
 
   __aicore__ inline int64_t ItemLen(int64_t item) const {
+    if (t_->chunksPerRow == 1) return ItemRows(item) * t_->rowLen;
     const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
     return (t_->rowLen - start < t_->chunkElems) ? t_->rowLen - start : t_->chunkElems;
   }
 
   __aicore__ inline int64_t ItemOffset(int64_t group, int64_t item) const {
+    if (t_->chunksPerRow == 1) return group * groupElems_ + item * t_->rowsPerItem * t_->rowLen;
     const int64_t r = item / t_->chunksPerRow;
     const int64_t chunk = item % t_->chunksPerRow;
     return group * groupElems_ + r * t_->rowLen + chunk * t_->chunkElems;
   }
 
   // the chunk stream and the tasks (defined in group_norm_silu_ms_chunked.h)
-  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass);
+  __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass,
+                                     bool passMajor = false);
   __aicore__ inline void StreamIssue();
   __aicore__ inline void TakeChunk(int64_t len);
+  // Staged tasks: where item `item` of task `task` sits in its x buffer, the load of that
+  // buffer, and one whole-group task.
+  __aicore__ inline int64_t StageOffset(int64_t task, int64_t item) const {
+    if (t_->sliceCount == 1) {  // the group's rows at rowPitch, as one copy of its rows lands them
+      if (t_->chunksPerRow == 1) return item * t_->rowsPerItem * t_->rowPitch;
+      return (item / t_->chunksPerRow) * t_->rowPitch + (item % t_->chunksPerRow) * t_->chunkElems;
+    }
+    return (item - TaskFirstItem(task)) * t_->chunkElems;  // a slice's chunks, one copy each
+  }
+  __aicore__ inline void IssueStage(int64_t task);
+  __aicore__ inline void TakeStage(int64_t task) {  // loads a task's x and waits for it
+    IssueStage(task);
+    stage_ = xQue_.template DeQue<T>();
+  }
+  __aicore__ inline void TakeItem(int64_t task, int64_t item, int64_t len);
+  __aicore__ inline void StagedTask(int64_t task, bool hasNext);
   __aicore__ inline ChunkStats ChunkMoments(const LocalTensor<float> &src, int64_t len, float shift, bool scaled,
                                                bool *inRange);
   __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats);
@@ -393,19 +388,30 @@ class KernelGroupNormSiluMs {
   int64_t groupElems_ = 0;
   float invM_ = 0.0f;
   // the chunk stream (mode 1)
+  int64_t streamFirst_ = 0;
   int64_t streamTask_ = 0;
   int64_t streamEnd_ = 0;
   int64_t streamItem_ = 0;
   int64_t streamPass_ = 0;
   int64_t streamFirstPass_ = 0;
   int64_t streamLastPass_ = 0;
+  bool streamPassMajor_ = false;
+  // split groups: the end of the block's tasks, and the shift of its last slice task, read in pass 0
+  float sliceShift_ = 0.0f;
+  int64_t blockEnd_ = 0;
   bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
+  // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
+  bool staged_ = false;
+  LocalTensor<T> stage_;
   // mean/rstd staging
   int64_t statStart_ = 0;
   int64_t statCount_ = 0;
   bool statsInFlight_ = false;
+  int64_t coefBase_ = 0;  // coefPerBlock: the channel of GammaF()[0] / BetaF()[0]
 
-  TQue<QuePosition::VECIN, 1> xQue_;
+  TQue<QuePosition::VECIN, 1> xQue_;  // staged tasks: one task's x per buffer
+  // mode 0 and streamed chunks: two loads queued at once ahead of the compute
+  TQue<QuePosition::VECIN, 2> xAheadQue_;
   TQue<QuePosition::VECOUT, 1> yQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
   TQue<QuePosition::VECIN, 1> betaQue_;

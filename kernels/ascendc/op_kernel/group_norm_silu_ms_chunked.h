@@ -8,24 +8,36 @@
 namespace GroupNormSiluMsKernel {
 
 // The block's loads form one stream over its tasks, each task's items in passes
-// firstPass..lastPass (0: statistics, 1: y). One load is in flight ahead of the compute.
+// firstPass..lastPass (0: statistics, 1: y): task by task with both passes inside (a whole
+// group per task), or pass by pass over all tasks (`passMajor`: split groups, whose pass 1
+// follows SyncAll, so the first y loads are in flight across it). Two loads are in flight
+// ahead of the compute (a chunk's buffer is freed as soon as it is converted to fp32, so two
+// buffers hold them).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamBegin(int64_t first, int64_t end, int64_t firstPass,
-                                                             int64_t lastPass) {
+                                                             int64_t lastPass, bool passMajor) {
+  streamFirst_ = first;
   streamTask_ = first;
   streamEnd_ = end;
   streamFirstPass_ = firstPass;
   streamLastPass_ = lastPass;
   streamPass_ = firstPass;
+  streamPassMajor_ = passMajor;
   streamItem_ = TaskFirstItem(first);
-  if (first < end) StreamIssue();
+  if (streamTask_ < streamEnd_) StreamIssue();
+  if (streamTask_ < streamEnd_) StreamIssue();
 }
 
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
-  IssueRows(xQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
+  IssueRows(xAheadQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
   if (++streamItem_ < TaskEndItem(streamTask_)) return;
-  if (streamPass_ < streamLastPass_) {
+  if (streamPassMajor_) {
+    if (++streamTask_ == streamEnd_ && streamPass_ < streamLastPass_) {
+      ++streamPass_;
+      streamTask_ = streamFirst_;
+    }
+  } else if (streamPass_ < streamLastPass_) {
     ++streamPass_;
   } else {
     ++streamTask_;
@@ -37,8 +49,37 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
 // The next chunk as fp32 in XF(); issues the load after it.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeChunk(int64_t len) {
-  TakeAsFloat<T>(xQue_, len, XF());
+  TakeAsFloat<T>(xAheadQue_, len, XF());
   if (streamTask_ < streamEnd_) StreamIssue();
+}
+
+// A staged task's x into the next x buffer: a whole group as one copy of its rows (they land
+// at rowPitch), a slice as one copy per chunk (at a pitch of chunkElems).
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStage(int64_t task) {
+  const int64_t group = TaskGroup(task);
+  if (t_->sliceCount == 1) {
+    IssueRows(xQue_, xGm_, group * groupElems_, t_->rows, t_->rowLen);
+    return;
+  }
+  LocalTensor<T> stage = xQue_.template AllocTensor<T>();
+  DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
+  for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
+    DataCopyExtParams copy{1, static_cast<uint32_t>(ItemLen(item) * sizeof(T)), 0, 0, 0};
+    DataCopyPad(stage[StageOffset(task, item)], xGm_[ItemOffset(group, item)], copy, pad);
+  }
+  xQue_.EnQue(stage);
+}
+
+// Item `item` of `task` as fp32 in XF(): from the task's x buffer when staged, else the
+// stream's next load.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeItem(int64_t task, int64_t item, int64_t len) {
+  if (staged_) {
+    StagingToFloat(stage_[StageOffset(task, item)], len, XF(), 1.0f);
+  } else {
+    TakeChunk(len);
+  }
 }
 
 // A chunk's two-pass statistics of src - shift (src is left as it is; Tmp() is scratch), in the
@@ -67,7 +108,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, flo
   stats->Reset();
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t len = ItemLen(item);
-    TakeChunk(len);
+    TakeItem(task, item, len);
     bool inRange = true;
     ChunkStats chunk = ChunkMoments(xF, len, shift, false, &inRange);
     if (!inRange) {  // the rare path
@@ -107,6 +148,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
   float rowScale = 0.0f;  // rstd * gamma_c
   float rowBeta = 0.0f;
   int64_t coefRow = -1;
+  LocalTensor<T> yRun;  // yRows > 1: the y of consecutive whole rows, stored as one copy
+  int64_t runFirst = -1;
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t r = item / t_->chunksPerRow;
     const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
@@ -115,12 +158,12 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
     if (t_->vectorCoef != 0) {
       IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
       IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
-    } else if (r != coefRow) {  // gamma_c, beta_c once per channel (scalar reads of inputs)
-      rowScale = rstd * Param(gammaGm_, g * t_->D + r);
-      rowBeta = Param(betaGm_, g * t_->D + r);
+    } else if (t_->rowsPerItem == 1 && r != coefRow) {  // gamma_c, beta_c once per channel
+      rowScale = rstd * ChannelGamma(g * t_->D + r);
+      rowBeta = ChannelBeta(g * t_->D + r);
       coefRow = r;
     }
-    TakeChunk(len);
+    TakeItem(task, item, len);
     if (total.scaled) Muls(xF, xF, SCALE_DOWN, n);  // the rare path
     Adds(xF, xF, -shiftIn, n);
     Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
@@ -130,12 +173,31 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
       Muls(xF, xF, rstd, n);
       Mul(xF, xF, GammaF(), n);
       Add(xF, xF, BetaF(), n);
-    } else {
+    } else if (t_->rowsPerItem == 1) {
       Muls(xF, xF, rowScale, n);
       Adds(xF, xF, rowBeta, n);
+    } else {  // an item of several whole rows (channels), contiguous in UB
+      const int32_t rowLen = static_cast<int32_t>(t_->rowLen);
+      const int64_t c0 = g * t_->D + item * t_->rowsPerItem;
+      for (int64_t j = 0; j < ItemRows(item); ++j) {
+        Muls(xF[j * t_->rowLen], xF[j * t_->rowLen], rstd * ChannelGamma(c0 + j), rowLen);
+        Adds(xF[j * t_->rowLen], xF[j * t_->rowLen], ChannelBeta(c0 + j), rowLen);
+      }
     }
     Silu(xF, tmp, n);
-    StoreRows(ItemOffset(group, item), 1, len, len, xF);
+    if (t_->yRows == 1) {
+      StoreRows(ItemOffset(group, item), ItemRows(item), len / ItemRows(item), len, xF);
+      continue;
+    }
+    if (runFirst < 0) {
+      yRun = yQue_.template AllocTensor<T>();
+      runFirst = item;
+    }
+    PutY(yRun[(item - runFirst) * t_->rowPitch], xF, len);
+    if (item + 1 - runFirst == t_->yRows || item + 1 == TaskEndItem(task)) {
+      SendY(yRun, ItemOffset(group, runFirst), item + 1 - runFirst, len);
+      runFirst = -1;
+    }
   }
 }
 
@@ -150,11 +212,24 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ChunkedTask(int64_t task) {
   SliceOutput(task, shift, total, rstd);
 }
 
+// A whole group staged in UB: its load was issued ahead (with two x buffers, the next
+// group's load is issued now and overlaps this one's compute); both passes read the buffer.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::StagedTask(int64_t task, bool hasNext) {
+  stage_ = xQue_.template DeQue<T>();
+  staged_ = true;
+  if (hasNext && t_->xBuffers > 1) IssueStage(task + 1);
+  ChunkedTask(task);
+  xQue_.FreeTensor(stage_);
+  if (hasNext && t_->xBuffers == 1) IssueStage(task + 1);
+}
+
 // Split groups, before SyncAll: a slice's (count, mean, M2, scaled) to its workspace entry.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task) {
   ChanCascade stats;
-  SliceStats(task, GroupShift(TaskGroup(task)), &stats);
+  sliceShift_ = GroupShift(TaskGroup(task));  // kept for the y pass of the block's last slice
+  SliceStats(task, sliceShift_, &stats);
   const ChunkStats total = stats.Total();
   LocalTensor<float> entry = sliceOutBuf_.Get<float>();
   if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
@@ -188,7 +263,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
                          entries.GetValue(at + 3) != 0.0f});
   }
   const ChunkStats total = stats.Total();
-  const float shift = GroupShift(group);
+  const float shift = task + 1 == blockEnd_ ? sliceShift_ : GroupShift(group);
   const float rstd = GroupRstd(group, shift, total, task % slices == 0);
   SliceOutput(task, shift, total, rstd);
 }

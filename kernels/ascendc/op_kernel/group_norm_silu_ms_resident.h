@@ -9,7 +9,7 @@ namespace GroupNormSiluMsKernel {
 // ------------------------------------------------------------------ mode 0: group resident
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupLoad(int64_t task) {
-  IssueRows(xQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+  IssueRows(xAheadQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
 }
 
 // xF = x - shift - offset (offset = the mean of x - shift, returned) and tmp = xF^2 for the
@@ -28,7 +28,8 @@ __aicore__ inline float KernelGroupNormSiluMs<T, U>::CentreAndSquare(const Local
 }
 
 template <typename T, typename U>
-__aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, bool hasNext) {
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, int64_t end) {
+  const bool loadAhead = task + 2 < end;  // the load two groups ahead (one more is in flight)
   const int64_t g = task % t_->G;
   const int64_t rows = t_->rows;
   const int64_t len = t_->rowLen;
@@ -36,16 +37,21 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
   LocalTensor<float> xF = XF();
   LocalTensor<float> tmp = Tmp();
   // x stays in its staging buffer until the statistics are known to be in range
-  LocalTensor<T> staging = xQue_.template DeQue<T>();
+  LocalTensor<T> staging = xAheadQue_.template DeQue<T>();
   StagingToFloat(staging, span, xF, 1.0f);
-  if (hasNext) IssueGroupLoad(task + 1);  // the next group's load overlaps this group's compute
-  IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
-  IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
+  if (loadAhead && t_->xBuffers > 2) IssueGroupLoad(task + 2);  // overlaps this group's compute
+  const bool taskCoef = t_->coefPerBlock == 0;  // else the block's arrays hold every channel's
+  if (taskCoef) {
+    IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
+    IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
+  }
   const float shift = GroupShift(task);
   float sum = 0.0f;
   float offset = CentreAndSquare(xF, tmp, shift, &sum);
-  TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
-  TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  if (taskCoef) {
+    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
+    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  }
   const float m2 = SumRows(tmp, rows, len);  // its V -> S wait also covers gamma/beta
   float rstd = 0.0f;
   if (InSafeRange(sum) && InSafeRange(m2)) {
@@ -58,16 +64,18 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, b
     rstd = Rstd(SumRows(tmp, rows, len) * invM_, EpsScaled());
     RecordStats(task, (shiftScaled + offset) * SCALE_UP, rstd * SCALE_DOWN, false);
   }
-  xQue_.FreeTensor(staging);
+  xAheadQue_.FreeTensor(staging);
+  if (loadAhead && t_->xBuffers == 2) IssueGroupLoad(task + 2);
   if (t_->vectorCoef != 0) {
     Muls(xF, xF, rstd, span);
     Mul(xF, xF, GammaF(), span);
     Add(xF, xF, BetaF(), span);
   } else {
     const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
+    const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_);  // the group's first channel in the arrays
     for (int64_t r = 0; r < rows; ++r) {
-      Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(r), pitch);
-      Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(r), pitch);
+      Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(c0 + r), pitch);
+      Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(c0 + r), pitch);
     }
   }
   Silu(xF, tmp, span);

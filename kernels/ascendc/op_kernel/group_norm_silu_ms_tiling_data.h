@@ -52,11 +52,30 @@ struct GroupNormSiluMsTilingData {
   // UB layout
   int64_t chunkElems;      // mode 0: rows * rowPitch (the group); mode 1: K, elements per chunk (multiple of 16)
   int64_t chunksPerRow;    // mode 1: ceil(rowLen / K); mode 0: 1
-  int64_t coefElems;       // fp32 gamma/beta array length (mode 0: D or rowPitch; mode 1 vectorCoef: K; else 0)
+  int64_t coefElems;       // fp32 gamma/beta array length (coefPerBlock: C; mode 0: D or rowPitch; mode 1 vectorCoef: K; else 0)
   int64_t partialElems;    // per-row partial sums (rows rounded up to 8)
   int64_t reduceWorkElems; // ReduceSum work buffer
   int64_t statBatch;       // mean/rstd entries kept in UB before one store to GM
   int64_t ubBytes;         // UB bytes the kernel allocates (for tests and logs)
+  // x staging. Mode 0 and streamed chunks: xBuffers (2) buffers of one group / one chunk.
+  // staged (mode 1 only): a task's whole x is loaded into one x buffer at the task's start
+  // and both passes read it there, so x is read once; xBufferElems is then the group's rows at
+  // rowPitch (sliceCount == 1: one copy of its rows, chunks of whole rows) or a slice's chunks
+  // at a pitch of chunkElems (one copy each). The chunks, and so the arithmetic, are those of the streamed
+  // plan with the same chunkElems: staging changes where x comes from, not the bits.
+  int64_t xBuffers;
+  int64_t xBufferElems;
+  int64_t staged;
+  // coefPerBlock (HxW > 1): gamma/beta of all C channels are loaded once per block into the
+  // coefficient arrays (coefElems = C rounded up to 16), instead of once per task or by
+  // scalar GM reads per channel.
+  int64_t coefPerBlock;
+  // staged whole rows: y of a task leaves in runs of yRows consecutive rows, one copy per run
+  // from a y buffer of yRows * rowPitch (else 1: one copy per chunk from a buffer of chunkElems)
+  int64_t yRows;
+  // staged whole rows with rowPitch == rowLen: a chunk (item) is rowsPerItem consecutive rows,
+  // one vector instruction over all of them where gamma/beta do not differ (else 1)
+  int64_t rowsPerItem;
   // attributes
   float eps;
   float swishScale;

@@ -20,8 +20,9 @@ namespace {
 // (two floats) follow them and travel as separate arguments.
 const char *const kForwardTilingFields =
     "N,C,HxW,G,D,mode,rows,rowLen,rowPitch,vectorCoef,activateSilu,sliceCount,sliceItems,numTasks,usedCores,"
-    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerRow,coefElems,partialElems,reduceWorkElems,statBatch,ubBytes";
-constexpr int kForwardIntFields = 25;
+    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerRow,coefElems,partialElems,reduceWorkElems,statBatch,ubBytes,"
+    "xBuffers,xBufferElems,staged,coefPerBlock,yRows,rowsPerItem";
+constexpr int kForwardIntFields = 31;
 static_assert(sizeof(GroupNormSiluMsTilingData) == kForwardIntFields * sizeof(int64_t) + 2 * sizeof(float),
               "update kForwardTilingFields");
 
