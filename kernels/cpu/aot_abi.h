@@ -120,48 +120,136 @@ inline bool ReadFloatAttr(mindspore::AotExtra *extra, const char *name, float *v
   return true;
 }
 
-// The aot call of the fused forward GroupNormSilu (params x, gamma, beta | z, mean, rstd; attrs
-// group, eps, swish_scale; an empty gamma/beta means ones/zeros), read and checked in one
-// order, so that the CPU entry point and the AscendC twin's shim refuse a bad call with the
-// same status. Returns kOk with *call filled, or the status.
-struct SiluForwardCall {
-  enum { kX, kGamma, kBeta, kZ, kMean, kRstd };
-  GroupNormSizes s;
-  float eps = 0.0f;
-  float swish_k = 0.0f;
+// ---- checks shared by every entry point, each in one order, so that GroupNorm's and the
+// fused op's entry points (and the AscendC twin's shim) refuse a bad call with the same status.
+
+// A plain call's sizes, dtypes and data pointers (nullptr gamma/beta mean ones/zeros; an output
+// whose mask bit is off may be nullptr). float64: whether the operator has a float64 kernel.
+inline int CheckForwardCall(const GroupNormSizes &s, DType data, DType stat, bool float64, const void *x,
+                            const void *out, const void *mean, const void *rstd) {
+  if (!ValidSizes(s)) return kBadShape;
+  if (!ValidDTypePair(data, stat) || (!float64 && data == DType::kFloat64)) return kBadDtype;
+  if (s.N * s.C > 0 && (mean == nullptr || rstd == nullptr)) return kNullPointer;
+  if (s.N * s.C * s.HxW > 0 && (x == nullptr || out == nullptr)) return kNullPointer;
+  return kOk;
+}
+
+inline int CheckBackwardCall(const GroupNormSizes &s, DType data, DType stat, bool float64, OutputMask mask,
+                             const void *dy, const void *x, const void *mean, const void *rstd, const void *dx,
+                             const void *dgamma, const void *dbeta) {
+  if (!ValidSizes(s)) return kBadShape;
+  if (!ValidDTypePair(data, stat) || (!float64 && data == DType::kFloat64)) return kBadDtype;
+  const bool empty = s.N * s.HxW == 0;
+  if (!empty && (dy == nullptr || x == nullptr || mean == nullptr || rstd == nullptr)) return kNullPointer;
+  if ((mask.dx && !empty && dx == nullptr) || (mask.dgamma && s.C > 0 && dgamma == nullptr) ||
+      (mask.dbeta && s.C > 0 && dbeta == nullptr)) {
+    return kNullPointer;
+  }
+  return kOk;
+}
+
+// An aot call with `expected` params: the pointers, (N, C, HxW) of params[input] and the
+// "group" attribute. kOk with *s filled, or the status.
+inline int ReadGroupedSizes(int nparam, int expected, void **params, int *ndims, int64_t **shapes,
+                            const char **dtypes, void *extra_ptr, int input, GroupNormSizes *s) {
+  if (!ValidAotArguments(nparam, expected, params, ndims, shapes, dtypes)) return kBadParamCount;
+  if (!SizesFromInput(ndims[input], shapes[input], s)) return kBadRank;
+  if (!ReadIntAttr(static_cast<mindspore::AotExtra *>(extra_ptr), "group", &s->G)) return kBadAttr;
+  if (!ValidSizes(*s)) return kBadShape;
+  return kOk;
+}
+
+// The tensors of a forward aot call, params x, gamma, beta | out, mean, rstd (an empty
+// gamma/beta means ones/zeros), checked against the sizes, mean/rstd holding stat_numel
+// elements. kOk with *t filled, or the status.
+struct ForwardTensors {
+  enum { kX, kGamma, kBeta, kOut, kMean, kRstd };
   DType data = DType::kInvalid;
   DType stat = DType::kInvalid;
   int64_t gamma_numel = 0;  // C, or 0 for ones
   int64_t beta_numel = 0;   // C, or 0 for zeros
 };
 
-inline int ReadSiluForwardCall(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
-                               void *extra_ptr, SiluForwardCall *call) {
-  using C = SiluForwardCall;
-  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  GroupNormSizes &s = call->s;
-  if (!SizesFromInput(ndims[C::kX], shapes[C::kX], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
-  if (!ReadFloatAttr(extra, "eps", &call->eps) || !ReadFloatAttr(extra, "swish_scale", &call->swish_k)) {
-    return kBadAttr;
-  }
-  call->data = ParseDType(dtypes[C::kX]);
-  call->stat = ParseDType(dtypes[C::kGamma]);
-  if (ParseDType(dtypes[C::kZ]) != call->data) return kBadDtype;
-  for (int i : {C::kBeta, C::kMean, C::kRstd}) {
-    if (ParseDType(dtypes[i]) != call->stat) return kBadDtype;
+inline int CheckForwardTensors(int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s,
+                               int64_t stat_numel, ForwardTensors *t) {
+  using F = ForwardTensors;
+  t->data = ParseDType(dtypes[F::kX]);
+  t->stat = ParseDType(dtypes[F::kGamma]);
+  if (ParseDType(dtypes[F::kOut]) != t->data) return kBadDtype;
+  for (int i : {F::kBeta, F::kMean, F::kRstd}) {
+    if (ParseDType(dtypes[i]) != t->stat) return kBadDtype;
   }
   const int64_t numel = s.N * s.C * s.HxW;
-  call->gamma_numel = NumElements(ndims[C::kGamma], shapes[C::kGamma]);
-  call->beta_numel = NumElements(ndims[C::kBeta], shapes[C::kBeta]);
-  if ((call->gamma_numel != s.C && call->gamma_numel != 0) || (call->beta_numel != s.C && call->beta_numel != 0) ||
-      NumElements(ndims[C::kZ], shapes[C::kZ]) != numel || NumElements(ndims[C::kMean], shapes[C::kMean]) != s.N * s.G ||
-      NumElements(ndims[C::kRstd], shapes[C::kRstd]) != s.N * s.G) {
+  t->gamma_numel = NumElements(ndims[F::kGamma], shapes[F::kGamma]);
+  t->beta_numel = NumElements(ndims[F::kBeta], shapes[F::kBeta]);
+  if ((t->gamma_numel != s.C && t->gamma_numel != 0) || (t->beta_numel != s.C && t->beta_numel != 0) ||
+      NumElements(ndims[F::kOut], shapes[F::kOut]) != numel ||
+      NumElements(ndims[F::kMean], shapes[F::kMean]) != stat_numel ||
+      NumElements(ndims[F::kRstd], shapes[F::kRstd]) != stat_numel) {
     return kBadShape;
   }
   return kOk;
+}
+
+// The tensors of a backward aot call, params dy, x, mean, rstd, gamma[, beta] | dx, dgamma,
+// dbeta (beta for the fused op only; an empty gamma/beta means ones/zeros), checked against the
+// sizes and mask, mean/rstd holding stat_numel elements. kOk with *t filled, or the status.
+struct BackwardTensors {
+  enum { kDy, kX, kMean, kRstd, kGamma, kBeta };
+  explicit BackwardTensors(bool with_beta) : beta(with_beta), dx(with_beta ? 6 : 5), dgamma(dx + 1), dbeta(dx + 2) {}
+  bool beta;  // whether params[kBeta] is beta
+  int dx, dgamma, dbeta;  // the outputs' indices
+  DType data = DType::kInvalid;
+  DType stat = DType::kInvalid;
+  int64_t gamma_numel = 0;
+  int64_t beta_numel = 0;
+};
+
+inline int CheckBackwardTensors(int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s,
+                                OutputMask mask, int64_t stat_numel, BackwardTensors *t) {
+  using B = BackwardTensors;
+  t->data = ParseDType(dtypes[B::kX]);
+  t->stat = ParseDType(dtypes[B::kMean]);
+  if (ParseDType(dtypes[B::kDy]) != t->data || ParseDType(dtypes[t->dx]) != t->data) return kBadDtype;
+  for (int i : {static_cast<int>(B::kRstd), static_cast<int>(B::kGamma), t->dgamma, t->dbeta}) {
+    if (ParseDType(dtypes[i]) != t->stat) return kBadDtype;
+  }
+  if (t->beta && ParseDType(dtypes[B::kBeta]) != t->stat) return kBadDtype;
+  const int64_t numel = s.N * s.C * s.HxW;
+  t->gamma_numel = NumElements(ndims[B::kGamma], shapes[B::kGamma]);
+  t->beta_numel = t->beta ? NumElements(ndims[B::kBeta], shapes[B::kBeta]) : 0;
+  if (NumElements(ndims[B::kDy], shapes[B::kDy]) != numel ||
+      NumElements(ndims[B::kMean], shapes[B::kMean]) != stat_numel ||
+      NumElements(ndims[B::kRstd], shapes[B::kRstd]) != stat_numel || (t->gamma_numel != s.C && t->gamma_numel != 0) ||
+      (t->beta_numel != s.C && t->beta_numel != 0) || (mask.dx && NumElements(ndims[t->dx], shapes[t->dx]) != numel) ||
+      (mask.dgamma && NumElements(ndims[t->dgamma], shapes[t->dgamma]) != s.C) ||
+      (mask.dbeta && NumElements(ndims[t->dbeta], shapes[t->dbeta]) != s.C)) {
+    return kBadShape;
+  }
+  return kOk;
+}
+
+// The aot call of the fused forward GroupNormSilu (params x, gamma, beta | z, mean, rstd; attrs
+// group, eps, swish_scale), read and checked in one order, so that the CPU entry point and the
+// AscendC twin's shim refuse a bad call with the same status. Returns kOk with *call filled,
+// or the status.
+struct SiluForwardCall : ForwardTensors {
+  enum { kZ = kOut };
+  GroupNormSizes s;
+  float eps = 0.0f;
+  float swish_k = 0.0f;
+};
+
+inline int ReadSiluForwardCall(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                               void *extra_ptr, SiluForwardCall *call) {
+  const int status =
+      ReadGroupedSizes(nparam, 6, params, ndims, shapes, dtypes, extra_ptr, SiluForwardCall::kX, &call->s);
+  if (status != kOk) return status;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
+  if (!ReadFloatAttr(extra, "eps", &call->eps) || !ReadFloatAttr(extra, "swish_scale", &call->swish_k)) {
+    return kBadAttr;
+  }
+  return CheckForwardTensors(ndims, shapes, dtypes, call->s, call->s.N * call->s.G, call);
 }
 
 }  // namespace ms_groupnorm

@@ -20,14 +20,8 @@ using namespace ms_groupnorm;  // NOLINT: storage types, sizes, masks, the aot_a
 
 int RunBackward(const void *dy, const void *x, const void *mean, const void *rstd, const void *gamma, void *dx,
                 void *dgamma, void *dbeta, const GroupNormSizes &s, DType data, DType stat, OutputMask mask) {
-  if (!ValidSizes(s)) return kBadShape;
-  if (!ValidDTypePair(data, stat)) return kBadDtype;
-  const bool empty = s.N * s.HxW == 0;
-  if (!empty && (dy == nullptr || x == nullptr || mean == nullptr || rstd == nullptr)) return kNullPointer;
-  if ((mask.dx && !empty && dx == nullptr) || (mask.dgamma && s.C > 0 && dgamma == nullptr) ||
-      (mask.dbeta && s.C > 0 && dbeta == nullptr)) {
-    return kNullPointer;
-  }
+  const int status = CheckBackwardCall(s, data, stat, /*float64=*/true, mask, dy, x, mean, rstd, dx, dgamma, dbeta);
+  if (status != kOk) return status;
   DispatchDTypes(data, stat, [&](auto t, auto u) {
     using T = decltype(t);
     using U = decltype(u);
@@ -41,10 +35,8 @@ int RunBackward(const void *dy, const void *x, const void *mean, const void *rst
 
 int RunForward(const void *x, const void *gamma, const void *beta, void *y, void *mean, void *rstd,
                const GroupNormSizes &s, float eps, DType data, DType stat) {
-  if (!ValidSizes(s)) return kBadShape;
-  if (!ValidDTypePair(data, stat)) return kBadDtype;
-  if (s.N * s.C > 0 && (mean == nullptr || rstd == nullptr)) return kNullPointer;
-  if (s.N * s.C * s.HxW > 0 && (x == nullptr || y == nullptr)) return kNullPointer;
+  const int status = CheckForwardCall(s, data, stat, /*float64=*/true, x, y, mean, rstd);
+  if (status != kOk) return status;
   DispatchDTypes(data, stat, [&](auto t, auto u) {
     using T = decltype(t);
     using U = decltype(u);
@@ -55,28 +47,18 @@ int RunForward(const void *x, const void *gamma, const void *beta, void *y, void
   return kOk;
 }
 
-// ---- the aot bodies (aot_abi.h reads the ABI) ----
+// ---- the aot bodies (aot_abi.h reads and checks the ABI) ----
 // The forward aot body once group and eps are known. params: x, gamma, beta | y, mean,
 // rstd (empty gamma/beta mean ones/zeros); mean and rstd must hold `stat_numel` elements.
 int ForwardFromAot(void **params, int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s, float eps,
                    int64_t stat_numel) {
-  enum { kX, kGamma, kBeta, kY, kMean, kRstd };
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kGamma]);
-  if (ParseDType(dtypes[kY]) != data) return kBadDtype;
-  for (int i : {kBeta, kMean, kRstd}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
-  if ((gamma_numel != s.C && gamma_numel != 0) || (beta_numel != s.C && beta_numel != 0) ||
-      NumElements(ndims[kY], shapes[kY]) != numel || NumElements(ndims[kMean], shapes[kMean]) != stat_numel ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != stat_numel) {
-    return kBadShape;
-  }
-  return RunForward(params[kX], gamma_numel == 0 ? nullptr : params[kGamma], beta_numel == 0 ? nullptr : params[kBeta],
-                    params[kY], params[kMean], params[kRstd], s, eps, data, stat);
+  using F = ForwardTensors;
+  F t;
+  const int status = CheckForwardTensors(ndims, shapes, dtypes, s, stat_numel, &t);
+  if (status != kOk) return status;
+  return RunForward(params[F::kX], t.gamma_numel == 0 ? nullptr : params[F::kGamma],
+                    t.beta_numel == 0 ? nullptr : params[F::kBeta], params[F::kOut], params[F::kMean],
+                    params[F::kRstd], s, eps, t.data, t.stat);
 }
 
 // The backward aot body once group and the mask are known. params: dy, x, mean, rstd,
@@ -84,25 +66,13 @@ int ForwardFromAot(void **params, int *ndims, int64_t **shapes, const char **dty
 // `stat_numel` elements, of which the kernel reads the first N*group.
 int BackwardFromAot(void **params, int *ndims, int64_t **shapes, const char **dtypes, const GroupNormSizes &s,
                     OutputMask mask, int64_t stat_numel) {
-  enum { kDy, kX, kMean, kRstd, kGamma, kDx, kDgamma, kDbeta };
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kMean]);
-  if (ParseDType(dtypes[kDy]) != data || ParseDType(dtypes[kDx]) != data) return kBadDtype;
-  for (int i : {kRstd, kGamma, kDgamma, kDbeta}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  if (NumElements(ndims[kDy], shapes[kDy]) != numel || NumElements(ndims[kMean], shapes[kMean]) != stat_numel ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != stat_numel || (gamma_numel != s.C && gamma_numel != 0) ||
-      (mask.dx && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
-      (mask.dgamma && NumElements(ndims[kDgamma], shapes[kDgamma]) != s.C) ||
-      (mask.dbeta && NumElements(ndims[kDbeta], shapes[kDbeta]) != s.C)) {
-    return kBadShape;
-  }
-  const void *gamma = gamma_numel == 0 ? nullptr : params[kGamma];
-  return RunBackward(params[kDy], params[kX], params[kMean], params[kRstd], gamma, params[kDx], params[kDgamma],
-                     params[kDbeta], s, data, stat, mask);
+  using B = BackwardTensors;
+  B t(/*with_beta=*/false);
+  const int status = CheckBackwardTensors(ndims, shapes, dtypes, s, mask, stat_numel, &t);
+  if (status != kOk) return status;
+  const void *gamma = t.gamma_numel == 0 ? nullptr : params[B::kGamma];
+  return RunBackward(params[B::kDy], params[B::kX], params[B::kMean], params[B::kRstd], gamma, params[t.dx],
+                     params[t.dgamma], params[t.dbeta], s, t.data, t.stat, mask);
 }
 
 // ---- run-time num_groups / eps (graph variables, e.g. ms.mutable) ----
@@ -185,13 +155,11 @@ MS_GROUPNORM_EXPORT int MsGroupNormForward(const void *x, const void *gamma, con
 // attrs: group, dx_is_require, dgamma_is_require, dbeta_is_require.
 MS_GROUPNORM_EXPORT int GroupNormGrad(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void * /*stream*/,
                   void *extra_ptr) {
-  if (!ValidAotArguments(nparam, 8, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
   GroupNormSizes s;
-  if (!SizesFromInput(ndims[1], shapes[1], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
-  return BackwardFromAot(params, ndims, shapes, dtypes, s, ReadMask(extra), s.N * s.G);
+  const int status = ReadGroupedSizes(nparam, 8, params, ndims, shapes, dtypes, extra_ptr, 1, &s);
+  if (status != kOk) return status;
+  return BackwardFromAot(params, ndims, shapes, dtypes, s, ReadMask(static_cast<mindspore::AotExtra *>(extra_ptr)),
+                         s.N * s.G);
 }
 
 // dx has x's shape, dgamma/dbeta are (C,); an output whose mask bit is off is (0,).
@@ -213,14 +181,12 @@ MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormGradInferType(std::v
 // attrs: group, eps. mean/rstd have shape (N, group) and gamma's dtype.
 MS_GROUPNORM_EXPORT int GroupNorm(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes, void * /*stream*/,
               void *extra_ptr) {
-  if (!ValidAotArguments(nparam, 6, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
   GroupNormSizes s;
-  if (!SizesFromInput(ndims[0], shapes[0], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
-  if (!extra->HasAttr("eps")) return kBadAttr;
-  return ForwardFromAot(params, ndims, shapes, dtypes, s, extra->GetAttrFloat("eps"), s.N * s.G);
+  const int status = ReadGroupedSizes(nparam, 6, params, ndims, shapes, dtypes, extra_ptr, 0, &s);
+  if (status != kOk) return status;
+  float eps = 0.0f;
+  if (!ReadFloatAttr(static_cast<mindspore::AotExtra *>(extra_ptr), "eps", &eps)) return kBadAttr;
+  return ForwardFromAot(params, ndims, shapes, dtypes, s, eps, s.N * s.G);
 }
 
 MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormInferShape(int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {

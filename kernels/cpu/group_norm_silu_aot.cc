@@ -29,10 +29,8 @@ using namespace ms_groupnorm;  // NOLINT: storage types, sizes, masks, the aot_a
 
 int RunSiluForward(const void *x, const void *gamma, const void *beta, void *z, void *mean, void *rstd,
                    const GroupNormSizes &s, float eps, float swish_k, DType data, DType stat) {
-  if (!ValidSizes(s)) return kBadShape;
-  if (!ValidDTypePair(data, stat) || data == DType::kFloat64) return kBadDtype;
-  if (s.N * s.C > 0 && (mean == nullptr || rstd == nullptr)) return kNullPointer;
-  if (s.N * s.C * s.HxW > 0 && (x == nullptr || z == nullptr)) return kNullPointer;
+  const int status = CheckForwardCall(s, data, stat, /*float64=*/false, x, z, mean, rstd);
+  if (status != kOk) return status;
   DispatchDTypes(data, stat, [&](auto t, auto u) {
     using T = decltype(t);
     using U = decltype(u);
@@ -48,14 +46,8 @@ int RunSiluForward(const void *x, const void *gamma, const void *beta, void *z, 
 int RunSiluBackward(const void *dz, const void *x, const void *mean, const void *rstd, const void *gamma,
                     const void *beta, void *dx, void *dgamma, void *dbeta, const GroupNormSizes &s, float swish_k,
                     DType data, DType stat, OutputMask mask) {
-  if (!ValidSizes(s)) return kBadShape;
-  if (!ValidDTypePair(data, stat) || data == DType::kFloat64) return kBadDtype;
-  const bool empty = s.N * s.HxW == 0;
-  if (!empty && (dz == nullptr || x == nullptr || mean == nullptr || rstd == nullptr)) return kNullPointer;
-  if ((mask.dx && !empty && dx == nullptr) || (mask.dgamma && s.C > 0 && dgamma == nullptr) ||
-      (mask.dbeta && s.C > 0 && dbeta == nullptr)) {
-    return kNullPointer;
-  }
+  const int status = CheckBackwardCall(s, data, stat, /*float64=*/false, mask, dz, x, mean, rstd, dx, dgamma, dbeta);
+  if (status != kOk) return status;
   DispatchDTypes(data, stat, [&](auto t, auto u) {
     using T = decltype(t);
     using U = decltype(u);
@@ -118,36 +110,21 @@ MS_GROUPNORM_EXPORT std::vector<mindspore::TypeId> GroupNormSiluInferType(std::v
 // attrs: group, swish_scale, dx_is_require, dgamma_is_require, dbeta_is_require.
 MS_GROUPNORM_EXPORT int GroupNormSiluGrad(int nparam, void **params, int *ndims, int64_t **shapes,
                                           const char **dtypes, void * /*stream*/, void *extra_ptr) {
-  if (!ValidAotArguments(nparam, 9, params, ndims, shapes, dtypes)) return kBadParamCount;
-  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
-  enum { kDz, kX, kMean, kRstd, kGamma, kBeta, kDx, kDgamma, kDbeta };
   GroupNormSizes s;
-  if (!SizesFromInput(ndims[kX], shapes[kX], &s)) return kBadRank;
-  if (!ReadIntAttr(extra, "group", &s.G)) return kBadAttr;
-  if (!ValidSizes(s)) return kBadShape;
+  int status = ReadGroupedSizes(nparam, 9, params, ndims, shapes, dtypes, extra_ptr, BackwardTensors::kX, &s);
+  if (status != kOk) return status;
+  auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
   float swish_k = 0.0f;
   if (!ReadFloatAttr(extra, "swish_scale", &swish_k)) return kBadAttr;
   const OutputMask mask = ReadMask(extra);
-
-  const DType data = ParseDType(dtypes[kX]);
-  const DType stat = ParseDType(dtypes[kMean]);
-  if (ParseDType(dtypes[kDz]) != data || ParseDType(dtypes[kDx]) != data) return kBadDtype;
-  for (int i : {kRstd, kGamma, kBeta, kDgamma, kDbeta}) {
-    if (ParseDType(dtypes[i]) != stat) return kBadDtype;
-  }
-  const int64_t numel = s.N * s.C * s.HxW;
-  const int64_t gamma_numel = NumElements(ndims[kGamma], shapes[kGamma]);
-  const int64_t beta_numel = NumElements(ndims[kBeta], shapes[kBeta]);
-  if (NumElements(ndims[kDz], shapes[kDz]) != numel || NumElements(ndims[kMean], shapes[kMean]) != s.N * s.G ||
-      NumElements(ndims[kRstd], shapes[kRstd]) != s.N * s.G || (gamma_numel != s.C && gamma_numel != 0) ||
-      (beta_numel != s.C && beta_numel != 0) || (mask.dx && NumElements(ndims[kDx], shapes[kDx]) != numel) ||
-      (mask.dgamma && NumElements(ndims[kDgamma], shapes[kDgamma]) != s.C) ||
-      (mask.dbeta && NumElements(ndims[kDbeta], shapes[kDbeta]) != s.C)) {
-    return kBadShape;
-  }
-  return RunSiluBackward(params[kDz], params[kX], params[kMean], params[kRstd],
-                         gamma_numel == 0 ? nullptr : params[kGamma], beta_numel == 0 ? nullptr : params[kBeta],
-                         params[kDx], params[kDgamma], params[kDbeta], s, swish_k, data, stat, mask);
+  using B = BackwardTensors;
+  B t(/*with_beta=*/true);
+  status = CheckBackwardTensors(ndims, shapes, dtypes, s, mask, s.N * s.G, &t);
+  if (status != kOk) return status;
+  return RunSiluBackward(params[B::kDy], params[B::kX], params[B::kMean], params[B::kRstd],
+                         t.gamma_numel == 0 ? nullptr : params[B::kGamma],
+                         t.beta_numel == 0 ? nullptr : params[B::kBeta], params[t.dx], params[t.dgamma],
+                         params[t.dbeta], s, swish_k, t.data, t.stat, mask);
 }
 
 MS_GROUPNORM_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluGradInferShape(int *ndims, int64_t **shapes,

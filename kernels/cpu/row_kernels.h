@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "half_types.h"
 
@@ -67,28 +68,30 @@ struct RowKernels {
   void (*centered_sum)(const T *x, float mu, int64_t hxw, int64_t rows, double *sums);
 };
 
-struct RowKernelSet {
+// One build's loops for each storage type, chosen by For<T>(); shared by the row loops
+// here and the fused op's (silu_rows.h).
+template <template <typename> class Kernels>
+struct KernelSet {
   const char *isa;
-  RowKernels<float> f32;
-  RowKernels<Half> f16;
-  RowKernels<BFloat16> bf16;
+  Kernels<float> f32;
+  Kernels<Half> f16;
+  Kernels<BFloat16> bf16;
 
   template <typename T>
-  const RowKernels<T> &For() const;
+  const Kernels<T> &For() const {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>,
+                  "the row loops exist for float, Half and BFloat16");
+    if constexpr (std::is_same_v<T, float>) {
+      return f32;
+    } else if constexpr (std::is_same_v<T, Half>) {
+      return f16;
+    } else {
+      return bf16;
+    }
+  }
 };
 
-template <>
-inline const RowKernels<float> &RowKernelSet::For<float>() const {
-  return f32;
-}
-template <>
-inline const RowKernels<Half> &RowKernelSet::For<Half>() const {
-  return f16;
-}
-template <>
-inline const RowKernels<BFloat16> &RowKernelSet::For<BFloat16>() const {
-  return bf16;
-}
+using RowKernelSet = KernelSet<RowKernels>;
 
 // The builds; the vector ones return nullptr when they were not compiled in (non-x86).
 const RowKernelSet &PortableRowKernels();

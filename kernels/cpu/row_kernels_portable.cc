@@ -142,23 +142,27 @@ int KernelThreads() {
 }
 
 namespace {
-std::atomic<int64_t> g_min_elements_per_thread{kDefaultMinElementsPerThread};
+// A size setting of the kernels: a value > 0 set from any thread, anything else restoring
+// the default.
+class SizeSetting {
+ public:
+  constexpr explicit SizeSetting(int64_t fallback) : fallback_(fallback), value_(fallback) {}
+  void Set(int64_t value) { value_.store(value > 0 ? value : fallback_, std::memory_order_relaxed); }
+  int64_t Get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  const int64_t fallback_;
+  std::atomic<int64_t> value_;
+};
+
+SizeSetting g_min_elements_per_thread{kDefaultMinElementsPerThread};
+SizeSetting g_stream_min_bytes{kDefaultStreamMinBytes};
 }  // namespace
 
-void SetMinElementsPerThread(int64_t elements) {
-  g_min_elements_per_thread.store(elements > 0 ? elements : kDefaultMinElementsPerThread, std::memory_order_relaxed);
-}
+void SetMinElementsPerThread(int64_t elements) { g_min_elements_per_thread.Set(elements); }
+int64_t MinElementsPerThread() { return g_min_elements_per_thread.Get(); }
 
-int64_t MinElementsPerThread() { return g_min_elements_per_thread.load(std::memory_order_relaxed); }
-
-namespace {
-std::atomic<int64_t> g_stream_min_bytes{kDefaultStreamMinBytes};
-}  // namespace
-
-void SetStreamMinBytes(int64_t bytes) {
-  g_stream_min_bytes.store(bytes > 0 ? bytes : kDefaultStreamMinBytes, std::memory_order_relaxed);
-}
-
-int64_t StreamMinBytes() { return g_stream_min_bytes.load(std::memory_order_relaxed); }
+void SetStreamMinBytes(int64_t bytes) { g_stream_min_bytes.Set(bytes); }
+int64_t StreamMinBytes() { return g_stream_min_bytes.Get(); }
 
 }  // namespace ms_groupnorm

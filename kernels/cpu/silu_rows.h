@@ -49,28 +49,7 @@ struct SiluRowKernels {
                             const float *scale, float b, float c);
 };
 
-struct SiluRowKernelSet {
-  const char *isa;
-  SiluRowKernels<float> f32;
-  SiluRowKernels<Half> f16;
-  SiluRowKernels<BFloat16> bf16;
-
-  template <typename T>
-  const SiluRowKernels<T> &For() const;
-};
-
-template <>
-inline const SiluRowKernels<float> &SiluRowKernelSet::For<float>() const {
-  return f32;
-}
-template <>
-inline const SiluRowKernels<Half> &SiluRowKernelSet::For<Half>() const {
-  return f16;
-}
-template <>
-inline const SiluRowKernels<BFloat16> &SiluRowKernelSet::For<BFloat16>() const {
-  return bf16;
-}
+using SiluRowKernelSet = KernelSet<SiluRowKernels>;
 
 const SiluRowKernelSet &PortableSiluRowKernels();
 const SiluRowKernelSet *Avx2SiluRowKernels();    // nullptr where not compiled in or unsupported

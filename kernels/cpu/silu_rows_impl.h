@@ -18,6 +18,8 @@
 // inputs only (any thread count, any position in a row gives the same bits); the builds
 // differ by MulAdd's rounding only.
 
+#include "lane_folds_impl.h"
+
 constexpr int kSiluRegs = kLanes / kW;
 static_assert(kSiluRegs * kW == kLanes, "a vector width must divide the lane count");
 
@@ -54,6 +56,19 @@ inline void StorePartial(T *p, VF v, int64_t count) {
   T buffer[kW];
   Store(buffer, v);
   for (int64_t k = 0; k < count; ++k) p[k] = buffer[k];
+}
+
+// out[i..] = op(load) over one row of n elements, kW at a time: op computes the vector from
+// the inputs that load(p) reads at the current position (the last vector partial, padded
+// with zeros, its extra lanes not stored).
+template <typename T, typename Op>
+inline void MapVectors(T *out, int64_t n, Op op) {
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) Store(out + i, op([i](const auto *p) { return Load(p + i); }));
+  if (i < n) {
+    const int64_t count = n - i;
+    StorePartial(out + i, op([i, count](const auto *p) { return LoadPartial(p + i, count); }), count);
+  }
 }
 
 // ---- sigmoid(t) = 1 / (1 + exp(-t)) with this project's exp ----
@@ -129,28 +144,15 @@ void NormalizeSiluRows(const T *x, T *z, int64_t hxw, int64_t rows, float mu, co
     const T *x_row = x + r * hxw;
     T *z_row = z + r * hxw;
     const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
-    int64_t i = 0;
-    for (; i + kW <= hxw; i += kW) Store(z_row + i, Swish(Affine(Load(x_row + i), vmu, vs, vt), vk));
-    if (i < hxw) StorePartial(z_row + i, Swish(Affine(LoadPartial(x_row + i, hxw - i), vmu, vs, vt), vk), hxw - i);
+    MapVectors(z_row, hxw, [&](auto load) { return Swish(Affine(load(x_row), vmu, vs, vt), vk); });
   }
 }
 
-// FoldLanesViaFloat of row_kernels_impl.h (the backward's fold), on kSiluRegs vectors.
+// FoldLanesViaFloat (lane_folds_impl.h, the row kernels' backward fold) of kSiluRegs vectors.
 inline double FoldViaFloat(const VF *acc) {
   float lanes[kLanes];
   for (int r = 0; r < kSiluRegs; ++r) __builtin_memcpy(lanes + r * kW, &acc[r], sizeof(VF));
-  constexpr int kFold = 8;
-  static_assert(kLanes == 4 * kFold, "four rows of 8 lanes");
-  float quad[kFold];
-  for (int k = 0; k < kFold; ++k) {
-    quad[k] = (lanes[k] + lanes[kFold + k]) + (lanes[2 * kFold + k] + lanes[3 * kFold + k]);
-  }
-  double part[kFold];
-  for (int k = 0; k < kFold; ++k) part[k] = quad[k];
-  for (int width = kFold / 2; width > 0; width /= 2) {
-    for (int k = 0; k < width; ++k) part[k] += part[k + width];
-  }
-  return part[0];
+  return FoldLanesViaFloat(lanes);
 }
 
 template <typename T>
@@ -228,13 +230,7 @@ void SiluInputGradRows(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows
       const VF xc = xv - vmu;
       return MulAdd(vb, xc, MulAdd(vs, SwishGrad(d, MulAdd(xc, vs, vt), vk), vc));
     };
-    int64_t i = 0;
-    for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(dz + offset + i), Load(x + offset + i)));
-    if (i < hxw) {
-      const int64_t count = hxw - i;
-      StorePartial(dx + offset + i, op(LoadPartial(dz + offset + i, count), LoadPartial(x + offset + i, count)),
-                   count);
-    }
+    MapVectors(dx + offset, hxw, [&](auto load) { return op(load(dz + offset), load(x + offset)); });
   }
 }
 
@@ -252,13 +248,7 @@ void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]);
     auto op = [&](VF gv, VF xv) { return MulAdd(vb, xv - vmu, MulAdd(vs, gv, vc)); };  // as SiluInputGrad
-    int64_t i = 0;
-    for (; i + kW <= hxw; i += kW) Store(dx + offset + i, op(Load(g + offset + i), Load(x + offset + i)));
-    if (i < hxw) {
-      const int64_t count = hxw - i;
-      StorePartial(dx + offset + i, op(LoadPartial(g + offset + i, count), LoadPartial(x + offset + i, count)),
-                   count);
-    }
+    MapVectors(dx + offset, hxw, [&](auto load) { return op(load(g + offset), load(x + offset)); });
   }
 }
 

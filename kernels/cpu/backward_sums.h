@@ -1,0 +1,95 @@
+// The O(N*C) sums every GroupNorm-style backward keeps (GroupNorm's and the fused
+// GroupNorm + SiLU's): the channel sums db[n, c] and ds[n, c] of the incoming gradient (dy, or
+// the fused op's g = dz * dz/dy), the groups' dx coefficients b and c0, and the sums over the
+// batch that give dgamma and dbeta. All of it lives in the call's scratch (call_scratch.h):
+// nothing full-size, nothing zero-filled (each slot is written before it is read).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "call_scratch.h"
+#include "group_norm_sizes.h"
+#include "half_types.h"
+
+namespace ms_groupnorm {
+namespace detail {
+
+// The tensors a backward reads and writes: dy (the fused op's dz), x, the saved statistics,
+// gamma (nullptr: ones) and dx.
+template <typename T, typename U>
+struct BackwardData {
+  const T *dy;
+  const T *x;
+  const U *mean;
+  const U *rstd;
+  const U *gamma;
+  T *dx;
+};
+
+template <typename U>
+class BackwardSums {
+ public:
+  static size_t ScratchBytes(const GroupNormSizes &s) {
+    return 2 * CallScratch::Bytes<double>(s.N * s.C) + 2 * CallScratch::Bytes<double>(s.N * s.G) +
+           2 * CallScratch::Bytes<double>(s.C);
+  }
+
+  BackwardSums(const GroupNormSizes &s, OutputMask mask, const U *rstd, U *dgamma, U *dbeta, CallScratch &scratch)
+      : s_(s), mask_(mask), rstd_(rstd), dgamma_(dgamma), dbeta_(dbeta), db(scratch.Take<double>(s.N * s.C)),
+        ds(scratch.Take<double>(s.N * s.C)), b(scratch.Take<double>(s.N * s.G)), c0(scratch.Take<double>(s.N * s.G)),
+        dgamma_sum_(scratch.Take<double>(s.C)), dbeta_sum_(scratch.Take<double>(s.C)) {}
+
+  // dgamma[c] = sum_n rstd[n, g] * ds[n, c], dbeta[c] = sum_n db[n, c], n ascending, in double,
+  // for the channels of group g; the task walks the (N, C) sums row by row (contiguous
+  // channels, one rstd per group) rather than down a column with stride C. The first row
+  // initialises the sums (as 0.0 + first, the bits of adding to a zeroed sum).
+  void ReduceOverBatch(int64_t g) {
+    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    double *dgamma = dgamma_sum_ + g * D, *dbeta = dbeta_sum_ + g * D;
+    for (int64_t n = 0; n < N; ++n) {
+      const double *db_row = db + n * C + g * D, *ds_row = ds + n * C + g * D;
+      if (mask_.dgamma) {
+        const double r = ToFloat(rstd_[n * G + g]);
+        for (int64_t d = 0; d < D; ++d) dgamma[d] = (n == 0 ? 0.0 : dgamma[d]) + r * ds_row[d];
+      }
+      for (int64_t d = 0; d < D; ++d) dbeta[d] = (n == 0 ? 0.0 : dbeta[d]) + db_row[d];
+    }
+    for (int64_t d = 0; d < D; ++d) {
+      if (mask_.dgamma) dgamma_[g * D + d] = FromFloat<U>(static_cast<float>(dgamma[d]));
+      if (mask_.dbeta) dbeta_[g * D + d] = FromFloat<U>(static_cast<float>(dbeta[d]));
+    }
+  }
+
+ private:
+  GroupNormSizes s_;
+  OutputMask mask_;
+  const U *rstd_;
+  U *dgamma_;
+  U *dbeta_;
+
+ public:
+  double *const db;  // (N, C) sums of the incoming gradient
+  double *const ds;  // (N, C) its sums times (x - mean)
+  double *const b;   // (N, G) dx coefficients: dx = a_c * gradient + b * (x - mean) + c0
+  double *const c0;
+
+ private:
+  double *dgamma_sum_;  // (C,) running sums over the batch
+  double *dbeta_sum_;
+};
+
+// Empty input (N, C or HxW == 0): dgamma = dbeta = 0 (+0 in every storage type), no dx to
+// write. C == 0 also means D == 0, which the kernels would divide by. True when it was empty.
+template <typename U>
+inline bool EmptyBackward(const GroupNormSizes &s, OutputMask mask, U *dgamma, U *dbeta) {
+  if (s.N * s.C * s.HxW != 0) return false;
+  for (int64_t c = 0; c < s.C; ++c) {
+    if (mask.dgamma) dgamma[c] = U{};
+    if (mask.dbeta) dbeta[c] = U{};
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace ms_groupnorm

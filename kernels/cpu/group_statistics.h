@@ -1,0 +1,205 @@
+// The forward's statistics and schedule, shared by every forward kernel (GroupNorm,
+// GroupNorm + SiLU) so that they all store the same mean and rstd bits.
+//
+// They need only group totals, and a group's D channels are contiguous, so the two sums
+// (x - x0, then (x - mean)^2) run over the group's D * HxW elements as one row: kBlock-element
+// blocks folded into double and added in order. (Summing channel by channel cost a fold per
+// channel, most of the time for 8x8 channels.) With fewer groups than threads (ByBlocks) the
+// blocks are the unit of work, each block's sum is the same double, and they are added in the
+// same order, so both schedules give the same bits. x0 is the mean of the group's first
+// kShiftElements elements: a float lane (up to kBlock / kLanes elements) then sums deviations
+// from a rough mean, not values near the mean, so with |mean| >> std the mean's rounding error
+// scales with the spread of x rather than with |mean|; with a mean near 0 the deviations are
+// no larger than the values.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "call_scratch.h"
+#include "kernel_schedule.h"
+#include "row_kernels.h"
+#include "wide_range_rows.h"
+
+namespace ms_groupnorm {
+namespace detail {
+
+template <typename T, typename U>
+class GroupStatistics {
+ public:
+  static size_t ScratchBytes(const GroupNormSizes &s) {
+    const int64_t groups = s.N * s.G;
+    return 3 * CallScratch::Bytes<float>(groups) + CallScratch::Bytes<double>(groups) +
+           CallScratch::Bytes<uint8_t>(groups) + CallScratch::Bytes<double>(groups * BlocksPerGroup(s));
+  }
+
+  GroupStatistics(const T *x, U *mean, U *rstd, GroupNormSizes sizes, float eps, CallScratch &scratch)
+      : x_(x), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps), rows_(ActiveRowKernels().For<T>()),
+        group_size_(sizes.D() * sizes.HxW), blocks_(BlocksPerGroup(sizes)),
+        shift_(scratch.Take<float>(sizes.N * sizes.G)), group_mean_(scratch.Take<float>(sizes.N * sizes.G)),
+        group_rstd_(scratch.Take<float>(sizes.N * sizes.G)), wide_rstd_(scratch.Take<double>(sizes.N * sizes.G)),
+        wide_(scratch.Take<uint8_t>(sizes.N * sizes.G)),
+        block_sums_(scratch.Take<double>(sizes.N * sizes.G * blocks_)) {}
+
+  // The forward's schedule: the statistics, then output(n, c_first, rows) over every
+  // channel. Group-wise, a group's output is written right after its statistics (the group
+  // is still in L2); with fewer groups than threads, all statistics first (ByBlocks), then
+  // one channel per task. One parallel region (none on one thread), as kernel_schedule.h.
+  template <typename Output>
+  void Run(Output &&output) {
+    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    const int threads = ThreadsFor(N * C * s_.HxW);
+    const bool by_blocks = SplitByChannel(N * G, threads);
+    InOneRegion(threads, [&] {
+      if (by_blocks) {
+        ByBlocks();
+#pragma omp for schedule(static)
+        for (int64_t nc = 0; nc < N * C; ++nc) output(nc / C, nc % C, 1);
+      } else {
+#pragma omp for schedule(static)
+        for (int64_t ng = 0; ng < N * G; ++ng) {
+          ForGroup(ng);
+          output(ng / G, (ng % G) * D, D);
+        }
+      }
+    });
+  }
+
+  // The float32 statistics y is computed with (before rounding to U; see GroupMean).
+  float Mean(int64_t ng) const { return group_mean_[ng]; }
+  float Rstd(int64_t ng) const { return group_rstd_[ng]; }
+  // Whether group ng's statistics came from the double loops (WideGroup); its y is then
+  // computed in double too, from Mean(ng) and WideRstd(ng) (rstd before rounding to float:
+  // beyond a standard deviation of 8.5e37 the float32 rstd is subnormal).
+  bool Wide(int64_t ng) const { return wide_[ng] != 0; }
+  double WideRstd(int64_t ng) const { return wide_rstd_[ng]; }
+
+ private:
+  static int64_t BlocksPerGroup(const GroupNormSizes &s) { return (s.D() * s.HxW + kBlock - 1) / kBlock; }
+  const T *Group(int64_t ng) const { return x_ + ng * group_size_; }
+
+  // The statistics of group ng = n * G + g (the group-wise schedule: one thread per group).
+  void ForGroup(int64_t ng) {
+    double sum;
+    wide_[ng] = 0;
+    ComputeShift(ng);
+    rows_.centered_sum(Group(ng), shift_[ng], group_size_, 1, &sum);
+    if (!GroupMean(ng, sum)) return WideGroup(ng);
+    rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sum);
+    if (!GroupRstd(ng, sum)) WideGroup(ng);
+  }
+
+  // Every group's statistics with the blocks as the unit of work (fewer groups than threads);
+  // work-sharing loops of the caller's region. Each group gets the numbers ForGroup gives it.
+  void ByBlocks() {
+    const int64_t groups = s_.N * s_.G, blocks = blocks_, items = groups * blocks;
+#pragma omp for schedule(static)
+    for (int64_t ng = 0; ng < groups; ++ng) ComputeShift(ng);
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < items; ++k) {
+      const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+      rows_.centered_sum(Group(ng) + start, shift_[ng], std::min(kBlock, group_size_ - start), 1, &block_sums_[k]);
+    }
+#pragma omp for schedule(static)
+    for (int64_t ng = 0; ng < groups; ++ng) wide_[ng] = !GroupMean(ng, InOrder(block_sums_ + ng * blocks, blocks));
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < items; ++k) {
+      const int64_t ng = k / blocks, start = (k % blocks) * kBlock;
+      if (wide_[ng]) continue;
+      rows_.centered_squares(Group(ng) + start, group_mean_[ng], std::min(kBlock, group_size_ - start), 1,
+                             &block_sums_[k]);
+    }
+    // The groups the float32 sums could not handle, one thread each, as ForGroup does them.
+#pragma omp for schedule(static)
+    for (int64_t ng = 0; ng < groups; ++ng) {
+      if (!wide_[ng]) wide_[ng] = !GroupRstd(ng, InOrder(block_sums_ + ng * blocks, blocks));
+      if (wide_[ng]) WideGroup(ng);
+    }
+  }
+
+  // x0 of the group (see above), the same in both schedules; 0 when the group is empty
+  // or x0 is not finite, so an inf or NaN element gives the mean it gave unshifted.
+  static constexpr int64_t kShiftElements = 64;
+  void ComputeShift(int64_t ng) {
+    const int64_t count = std::min(kShiftElements, group_size_);
+    double sum = 0.0;
+    if (count > 0) rows_.sum(Group(ng), count, 1, &sum);
+    const float x0 = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+    shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;
+  }
+
+  // What a sum over the whole group returns: its blocks' sums added in order.
+  static double InOrder(const double *block_sums, int64_t blocks) {
+    double total = 0.0;
+    for (int64_t b = 0; b < blocks; ++b) total += block_sums[b];
+    return total;
+  }
+
+  // The variance and y use the float32 mean, never the value rounded to a float16 or
+  // bfloat16 `mean` output: with |mean| >> std that rounding (up to 2^-9 of |mean| in
+  // bf16) would shift every y. Only the stored copy is rounded. A caller that wants its
+  // backward to use exactly the statistics the forward used asks for float32 ones (the
+  // layers and group_norm do; see ms_groupnorm/functional.py).
+  // Both return false, storing nothing, when the float32 sum cannot be trusted: a
+  // non-finite sum (a float32 lane overflowed, or x holds inf/NaN, whose statistics the double
+  // loops give as well), or a variance so small (< 2^-100) that its float32 squares were
+  // subnormal while eps is too small (|eps| < 2^-70) to hide that. Ordinary data never gets here.
+  bool GroupMean(int64_t ng, double centered_sum) {
+    if (!std::isfinite(centered_sum)) return false;
+    const double m = static_cast<double>(group_size_);
+    const float mu = m > 0 ? static_cast<float>(static_cast<double>(shift_[ng]) + centered_sum / m) : 0.0f;
+    mean_[ng] = FromFloat<U>(mu);
+    group_mean_[ng] = mu;
+    return true;
+  }
+
+  static constexpr double kSmallestFloatVariance = 0x1p-100, kSmallestEpsHidingIt = 0x1p-70;
+  bool GroupRstd(int64_t ng, double sum) {
+    const double m = static_cast<double>(group_size_);
+    if (!std::isfinite(sum) ||
+        (m > 0 && sum / m < kSmallestFloatVariance && std::fabs(static_cast<double>(eps_)) < kSmallestEpsHidingIt)) {
+      return false;
+    }
+    // An empty group has no variance: rstd is NaN, as aclnnGroupNorm documents.
+    // A negative eps larger than the variance gives NaN, as in mindspore.ops.group_norm.
+    const double r = m > 0 ? 1.0 / std::sqrt(sum / m + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
+    const float r32 = static_cast<float>(r);
+    rstd_[ng] = FromFloat<U>(r32);
+    group_rstd_[ng] = r32;  // float32, not the rounded output (see GroupMean)
+    return true;
+  }
+
+  // Group ng's statistics from the double loops (wide_range_rows.h), for any finite x.
+  void WideGroup(int64_t ng) {
+    double mu, r;
+    wide::Statistics(Group(ng), group_size_, static_cast<double>(eps_), &mu, &r);
+    group_mean_[ng] = static_cast<float>(mu);
+    group_rstd_[ng] = static_cast<float>(r);
+    mean_[ng] = FromFloat<U>(group_mean_[ng]);
+    rstd_[ng] = FromFloat<U>(group_rstd_[ng]);
+    wide_rstd_[ng] = r;
+    wide_[ng] = 1;
+  }
+
+  const T *x_;
+  U *mean_;
+  U *rstd_;
+  GroupNormSizes s_;
+  float eps_;
+  const RowKernels<T> &rows_;
+  int64_t group_size_;  // D * HxW elements, contiguous
+  int64_t blocks_;      // kBlock-element blocks per group
+  // (N, G) each, in the call's scratch (call_scratch.h): written before they are read.
+  float *shift_;        // x0 of the first sum
+  float *group_mean_;   // float32 mean/rstd (before rounding to U)
+  float *group_rstd_;
+  double *wide_rstd_;   // rstd in double, for the groups WideGroup computed
+  uint8_t *wide_;       // 1 where WideGroup computed the statistics
+  double *block_sums_;  // (N, G, blocks): the block-wise schedule's partial sums
+};
+
+}  // namespace detail
+}  // namespace ms_groupnorm

@@ -1,0 +1,120 @@
+// How a CPU kernel call spreads its work over threads; one schedule per direction, shared by
+// GroupNorm and the fused GroupNorm + SiLU, which only supply their per-row steps.
+//
+// Groups are the natural unit of work: a group's second pass then reads what its first pass
+// just left in L2. With fewer groups than threads the work is split by channel instead (or,
+// for the forward's statistics, by kBlock-element block: group_statistics.h). Threads only
+// decide which group, channel or block a core handles, never how a sum is split, so every
+// schedule and thread count gives the same bits.
+//
+// A call opens at most one OpenMP parallel region, and none when it runs on one thread: its
+// steps are orphaned work-sharing loops, each ending at the barrier the next one needs.
+// Waking the team once per step cost 3-4 fork/joins per call, a visible part of the small
+// shapes' time.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "group_norm_sizes.h"
+#include "half_types.h"
+#include "row_kernels.h"
+
+namespace ms_groupnorm {
+namespace detail {
+
+// At most one thread per MinElementsPerThread() elements (row_kernels.h says why).
+inline int ThreadsFor(int64_t elements) {
+  const int64_t useful = std::max<int64_t>(1, elements / MinElementsPerThread());
+  return static_cast<int>(std::min<int64_t>(KernelThreads(), useful));
+}
+
+inline bool SplitByChannel(int64_t groups, int threads) { return groups < threads; }
+
+template <typename T>
+inline bool StreamOutput(const GroupNormSizes &s) {
+  return s.N * s.C * s.HxW * static_cast<int64_t>(sizeof(T)) >= StreamMinBytes();
+}
+
+template <typename U>
+inline float GammaAt(const U *gamma, int64_t c) {
+  return gamma == nullptr ? 1.0f : ToFloat(gamma[c]);
+}
+
+template <typename U>
+inline float BetaAt(const U *beta, int64_t c) {
+  return beta == nullptr ? 0.0f : ToFloat(beta[c]);
+}
+
+// Runs steps() on every thread of one parallel region of `threads` threads, or directly on
+// one thread. Called from inside a caller's own parallel region, an orphaned loop would bind
+// to the caller's team and share out this call's iterations among calls that are not its
+// own, so there a region of this call's own is opened even for one thread.
+template <typename Steps>
+inline void InOneRegion(int threads, Steps &&steps) {
+  if (threads == 1 && !omp_in_parallel()) {
+    steps();
+  } else {
+#pragma omp parallel num_threads(threads)
+    steps();
+  }
+}
+
+// The backward's schedule. A backward operator supplies, for `rows` channels of one group
+// from c_first (a whole group, or one channel when split by channel):
+//   Reduce(n, c_first, rows, kept)     the channel sums db, ds;
+//   GroupCoefficients(ng)              the group's dx coefficients, from its channels' sums;
+//   InputGrad(n, c_first, rows, kept)  dx;
+//   ReduceOverBatch(g)                 dgamma, dbeta of group g's channels, summed over n.
+// `kept` is the calling thread's KeptFloats() floats (nullptr in the channel split): room to
+// keep a group's intermediate between its Reduce and its InputGrad, which run on the same
+// thread one after the other.
+class BackwardSchedule {
+ public:
+  explicit BackwardSchedule(const GroupNormSizes &s)
+      : s_(s), threads_(ThreadsFor(s.N * s.C * s.HxW)), by_channel_(SplitByChannel(s.N * s.G, threads_)) {}
+
+  int threads() const { return threads_; }
+  bool by_channel() const { return by_channel_; }
+
+  // kept_floats: how many floats of `kept` each thread's storage holds (0: none).
+  template <typename Steps>
+  void Run(Steps &steps, OutputMask mask, float *kept, int64_t kept_floats) const {
+    const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
+    InOneRegion(threads_, [&] {
+      if (by_channel_) {
+#pragma omp for schedule(static)
+        for (int64_t nc = 0; nc < N * C; ++nc) steps.Reduce(nc / C, nc % C, 1, nullptr);
+#pragma omp for schedule(static)
+        for (int64_t ng = 0; ng < N * G; ++ng) steps.GroupCoefficients(ng);
+        if (mask.dx) {
+#pragma omp for schedule(static)
+          for (int64_t nc = 0; nc < N * C; ++nc) steps.InputGrad(nc / C, nc % C, 1, nullptr);
+        }
+      } else {
+        float *mine = kept_floats > 0 ? kept + omp_get_thread_num() * kept_floats : nullptr;
+#pragma omp for schedule(static)
+        for (int64_t ng = 0; ng < N * G; ++ng) {
+          const int64_t n = ng / G, g = ng % G;
+          steps.Reduce(n, g * D, D, mine);
+          steps.GroupCoefficients(ng);
+          if (mask.dx) steps.InputGrad(n, g * D, D, mine);
+        }
+      }
+      if (mask.dgamma || mask.dbeta) {
+#pragma omp for schedule(static)
+        for (int64_t g = 0; g < G; ++g) steps.ReduceOverBatch(g);
+      }
+    });
+  }
+
+ private:
+  GroupNormSizes s_;
+  int threads_;
+  bool by_channel_;
+};
+
+}  // namespace detail
+}  // namespace ms_groupnorm
