@@ -64,11 +64,24 @@ def _default_combinations(marker):
     return [{name: values[i % len(values)] for name, values in axes.items()} for i in range(length)]
 
 
-def _mark_outside_default_sample_exhaustive(items):
+def _selected_by_case(config):
+    """Node ids (without the case) of the tests the command line names by one of their cases
+    (``tests/test_x.py::test_y[case]``): only those cases are collected, so the sample's values
+    cannot all be among them."""
+    selected = set()
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if sep and "[" in rest:
+            relative = os.path.relpath(os.path.abspath(path), str(config.rootpath)).replace(os.sep, "/")
+            selected.add(f"{relative}::{rest.split('[', 1)[0]}")
+    return selected
+
+
+def _mark_outside_default_sample_exhaustive(items, partly_collected=()):
     """A test parametrised over a matrix carries ``@pytest.mark.default_sample(axis=[values], ...)``:
     its cases outside the sample are marked exhaustive. Parameters the marker does not name are
     kept whole. A listed name, value or combination the test does not have is an error, not a
-    silently smaller default tier."""
+    silently smaller default tier (not checked for a test of which the command line picked cases)."""
     tests = {}  # one entry per test function: its marker, a node id, the parameters of its cases
     for item in items:
         marker = item.get_closest_marker("default_sample")
@@ -80,6 +93,8 @@ def _mark_outside_default_sample_exhaustive(items):
                    for combination in _default_combinations(marker)):
             item.add_marker(pytest.mark.exhaustive)
     for marker, nodeid, cases in tests.values():
+        if nodeid.split("[", 1)[0] in partly_collected:
+            continue
         for name, values in marker.kwargs.items():
             present = [params[name] for params in cases if name in params]
             if not present:
@@ -97,7 +112,7 @@ def _mark_outside_default_sample_exhaustive(items):
 # tryfirst: the exhaustive marks must be on the items before `-m exhaustive` selects by them.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    _mark_outside_default_sample_exhaustive(items)
+    _mark_outside_default_sample_exhaustive(items, _selected_by_case(config))
     if not exhaustive_enabled(config):
         skip = pytest.mark.skip(reason=EXHAUSTIVE_SKIP_REASON)
         for item in items:
