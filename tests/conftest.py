@@ -1,6 +1,10 @@
 import functools
 import os
+import subprocess
+import sys
 import tempfile
+import types
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -125,6 +129,59 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "ascend" in item.keywords:
             item.add_marker(skip)
+
+
+# ---- background builds: a fresh clone's compiles overlap the test run -----------------------
+# The fast-path modules and the twin libraries take most of a first run's CPU (~4 compiles of
+# 30-60 s each). A whole-suite run builds them in two background processes (one per kind,
+# tests/warm_build_caches.py) while the tests run; a test that needs one before it is ready
+# waits for it (MindSpore's builder waits on the other process's build lock; a test module that
+# imports a twin module waits here for the twin process). A run of chosen files builds on first
+# use, as before.
+WARM_UP_ENV = "MS_GROUPNORM_TEST_WARM_UP"  # =0: no background builds
+WARM_UP_SCRIPT = Path(__file__).resolve().parent / "warm_build_caches.py"
+_warm_ups = {}  # kind -> (process, log path)
+
+
+def _whole_suite(config):
+    tests_dir = WARM_UP_SCRIPT.parent
+    return all(Path(arg.split("::")[0]).resolve() in (tests_dir, Path(config.rootpath).resolve())
+               for arg in config.args)
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    if (os.environ.get(WARM_UP_ENV, "1") == "0" or config.option.collectonly or not WARM_UP_SCRIPT.is_file()
+            or not _whole_suite(config)):
+        return
+    work = Path(tempfile.mkdtemp(prefix="ms_groupnorm_warm_up_"))
+    for kind in ("pyboost", "twin"):
+        log = work / f"{kind}.log"
+        with open(log, "w") as out:  # its own session: a Ctrl-C of the run lets a started build finish
+            process = subprocess.Popen([sys.executable, str(WARM_UP_SCRIPT), kind], cwd=work, stdout=out,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        _warm_ups[kind] = (process, log)
+
+
+def _imports_a_twin(module):
+    return module is not None and any(isinstance(value, types.ModuleType) and value.__name__.startswith("ms_groupnorm")
+                                      and "twin" in value.__name__ for value in vars(module).values())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    process = _warm_ups.get("twin", (None,))[0]
+    if process is not None and process.poll() is None and _imports_a_twin(getattr(item, "module", None)):
+        process.wait()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus):
+    for kind, (process, log) in _warm_ups.items():
+        if exitstatus != pytest.ExitCode.INTERRUPTED:
+            process.wait()  # never leave a build (and its lock) behind a finished run
+        if process.poll() not in (None, 0):  # not a test failure: the tests built it themselves
+            terminalreporter.write_line(f"background build of the {kind} caches failed (exit {process.returncode}); "
+                                        f"its log: {log}")
 
 
 MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}
