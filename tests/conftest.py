@@ -1,6 +1,10 @@
 import functools
 import os
+import subprocess
+import sys
 import tempfile
+import types
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -64,11 +68,24 @@ def _default_combinations(marker):
     return [{name: values[i % len(values)] for name, values in axes.items()} for i in range(length)]
 
 
-def _mark_outside_default_sample_exhaustive(items):
+def _selected_by_case(config):
+    """Node ids (without the case) of the tests the command line names by one of their cases
+    (``tests/test_x.py::test_y[case]``): only those cases are collected, so the sample's values
+    cannot all be among them."""
+    selected = set()
+    for arg in config.args:
+        path, sep, rest = arg.partition("::")
+        if sep and "[" in rest:
+            relative = os.path.relpath(os.path.abspath(path), str(config.rootpath)).replace(os.sep, "/")
+            selected.add(f"{relative}::{rest.split('[', 1)[0]}")
+    return selected
+
+
+def _mark_outside_default_sample_exhaustive(items, partly_collected=()):
     """A test parametrised over a matrix carries ``@pytest.mark.default_sample(axis=[values], ...)``:
     its cases outside the sample are marked exhaustive. Parameters the marker does not name are
     kept whole. A listed name, value or combination the test does not have is an error, not a
-    silently smaller default tier."""
+    silently smaller default tier (not checked for a test of which the command line picked cases)."""
     tests = {}  # one entry per test function: its marker, a node id, the parameters of its cases
     for item in items:
         marker = item.get_closest_marker("default_sample")
@@ -80,6 +97,8 @@ def _mark_outside_default_sample_exhaustive(items):
                    for combination in _default_combinations(marker)):
             item.add_marker(pytest.mark.exhaustive)
     for marker, nodeid, cases in tests.values():
+        if nodeid.split("[", 1)[0] in partly_collected:
+            continue
         for name, values in marker.kwargs.items():
             present = [params[name] for params in cases if name in params]
             if not present:
@@ -97,7 +116,9 @@ def _mark_outside_default_sample_exhaustive(items):
 # tryfirst: the exhaustive marks must be on the items before `-m exhaustive` selects by them.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    _mark_outside_default_sample_exhaustive(items)
+    _mark_outside_default_sample_exhaustive(items, _selected_by_case(config))
+    if _warm_ups:
+        items.sort(key=lambda item: item.path.name not in NEED_NO_BUILT_MODULE)  # stable: file order kept
     if not exhaustive_enabled(config):
         skip = pytest.mark.skip(reason=EXHAUSTIVE_SKIP_REASON)
         for item in items:
@@ -110,6 +131,67 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "ascend" in item.keywords:
             item.add_marker(skip)
+
+
+# ---- background builds: a fresh clone's compiles overlap the test run -----------------------
+# The fast-path modules and the twin libraries take most of a first run's CPU (~4 compiles of
+# 30-60 s each). A whole-suite run builds them in two background processes (one per kind,
+# tests/warm_build_caches.py) while the tests run; a test that needs one before it is ready
+# waits for it (MindSpore's builder waits on the other process's build lock; a test module that
+# imports a twin module waits here for the twin process). A run of chosen files builds on first
+# use, as before.
+WARM_UP_ENV = "MS_GROUPNORM_TEST_WARM_UP"  # =0: no background builds
+WARM_UP_SCRIPT = Path(__file__).resolve().parent / "warm_build_caches.py"
+_warm_ups = {}  # kind -> (process, log path)
+
+
+def _whole_suite(config):
+    tests_dir = WARM_UP_SCRIPT.parent
+    return all(Path(arg.split("::")[0]).resolve() in (tests_dir, Path(config.rootpath).resolve())
+               for arg in config.args)
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    if (os.environ.get(WARM_UP_ENV, "1") == "0" or config.option.collectonly or not WARM_UP_SCRIPT.is_file()
+            or not _whole_suite(config)):
+        return
+    work = Path(tempfile.mkdtemp(prefix="ms_groupnorm_warm_up_"))
+    for kind in ("pyboost", "twin"):
+        log = work / f"{kind}.log"
+        with open(log, "w") as out:  # its own session: a Ctrl-C of the run lets a started build finish
+            process = subprocess.Popen([sys.executable, str(WARM_UP_SCRIPT), kind], cwd=work, stdout=out,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        _warm_ups[kind] = (process, log)
+
+
+# Test files that use only the kernel library (ctypes) and source checks: with background builds
+# running they go first, so that the first fast-path module is built before a test needs it
+# (it is ~20 s into the run otherwise, and takes ~60 s to build).
+NEED_NO_BUILT_MODULE = ("test_tiers.py", "test_no_work_item_refs.py", "test_reference.py", "test_silu_reference.py",
+                        "test_kernel.py", "test_kernel_extremes.py", "test_kernel_simd.py", "test_silu_kernel.py",
+                        "test_kernel_lib_buffers.py", "test_ascendc_real_headers.py")
+
+
+def _imports_a_twin(module):
+    return module is not None and any(isinstance(value, types.ModuleType) and value.__name__.startswith("ms_groupnorm")
+                                      and "twin" in value.__name__ for value in vars(module).values())
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    process = _warm_ups.get("twin", (None,))[0]
+    if process is not None and process.poll() is None and _imports_a_twin(getattr(item, "module", None)):
+        process.wait()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus):
+    for kind, (process, log) in _warm_ups.items():
+        if exitstatus != pytest.ExitCode.INTERRUPTED:
+            process.wait()  # never leave a build (and its lock) behind a finished run
+        if process.poll() not in (None, 0):  # not a test failure: the tests built it themselves
+            terminalreporter.write_line(f"background build of the {kind} caches failed (exit {process.returncode}); "
+                                        f"its log: {log}")
 
 
 MODES = {"graph": ms.GRAPH_MODE, "pynative": ms.PYNATIVE_MODE}

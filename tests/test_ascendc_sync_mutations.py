@@ -183,6 +183,9 @@ def test_the_scan_finds_the_synchronisation_of_all_three_kernels():
         (5, "PipeBarrier<PIPE_ALL>();")]
 
 
+# Exhaustive: a subset of test_deleting_any_sync_line_is_caught, and on a fresh machine ~49 s of CPU
+# (the twin objects and two mutants compiled at -O0).
+@pytest.mark.exhaustive
 def test_deleting_a_sample_of_sync_lines_is_caught(twin_objects, tmp_path):
     """One line per kernel, each mutant built once, only its kernel's launches."""
     root = ascendc_twin.ascendc_dir() / "op_kernel"

@@ -33,6 +33,8 @@ def test_known_answer_of_the_aclnn_example(mode):
     assert np.abs(dx.asnumpy()).max() < 1e-5
 
 
+# The default tier: every empty shape once, the modes alternating.
+@pytest.mark.default_sample(shape=[(0, 6, 4), (2, 6, 0), (3, 6, 2, 0)], mode=["graph", "pynative"])
 @pytest.mark.parametrize("shape", [(0, 6, 4), (2, 6, 0), (3, 6, 2, 0)])
 def test_empty_input(mode, shape):
     N, C, HxW = shape[0], shape[1], math.prod(shape[2:])

@@ -133,6 +133,8 @@ def _compare(ours, theirs, expected, case, what):
             f"MindSpore's {their_err:.3g}; case {case}")
 
 
+# The default tier: PyNative, and GRAPH in STRICT syntax (its dynamic shapes and bfloat16 included).
+@pytest.mark.default_sample(mode=["pynative", "graph"], level=["LAX", "STRICT"])
 @pytest.mark.parametrize("mode,level", [("pynative", "LAX"), ("graph", "LAX"), ("graph", "STRICT")])
 def test_fuzz_against_mindspore(mode, level):
     ms.set_context(mode=ms.PYNATIVE_MODE if mode == "pynative" else ms.GRAPH_MODE)

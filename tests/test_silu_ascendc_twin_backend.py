@@ -268,6 +268,8 @@ FORWARD_CASES = [("float32", "float32", (2, 6, 5, 3), 3, 1.0), ("float16", "floa
                  ("bfloat16", "float32", (4, 12), 3, 1.0), ("float32", "float32", (2, 4, 3, 2), 1, 0.6)]
 
 
+# The default tier: every case once, the modes alternating.
+@pytest.mark.default_sample(shape=[c[2] for c in FORWARD_CASES], mode=["graph", "pynative"])
 @pytest.mark.parametrize("data,stat,shape,G,swish", FORWARD_CASES,
                          ids=[f"{c[0]}-{c[1]}-scale{c[4]}" for c in FORWARD_CASES])
 def test_forward_against_the_reference_and_the_cpu_fused_op(mode, rng, monkeypatch, twin_backend, data, stat, shape,
@@ -309,6 +311,9 @@ class WeightedSum(nn.Cell):
         return (self.net(x).astype(ms.float32) * self.weight).sum()
 
 
+# The default tier: every dtype pair once, the modes alternating.
+@pytest.mark.default_sample(data=["float32", "float16", "bfloat16", "float16"],
+                            stat=["float32", "float32", "float32", "float16"], mode=["graph", "pynative"])
 @pytest.mark.parametrize("data,stat", [("float32", "float32"), ("float16", "float32"), ("bfloat16", "float32"),
                                        ("float16", "float16")])
 def test_training_step_through_the_twin(mode, rng, twin_backend, data, stat):

@@ -54,6 +54,8 @@ CONTRACT_CASES = [(shape, G, *DTYPES[i].values) for (shape, G), dtype_indexes in
                   zip(CONTRACT_SHAPES, [(0, 2), (1, 4), (0, 3), (4,), (0, 1)]) for i in dtype_indexes]
 
 
+# The default tier: every shape (with its dtype pairs) once, the modes alternating.
+@pytest.mark.default_sample(shape=[shape for shape, _ in CONTRACT_SHAPES], mode=["graph", "pynative"])
 @pytest.mark.parametrize("shape,G,data_dtype,stat_dtype", CONTRACT_CASES)
 def test_contracts(mode, rng, shape, G, data_dtype, stat_dtype):
     swish_scale = 1.0 if G != 1 else 1.7

@@ -93,3 +93,12 @@ def test_matrix(case, dtype):
     result = tiers.runpytest_inprocess(*QUIET)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*default_sample*{words}*"])
+
+
+def test_cases_named_on_the_command_line_run_without_the_whole_matrix(tiers):
+    """Picking cases of a sampled matrix by node id collects only those: no usage error, and
+    each picked case keeps its tier."""
+    tiers.makepyfile(test_m=MATRIX)
+    picked = ("test_m.py::test_matrix[a-fp32-immediate]", "test_m.py::test_matrix[b-fp32-immediate]")
+    assert outcomes(tiers.runpytest_inprocess(*QUIET, *picked)) == {"passed": 1, "skipped": 1}
+    assert outcomes(tiers.runpytest_inprocess(*QUIET, "--exhaustive", *picked)) == {"passed": 2}

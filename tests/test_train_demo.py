@@ -43,6 +43,8 @@ def _accuracies(output):
 
 
 # PyNative steps cost several times GRAPH's on CPU, so its run is shorter.
+# The default tier runs the README's demo command (GRAPH_MODE, its default).
+@pytest.mark.default_sample(mode=["graph"])
 @pytest.mark.parametrize("mode, steps, min_accuracy", [("graph", 45, 0.6), ("pynative", 20, 0.3)])
 def test_short_run_agrees_and_learns(mode, steps, min_accuracy, tmp_path):
     plot = tmp_path / "curves.png"
