@@ -43,7 +43,7 @@ def test_names_the_user_docs_use_resolve(dotted):
 
 
 def test_cache_locations(monkeypatch, tmp_path):
-    from ms_groupnorm._pyboost import cache_root
+    from ms_groupnorm.backends.cpu_pyboost import cache_root
 
     monkeypatch.setenv("MS_GROUPNORM_CACHE", str(tmp_path / "mine"))
     assert cache_root() == tmp_path / "mine"
