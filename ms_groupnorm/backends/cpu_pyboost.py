@@ -59,7 +59,7 @@ def source(name):
 # (measured on 2.7.1). The fast path is off on such a wheel; the aot ops run instead.
 FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "include", "pynative", "backward", "function.h")
 EARLIER_FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "pynative", "backward", "function.h")
-SHARED_HEADERS = (ORDERING_HEADER,)  # part of every build key
+SHARED_HEADERS = (ORDERING_HEADER, NATIVE_DIR / "cpu_pyboost_common.h")  # part of every build key
 
 
 def off_reason():
