@@ -24,8 +24,8 @@ from mindspore.ops.primitive import constexpr
 from .backends.ascend_operators import NOT_INSTALLED
 from .errors import ParamInvalidError, ParamTypeError
 from .ops import checks, routing
-from .ops.layout import (absent, cast_params, empty_backward, empty_forward, forward_contract_outputs, forward_stat_dtype,
-                         kernel_layout, masked_backward_outputs, param_spec, spec)
+from .ops.layout import (absent, cast_params, empty_backward, empty_forward, forward_contract_outputs,
+                         forward_stat_dtype, kernel_layout, masked_backward_outputs, param_spec, spec)
 
 FULL_MASK = routing.FULL_MASK
 

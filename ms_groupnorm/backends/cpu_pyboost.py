@@ -90,7 +90,8 @@ def build(name="group_norm"):
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the pyboost module needs {', '.join(missing)} on PATH")
     library = Path(cpu_kernels.library_path()).resolve()
-    module_name = f"{prefix}_{build_key(module_source.read_bytes(), *[h.read_bytes() for h in SHARED_HEADERS], library)}"
+    key = build_key(module_source.read_bytes(), *[h.read_bytes() for h in SHARED_HEADERS], library)
+    module_name = f"{prefix}_{key}"
     build_dir = cache_root() / "pyboost" / module_name
     return build_module(
         module_name, [module_source], build_dir,

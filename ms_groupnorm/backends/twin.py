@@ -418,7 +418,8 @@ def forward_check_inputs(x, gamma, beta, num_groups):
 def forward_check_dtypes(x, gamma, beta):
     """The host's dtype rule (gnsms::CheckDtypes) on dtype names. Returns (status, message)."""
     error = ctypes.create_string_buffer(1024)
-    status = _forward_cdll().GnsmsTwinCheckDtypes(DTYPE_CODES[x], DTYPE_CODES[gamma], DTYPE_CODES[beta], error, len(error))
+    status = _forward_cdll().GnsmsTwinCheckDtypes(DTYPE_CODES[x], DTYPE_CODES[gamma], DTYPE_CODES[beta], error,
+                                                  len(error))
     return status, error.value.decode()
 
 

@@ -63,13 +63,14 @@ GROUP_NORM_SILU_GRAD = Description(
     name="group_norm_silu", entry="GroupNormSiluGrad", reg_name="GroupNormSiluGradMs",
     inputs=("dz", "x", "mean", "rstd", "gamma", "beta"), outputs=("dx", "dgamma", "dbeta"),
     attrs=(("group", "int"), ("swish_scale", "float")) + _MASK_ATTRS, reference=reference.silu_backward,
-    checks=("check_backward", "check_beta_for_backward", "check_swish_scale"), pyboost="group_norm_silu_grad", twin_library="backward",
-    ascend=GROUP_NORM_SILU_GRAD_MS)
+    checks=("check_backward", "check_beta_for_backward", "check_swish_scale"), pyboost="group_norm_silu_grad",
+    twin_library="backward", ascend=GROUP_NORM_SILU_GRAD_MS)
 GROUP_NORM_SILU = Description(
     name="group_norm_silu", entry="GroupNormSilu", reg_name="GroupNormSiluMs",
     inputs=("x", "gamma", "beta"), outputs=("z", "mean", "rstd"),
     attrs=(("group", "int"), ("eps", "float"), ("swish_scale", "float")), reference=reference.silu_forward,
-    checks=("check_forward", "check_swish_scale"), pyboost="group_norm_silu", twin_library="forward", ascend=GROUP_NORM_SILU_MS,
-    activate_silu=True, saved=("x", "mean", "rstd", "gamma", "beta"), backward=GROUP_NORM_SILU_GRAD)
+    checks=("check_forward", "check_swish_scale"), pyboost="group_norm_silu", twin_library="forward",
+    ascend=GROUP_NORM_SILU_MS, activate_silu=True, saved=("x", "mean", "rstd", "gamma", "beta"),
+    backward=GROUP_NORM_SILU_GRAD)
 
 OPERATORS = (GROUP_NORM, GROUP_NORM_SILU)

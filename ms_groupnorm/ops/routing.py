@@ -142,13 +142,13 @@ def _backward(description, attrs, mask, backend):
 
 def _forward(description, attrs, mask, backend, backward):
     """The forward op of ``description`` on ``backend``, its bprop running ``backward``."""
-    if backend == ASCEND_PYBOOST_BACKEND and (ascend_pyboost.forward_installed() or description is GROUP_NORM_SILU):
+    if backend == ASCEND_PYBOOST_BACKEND and (ascend_pyboost.forward_installed() or description.activate_silu):
         module = ascend_pyboost.module()
         return ascend.PynativeAscendForward(getattr(module, description.pyboost),
                                             getattr(module, f"{description.pyboost}_autograd"), attrs, mask)
     if backend in ("ascend", ASCEND_PYBOOST_BACKEND):
-        if description is GROUP_NORM_SILU:
-            return ascend.AscendSiluForward(*attrs[:2], attrs[2], backward)
+        if description.activate_silu:  # the fused forward on GroupNormSiluMs
+            return ascend.AscendSiluForward(*attrs, backward)
         if backend == "ascend" and ascend_pyboost.forward_installed():  # our forward: float32 statistics
             return ascend.AscendOwnForward(*attrs, backward)
         return ascend.AscendForward(*attrs, backward)
