@@ -8,12 +8,11 @@ from ._compat import check_mindspore_version
 check_mindspore_version()  # before anything imports MindSpore: one clear error outside the supported range
 
 from . import mint
-from .cell import GroupNorm
 from .convert import convert_group_norm
 from .errors import GroupNormParamError, ParamInvalidError, ParamNullptrError, ParamTypeError
-from .functional import group_norm, group_norm_backward, group_norm_forward
-from .silu import group_norm_silu, group_norm_silu_backward, group_norm_silu_forward
-from .silu_cell import GroupNormSiLU
+from .functional import (group_norm, group_norm_backward, group_norm_forward, group_norm_silu, group_norm_silu_backward,
+                         group_norm_silu_forward)
+from .layers import GroupNorm, GroupNormSiLU
 
 __all__ = [
     "GroupNorm",

@@ -6,6 +6,7 @@ CANN, so the user's MindSpore is not a free choice; installing ms_groupnorm must
 (setup.cfg's ``install_requires`` states the same range) and importing it with a version
 outside the range must fail once, clearly, instead of deep inside a kernel call.
 """
+import functools
 import importlib
 import re
 import sys
@@ -72,7 +73,7 @@ def pynative_executor():
 
 
 # The graph compiler evaluates callables it cannot parse (our op getters, see
-# _ops.evaluated_by_graph_compiler) through this function of its parser module, whose home
+# evaluated_by_graph_compiler) through this function of its parser module, whose home
 # moved in 2.9 (mindspore._extends.parse.parser -> mindspore.graph._parse.parser).
 _PARSER_EVAL = "eval_script"
 _PARSER_MODULES = ("mindspore._extends.parse.parser", "mindspore.graph._parse.parser")
@@ -91,3 +92,29 @@ def compiling_graph():
         if frame.f_code.co_name == _PARSER_EVAL and frame.f_globals.get("__name__") in _PARSER_MODULES:
             return True
     return False
+
+
+def evaluated_by_graph_compiler(function):
+    """``function``, wrapped so that MindSpore's graph compiler calls it in Python while
+    compiling instead of parsing its body.
+
+    The op getters of ``ops.routing`` are called inside functions that MindSpore compiles
+    (``functional.py`` in GRAPH_MODE, ``@ms.jit``). Their bodies read the environment and
+    the context, which graph syntax cannot express; but MindSpore treats a callable
+    implemented in C as opaque and calls it with the (constant) arguments at compile time,
+    using the op it returns as a graph node. ``functools.lru_cache`` is the standard
+    library's C-implemented wrapper around a Python function; ``maxsize=0`` makes it cache
+    nothing, because the answer depends on the backend and mode at each call (the ops
+    themselves are cached per backend)."""
+    return functools.lru_cache(maxsize=0)(function)
+
+
+@functools.lru_cache(maxsize=None)
+def _executor():
+    return pynative_executor()
+
+
+def recording_gradient():
+    """True while PyNative autograd records the ops being run (inside ms.grad,
+    value_and_grad, a training step...); ~2 us."""
+    return _executor().requires_grad()

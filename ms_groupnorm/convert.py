@@ -30,9 +30,9 @@ import warnings
 
 from mindspore import mint, nn
 
-from .cell import GroupNorm
+from .layers import GroupNorm, GroupNormSiLU
 from .mint import GroupNorm as MintGroupNorm
-from .silu_cell import GroupNormSiLU, MintGroupNormSiLU
+from .mint import MintGroupNormSiLU
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""``ms_groupnorm.mint.GroupNorm``: a drop-in for ``mindspore.mint.nn.GroupNorm``.
+"""``ms_groupnorm.mint.GroupNorm``: a drop-in for ``mindspore.mint.nn.GroupNorm``, and
+``ms_groupnorm.mint.GroupNormSiLU``, its fused ``silu(GroupNorm(input))``.
 
 The mint layer differs from ``mindspore.nn.GroupNorm`` only in its interface: no
 gamma_init/beta_init, ``dtype=None`` meaning float32, and parameters named ``weight`` and
@@ -12,7 +13,8 @@ from mindspore import dtype as mstype
 from mindspore.common.initializer import initializer
 
 # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm.cell import PynativeMixedPrecision, _affine_group_norm, _check_input, _set_checked_arguments
+from ms_groupnorm.layers import (PynativeMixedPrecision, _affine_group_norm, _affine_group_norm_silu, _check_input,
+                                 _set_checked_arguments)
 
 
 class GroupNorm(PynativeMixedPrecision, nn.Cell):
@@ -41,5 +43,14 @@ class GroupNorm(PynativeMixedPrecision, nn.Cell):
             self.num_groups, self.num_channels, self.eps, self.affine)
 
 
-# The fused twin (ms_groupnorm/silu_cell.py subclasses GroupNorm above, hence imported last).
-from ms_groupnorm.silu_cell import MintGroupNormSiLU as GroupNormSiLU  # noqa: E402  pylint: disable=wrong-import-position
+class MintGroupNormSiLU(GroupNorm):
+    r"""``silu(mint.nn.GroupNorm(input))``, fused: ``ms_groupnorm.mint.GroupNorm``'s
+    signature and parameter names (``weight``, ``bias``). Exported as
+    ``ms_groupnorm.mint.GroupNormSiLU``."""
+
+    def construct(self, input):  # pylint: disable=redefined-builtin  (mint's argument name)
+        stat_dtype = _check_input(input.shape, input.dtype, self.num_channels, self.cls_name)
+        return _affine_group_norm_silu(input, self.weight, self.bias, self.num_groups, self.eps, stat_dtype)
+
+
+GroupNormSiLU = MintGroupNormSiLU

@@ -62,7 +62,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from ms_groupnorm import ascendc_twin, ascendc_twin_forward  # noqa: E402
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin as ascendc_twin_forward
 
 ANCHORS = [(2, 64, 32, 32, 32), (8, 320, 64, 64, 32), (16, 128, 56, 56, 32), (32, 32, 28, 28, 8),
            (4, 1280, 8, 8, 32), (1, 3, 224, 224, 1), (3, 60, 17, 19, 6)]
@@ -231,7 +232,7 @@ def measure_forward(shape, dtype_key):
     return {
         "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
         "dtype": dtype_key,
-        "mode": ascendc_twin_forward.MODE_NAMES[full["mode"]] + ("/staged" if full["staged"] else "")
+        "mode": ascendc_twin_forward.FORWARD_MODE_NAMES[full["mode"]] + ("/staged" if full["staged"] else "")
         + ("/split" if full["sliceCount"] > 1 else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
         "gm_b_per_elem": gm / elems,

@@ -81,7 +81,8 @@ def variant_module(kind, build_root):
     runs (MindSpore's queue thread) and adds kernel_time() -> (wall ns, thread CPU ns, calls)."""
     from mindspore import ops
 
-    from ms_groupnorm import _kernel_lib, _pyboost
+    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+    from ms_groupnorm.backends import cpu_pyboost as _pyboost
 
     text = _pyboost.SOURCE.read_text()
     if kind == "stub":
@@ -119,7 +120,9 @@ def main():
 
     import ms_groupnorm
     from bench.limit import Triad, distance_text  # after OMP_NUM_THREADS is set: it imports numpy
-    from ms_groupnorm import _kernel_lib, _pyboost, reference
+    from ms_groupnorm import reference
+    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+    from ms_groupnorm.backends import cpu_pyboost as _pyboost
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
     lib = _kernel_lib.cdll()

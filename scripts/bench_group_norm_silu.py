@@ -215,9 +215,9 @@ class FusedKernel:
     loaded kernel library (default: this checkout's)."""
 
     def __init__(self, shape, dtype, lib=None):
-        from ms_groupnorm import _silu_kernel_lib
+        from ms_groupnorm.backends import cpu_kernels as _silu_kernel_lib
 
-        self.lib = _silu_kernel_lib.cdll() if lib is None else _silu_kernel_lib.declare(lib)
+        self.lib = _silu_kernel_lib.cdll() if lib is None else _silu_kernel_lib.declare_silu(lib)
         N, C, H, W, G = shape
         self.sizes = (N, C, H * W, G)
         rng = np.random.default_rng(0)
@@ -286,7 +286,7 @@ def bench_kernels(shapes, rounds, min_seconds, log, thread_counts=(None,), basel
     except ImportError:
         log("  torch not installed: no kernel-only comparison")
         return {}
-    from ms_groupnorm import _silu_kernel_lib
+    from ms_groupnorm.backends import cpu_kernels as _silu_kernel_lib
 
     libs = [_silu_kernel_lib.cdll()] + ([baseline] if baseline is not None else [])
     times = {}
@@ -408,7 +408,8 @@ def main(argv=None):
     import mindspore as ms
 
     import ms_groupnorm
-    from ms_groupnorm import _kernel_lib, _silu_kernel_lib
+    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+    from ms_groupnorm.backends import cpu_kernels as _silu_kernel_lib
 
     global DEFAULT_TORCH_THREADS  # pylint: disable=global-statement
     try:

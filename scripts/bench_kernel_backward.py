@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ms_groupnorm import _kernel_lib
+from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
 ANCHOR_SHAPES = ["2x64x32x32x32", "8x320x64x64x32", "16x128x56x56x32", "32x32x28x28x8", "4x1280x8x8x32",
                  "1x3x224x224x1", "3x60x17x19x6"]

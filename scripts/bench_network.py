@@ -183,7 +183,7 @@ def run(modes=MODES, dtypes=DTYPES, sizes=tuple(SIZES), rounds=5, min_seconds=0.
             steps[(mode, dtype, size, variant)] = fn
             log(f"  network {mode} {dtype} {size} {variant}: ready in {time.perf_counter() - start:.1f} s")
     if threads is not None:
-        from ms_groupnorm import _kernel_lib
+        from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
         _kernel_lib.cdll().MsGroupNormSetNumThreads(threads)
     times = {}

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import aclnn_header
 
-from ms_groupnorm import ascend, ascendc_twin
+from ms_groupnorm.backends import ascend
+from ms_groupnorm.backends import twin as ascendc_twin
 
 STUBS = Path(__file__).resolve().parent / "ascend_stubs"
 OP_HOST = ascendc_twin.ascendc_dir() / "op_host"
@@ -23,7 +24,7 @@ def op_definitions():
     if forward_src.is_file():
         forward = aclnn_header.parse_op_def(forward_src.read_text())
     else:
-        d = ascend.ASCEND_FORWARD_OP
+        d = ascend.GROUP_NORM_SILU_MS
         forward = {"op_type": d.op_type, "inputs": [(n, "REQUIRED") for n in d.inputs],
                    "outputs": [(n, "REQUIRED") for n in d.outputs],
                    "attrs": [(n, t.capitalize()) for n, t in d.attrs]}

@@ -8,8 +8,10 @@ float64 reference and for bit-identical results across those schedules.
 real one) and says "ok" or how a launch was caught."""
 import numpy as np
 
-from ms_groupnorm import ascendc_twin, reference, reference_silu
-from ms_groupnorm import ascendc_twin_forward as fwd
+from ms_groupnorm import reference
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm import reference as reference_silu
+from ms_groupnorm.backends import twin as fwd
 import test_ascendc_forward_twin as forward_cases
 from test_ascendc_forward_slices_per_block import spread_over_blocks
 from test_ascendc_twin import CASES as TWIN_CASES
@@ -56,7 +58,7 @@ def outcome(library, kernels):
     forward = kernels == ["forward"]
     module = fwd if forward else ascendc_twin
     name = "forward_library_path" if forward else "twin_library_path"
-    cdll = fwd._cdll if forward else ascendc_twin._twin_cdll
+    cdll = fwd._forward_cdll if forward else ascendc_twin._twin_cdll
     original = getattr(module, name)
     cdll.cache_clear()
     setattr(module, name, lambda: library)
@@ -87,7 +89,7 @@ def backward_outcome(case, dtype_key, cores, mask, silu):
     which = "fused, " if silu else ""
     if silu:
         beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype)
-        want = reference_silu.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+        want = reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
                                        as_float64(beta, stat_dtype), G, 1.7)
     else:
         want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
@@ -118,7 +120,7 @@ def forward_outcome(case, dtype_key, activation, blocks):
     N, C = shape[:2]
     tiling = fwd.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,
                                 activate_silu=activate, swish_scale=scale, ub_bytes=ub, core_num=cores)
-    assert fwd.MODE_NAMES[tiling["mode"]] == mode
+    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode
     if blocks is not None:
         tiling = spread_over_blocks(tiling, blocks)
     want = forward_cases.expected(exact, G, activation)

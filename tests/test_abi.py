@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ms_groupnorm import _kernel_lib, reference
+from ms_groupnorm import reference
+from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels" / "cpu"
 OK, BAD_PARAMS, NULL_POINTER, BAD_RANK, BAD_DTYPE, BAD_SHAPE, BAD_ATTR = range(7)

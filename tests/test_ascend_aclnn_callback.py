@@ -11,13 +11,14 @@ import pytest
 from mindspore.ops.operations._custom_ops_utils import CustomCodeGenerator, CustomInfoGenerator
 
 import ascend_fake_cann
-from ms_groupnorm import ascend, ascend_silu
+from ms_groupnorm.backends import ascend
+from ms_groupnorm.backends import ascend as ascend_silu
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
-OPS = {"grad": (ascend.ASCEND_OP, ascend.ascend_reg_info),
-       "forward": (ascend.ASCEND_FORWARD_OP, ascend.ascend_forward_reg_info),
-       "silu_grad": (ascend_silu.SILU_GRAD_OP, ascend_silu.silu_grad_reg_info)}  # the fused backward
+OPS = {"grad": (ascend.GROUP_NORM_GRAD_MS, lambda: ascend.reg_info(ascend.GROUP_NORM_GRAD_MS)),
+       "forward": (ascend.GROUP_NORM_SILU_MS, lambda: ascend.reg_info(ascend.GROUP_NORM_SILU_MS)),
+       "silu_grad": (ascend_silu.GROUP_NORM_SILU_GRAD_MS, lambda: ascend_silu.reg_info(ascend_silu.GROUP_NORM_SILU_GRAD_MS))}  # the fused backward
 ACLNN_TYPE = {"int": "int64_t", "bool": "bool", "float": "double"}  # CANN: Float attributes are double
 
 
@@ -81,7 +82,7 @@ def test_forward_description_matches_its_op_def_when_present():
     if not forward_src.is_file():
         pytest.skip("kernels/ascendc/op_host/group_norm_silu_ms.cpp is not in this tree yet")
     op = ascend_fake_cann.op_definitions()["forward"]
-    d = ascend.ASCEND_FORWARD_OP
+    d = ascend.GROUP_NORM_SILU_MS
     assert op["op_type"] == d.op_type
     assert [n for n, _ in op["inputs"]] == list(d.inputs) and [n for n, _ in op["outputs"]] == list(d.outputs)
     assert [(n, t.lower()) for n, t in op["attrs"]] == list(d.attrs)

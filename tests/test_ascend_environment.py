@@ -4,7 +4,7 @@ setup.py that would write to /cmake/util, and a CANN path that MindSpore's
 ``ASCEND_OPP_PATH.split('opp')[0]`` would cut short is refused with the reason."""
 import pytest
 
-from ms_groupnorm import _cann_env
+from ms_groupnorm.backends import cann_env as _cann_env
 from test_ascend_scripts import fake, run  # noqa: F401  (fake is a fixture)
 
 WHEEL_SETUP = ('support_soc_version = {"ascend910b", "ascend910_93"}\n'

@@ -6,7 +6,9 @@ import numpy as np
 from mindspore import Parameter, Tensor, nn
 
 from cases import assert_close
-from ms_groupnorm import _ops, ascend, reference
+from ms_groupnorm import reference
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.backends import ascend
 
 
 class Net(nn.Cell):
@@ -39,7 +41,7 @@ def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
     """GRAPH_MODE: AscendForward over the aot AscendBackward. PYNATIVE_MODE: the Ascend
     module, with our forward when GroupNormSiluMs is installed, else AscendForward over
     the module's backward (ops.Custom takes tensors only there)."""
-    from ms_groupnorm import _ascend_pyboost
+    from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
 
     class Module:
         group_norm = group_norm_autograd = group_norm_grad = object()

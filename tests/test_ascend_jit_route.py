@@ -6,7 +6,8 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 
-from ms_groupnorm import _ops, _silu_ops
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import routing as _silu_ops
 
 
 def test_jit_in_pynative_compiles_the_aot_route_and_eager_calls_keep_the_module(monkeypatch):
@@ -17,7 +18,7 @@ def test_jit_in_pynative_compiles_the_aot_route_and_eager_calls_keep_the_module(
     @_ops.evaluated_by_graph_compiler
     def op_getter(tag):
         # what forward_op/backward_op and the fused getters decide, from where they decide it
-        seen.append((tag, _ops._op_backend(), _silu_ops._ascend_mode_backend("ascend")))
+        seen.append((tag, _ops._op_backend(), _silu_ops._mode_backend("ascend", "group_norm_silu")))
         return ops.Abs()
 
     @ms.jit

@@ -20,7 +20,7 @@ import pytest
 
 import aclnn_header
 import ascend_fake_cann
-from ms_groupnorm import _ascend_pyboost
+from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 

@@ -20,7 +20,12 @@ from mindspore import Tensor, nn
 
 import ms_groupnorm
 from cases import assert_close
-from ms_groupnorm import _ops, _silu_ops, ascend, ascend_silu, reference_silu
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.backends import ascend
+from ms_groupnorm.backends import ascend as ascend_silu
+from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
+from ms_groupnorm import reference as reference_silu
 from test_ascend_simulated import NP, WeightedSum, simulated  # noqa: F401  (simulated: the fixture)
 
 FUSED = {"with_forward": True, "with_silu_grad": True}
@@ -51,8 +56,8 @@ def test_pynative_training_step_runs_the_fused_operators(simulated, layer_cls, d
     grad_x = ms.grad(loss, grad_position=0)(Tensor(x, dtype))
     nn.TrainOneStepCell(loss, nn.SGD(net.trainable_params(), learning_rate=lr))(Tensor(x, dtype))
     dz = weight.astype(NP[dtype]).astype(np.float64)
-    _, mean, rstd = reference_silu.forward(x, gamma0, beta0, G)
-    dx, dgamma, dbeta = reference_silu.backward(dz, x, mean, rstd, gamma0, beta0, G)
+    _, mean, rstd = reference_silu.silu_forward(x, gamma0, beta0, G)
+    dx, dgamma, dbeta = reference_silu.silu_backward(dz, x, mean, rstd, gamma0, beta0, G)
     assert np.abs(grad_x.asnumpy().astype(np.float64) - dx).max() / max(1.0, np.abs(dx).max()) < tol
     gamma1, beta1 = (p.asnumpy() for p in net.trainable_params())
     np.testing.assert_allclose(gamma1, gamma0 - lr * dgamma, rtol=1e-4, atol=1e-4)
@@ -74,11 +79,11 @@ def test_pynative_functional_backward_with_mask_and_swish_scale(simulated, mask)
     x = rng.standard_normal((N, C, HxW)).astype(np.float32)
     dz = rng.standard_normal((N, C, HxW)).astype(np.float32)
     beta = rng.standard_normal(C).astype(np.float32)
-    _, mean, rstd = reference_silu.forward(x, None, beta, G)
+    _, mean, rstd = reference_silu.silu_forward(x, None, beta, G)
     mean, rstd = mean.reshape(N, G).astype(np.float32), rstd.reshape(N, G).astype(np.float32)
     got = ms_groupnorm.group_norm_silu_backward(Tensor(dz), Tensor(x), Tensor(mean), Tensor(rstd), None,
                                                 Tensor(beta), N, C, HxW, G, mask, swish_scale=k)
-    want = reference_silu.backward(dz, x, mean, rstd, None, beta, G, k)
+    want = reference_silu.silu_backward(dz, x, mean, rstd, None, beta, G, k)
     for bit, out, ref, name in zip(mask, got, want, ("dx", "dgamma", "dbeta")):
         if bit:
             assert_close(out, ref, ms.float32, name)
@@ -87,7 +92,7 @@ def test_pynative_functional_backward_with_mask_and_swish_scale(simulated, mask)
     assert module.calls[-1][0] == "group_norm_silu_grad"
     assert module.calls[-1][4:] == (G, k, mask)
     # the reference with swish_scale 1 differs: the scale did matter
-    assert np.abs(reference_silu.backward(dz, x, mean, rstd, None, beta, G)[2] - want[2]).max() > 1e-2
+    assert np.abs(reference_silu.silu_backward(dz, x, mean, rstd, None, beta, G)[2] - want[2]).max() > 1e-2
 
 
 @pytest.mark.parametrize("dtype,stat", [(ms.float32, ms.float32), (ms.bfloat16, ms.float32),
@@ -107,7 +112,7 @@ def test_pynative_functional_forward_and_its_gradient_with_swish_scale(simulated
     w = rng.standard_normal((N, C, HxW)).astype(np.float32)
     args = (Tensor(x, dtype), Tensor(gamma, stat), Tensor(beta, stat))
     z, mean, rstd = ms_groupnorm.group_norm_silu_forward(*args, N, C, HxW, G, 1e-5, k)
-    want_z, want_mean, want_rstd = reference_silu.forward(x, gamma, beta, G, 1e-5, k)
+    want_z, want_mean, want_rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, k)
     assert (z.dtype, mean.dtype, rstd.dtype, mean.shape) == (dtype, stat, stat, (N, G))
     assert_close(z, want_z, dtype, "z")
     assert_close(mean, want_mean, stat, "mean")
@@ -120,7 +125,7 @@ def test_pynative_functional_forward_and_its_gradient_with_swish_scale(simulated
 
     got = ms.grad(loss, grad_position=(0, 1, 2))(*args)
     dz = to_numpy(Tensor(w, dtype))
-    want = reference_silu.backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
+    want = reference_silu.silu_backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
     for out, ref, out_dtype, name in zip(got, want, (dtype, stat, stat), ("dx", "dgamma", "dbeta")):
         assert out.dtype == out_dtype, name
         assert_close(out, ref, out_dtype if stat == ms.float32 else stat, name)
@@ -139,8 +144,8 @@ def test_without_the_fused_operators_the_unfused_pair_runs(simulated, installed)
     x = rng.standard_normal((2, 6, 5)).astype(np.float32)
     net = ms_groupnorm.GroupNormSiLU(3, 6)
     grad_x = ms.grad(WeightedSum(net, np.ones((2, 6, 5), np.float32)), grad_position=0)(Tensor(x))
-    _, mean, rstd = reference_silu.forward(x, None, None, 3)
-    want = reference_silu.backward(np.ones_like(x), x, mean, rstd, None, None, 3)[0]
+    _, mean, rstd = reference_silu.silu_forward(x, None, None, 3)
+    want = reference_silu.silu_backward(np.ones_like(x), x, mean, rstd, None, None, 3)[0]
     assert_close(grad_x, want, ms.float32, "dx")
     names = {c[0] for c in module.calls}
     assert "group_norm_grad" in names and not any(n.startswith("group_norm_silu") for n in names)
@@ -221,8 +226,8 @@ def test_graph_picks_the_fused_cells_and_pynative_the_module(simulated):
         assert isinstance(bwd, ascend_silu.AscendSiluBackward) and bwd.swish_scale == 0.5
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
-    assert isinstance(_silu_ops.silu_forward_op(3, 1e-5, 1.7), ascend_silu.PynativeAscendSiluForward)
-    assert isinstance(_silu_ops.silu_backward_op(3, 1.7), ascend_silu.PynativeAscendSiluBackward)
+    assert isinstance(_silu_ops.silu_forward_op(3, 1e-5, 1.7), ascend_silu.PynativeAscendForward)
+    assert isinstance(_silu_ops.silu_backward_op(3, 1.7), ascend_silu.PynativeAscendBackward)
 
 
 class ForwardInCannOrder(nn.Cell):
@@ -274,10 +279,10 @@ def test_graph_cells_train_with_float32_statistics_and_swish_scale(mode, rng):
     z, mean, _ = forward(Tensor(x), net.gamma, net.beta)
     assert mean.dtype == ms.float32 and z.dtype == ms.float16
     x64 = x.astype(np.float64)
-    want_z, want_mean, want_rstd = reference_silu.forward(x64, gamma, beta, G, 1e-5, k)
+    want_z, want_mean, want_rstd = reference_silu.silu_forward(x64, gamma, beta, G, 1e-5, k)
     assert_close(z, want_z, ms.float16, "z")
     dx, (dgamma, dbeta) = ms.grad(net, grad_position=0, weights=[net.gamma, net.beta])(Tensor(x), Tensor(w))
-    want = reference_silu.backward(w.astype(np.float16).astype(np.float64), x64, want_mean, want_rstd, gamma, beta,
+    want = reference_silu.silu_backward(w.astype(np.float16).astype(np.float64), x64, want_mean, want_rstd, gamma, beta,
                                    G, k)
     assert_close(dx, want[0], ms.float16, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
@@ -291,10 +296,10 @@ def graph_route_with_stand_ins(monkeypatch):
     replaced by the CPU stand-ins in CANN's order above (MindSpore's Ascend ops.Custom
     cannot run here)."""
     monkeypatch.setenv(_ops.BACKEND_ENV, "ascend")
-    monkeypatch.setattr(ascend_silu, "installed", lambda: True)
+    monkeypatch.setattr(_ascend_pyboost, "fused_installed", lambda: True)
     monkeypatch.setattr(ascend, "ascend_forward_custom", lambda group: ForwardInCannOrder())
     monkeypatch.setattr(ascend_silu, "silu_backward_custom", SiluGradInCannOrder)
-    caches = (_silu_ops._silu_forward_op, _silu_ops._silu_backward_op, ascend_silu.forward, ascend_silu.backward)
+    caches = (_silu_ops._silu_forward_op, _silu_ops._silu_backward_op)
     for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.GRAPH_MODE)
@@ -319,14 +324,17 @@ def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_wi
     loss = WeightedSum(net, w)
     dx, (dgamma, dbeta) = ms.grad(loss, grad_position=0, weights=net.trainable_params())(Tensor(x))
     x64 = x.astype(np.float64)
-    _, mean, rstd = reference_silu.forward(x64, gamma, beta, G)
-    want = reference_silu.backward(w.astype(np.float16).astype(np.float64), x64, mean, rstd, gamma, beta, G)
+    _, mean, rstd = reference_silu.silu_forward(x64, gamma, beta, G)
+    want = reference_silu.silu_backward(w.astype(np.float16).astype(np.float64), x64, mean, rstd, gamma, beta, G)
     assert_close(dx, want[0], ms.float16, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
     assert_close(dbeta, want[2], ms.float32, "dbeta")
     # the compile created the fused Cells (and nothing else could have run: the unfused
     # route's GroupNorm ops need CANN's environment, which is not set here)
-    assert ascend_silu.forward.cache_info().currsize == 1 and ascend_silu.backward.cache_info().currsize == 1
+    hits = _silu_ops._silu_forward_op.cache_info().hits
+    op = _silu_ops._silu_forward_op(G, 1e-5, 1.0, (True, True, True), "ascend")
+    assert _silu_ops._silu_forward_op.cache_info().hits == hits + 1  # created by the compile, not now
+    assert isinstance(op, ascend_silu.AscendSiluForward) and isinstance(op.backward, ascend_silu.AscendSiluBackward)
 
     class Backward(nn.Cell):
         def construct(self, dz, x, mean, rstd, beta):
@@ -335,10 +343,10 @@ def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_wi
 
     dz = rng.standard_normal(shape).astype(np.float32)
     x32 = x.astype(np.float32)
-    _, mean, rstd = reference_silu.forward(x32, None, beta, G)
+    _, mean, rstd = reference_silu.silu_forward(x32, None, beta, G)
     mean, rstd = mean.reshape(2, G).astype(np.float32), rstd.reshape(2, G).astype(np.float32)
     got = Backward()(Tensor(dz), Tensor(x32), Tensor(mean), Tensor(rstd), Tensor(beta))
-    want = reference_silu.backward(dz, x32, mean, rstd, None, beta, G, 1.2)
+    want = reference_silu.silu_backward(dz, x32, mean, rstd, None, beta, G, 1.2)
     assert got[1] is None
     assert_close(got[0], want[0], ms.float32, "dx")
     assert_close(got[2], want[2], ms.float32, "dbeta")
@@ -348,8 +356,8 @@ def test_the_silu_grad_description_matches_its_op_def():
     import ascend_fake_cann
 
     op = ascend_fake_cann.op_definitions()["silu_grad"]
-    d = ascend_silu.SILU_GRAD_OP
+    d = ascend_silu.GROUP_NORM_SILU_GRAD_MS
     assert op["op_type"] == d.op_type
     assert [n for n, _ in op["inputs"]] == list(d.inputs) and [n for n, _ in op["outputs"]] == list(d.outputs)
     assert [(n, t.lower()) for n, t in op["attrs"]] == list(d.attrs)
-    assert ascend_silu.ACLNN_FUNC == "aclnn" + d.op_type and ascend.INFER_SOURCE.is_file()
+    assert ascend_silu.GROUP_NORM_SILU_GRAD_MS.aclnn_func == "aclnn" + d.op_type and ascend.GROUP_NORM_GRAD_MS.infer_source.is_file()

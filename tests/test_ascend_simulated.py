@@ -26,7 +26,13 @@ from mindspore.ops.operations import custom_ops
 import ascend_fake_cann
 import ms_groupnorm
 from cases import assert_close
-from ms_groupnorm import _ascend_pyboost, _ops, _silu_ops, ascend, ascend_silu, reference, reference_silu
+from ms_groupnorm import reference
+from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.backends import ascend
+from ms_groupnorm.backends import ascend as ascend_silu
+from ms_groupnorm import reference as reference_silu
 
 NP = {ms.float32: np.float32, ms.float16: np.float16}
 
@@ -61,8 +67,8 @@ def _check(value, kind, name):
 
 _MS_DTYPE = {"F32_Default": ms.float32, "F16_Default": ms.float16, "BF16_Default": ms.bfloat16}
 # The (data, parameter/statistics) dtype columns of the OpDefs: no launch with another pair.
-FORWARD_PAIRS = {(_MS_DTYPE[d], _MS_DTYPE[p]) for d, p in ascend.FORWARD_DTYPE_PAIRS}
-GRAD_PAIRS = {(_MS_DTYPE[d], _MS_DTYPE[s]) for d, s in ascend.ASCEND_DTYPE_PAIRS}
+FORWARD_PAIRS = {(_MS_DTYPE[row[0]], _MS_DTYPE[row[1]]) for row in ascend.GROUP_NORM_SILU_MS.dtype_rows}
+GRAD_PAIRS = {(_MS_DTYPE[row[0]], _MS_DTYPE[row[1]]) for row in ascend.GROUP_NORM_GRAD_MS.dtype_rows}
 
 
 def _check_pair(data, stat, pairs, op):
@@ -118,7 +124,7 @@ class FakeAscendModule:
         assert beta.dtype == gamma.dtype, "one dtype per OpDef column"
         self.calls.append(("group_norm_silu", x.dtype, gamma.dtype, beta.dtype, group, swish_scale))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
-        z, mean, rstd = reference_silu.forward(f(x), f(gamma), f(beta), group, eps, swish_scale)
+        z, mean, rstd = reference_silu.silu_forward(f(x), f(gamma), f(beta), group, eps, swish_scale)
         n = x.shape[0]
         return (Tensor(z, x.dtype), Tensor(mean.reshape(n, group), ms.float32),
                 Tensor(rstd.reshape(n, group), ms.float32))
@@ -139,7 +145,7 @@ class FakeAscendModule:
         assert dz.dtype == x.dtype and gamma.dtype == beta.dtype == rstd.dtype == mean.dtype, "one dtype per column"
         self.calls.append(("group_norm_silu_grad", x.dtype, mean.dtype, gamma.dtype, group, swish_scale, (m0, m1, m2)))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
-        dx, dgamma, dbeta = reference_silu.backward(f(dz), f(x), f(mean), f(rstd), f(gamma), f(beta), group,
+        dx, dgamma, dbeta = reference_silu.silu_backward(f(dz), f(x), f(mean), f(rstd), f(gamma), f(beta), group,
                                                     swish_scale)
         return (Tensor(dx, x.dtype), Tensor(dgamma, mean.dtype), Tensor(dbeta, mean.dtype))
 
@@ -211,7 +217,7 @@ def simulated(tmp_path, monkeypatch):
         return module
 
     caches = (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module, _silu_ops._silu_forward_op,
-              _silu_ops._silu_backward_op, ascend_silu.forward, ascend_silu.backward, ascend_silu._installed)
+              _silu_ops._silu_backward_op, _ascend_pyboost._fused_installed)
     for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -293,7 +299,7 @@ def test_old_route_ops_custom_with_scalars_is_what_the_device_refuses(simulated)
     """The stand-in enforces MindSpore's rule: ops.Custom in PyNative on Ascend with the
     scalar arguments GRAPH_MODE uses raises (what every backward call did before)."""
     simulated()
-    op = ascend.ascend_backward_custom()
+    op = ascend.backward_custom()
     assert op.is_ascend_c and hasattr(op, "custom_pyboost")
     t = Tensor(np.ones((2, 4, 3), np.float32))
     s = Tensor(np.ones((2, 2), np.float32))
@@ -346,9 +352,9 @@ def test_graph_op_under_the_simulated_device(simulated, tmp_path):
     installed header into an absolute cache path, the header's parameter types recorded;
     the infer hook passes unknown dims and an unknown rank through."""
     simulated()
-    op = ascend.ascend_backward_custom()
+    op = ascend.backward_custom()
     so_path, func_name = op.func.rsplit(":", 1)
-    assert func_name == ascend.ACLNN_FUNC and so_path.endswith("group_norm_ascend_infer.cc.so")
+    assert func_name == ascend.GROUP_NORM_GRAD_MS.aclnn_func and so_path.endswith("group_norm_ascend_infer.cc.so")
     attrs = op.attrs
     assert attrs["cpp_infer_shape"] and attrs["cpp_infer_type"]
     callback = attrs["custom_callback_func"].rsplit(":", 1)[0]

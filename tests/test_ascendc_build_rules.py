@@ -20,7 +20,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascend, ascendc_twin
+from ms_groupnorm.backends import ascend
+from ms_groupnorm.backends import twin as ascendc_twin
 
 ASCENDC = ascendc_twin.ascendc_dir()
 OP_HOST = ASCENDC / "op_host" / "group_norm_grad_ms.cpp"
@@ -277,10 +278,10 @@ def test_registration_name_equals_func(monkeypatch, tmp_path):
         return object()
 
     monkeypatch.setattr(ops, "Custom", fake_custom)
-    ascend.ascend_backward_custom()
+    ascend.backward_custom()
     assert made["func_type"] == "aot"
     func = made["func"].rsplit(":", 1)[-1]  # a "<infer>.cc:Name" func names the op after the colon
-    assert made["reg_info"]["op_name"] == func == ascend.ACLNN_FUNC == "aclnn" + ascend.OP_TYPE
+    assert made["reg_info"]["op_name"] == func == ascend.GROUP_NORM_GRAD_MS.aclnn_func == "aclnn" + ascend.GROUP_NORM_GRAD_MS.op_type
 
 
 # ---------------------------------------------------------------- build.sh and the OpDef's SoCs

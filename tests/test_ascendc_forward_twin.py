@@ -9,7 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascendc_twin, ascendc_twin_forward as fwd, reference
+from ms_groupnorm import reference
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin as fwd
 from test_ascendc_twin import as_float64, storage
 
 # (x dtype, gamma/beta dtype, tolerance on y relative to max(1, max |y|)). mean and rstd are
@@ -107,7 +109,7 @@ def errors(got, want, data_dtype):
 def test_forward_matches_the_float64_reference(case, dtype_key, activation):
     shape, G, cores, ub, mode = CASES[case]
     got, tiling, exact = run(shape, G, dtype_key, activation, core_num=cores, ub_bytes=ub)
-    assert fwd.MODE_NAMES[tiling["mode"]] == mode
+    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode
     assert got[0].dtype == storage(np.zeros(1), DTYPES[dtype_key][0]).dtype and got[0].shape == shape
     assert got[1].dtype == np.float32 and got[1].shape == (shape[0], G)  # float32 statistics for every pair
     assert got[2].dtype == np.float32 and got[2].shape == (shape[0], G)
@@ -121,7 +123,7 @@ def test_forward_matches_the_float64_reference(case, dtype_key, activation):
 def test_empty_groups_give_mean_0_and_rstd_nan(case):
     shape, G, cores, ub, mode = CASES[case]
     (y, mean, rstd), tiling, _ = run(shape, G, "bf16_fp32", core_num=cores, ub_bytes=ub)
-    assert fwd.MODE_NAMES[tiling["mode"]] == mode and y.size == 0
+    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode and y.size == 0
     assert np.all(mean == 0.0) and np.all(np.isnan(rstd))  # as the CPU kernel and aclnnGroupNorm document
 
 
@@ -134,7 +136,7 @@ def test_no_samples_launches_one_idle_block():
 @pytest.mark.parametrize("core_num", [40, 48])
 def test_sd_like_shapes_select_the_expected_mode_on_the_910b_ub(core_num):
     """What the 192 KiB UB decides for the SD-like shapes (x fp16, gamma fp32)."""
-    modes = {shape: fwd.MODE_NAMES[fwd.forward_tiling(*shape, "float16", "float32", core_num=core_num)["mode"]]
+    modes = {shape: fwd.FORWARD_MODE_NAMES[fwd.forward_tiling(*shape, "float16", "float32", core_num=core_num)["mode"]]
              for shape in [(2, 64, 1024, 32), (4, 256, 1024, 32), (2, 320, 4096, 32), (1, 3, 50176, 1),
                            (4, 1280, 64, 32), (8, 512, 1, 32)]}
     assert modes == {(2, 64, 1024, 32): "group_resident", (4, 256, 1024, 32): "group_resident",
@@ -155,9 +157,9 @@ def test_a_resident_group_larger_than_the_copy_row_limit_is_chunked():
     """DataCopyPad takes at most 4095 rows (blockCount): a group of more channels is chunked
     even when it would fit in UB."""
     t = fwd.forward_tiling(1, 4096, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
-    assert fwd.MODE_NAMES[t["mode"]] == "chunked"
+    assert fwd.FORWARD_MODE_NAMES[t["mode"]] == "chunked"
     t = fwd.forward_tiling(1, 4095, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
-    assert fwd.MODE_NAMES[t["mode"]] == "group_resident"
+    assert fwd.FORWARD_MODE_NAMES[t["mode"]] == "group_resident"
 
 
 # ---------------------------------------------------------------- numerics
@@ -172,7 +174,7 @@ def test_statistics_survive_a_mean_far_larger_than_the_spread(shape, mode):
     gamma = np.ones(shape[1], np.float32)
     beta = np.zeros(shape[1], np.float32)
     y, mean, rstd, tiling = fwd.twin_forward(x, gamma, beta, G, activate_silu=False)
-    assert fwd.MODE_NAMES[tiling["mode"]] == mode
+    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode
     y_ref, mean_ref, rstd_ref = reference.forward(x.astype(np.float64), None, None, G)
     assert np.max(np.abs(rstd - rstd_ref) / rstd_ref) < 1e-6
     assert np.max(np.abs(mean - mean_ref)) <= 1.3e-4  # half an ulp of 3000 in float32: the stored mean's rounding

@@ -7,7 +7,9 @@ import pytest
 from mindspore import nn
 
 import ms_groupnorm
-from ms_groupnorm import _ops, ascendc_twin, reference
+from ms_groupnorm import reference
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.backends import twin as ascendc_twin
 
 
 @pytest.fixture

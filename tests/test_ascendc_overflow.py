@@ -7,7 +7,8 @@ narrowing cast). The twin applies the mode (kernels/ascendc/twin/kernel_operator
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascendc_twin, reference
+from ms_groupnorm import reference
+from ms_groupnorm.backends import twin as ascendc_twin
 from test_ascendc_twin import CASES, DTYPES, as_float64, check_against_reference, make_inputs
 
 MODES_OF_THE_KERNEL = ["resident_unaligned_hw", "channel_two_pass", "hw_chunks_unaligned_n3", "channel_split_n47",

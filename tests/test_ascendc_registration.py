@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 from mindspore import nn
 
-from ms_groupnorm import _ops, ascend, ascendc_twin, reference
+from ms_groupnorm import reference
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.backends import ascend
+from ms_groupnorm.backends import twin as ascendc_twin
 
 OP_HOST = ascendc_twin.ascendc_dir() / "op_host" / "group_norm_grad_ms.cpp"
 OP_KERNEL = ascendc_twin.ascendc_dir() / "op_kernel" / "group_norm_grad_ms.cpp"
@@ -33,16 +36,16 @@ def op_definition():
 
 def test_op_type_and_parameter_order_match_the_op_definition():
     op = op_definition()
-    assert op["class"] == op["op_add"] == ascend.OP_TYPE == "GroupNormGradMs"
-    assert tuple(name for name, _ in op["inputs"]) == ascend.ASCEND_OP.inputs == ("dy", "mean", "rstd", "x", "gamma")
-    assert tuple(name for name, _ in op["outputs"]) == ascend.ASCEND_OP.outputs == ("dx", "dgamma", "dbeta")
-    assert tuple((n, t.lower()) for n, t in op["attrs"]) == ascend.ASCEND_OP.attrs
+    assert op["class"] == op["op_add"] == ascend.GROUP_NORM_GRAD_MS.op_type == "GroupNormGradMs"
+    assert tuple(name for name, _ in op["inputs"]) == ascend.GROUP_NORM_GRAD_MS.inputs == ("dy", "mean", "rstd", "x", "gamma")
+    assert tuple(name for name, _ in op["outputs"]) == ascend.GROUP_NORM_GRAD_MS.outputs == ("dx", "dgamma", "dbeta")
+    assert tuple((n, t.lower()) for n, t in op["attrs"]) == ascend.GROUP_NORM_GRAD_MS.attrs
 
 
 def test_reg_info_matches_the_op_definition():
     op = op_definition()
-    info = ascend.ascend_reg_info()
-    assert info["op_name"] == ascend.ACLNN_FUNC and info["target"] == "Ascend"
+    info = ascend.reg_info(ascend.GROUP_NORM_GRAD_MS)
+    assert info["op_name"] == ascend.GROUP_NORM_GRAD_MS.aclnn_func and info["target"] == "Ascend"
     assert [i["name"] for i in sorted(info["inputs"], key=lambda i: i["index"])] == [n for n, _ in op["inputs"]]
     assert [o["name"] for o in sorted(info["outputs"], key=lambda o: o["index"])] == [n for n, _ in op["outputs"]]
     assert [(a["name"], a["type"]) for a in info["attr"]] == [(n, t.lower()) for n, t in op["attrs"]]
@@ -72,12 +75,12 @@ def test_aclnn_signature_agrees_with_the_python_description_and_reg_info():
     want = expected_aclnn_signature()
     assert len(want) == 5 + 4 + 3 + 2
     # ASCEND_OP: what AscendBackward passes (tensors, then attributes as call arguments).
-    described = ([(n, "const aclTensor *") for n in ascend.ASCEND_OP.inputs] +
-                 [(n, ACLNN_TYPES[t.capitalize()]) for n, t in ascend.ASCEND_OP.attrs] +
-                 [(n, "const aclTensor *") for n in ascend.ASCEND_OP.outputs])
+    described = ([(n, "const aclTensor *") for n in ascend.GROUP_NORM_GRAD_MS.inputs] +
+                 [(n, ACLNN_TYPES[t.capitalize()]) for n, t in ascend.GROUP_NORM_GRAD_MS.attrs] +
+                 [(n, "const aclTensor *") for n in ascend.GROUP_NORM_GRAD_MS.outputs])
     assert described == want[:-2]
     # reg_info, in the order MindSpore uses when it cannot read the header: inputs, attrs, outputs.
-    info = ascend.ascend_reg_info()
+    info = ascend.reg_info(ascend.GROUP_NORM_GRAD_MS)
     registered = ([(i["name"], "const aclTensor *") for i in sorted(info["inputs"], key=lambda i: i["index"])] +
                   [(a["name"], ACLNN_TYPES[a["type"].capitalize()]) for a in info["attr"]] +
                   [(o["name"], "const aclTensor *") for o in sorted(info["outputs"], key=lambda o: o["index"])])

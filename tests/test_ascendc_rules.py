@@ -6,8 +6,9 @@ barrier or an order-dependent reduction, which is what gives the determinism tes
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascendc_twin, reference
-from ms_groupnorm.ascendc_twin import TwinFault
+from ms_groupnorm import reference
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends.twin import TwinFault
 
 
 def kernel_buffers(N, C, HxW, G, seed=0):

@@ -1,5 +1,5 @@
 """The fused AscendC backward GroupNormSiluGradMs (KernelGroupNormGradMs<T, U, SILU = true>),
-run on the CPU twin, against the float64 reference (ms_groupnorm/reference_silu.py): every
+run on the CPU twin, against the float64 reference (ms_groupnorm/reference.py): every
 tiling mode and work split x the five dtype pairs x swish_scale in {1, 1.7, -0.5}, all eight
 output masks, empty inputs, ranks > 3, immediate and deferred pipe execution; bit-identical
 across block schedules and core counts; equal (to rounding) to GroupNormGradMs fed with the
@@ -12,7 +12,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascendc_twin, reference_silu
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm import reference as reference_silu
 from test_ascendc_twin import ACROSS_N, CASES, DTYPES, PER_MODE, as_float64, make_inputs, relative_error, storage
 
 SWISH_SCALES = [1.0, 1.7, -0.5]
@@ -36,7 +37,7 @@ def run_silu(arrays, G, dtype_key, swish_scale, **kwargs):
 
 
 def reference(exact, G, swish_scale):
-    return reference_silu.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+    return reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
                                    exact["beta"], G, swish_scale)
 
 
@@ -139,7 +140,7 @@ def test_gamma_beta_none_mean_ones_and_zeros():
     arrays, exact = silu_inputs((2, 6, 10), 3, "fp32")
     got = ascendc_twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], None, None, 3,
                                           1.7)
-    want = reference_silu.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, 3, 1.7)
+    want = reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, 3, 1.7)
     check(got[:3], want, "fp32")
 
 
@@ -148,7 +149,7 @@ def test_swish_scale_enters_the_gradient():
     from ms_groupnorm import reference as plain
     arrays, exact = silu_inputs((2, 6, 7), 3, "fp32")
     got = run_silu(arrays, 3, "fp32", 2.5, core_num=4)
-    y = reference_silu._recompute_y(exact["x"], exact["mean"], exact["rstd"], exact["gamma"], exact["beta"], 3)
+    y = reference_silu.recompute_y(exact["x"], exact["mean"], exact["rstd"], exact["gamma"], exact["beta"], 3)
     s = reference_silu.sigmoid(2.5 * y)
     wrong = plain.backward(exact["dy"] * (s + y * s * (1 - s)), exact["x"], exact["mean"], exact["rstd"],
                            exact["gamma"], 3)
@@ -284,7 +285,7 @@ def build_mutant(tmp_path, path, old, new):
     (copy / path).write_text(text.replace(old, new))
     library = tmp_path / "libtwin_mutant.so"
     subprocess.run(["g++", *FLAGS, f"-I{copy / 'twin'}", f"-I{copy / 'op_kernel'}",
-                    *[str(copy / s) for s in ascendc_twin._TWIN_SOURCES], "-o", str(library)], check=True,
+                    *[str(copy / s) for s in ascendc_twin.BACKWARD_SOURCES], "-o", str(library)], check=True,
                    capture_output=True)
     return str(library)
 
@@ -354,8 +355,8 @@ def test_the_fused_kernel_needs_the_compilers_vector_barriers():
 def silu_grad_custom(func, group, swish_scale, mask):
     """ops.Custom of an aot GroupNormSiluGrad entry, with the CPU fused op's reg info."""
     from mindspore import ops
-    from ms_groupnorm import _ops
-    reg = _ops._reg_info("GroupNormSiluGradMs", ["dz", "x", "mean", "rstd", "gamma", "beta"],
+    from ms_groupnorm.backends import cpu_aot
+    reg = cpu_aot.reg_info("GroupNormSiluGradMs", ["dz", "x", "mean", "rstd", "gamma", "beta"],
                          ["dx", "dgamma", "dbeta"],
                          [("group", "int", group), ("swish_scale", "float", swish_scale),
                           ("dx_is_require", "bool", mask[0]), ("dgamma_is_require", "bool", mask[1]),
@@ -375,7 +376,7 @@ def test_aot_shim_matches_the_cpu_fused_op(mode, monkeypatch, data, stat, mask):
     """twin_aot_func("GroupNormSiluGrad") is a drop-in for kernels/cpu's GroupNormSiluGrad
     behind ops.Custom: same parameters, attributes and outputs, in GRAPH and PYNATIVE."""
     import mindspore as ms
-    from ms_groupnorm import _kernel_lib
+    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
     monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", "8")
     ms_dtype = {"float32": ms.float32, "float16": ms.float16, "bfloat16": ms.bfloat16}
     shape, G, k = (2, 6, 5, 7), 3, 1.7
@@ -409,6 +410,6 @@ def test_aot_shim_empty_gamma_beta_mean_ones_and_zeros(mode, monkeypatch):
     empty = ms.Tensor(np.zeros((0,), np.float32))
     tensors = [ms.Tensor(exact[n].astype(np.float32)) for n in ("dy", "x", "mean", "rstd")] + [empty, empty]
     got = silu_grad_custom(ascendc_twin.twin_aot_func("GroupNormSiluGrad"), G, k, (True, True, True))(*tensors)
-    want = reference_silu.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, G, k)
+    want = reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, G, k)
     for o, ref in zip(got, want):
         assert float(np.abs(o.asnumpy() - ref).max()) / max(1.0, float(np.abs(ref).max())) < 2e-5

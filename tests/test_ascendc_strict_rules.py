@@ -11,8 +11,8 @@ breaks it and one that keeps it:
 import numpy as np
 import pytest
 
-from ms_groupnorm import ascendc_twin
-from ms_groupnorm.ascendc_twin import TwinFault
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends.twin import TwinFault
 
 
 def probe(name, **kwargs):

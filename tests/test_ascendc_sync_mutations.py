@@ -22,15 +22,15 @@ from pathlib import Path
 import pytest
 
 import sync_mutation_launches as launches
-from ms_groupnorm import ascendc_twin
-from ms_groupnorm import ascendc_twin_forward as fwd
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin as fwd
 
 SYNC_LINE = re.compile(r"SetFlag<|WaitFlag<|PipeBarrier<|SyncAll(<[^>]*>)?\(\)|Sync<HardEvent::|\.EnQue\(|"
                        r"DeQue<|\.FreeTensor\(")
 FLAGS = ["-std=c++17", "-O0", "-fPIC", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0", "-fvisibility=hidden"]
 FORWARD_PREFIX = "group_norm_silu_ms"  # GroupNormSiluMs's headers; every other one is the backward class's
 # kernel -> (its library's sources, its entry translation unit)
-LIBRARIES = {"forward": fwd._SOURCES, "backward": ascendc_twin._TWIN_SOURCES}
+LIBRARIES = {"forward": fwd.FORWARD_SOURCES, "backward": ascendc_twin.BACKWARD_SOURCES}
 ENTRIES = {"forward": "op_kernel/group_norm_silu_ms.cpp", "grad": "op_kernel/group_norm_grad_ms.cpp",
            "silu_grad": "op_kernel/group_norm_silu_grad_ms.cpp"}
 # The default run's sample: (a pattern that finds exactly one sync line in the kernel's headers,

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from ms_groupnorm import ascendc_twin
+from ms_groupnorm.backends import twin as ascendc_twin
 
 SYNC_FORMS = [(re.compile(r"\bSync<HardEvent::(\w+)>\s*\("), "{}"),
               (re.compile(r"\bSetFlag<HardEvent::(\w+)>\s*\("), "{}"),

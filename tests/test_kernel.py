@@ -15,7 +15,8 @@ import pytest
 
 from cases import DTYPES, SHAPES, assert_close, make_inputs
 from kernel_arrays import DTYPE_NAME, from_storage, to_storage
-from ms_groupnorm import _kernel_lib, reference
+from ms_groupnorm import reference
+from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
 
 def run_backward(x, dy, gamma, mean, rstd, G, data_dtype, stat_dtype, mask=(True, True, True)):
@@ -131,7 +132,7 @@ def rounded32(a):
 # ---------------------------------------------------------------- determinism
 DETERMINISM_SCRIPT = textwrap.dedent("""
     import hashlib, numpy as np
-    from ms_groupnorm import _kernel_lib
+    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
     digest = hashlib.sha256()
     # Once with every call free to use all threads (minimum 1 element per thread), so the
     # small shapes run the threaded schedules too, then with the default minimum.

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from kernel_arrays import to_storage
-from ms_groupnorm import _kernel_lib, reference
+from ms_groupnorm import reference
+from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
 
 @pytest.mark.parametrize("dtype", [ms.float16, ms.bfloat16], ids=["float16", "bfloat16"])

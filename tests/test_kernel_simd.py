@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ms_groupnorm import _kernel_lib
+from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
 
 def _lib():

@@ -7,7 +7,7 @@ infer, jit_level O0 as MindSpore documents for aclnn custom operators; in PYNATI
 CustomOpBuilder(backend="Ascend") module) for every tiling mode x dtype pair x output mask,
 GRAPH_MODE with dynamic shapes and an unknown rank, the GroupNorm layer in float16/bfloat16
 with float32 statistics (our GroupNormSiluMs forward), the fused GroupNorm + SiLU
-(GroupNormSiluMs with SiLU on, GroupNormSiluGradMs; ms_groupnorm.ascend_silu) forward and
+(GroupNormSiluMs with SiLU on, GroupNormSiluGradMs; ms_groupnorm.backends.ascend) forward and
 backward in both modes for every tiling-mode shape x dtype pair x swish_scale, its masks,
 the GroupNormSiLU layer and GRAPH dynamic shapes, against the float64
 reference (reference_silu for the fused op) and against MindSpore's built-in GroupNormGrad (aclnnGroupNormBackward; its 910B
@@ -26,7 +26,15 @@ import pytest
 
 import ms_groupnorm
 from cases import assert_close, make_inputs, tensor, to_numpy
-from ms_groupnorm import _ascend_pyboost, _ops, _silu_ops, ascend, ascend_silu, ascendc_twin, reference, reference_silu
+from ms_groupnorm import reference
+from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.backends import ascend
+from ms_groupnorm.backends import ascend as ascend_silu
+from ms_groupnorm.backends.ascend_operators import NOT_INSTALLED
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm import reference as reference_silu
 
 # (x shape, G) per tiling mode of the host tiling on a 192 KiB UB with 40 or 48 vector cores.
 MODE_SHAPES = {
@@ -238,11 +246,11 @@ class _SiluBackward(ms.nn.Cell):
 
 
 def _check_fused_on_device(shape, G, data, stat, mask, swish_scale, seed=0):
-    assert _silu_ops.fused_backend() == "ascend", ascend_silu.NOT_INSTALLED
+    assert _silu_ops.fused_backend() == "ascend", NOT_INSTALLED
     N, C, HxW = shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
     x, dz, gamma, beta, _, _ = make_inputs(np.random.default_rng(seed), shape, G, data, stat)
     z, mean, rstd = _SiluForward(N, C, HxW, G, swish_scale)(tensor(x, data), tensor(gamma, stat), tensor(beta, stat))
-    want_z, want_mean, want_rstd = reference_silu.forward(x, gamma, beta, G, 1e-5, swish_scale)
+    want_z, want_mean, want_rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
     assert (z.dtype, mean.dtype, tuple(mean.shape)) == (data, stat, (N, G))
     assert_close(z, want_z, data, "z vs reference")
     assert_close(mean, want_mean, stat, "mean vs reference")
@@ -250,7 +258,7 @@ def _check_fused_on_device(shape, G, data, stat, mask, swish_scale, seed=0):
     mean, rstd = to_numpy(mean), to_numpy(rstd)
     got = _SiluBackward(N, C, HxW, G, mask, swish_scale)(tensor(dz, data), tensor(x, data), tensor(mean, stat),
                                                          tensor(rstd, stat), tensor(gamma, stat), tensor(beta, stat))
-    want = reference_silu.backward(dz, x, mean, rstd, gamma, beta, G, swish_scale)
+    want = reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale)
     for k, (name, dtype) in enumerate((("dx", data), ("dgamma", stat), ("dbeta", stat))):
         if not mask[k]:
             assert got[k] is None, f"{name} is masked off"
@@ -289,7 +297,7 @@ def test_fused_layer_trains_on_ascend(dtype, exec_mode):
     """GroupNormSiLU (float32 parameters) on the fused operators: float32 statistics for every
     input dtype, gradients vs the float64 reference."""
     _set_mode(exec_mode)
-    assert _silu_ops.fused_backend() == "ascend", ascend_silu.NOT_INSTALLED
+    assert _silu_ops.fused_backend() == "ascend", NOT_INSTALLED
     rng = np.random.default_rng(6)
     N, C, H, W, G = 2, 32, 6, 5, 8
     x_in = to_numpy(ms.Tensor(rng.standard_normal((N, C, H, W)).astype(np.float32), dtype))
@@ -303,8 +311,8 @@ def test_fused_layer_trains_on_ascend(dtype, exec_mode):
 
     dx, (dgamma, dbeta) = ms.grad(loss, grad_position=0, weights=net.trainable_params())(ms.Tensor(x_in, dtype))
     gamma, beta = net.gamma.asnumpy().astype(np.float64), net.beta.asnumpy().astype(np.float64)
-    _, mean, rstd = reference_silu.forward(x_in, gamma, beta, G)
-    want = reference_silu.backward(to_numpy(ms.Tensor(w, dtype)), x_in, mean, rstd, gamma, beta, G)
+    _, mean, rstd = reference_silu.silu_forward(x_in, gamma, beta, G)
+    want = reference_silu.silu_backward(to_numpy(ms.Tensor(w, dtype)), x_in, mean, rstd, gamma, beta, G)
     assert_close(dx, want[0], dtype, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
     assert_close(dbeta, want[2], ms.float32, "dbeta")
@@ -331,7 +339,7 @@ def test_fused_graph_dynamic_shapes_and_rank():
     dimensions, then of an unknown rank, run on two shapes: the C++ infers of GroupNormSiluMs
     and GroupNormSiluGradMs."""
     _set_mode("graph")
-    assert _silu_ops.fused_backend() == "ascend", ascend_silu.NOT_INSTALLED
+    assert _silu_ops.fused_backend() == "ascend", NOT_INSTALLED
     G, C, k = 4, 16, 1.7
     for dynamic in ([None, C, None, None], None):
         net = _FusedOps(G, k)
@@ -343,9 +351,9 @@ def test_fused_graph_dynamic_shapes_and_rank():
                                                    ms.float32)
             z, mean, rstd, *got = net(tensor(x, ms.float32), tensor(gamma, ms.float32), tensor(beta, ms.float32),
                                       tensor(dz, ms.float32))
-            want_z, want_mean, want_rstd = reference_silu.forward(x, gamma, beta, G, 1e-5, k)
+            want_z, want_mean, want_rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, k)
             assert_close(z, want_z, ms.float32, f"z {shape} dynamic={dynamic}")
             assert_close(mean, want_mean, ms.float32, f"mean {shape} dynamic={dynamic}")
-            want = reference_silu.backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
+            want = reference_silu.silu_backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
             for i, name in enumerate(("dx", "dgamma", "dbeta")):
                 assert_close(got[i], want[i], ms.float32, f"{name} {shape} dynamic={dynamic}")

@@ -1,5 +1,5 @@
 """The PyNative fast path (on by default, $MS_GROUPNORM_PYBOOST=0 opts out,
-ms_groupnorm/_pyboost.py): bitwise the same results as the aot ops, wired into
+ms_groupnorm/backends/cpu_pyboost.py): bitwise the same results as the aot ops, wired into
 group_norm_backward, the bprop of GroupNorm/group_norm and their forward when no gradient
 is recorded, only in PYNATIVE_MODE; argument errors still raised synchronously; a
 fallback to the aot ops when the module cannot be built; built into a user cache, never
@@ -19,7 +19,9 @@ import pytest
 from mindspore import ops
 
 from cases import DTYPES, assert_close, make_inputs, tensor, to_numpy
-from ms_groupnorm import GroupNorm, _ops, _pyboost, group_norm, group_norm_backward, group_norm_forward, reference
+from ms_groupnorm import GroupNorm, group_norm, group_norm_backward, group_norm_forward, reference
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.backends import cpu_pyboost as _pyboost
 from ms_groupnorm.errors import ParamInvalidError
 
 FULL = (True, True, True)
@@ -79,7 +81,7 @@ def test_op_choice_follows_env_and_mode(fast_path):
     assert isinstance(_ops.backward_op(G), ops.Custom)
     assert type(_ops.forward_op(G, 1e-5)) is ops.Custom
     fast_path(True)  # the default
-    assert _ops.backward_op(G) is _pyboost.backward(G, FULL)
+    assert _ops.backward_op(G) is _pyboost.backward("group_norm", (G,), FULL)
     assert _ops.forward_op(G, 1e-5) is _ops._forward_op(G, 1e-5, FULL, _ops.PYBOOST_BACKEND)
     assert isinstance(_ops.forward_op(G, 1e-5), _ops.PynativeForward)
     assert _ops.forward_op(G, 1e-5) is not _ops._forward_op(G, 1e-5, FULL, "cpu")
@@ -113,7 +115,7 @@ def test_module_forward_bitwise_equal_to_aot(fast_path, rng, data_dtype, stat_dt
     none = tensor(np.zeros(0), stat_dtype)  # the "none" gamma/beta, stats in its dtype
     aot = _ops._forward_op(G, 1e-5, FULL, "cpu")
     for args in ((x_t, gamma_t, beta_t), (x_t, none, none), (x_t, gamma_t, none)):
-        got, want = _pyboost.forward(G, 1e-5)(*args), aot(*args)
+        got, want = _pyboost.forwards("group_norm", (G, 1e-5))[0](*args), aot(*args)
         for g, w, name in zip(got, want, ("y", "mean", "rstd")):
             assert_bitwise(g, w, name)
 
@@ -129,7 +131,7 @@ def test_non_contiguous_inputs(fast_path, rng):
     want = _ops._backward_op(G, FULL, "cpu")(dy, x, mean, rstd, gamma)
     for g, w, name in zip(got, want, ("dx", "dgamma", "dbeta")):
         assert_bitwise(g, w, name)
-    got = _pyboost.forward(G, 1e-5)(x_view, gamma, gamma)
+    got = _pyboost.forwards("group_norm", (G, 1e-5))[0](x_view, gamma, gamma)
     want = _ops._forward_op(G, 1e-5, FULL, "cpu")(x, gamma, gamma)
     for g, w, name in zip(got, want, ("y", "mean", "rstd")):
         assert_bitwise(g, w, name)
@@ -177,7 +179,7 @@ def test_forward_without_gradient_runs_the_module_bitwise(fast_path, rng, monkey
     net.gamma.set_data(tensor(gamma, ms.float32))
     net.beta.set_data(tensor(beta, ms.float32))
     module_calls = []
-    forward = _pyboost.forward(G, 1e-5)
+    forward = _pyboost.forwards("group_norm", (G, 1e-5))[0]
     op = _ops.forward_op(G, 1e-5)
     monkeypatch.setattr(op, "module_forward", lambda *args: module_calls.append(1) or forward(*args))
     fast = net(x_t), group_norm(x_t, G, net.gamma, net.beta)
@@ -322,7 +324,7 @@ def test_ordering_with_builtin_producers_and_consumers(fast_path, rng):
     the module's outputs right away sometimes ran before our kernel had written them (seen
     in ~1-3% of calls on this shape). Inputs come from built-in ops too, the other order."""
     dy, x, mean, rstd, gamma = backward_inputs(rng, ms.float32, ms.float32)
-    backward = _pyboost.backward(G, FULL)
+    backward = _pyboost.backward("group_norm", (G,), FULL)
     want = [t.asnumpy() for t in _ops._backward_op(G, FULL, "cpu")(dy, x, mean, rstd, gamma)]
     mismatches = 0
     for _ in range(300):
@@ -366,7 +368,7 @@ REJECTION_SCRIPT = """
 import time
 import numpy as np, mindspore as ms, pytest
 from mindspore import Tensor
-from ms_groupnorm import _pyboost
+from ms_groupnorm.backends import cpu_pyboost as _pyboost
 module = _pyboost.build()
 rng = np.random.default_rng(0)
 t = lambda shape: Tensor(rng.standard_normal(shape).astype(np.float32))
@@ -453,7 +455,7 @@ def test_jit_inside_pynative_with_fast_path_enabled(fast_path, rng):
 
 
 def test_build_failure_falls_back_with_one_warning(fast_path, monkeypatch, caplog):
-    def broken_build():
+    def broken_build(name="group_norm"):
         raise RuntimeError("simulated compiler failure")
 
     monkeypatch.setattr(_pyboost, "build", broken_build)

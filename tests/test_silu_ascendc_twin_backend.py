@@ -22,8 +22,13 @@ import pytest
 from mindspore import nn
 
 from cases import assert_close, make_inputs, tensor, to_numpy
-from ms_groupnorm import (GroupNormSiLU, _kernel_lib, _ops, _silu_ops, ascendc_twin, ascendc_twin_forward,
-                          group_norm_silu, group_norm_silu_backward, group_norm_silu_forward, reference_silu)
+from ms_groupnorm import GroupNormSiLU, group_norm_silu, group_norm_silu_backward, group_norm_silu_forward
+from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin as ascendc_twin_forward
+from ms_groupnorm import reference as reference_silu
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
 
 OK, BAD_PARAMS, NULL_POINTER, BAD_RANK, BAD_DTYPE, BAD_SHAPE, BAD_ATTR, KERNEL_FAULT = range(8)
@@ -83,7 +88,7 @@ def test_forward_shim_matches_the_reference_and_the_cpu_entry(rng, twin_lib, mak
     cpu = forward_buffers(x, gamma, beta, G, data, stat)
     assert call_forward(twin_lib, twin, dtypes, extra) == OK
     assert call_forward(None, cpu, dtypes, extra) == OK
-    want = reference_silu.forward(x, gamma, beta, G, 1e-5, swish)
+    want = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish)
     for index, ref, dtype, name in ((3, want[0], data if stat == "float32" else stat, "z"), (4, want[1], stat, "mean"),
                                     (5, want[2], stat, "rstd")):
         got = load(twin[index], dtypes[index])
@@ -280,7 +285,7 @@ def test_forward_against_the_reference_and_the_cpu_fused_op(mode, rng, monkeypat
     z, mean, rstd = Forward(*sizes(shape), G, 1e-5, swish)(*args)
     assert (z.dtype, mean.dtype, rstd.dtype, z.shape, mean.shape) == (data_dtype, stat_dtype, stat_dtype, shape,
                                                                        (shape[0], G))
-    want = reference_silu.forward(x, gamma, beta, G, 1e-5, swish)
+    want = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish)
     out_dtype = data_dtype if stat_dtype == ms.float32 else stat_dtype
     for got, ref, dtype, name in zip((z, mean, rstd), want, (out_dtype, stat_dtype, stat_dtype), ("z", "mean", "rstd")):
         assert_close(got, ref, dtype, name)
@@ -293,7 +298,7 @@ def test_forward_against_the_reference_and_the_cpu_fused_op(mode, rng, monkeypat
 def test_group_norm_silu_and_the_layer_forward(mode, rng, twin_backend):
     shape, G = (2, 6, 4, 3), 3
     x, _, gamma, beta, _, _ = make_inputs(rng, shape, G, ms.float16, ms.float32)
-    want = reference_silu.forward(x, gamma, beta, G)[0]
+    want = reference_silu.silu_forward(x, gamma, beta, G)[0]
     z = group_norm_silu(tensor(x, ms.float16), G, tensor(gamma, ms.float32), tensor(beta, ms.float32))
     assert z.dtype == ms.float16
     assert_close(z, want, ms.float16, "group_norm_silu")
@@ -325,10 +330,10 @@ def test_training_step_through_the_twin(mode, rng, twin_backend, data, stat):
     loss_net = WeightedSum(net, w)
     grad_x = ms.grad(loss_net, grad_position=0)(tensor(x, data_dtype))
     nn.TrainOneStepCell(loss_net, nn.SGD(net.trainable_params(), learning_rate=lr))(tensor(x, data_dtype))
-    _, mean, rstd = reference_silu.forward(x, gamma, beta, G)
+    _, mean, rstd = reference_silu.silu_forward(x, gamma, beta, G)
     # the backward gets the statistics the forward saved, rounded to their dtype
     mean, rstd = to_numpy(tensor(mean, stat_dtype)), to_numpy(tensor(rstd, stat_dtype))
-    dx, dgamma, dbeta = reference_silu.backward(w, x, mean, rstd, gamma, beta, G)
+    dx, dgamma, dbeta = reference_silu.silu_backward(w, x, mean, rstd, gamma, beta, G)
     assert grad_x.dtype == data_dtype
     assert_close(grad_x, dx, data_dtype if stat_dtype == ms.float32 else stat_dtype, "dx")
     for param, start, grad, name in ((net.gamma, gamma, dgamma, "gamma"), (net.beta, beta, dbeta, "beta")):
@@ -348,9 +353,9 @@ def test_group_norm_silu_gradients(mode, rng, twin_backend, affine):
     args = (tensor(x, ms.bfloat16), tensor(w, ms.float32), tensor(gamma, ms.float32), tensor(beta, ms.float32))
     dx, dgamma, dbeta = ms.grad(Loss(), grad_position=(0, 2, 3))(*args)
     gamma_ref, beta_ref = (gamma, beta) if affine else (None, None)
-    _, mean, rstd = reference_silu.forward(x, gamma_ref, beta_ref, G)
+    _, mean, rstd = reference_silu.silu_forward(x, gamma_ref, beta_ref, G)
     mean, rstd = (to_numpy(tensor(a, ms.float32)) for a in (mean, rstd))
-    want = reference_silu.backward(w, x, mean, rstd, gamma_ref, beta_ref, G)
+    want = reference_silu.silu_backward(w, x, mean, rstd, gamma_ref, beta_ref, G)
     assert_close(dx, want[0], ms.bfloat16, "dx")
     if affine:
         assert_close(dgamma, want[1], ms.float32, "dgamma")
@@ -366,7 +371,7 @@ def test_masked_group_norm_silu_backward(mode, rng, twin_backend, mask):
     got = Backward(*sizes(shape), G, mask, swish)(tensor(dz, ms.float16), tensor(x, ms.float16),
                                                   tensor(mean, ms.float32), tensor(rstd, ms.float32),
                                                   tensor(gamma, ms.float32), tensor(beta, ms.float32))
-    want = reference_silu.backward(dz, x, mean, rstd, gamma, beta, G, swish)
+    want = reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish)
     for bit, out, ref, dtype, name in zip(mask, got, want, (ms.float16, ms.float32, ms.float32),
                                           ("dx", "dgamma", "dbeta")):
         if bit:

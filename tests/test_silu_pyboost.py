@@ -1,4 +1,4 @@
-"""The fused op's PyNative fast path (ms_groupnorm/_silu_pyboost.py, on by default,
+"""The fused op's PyNative fast path (ms_groupnorm/backends/cpu_pyboost.py, on by default,
 $MS_GROUPNORM_PYBOOST=0 opts out): chosen only in PYNATIVE_MODE, and bitwise the results
 of the aot ops: forward with and without a recorded gradient, the module's own autograd
 node, @ms.jit inside PyNative. Built once per machine (a minute or more the first time)."""
@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from cases import DTYPES, make_inputs, tensor
-from ms_groupnorm import GroupNormSiLU, _ops, _pyboost, _silu_ops, _silu_pyboost, group_norm_silu
+from ms_groupnorm import GroupNormSiLU, group_norm_silu
+from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.backends import cpu_pyboost as _pyboost
+from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.backends import cpu_pyboost as _silu_pyboost
 from test_pyboost import assert_bitwise
 
 SHAPE, G = (3, 6, 5, 2), 3
@@ -21,7 +25,7 @@ def silu_module():
     if missing:
         pytest.skip(f"building the pyboost module needs {', '.join(missing)}, not installed here")
     try:
-        return _silu_pyboost.build()
+        return _silu_pyboost.build("group_norm_silu")
     except Exception as error:  # surfaced as a failure, never a skip
         pytest.fail(f"the fused pyboost module failed to build: {type(error).__name__}: {error}")
 
@@ -103,7 +107,7 @@ def test_module_backward_bitwise_equal_to_aot(silu_module, rng):
     x, dz, gamma, beta, mean, rstd = make_inputs(rng, SHAPE, G, ms.bfloat16, ms.float32)
     args = (tensor(dz, ms.bfloat16), tensor(x, ms.bfloat16), tensor(mean, ms.float32), tensor(rstd, ms.float32),
             tensor(gamma, ms.float32), tensor(beta, ms.float32))
-    fast = _silu_pyboost.backward(G, 1.4, (True, True, True))(*args)
+    fast = _silu_pyboost.backward("group_norm_silu", (G, 1.4), (True, True, True))(*args)
     slow = _silu_ops._silu_backward_op(G, 1.4, (True, True, True), "cpu")(*args)
     for got, want, name in zip(fast, slow, ("dx", "dgamma", "dbeta")):
         assert_bitwise(got, want, name)

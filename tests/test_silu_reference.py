@@ -1,10 +1,10 @@
-"""The float64 oracle of the fused GroupNorm + swish (ms_groupnorm/reference_silu.py),
+"""The float64 oracle of the fused GroupNorm + swish (ms_groupnorm/reference.py),
 checked against central finite differences of its own forward (statistics recomputed, so
 the backward's use of saved mean/rstd is checked too), swish_scale 1 and not 1."""
 import numpy as np
 import pytest
 
-from ms_groupnorm import reference_silu
+from ms_groupnorm import reference as reference_silu
 
 
 def _numeric_grad(f, a, h=1e-6):
@@ -30,10 +30,10 @@ def test_backward_matches_finite_differences(shape, G, swish_scale):
     w = rng.standard_normal(shape)
 
     def loss():
-        return float((reference_silu.forward(x, gamma, beta, G, 1e-5, swish_scale)[0] * w).sum())
+        return float((reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)[0] * w).sum())
 
-    _, mean, rstd = reference_silu.forward(x, gamma, beta, G, 1e-5, swish_scale)
-    dx, dgamma, dbeta = reference_silu.backward(w, x, mean, rstd, gamma, beta, G, swish_scale)
+    _, mean, rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
+    dx, dgamma, dbeta = reference_silu.silu_backward(w, x, mean, rstd, gamma, beta, G, swish_scale)
     for got, wrt, name in ((dx, x, "dx"), (dgamma, gamma, "dgamma"), (dbeta, beta, "dbeta")):
         np.testing.assert_allclose(got, _numeric_grad(loss, wrt), rtol=1e-6, atol=1e-7, err_msg=name)
 
@@ -50,5 +50,5 @@ def test_swish_and_its_derivative():
 
 def test_empty_input():
     x = np.zeros((0, 4, 3))
-    dx, dgamma, dbeta = reference_silu.backward(x, x, np.zeros((0, 2)), np.zeros((0, 2)), None, None, 2)
+    dx, dgamma, dbeta = reference_silu.silu_backward(x, x, np.zeros((0, 2)), np.zeros((0, 2)), None, None, 2)
     assert dx.shape == x.shape and not dgamma.any() and not dbeta.any()

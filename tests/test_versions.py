@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ms_groupnorm import _compat, _pyboost
+from ms_groupnorm import _compat
+from ms_groupnorm.backends import cpu_pyboost as _pyboost
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@
 // which takes tensors only, and our operator takes num_groups and the output mask as
 // scalars (MindSpore custom_ops.py, Custom.__call__; note ascend-first-run.md B.1).
 //
-// Built lazily by ms_groupnorm/_ascend_pyboost.py. LAUNCH_ACLNN looks the aclnn API up by
+// Built lazily by ms_groupnorm/backends/ascend_pyboost.py. LAUNCH_ACLNN looks the aclnn API up by
 // name (dlsym in the op-api libraries MindSpore loaded from $ASCEND_CUSTOM_OPP_PATH) and
 // calls it through a function-pointer type made from the argument types passed here, so
 // those types must be exactly CANN's: tensors, then attributes (Int -> int64_t,
@@ -33,7 +33,7 @@
 //   group_norm_silu_grad(dz, x, mean, rstd, gamma, beta, group, swish_scale, m0, m1, m2)
 //       -> (dx, dgamma, dbeta)   [GroupNormSiluGradMs; gamma/beta real, mean's dtype]
 // The forward functions need the GroupNormSiluMs operator to be installed as well, the
-// fused backward GroupNormSiluGradMs (ms_groupnorm/ascend_silu.py only calls them then).
+// fused backward GroupNormSiluGradMs (ms_groupnorm/ops/routing.py only calls them then).
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
@@ -81,15 +81,20 @@ struct MatchesAclnn<aclnnStatus (*)(Declared...), Passed...>
 // ---- launches
 ms::Tensor Dense(const ms::Tensor &t) { return t.is_contiguous() ? t : t.contiguous(); }
 
-std::vector<ms::Tensor> GradImpl(const ms::Tensor &dy, const ms::Tensor &x, const ms::Tensor &mean,
-                                 const ms::Tensor &rstd, const ms::Tensor &gamma, int64_t group, bool dx_mask,
-                                 bool dgamma_mask, bool dbeta_mask) {
+// The backward operators always write all three outputs, full size.
+std::vector<ms::Tensor> FullGradients(const ms::Tensor &x, const ms::Tensor &mean) {
   const auto &shape = x.shape();
   if (shape.size() < 2) MS_LOG(EXCEPTION) << "ms_groupnorm: x must be (N, C, *)";
   const ShapeVector channels{shape[1]};
-  ms::Tensor dx(x.data_type(), shape);
-  ms::Tensor dgamma(mean.data_type(), channels);
-  ms::Tensor dbeta(mean.data_type(), channels);
+  return {ms::Tensor(x.data_type(), shape), ms::Tensor(mean.data_type(), channels),
+          ms::Tensor(mean.data_type(), channels)};
+}
+
+std::vector<ms::Tensor> GradImpl(const ms::Tensor &dy, const ms::Tensor &x, const ms::Tensor &mean,
+                                 const ms::Tensor &rstd, const ms::Tensor &gamma, int64_t group, bool dx_mask,
+                                 bool dgamma_mask, bool dbeta_mask) {
+  const auto grads = FullGradients(x, mean);
+  const ms::Tensor dx = grads[0], dgamma = grads[1], dbeta = grads[2];
   // CANN's order (op_host OpDef): dy, mean, rstd, x, gamma | num_groups, dx_is_require,
   // dgamma_is_require, dbeta_is_require | dx, dgamma, dbeta.
   const ms::Tensor in_dy = Dense(dy), in_mean = Dense(mean), in_rstd = Dense(rstd), in_x = Dense(x),
@@ -141,12 +146,8 @@ std::vector<ms::Tensor> SiluGradImpl(const ms::Tensor &dz, const ms::Tensor &x, 
                                      const ms::Tensor &rstd, const ms::Tensor &gamma, const ms::Tensor &beta,
                                      int64_t group, double swish_scale, bool dx_mask, bool dgamma_mask,
                                      bool dbeta_mask) {
-  const auto &shape = x.shape();
-  if (shape.size() < 2) MS_LOG(EXCEPTION) << "ms_groupnorm: x must be (N, C, *)";
-  const ShapeVector channels{shape[1]};
-  ms::Tensor dx(x.data_type(), shape);
-  ms::Tensor dgamma(mean.data_type(), channels);
-  ms::Tensor dbeta(mean.data_type(), channels);
+  const auto grads = FullGradients(x, mean);
+  const ms::Tensor dx = grads[0], dgamma = grads[1], dbeta = grads[2];
   // CANN's order (op_host OpDef): dy, mean, rstd, x, gamma, beta | num_groups, swish_scale,
   // dx_is_require, dgamma_is_require, dbeta_is_require | dx, dgamma, dbeta.
   const ms::Tensor in_dz = Dense(dz), in_mean = Dense(mean), in_rstd = Dense(rstd), in_x = Dense(x),
@@ -194,33 +195,58 @@ py::object GroupNormSiluGrad(const ms::Tensor &dz, const ms::Tensor &x, const ms
 namespace autograd = mindspore::pynative::autograd;
 using mindspore::tensor::TensorPtr;
 
+// What both Functions record: x, the statistics (marked non-differentiable: saved
+// statistics) and the parameters ``params`` for the backward, the group and whether
+// gamma/beta want a gradient (a ones/zeros stand-in for a "none" one gets none).
+autograd::TensorPtrList Record(autograd::AutogradContext *ctx, const std::vector<ms::Tensor> &outs,
+                               const TensorPtr &x, const autograd::TensorPtrList &params, int64_t group,
+                               bool gamma_grad, bool beta_grad) {
+  const TensorPtr &mean = outs[1].tensor();
+  const TensorPtr &rstd = outs[2].tensor();
+  autograd::TensorPtrList saved{x, mean, rstd};
+  saved.insert(saved.end(), params.begin(), params.end());
+  ctx->SaveForBackward(saved);
+  ctx->saved_data["group"] = mindspore::MakeValue(group);
+  ctx->saved_data["gamma_grad"] = mindspore::MakeValue(gamma_grad);
+  ctx->saved_data["beta_grad"] = mindspore::MakeValue(beta_grad);
+  ctx->MarkNonDifferentiable({mean, rstd});
+  return {outs[0].tensor(), mean, rstd};
+}
+
+struct Wanted {
+  int64_t group;
+  bool dx, dgamma, dbeta;
+};
+
+Wanted WantedGradients(autograd::AutogradContext *ctx) {
+  return {mindspore::GetValue<int64_t>(ctx->saved_data["group"]), ctx->NeedsInputGrad(0),
+          ctx->NeedsInputGrad(1) && mindspore::GetValue<bool>(ctx->saved_data["gamma_grad"]),
+          ctx->NeedsInputGrad(2) && mindspore::GetValue<bool>(ctx->saved_data["beta_grad"])};
+}
+
+// One entry per input: x, gamma, beta, then nullptr for each of the ``scalars`` non-tensor
+// inputs; none where no gradient is wanted.
+autograd::TensorPtrList Gradients(const std::vector<ms::Tensor> &outs, const Wanted &w, size_t scalars) {
+  autograd::TensorPtrList grads{w.dx ? outs[0].tensor() : nullptr, w.dgamma ? outs[1].tensor() : nullptr,
+                                w.dbeta ? outs[2].tensor() : nullptr};
+  grads.resize(grads.size() + scalars, nullptr);
+  return grads;
+}
+
 struct GroupNormFunction : public autograd::Function<GroupNormFunction> {
   static autograd::TensorPtrList Forward(autograd::AutogradContext *ctx, const TensorPtr &x, const TensorPtr &gamma,
                                          const TensorPtr &beta, int64_t group, double eps, bool gamma_grad,
                                          bool beta_grad) {
     auto outs = ForwardImpl(ms::Tensor(x), ms::Tensor(gamma), ms::Tensor(beta), group, eps, false, 1.0);
-    const TensorPtr &mean = outs[1].tensor();
-    const TensorPtr &rstd = outs[2].tensor();
-    ctx->SaveForBackward({x, mean, rstd, gamma});
-    ctx->saved_data["group"] = mindspore::MakeValue(group);
-    ctx->saved_data["gamma_grad"] = mindspore::MakeValue(gamma_grad);
-    ctx->saved_data["beta_grad"] = mindspore::MakeValue(beta_grad);
-    ctx->MarkNonDifferentiable({mean, rstd});  // saved statistics
-    return {outs[0].tensor(), mean, rstd};
+    return Record(ctx, outs, x, {gamma}, group, gamma_grad, beta_grad);
   }
 
   static autograd::TensorPtrList Backward(autograd::AutogradContext *ctx, autograd::TensorPtrList grads) {
     const auto saved = ctx->GetSavedTensors();
-    const int64_t group = mindspore::GetValue<int64_t>(ctx->saved_data["group"]);
-    const bool dx = ctx->NeedsInputGrad(0);
-    const bool dgamma = ctx->NeedsInputGrad(1) && mindspore::GetValue<bool>(ctx->saved_data["gamma_grad"]);
-    const bool dbeta = ctx->NeedsInputGrad(2) && mindspore::GetValue<bool>(ctx->saved_data["beta_grad"]);
+    const Wanted w = WantedGradients(ctx);
     auto outs = GradImpl(ms::Tensor(grads[0]), ms::Tensor(saved[0]), ms::Tensor(saved[1]), ms::Tensor(saved[2]),
-                         ms::Tensor(saved[3]), group, dx, dgamma, dbeta);
-    // One entry per input (group, eps and the two flags included); none where no
-    // gradient is wanted (a ones/zeros stand-in for a "none" gamma/beta gets none).
-    return {dx ? outs[0].tensor() : nullptr, dgamma ? outs[1].tensor() : nullptr,
-            dbeta ? outs[2].tensor() : nullptr, nullptr, nullptr, nullptr, nullptr};
+                         ms::Tensor(saved[3]), w.group, w.dx, w.dgamma, w.dbeta);
+    return Gradients(outs, w, 4);  // then nothing for group, eps and the two flags
   }
 };
 
@@ -242,29 +268,17 @@ struct GroupNormSiluFunction : public autograd::Function<GroupNormSiluFunction> 
                                          const TensorPtr &beta, int64_t group, double eps, double swish_scale,
                                          bool gamma_grad, bool beta_grad) {
     auto outs = ForwardImpl(ms::Tensor(x), ms::Tensor(gamma), ms::Tensor(beta), group, eps, true, swish_scale);
-    const TensorPtr &mean = outs[1].tensor();
-    const TensorPtr &rstd = outs[2].tensor();
-    ctx->SaveForBackward({x, mean, rstd, gamma, beta});
-    ctx->saved_data["group"] = mindspore::MakeValue(group);
     ctx->saved_data["swish_scale"] = mindspore::MakeValue(swish_scale);
-    ctx->saved_data["gamma_grad"] = mindspore::MakeValue(gamma_grad);
-    ctx->saved_data["beta_grad"] = mindspore::MakeValue(beta_grad);
-    ctx->MarkNonDifferentiable({mean, rstd});  // saved statistics
-    return {outs[0].tensor(), mean, rstd};
+    return Record(ctx, outs, x, {gamma, beta}, group, gamma_grad, beta_grad);
   }
 
   static autograd::TensorPtrList Backward(autograd::AutogradContext *ctx, autograd::TensorPtrList grads) {
     const auto saved = ctx->GetSavedTensors();
-    const int64_t group = mindspore::GetValue<int64_t>(ctx->saved_data["group"]);
     const double swish_scale = mindspore::GetValue<double>(ctx->saved_data["swish_scale"]);
-    const bool dx = ctx->NeedsInputGrad(0);
-    const bool dgamma = ctx->NeedsInputGrad(1) && mindspore::GetValue<bool>(ctx->saved_data["gamma_grad"]);
-    const bool dbeta = ctx->NeedsInputGrad(2) && mindspore::GetValue<bool>(ctx->saved_data["beta_grad"]);
+    const Wanted w = WantedGradients(ctx);
     auto outs = SiluGradImpl(ms::Tensor(grads[0]), ms::Tensor(saved[0]), ms::Tensor(saved[1]), ms::Tensor(saved[2]),
-                             ms::Tensor(saved[3]), ms::Tensor(saved[4]), group, swish_scale, dx, dgamma, dbeta);
-    // One entry per input: x, gamma, beta, then group, eps, swish_scale and the two flags.
-    return {dx ? outs[0].tensor() : nullptr, dgamma ? outs[1].tensor() : nullptr,
-            dbeta ? outs[2].tensor() : nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+                             ms::Tensor(saved[3]), ms::Tensor(saved[4]), w.group, swish_scale, w.dx, w.dgamma, w.dbeta);
+    return Gradients(outs, w, 5);  // then nothing for group, eps, swish_scale and the two flags
   }
 };
 

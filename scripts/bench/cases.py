@@ -34,7 +34,7 @@ def as_float32(array, dtype):
 
 class KernelLib:
     def __init__(self):
-        from ms_groupnorm import _kernel_lib
+        from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
         self.lib = _kernel_lib.cdll()
 

@@ -39,7 +39,7 @@ def graph_op_cells(group):
     from mindspore import nn
     from mindspore.ops.auto_generate import group_norm_grad_op, group_norm_op
 
-    from ms_groupnorm import _ops
+    from ms_groupnorm.ops import routing as _ops
 
     full = (True, True, True)
 

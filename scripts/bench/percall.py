@@ -25,7 +25,8 @@ def percall_worker(threads, rounds):
     from mindspore.ops.auto_generate import group_norm_grad_op
 
     import ms_groupnorm
-    from ms_groupnorm import _kernel_lib, functional as F
+    from ms_groupnorm import functional as F
+    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 
     op_tuning.threads_num(threads)
     _kernel_lib.cdll().MsGroupNormSetNumThreads(threads)

@@ -1,15 +1,22 @@
-"""The CPU twin of the AscendC GroupNormGradMs kernel: build it and call it.
+"""The CPU twins of the AscendC kernels: build them and call them.
 
-* ``twin_library_path`` builds (g++, cached by a hash of the sources) the CPU twin:
-  kernels/ascendc/op_kernel compiled unmodified against kernels/ascendc/twin's AscendC
-  stand-in, plus the host tiling function and an aot shim with the same ABI as the CPU
-  backward (``twin_aot_func("GroupNormGrad")``).
-* ``twin_tiling``/``twin_launch``/``twin_backward``/``twin_probe`` call the twin with ctypes
-  (kernel-only; tests use them to make both good and deliberately broken launches).
-  ``twin_silu_backward`` runs the fused GroupNormSiluGradMs entry (same kernel class with the
-  swish gradient on; the aot shim is ``twin_aot_func("GroupNormSiluGrad")``).
+kernels/ascendc/op_kernel compiled unmodified with g++ against kernels/ascendc/twin's AscendC
+stand-in, with the host tiling and input checks, into two libraries (one loader,
+``library_path``, cached by a hash of every file of twin/, op_kernel/, op_host/ and the
+kernels/cpu headers they include, so no header list needs keeping):
 
-The operator's registration on a real Ascend device is ``ascend``.
+* "backward": GroupNormGradMs and the fused GroupNormSiluGradMs (same kernel class, swish
+  gradient on), the probes, and an aot shim with the CPU kernels' ABI
+  (``twin_aot_func("GroupNormGrad")``, ``twin_aot_func("GroupNormSiluGrad")``);
+* "forward": GroupNormSiluMs (twin/twin_forward.cc's C API) and its aot shim
+  ``GroupNormSilu`` (``forward_aot_func``).
+
+``twin_tiling``/``twin_launch``/``twin_backward``/``twin_silu_backward``/``twin_probe`` and
+``forward_tiling``/``forward_launch``/``twin_forward`` call them with ctypes (kernel-only;
+tests use them to make both good and deliberately broken launches). bf16 travels as uint16
+bit patterns; policies and executions by name. What MS_GROUPNORM_BACKEND=ascendc_twin runs
+is ``backends.cpu_aot`` with these aot shims; the operators on a real device are
+``backends.ascend_graph`` / ``ascend_pynative``.
 """
 import ctypes
 import functools
@@ -21,25 +28,23 @@ from pathlib import Path
 
 import numpy as np
 
-# ---------------------------------------------------------------- the CPU twin: build
+# ---------------------------------------------------------------- the CPU twins: build
 ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
 TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
-_TWIN_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
-                 "twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
-                 "twin/twin_probes_vector.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
-                 "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
-_TWIN_HEADERS = ("twin/kernel_operator.h", "twin/kernel_operator_sync.h", "twin/kernel_operator_buffers.h",
-                 "twin/kernel_operator_data_copy.h", "twin/kernel_operator_vector.h", "twin/build_rules.h",
-                 "twin/twin_runtime.h", "twin/twin_pipes.h", "twin/twin_launch.h", "twin/twin_probes.h",
-                 "op_kernel/group_norm_grad_ms.h", "op_kernel/group_norm_grad_ms_tiling_data.h",
-                 "op_kernel/group_norm_grad_ms_common.h", "op_kernel/group_norm_grad_ms_copies.h",
-                 "op_kernel/group_norm_grad_ms_stage2.h", "op_kernel/group_norm_grad_ms_channels.h",
-                 "op_kernel/group_norm_grad_ms_hw_one.h", "op_kernel/group_norm_grad_ms_split.h",
-                 "op_kernel/swish_grad_math.h",
-                 "op_host/group_norm_grad_ms_tiling.h", "../cpu/half_types.h", "../cpu/aot_extra.h",
-                 "../cpu/aot_status.h")
-# kernel_operator.h includes the forward kernel's vector math (ms_groupnorm.ascendc_twin_forward).
-_TWIN_HEADERS += ("twin/kernel_operator_forward_math.h",)
+# The translation units of each library (relative to kernels/ascendc); headers are found
+# by the compiler and hashed by directory (HASHED_DIRS).
+BACKWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
+                    "twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
+                    "twin/twin_probes_vector.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
+                    "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
+FORWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc", "twin/twin_forward_aot.cc",
+                   "op_kernel/group_norm_silu_ms.cpp", "op_host/group_norm_silu_ms_tiling.cpp")
+LIBRARIES = {"backward": ("libms_groupnorm_ascendc_twin", BACKWARD_SOURCES),
+             "forward": ("libms_groupnorm_ascendc_forward_twin", FORWARD_SOURCES)}
+# Every file here is part of both libraries' build keys (the twins include the CPU kernels'
+# half types and aot ABI helpers from ../cpu).
+HASHED_DIRS = ("twin", "op_kernel", "op_host", "../cpu")
+_HASHED_SUFFIXES = (".h", ".cc", ".cpp")
 _TWIN_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0",
                "-fvisibility=hidden", "-Wall", "-Wextra")
 
@@ -47,7 +52,7 @@ _TWIN_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_
 def ascendc_dir():
     """kernels/ascendc of the source checkout (the twin is built from source)."""
     override = os.environ.get(ASCENDC_DIR_ENV)
-    path = Path(override) if override else Path(__file__).resolve().parent.parent / "kernels" / "ascendc"
+    path = Path(override) if override else Path(__file__).resolve().parents[2] / "kernels" / "ascendc"
     if not (path / "op_kernel" / "group_norm_grad_ms.cpp").is_file():
         raise ImportError(f"ms_groupnorm: the AscendC sources are not at {path}; the CPU twin needs a source "
                           f"checkout (or ${ASCENDC_DIR_ENV} pointing at kernels/ascendc).")
@@ -57,7 +62,7 @@ def ascendc_dir():
 def _cache_dir():
     override = os.environ.get(TWIN_CACHE_ENV)
     candidates = [Path(override)] if override else []
-    candidates += [Path(__file__).resolve().parent / "_lib",
+    candidates += [Path(__file__).resolve().parent.parent / "_lib",
                    Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ms_groupnorm"]
     for path in candidates:
         try:
@@ -69,26 +74,37 @@ def _cache_dir():
     return Path(tempfile.gettempdir())
 
 
-@functools.lru_cache(maxsize=None)
-def twin_library_path():
-    """Path of the twin library, compiled with g++ on first use and cached by source hash."""
-    root = ascendc_dir()
+def _source_digest(root, sources):
     digest = hashlib.sha256(" ".join(_TWIN_FLAGS).encode())
-    for name in _TWIN_SOURCES + _TWIN_HEADERS:
+    hashed = set(sources)
+    for directory in HASHED_DIRS:
+        suffixes = (".h",) if directory.startswith("..") else _HASHED_SUFFIXES  # of kernels/cpu, only headers
+        hashed |= {f"{directory}/{p.name}" for p in (root / directory).iterdir() if p.suffix in suffixes}
+    for name in sorted(hashed):
         digest.update(name.encode())
         digest.update((root / name).read_bytes())
-    target = _cache_dir() / f"libms_groupnorm_ascendc_twin-{digest.hexdigest()[:16]}.so"
+    return digest.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def library_path(which):
+    """Path of the twin library ``which`` ("backward" or "forward"), compiled with g++ on
+    first use and cached by source hash."""
+    root = ascendc_dir()
+    prefix, sources = LIBRARIES[which]
+    target = _cache_dir() / f"{prefix}-{_source_digest(root, sources)}.so"
     if target.is_file():
         return str(target)
     scratch = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     command = ["g++", *_TWIN_FLAGS, f"-I{root / 'twin'}", f"-I{root / 'op_kernel'}",
-               *[str(root / s) for s in _TWIN_SOURCES], "-o", str(scratch)]
+               *[str(root / s) for s in sources], "-o", str(scratch)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError("ms_groupnorm: building the AscendC CPU twin failed:\n" + " ".join(command) + "\n" +
+        what = "AscendC CPU twin" if which == "backward" else "AscendC forward twin"
+        raise RuntimeError(f"ms_groupnorm: building the {what} failed:\n" + " ".join(command) + "\n" +
                            result.stderr[-4000:])
     os.replace(scratch, target)  # atomic: concurrent builders never see a half-written file
-    for stale in target.parent.glob("libms_groupnorm_ascendc_twin-*.so"):
+    for stale in target.parent.glob(f"{prefix}-*.so"):
         if stale != target:  # builds of older sources
             try:
                 stale.unlink()
@@ -97,9 +113,24 @@ def twin_library_path():
     return str(target)
 
 
+def twin_library_path():
+    """Path of the backward twin library (GroupNormGradMs, GroupNormSiluGradMs, probes)."""
+    return library_path("backward")
+
+
+def forward_library_path():
+    """Path of the forward twin library (GroupNormSiluMs)."""
+    return library_path("forward")
+
+
 def twin_aot_func(name="GroupNormGrad"):
-    """``func`` string of ``ops.Custom(func_type="aot")`` for an entry point of the twin."""
+    """``func`` string of ``ops.Custom(func_type="aot")`` for an entry point of the backward twin."""
     return f"{twin_library_path()}:{name}"
+
+
+def forward_aot_func(name="GroupNormSilu"):
+    """``func`` string of ``ops.Custom(func_type="aot")`` for an aot entry point of the forward twin."""
+    return f"{forward_library_path()}:{name}"
 
 
 # ---------------------------------------------------------------- the CPU twin: ctypes calls
@@ -161,28 +192,37 @@ COST_FIELDS = ("clock_ghz", "gm_bytes_per_ns", "dma_setup_cycles", "dma_latency_
                "vec_barrier_cycles")
 
 
-def twin_cost_model(**changes):
-    """The twin's cost constants (twin::CostModel) as a dict; keyword arguments change them for
-    later launches from Python."""
-    lib = _twin_cdll()
+def _cost_model(cost_model_function, changes):
+    """A library's cost constants (twin::CostModel) as a dict; ``changes`` set some for its
+    later launches."""
     out = np.zeros(len(COST_FIELDS), np.float64)
-    lib.GnmsTwinCostModel(None, out.ctypes.data)
+    cost_model_function(None, out.ctypes.data)
     if changes:
         unknown = set(changes) - set(COST_FIELDS)
         if unknown:
             raise KeyError(f"unknown cost constants {sorted(unknown)}; known: {COST_FIELDS}")
         values = np.array([changes.get(name, out[i]) for i, name in enumerate(COST_FIELDS)], np.float64)
-        lib.GnmsTwinCostModel(values.ctypes.data, out.ctypes.data)
+        cost_model_function(values.ctypes.data, out.ctypes.data)
     return dict(zip(COST_FIELDS, (float(v) for v in out)))
+
+
+def _last_stats(last_stats_function):
+    """Per-block cost counters of a library's last successful launch: dicts of STAT_FIELDS."""
+    blocks = last_stats_function(None, 0)
+    out = np.zeros((max(blocks, 1), len(STAT_FIELDS)), np.float64)
+    last_stats_function(out.ctypes.data, blocks)
+    return [dict(zip(STAT_FIELDS, row)) for row in out[:blocks]]
+
+
+def twin_cost_model(**changes):
+    """The backward twin's cost constants (twin::CostModel) as a dict; keyword arguments change
+    them for later launches from Python."""
+    return _cost_model(_twin_cdll().GnmsTwinCostModel, changes)
 
 
 def twin_last_stats():
     """Per-block cost counters of the last successful launch: a list of dicts (STAT_FIELDS)."""
-    lib = _twin_cdll()
-    blocks = lib.GnmsTwinLastStats(None, 0)
-    out = np.zeros((max(blocks, 1), len(STAT_FIELDS)), np.float64)
-    lib.GnmsTwinLastStats(out.ctypes.data, blocks)
-    return [dict(zip(STAT_FIELDS, row)) for row in out[:blocks]]
+    return _last_stats(_twin_cdll().GnmsTwinLastStats)
 
 
 def tiling_fields():
@@ -209,16 +249,21 @@ def twin_tiling(N, C, HxW, G, data_dtype="float32", stat_dtype=None, ub_bytes=UB
     return tiling
 
 
-def twin_check_inputs(dy, mean, rstd, x, gamma, num_groups):
-    """The host's input validation (gnms::CheckInputs) on shapes given as tuples; None stands
-    for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
-    shapes = (dy, mean, rstd, x, gamma)
+def _check_inputs(check_function, shapes, num_groups):
+    """A host input validation on ``shapes`` (tuples, None for a missing descriptor) and
+    num_groups (None: a missing attribute): (status, message)."""
     ranks = np.array([-1 if s is None else len(s) for s in shapes], np.int64)
     dims = np.array([d for s in shapes if s is not None for d in s] or [0], np.int64)
     groups = None if num_groups is None else ctypes.byref(ctypes.c_int64(num_groups))
     error = ctypes.create_string_buffer(1024)
-    status = _twin_cdll().GnmsTwinCheckInputs(dims.ctypes.data, ranks.ctypes.data, groups, error, len(error))
+    status = check_function(dims.ctypes.data, ranks.ctypes.data, groups, error, len(error))
     return status, error.value.decode()
+
+
+def twin_check_inputs(dy, mean, rstd, x, gamma, num_groups):
+    """The host's input validation (gnms::CheckInputs) on shapes given as tuples; None stands
+    for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
+    return _check_inputs(_twin_cdll().GnmsTwinCheckInputs, (dy, mean, rstd, x, gamma), num_groups)
 
 
 def _raw(array):
@@ -312,3 +357,138 @@ def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurr
     if status:
         raise TwinFault(error.value.decode())
     return out
+
+
+# ---------------------------------------------------------------- the forward twin: ctypes calls
+FORWARD_MODE_NAMES = {0: "group_resident", 1: "chunked", 2: "empty_groups"}
+# The forward host tiling leaves the same UB_RESERVE unused (gnsms::kUbReserveBytes).
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_cdll():
+    lib = ctypes.CDLL(forward_library_path())
+    i64, ptr, cint, dbl = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int, ctypes.c_double
+    lib.GnsmsTwinTilingFields.restype = ctypes.c_char_p
+    lib.GnsmsTwinTiling.restype = cint
+    lib.GnsmsTwinTiling.argtypes = [i64] * 4 + [cint, cint, dbl, cint, dbl, i64, i64, ptr, ptr]
+    lib.GnsmsTwinLaunch.restype = cint
+    lib.GnsmsTwinLaunch.argtypes = [ptr, ptr, ptr, dbl, dbl, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p,
+                                    cint]
+    lib.GnsmsTwinCheckInputs.restype = cint
+    lib.GnsmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, ctypes.c_char_p, cint]
+    lib.GnsmsTwinCheckDtypes.restype = cint
+    lib.GnsmsTwinCheckDtypes.argtypes = [cint, cint, cint, ctypes.c_char_p, cint]
+    lib.GnsmsTwinMathProbe.restype = cint
+    lib.GnsmsTwinMathProbe.argtypes = [ctypes.c_char_p, ptr, cint, ctypes.c_char_p, cint]
+    lib.GnsmsTwinCostModel.restype = None
+    lib.GnsmsTwinCostModel.argtypes = [ptr, ptr]
+    lib.GnsmsTwinLastStats.restype = cint
+    lib.GnsmsTwinLastStats.argtypes = [ptr, cint]
+    return lib
+
+
+def forward_tiling_fields():
+    return _forward_cdll().GnsmsTwinTilingFields().decode().split(",")
+
+
+def forward_tiling(N, C, HxW, G, data_dtype="float32", param_dtype=None, eps=1e-5, activate_silu=True,
+                   swish_scale=1.0, ub_bytes=UB_910B, core_num=48):
+    """The host tiling's result as a dict (int fields, plus "key", "eps", "swish_scale");
+    raises ValueError on failure."""
+    param_dtype = param_dtype or data_dtype
+    fields = forward_tiling_fields()
+    out = np.zeros(len(fields), np.int64)
+    key = ctypes.c_int64(0)
+    status = _forward_cdll().GnsmsTwinTiling(N, C, HxW, G, DTYPE_CODES[data_dtype], DTYPE_CODES[param_dtype], eps,
+                                     int(bool(activate_silu)), swish_scale, ub_bytes, core_num, out.ctypes.data,
+                                     ctypes.byref(key))
+    if status:
+        raise ValueError(f"tiling failed: {TILING_STATUS.get(status, status)}")
+    tiling = dict(zip(fields, (int(v) for v in out)))
+    tiling.update(key=key.value, eps=float(eps), swish_scale=float(swish_scale))
+    return tiling
+
+
+def forward_check_inputs(x, gamma, beta, num_groups):
+    """The host's input validation (gnsms::CheckInputs) on shapes given as tuples; None stands
+    for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
+    return _check_inputs(_forward_cdll().GnsmsTwinCheckInputs, (x, gamma, beta), num_groups)
+
+
+def forward_check_dtypes(x, gamma, beta):
+    """The host's dtype rule (gnsms::CheckDtypes) on dtype names. Returns (status, message)."""
+    error = ctypes.create_string_buffer(1024)
+    status = _forward_cdll().GnsmsTwinCheckDtypes(DTYPE_CODES[x], DTYPE_CODES[gamma], DTYPE_CODES[beta], error,
+                                                  len(error))
+    return status, error.value.decode()
+
+
+def forward_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, buffer_bytes=None,
+                   execution="immediate"):
+    """Runs the kernel on the twin. ``buffers``: x, gamma, beta, y, mean, rstd (numpy arrays or
+    None); ``buffer_bytes`` overrides the sizes the launch declares. Raises TwinFault."""
+    ptrs = (ctypes.c_void_p * 6)(*[None if b is None else b.ctypes.data for b in buffers])
+    sizes = np.array(buffer_bytes if buffer_bytes is not None else
+                     [0 if b is None else b.nbytes for b in buffers], np.int64)
+    fields = np.array([tiling[name] for name in forward_tiling_fields()], np.int64)
+    error = ctypes.create_string_buffer(2048)
+    status = _forward_cdll().GnsmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data, tiling["eps"],
+                                     tiling["swish_scale"], tiling["key"], ub_bytes, core_num,
+                                     _policy_code(policy, execution), seed, error, len(error))
+    if status:
+        raise TwinFault(error.value.decode())
+
+
+def twin_forward(x, gamma, beta, num_groups, eps=1e-5, activate_silu=True, swish_scale=1.0, data_dtype=None,
+                 param_dtype=None, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0,
+                 execution="immediate"):
+    """Kernel-only forward on the twin: returns (y, mean, rstd, tiling); y in x's storage dtype,
+    mean and rstd float32 of shape (N, G). bf16 travels as uint16 (pass data_dtype/param_dtype
+    "bfloat16"); gamma/beta None mean ones/zeros (the operator itself requires both)."""
+    x = np.ascontiguousarray(x)
+    N, C = x.shape[:2]
+    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    names = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16"}
+    data_dtype = data_dtype or names[x.dtype]
+    if param_dtype is None:
+        present = gamma if gamma is not None else beta
+        param_dtype = names[present.dtype] if present is not None and present.dtype != np.uint16 else data_dtype
+    storage = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}[param_dtype]
+    one = {"float32": np.float32(1), "float16": np.float16(1), "bfloat16": np.uint16(0x3F80)}[param_dtype]
+    gamma = np.full((C,), one) if gamma is None else np.ascontiguousarray(gamma, storage)
+    beta = np.zeros((C,), storage) if beta is None else np.ascontiguousarray(beta, storage)
+    tiling = forward_tiling(N, C, hxw, num_groups, data_dtype, param_dtype, eps, activate_silu, swish_scale,
+                            ub_bytes, core_num)
+    y = np.full_like(x, 0x7F)  # garbage where the kernel must write
+    mean = np.full((N, num_groups), 12345.0, np.float32)
+    rstd = np.full((N, num_groups), 12345.0, np.float32)
+    forward_launch([x, gamma, beta, y, mean, rstd], tiling, ub_bytes, core_num, policy, seed, execution=execution)
+    return y, mean, rstd, tiling
+
+
+def forward_math_probe(name, a, b, execution="immediate"):
+    """Runs one of twin_forward.cc's math probes on inputs a, b (32 floats each); returns
+    (exp(a), sqrt(a), a / b) as the probe wrote them, raises TwinFault or KeyError."""
+    lib = _forward_cdll()
+    gm = np.zeros(160, np.float32)
+    gm[:32], gm[32:64] = a, b
+    error = ctypes.create_string_buffer(2048)
+    status = lib.GnsmsTwinMathProbe(name.encode(), gm.ctypes.data, EXECUTIONS[execution], error,
+                                    len(error))
+    if status == 2:
+        raise KeyError(name)
+    if status:
+        raise TwinFault(error.value.decode())
+    return gm[64:96], gm[96:128], gm[128:160]
+
+
+def forward_cost_model(**changes):
+    """The forward library's cost constants (twin::CostModel) as a dict; keyword arguments
+    change them for its later launches (COST_FIELDS)."""
+    return _cost_model(_forward_cdll().GnsmsTwinCostModel, changes)
+
+
+def forward_last_stats():
+    """Per-block cost counters of the forward library's last successful launch (dicts of
+    STAT_FIELDS)."""
+    return _last_stats(_forward_cdll().GnsmsTwinLastStats)

@@ -1,8 +1,9 @@
-"""Locating the compiled CPU kernel library and calling its plain C API.
+"""The compiled CPU kernel library (kernels/cpu): where it is, and its plain C API called
+with ctypes for both operators (GroupNorm and the fused GroupNorm + swish).
 
-MindSpore loads the library itself through ``ops.Custom("<path>:<function>")``;
-ctypes is used only for kernel-only calls (tests and benchmarks), which bypass the
-framework entirely.
+MindSpore loads the library itself through ``ops.Custom("<path>:<function>")``
+(``backends.cpu_aot``); ctypes is used only for kernel-only calls (tests and benchmarks),
+which bypass the framework entirely. bfloat16 travels as uint16 bit patterns.
 """
 import ctypes
 import functools
@@ -35,7 +36,7 @@ def library_path():
     if override:
         path = Path(override)
     else:
-        path = Path(__file__).resolve().parent / "_lib" / LIBRARY_NAME
+        path = Path(__file__).resolve().parent.parent / "_lib" / LIBRARY_NAME
     if not path.is_file():
         raise ImportError(
             f"ms_groupnorm: the CPU kernel library {path} is missing. Install the package with "
@@ -61,6 +62,7 @@ def load_library(path):
     lib.MsGroupNormBackward.argtypes = [ptr] * 8 + [i64] * 4 + [cstr, cstr] + [ctypes.c_int] * 3
     lib.MsGroupNormForward.restype = ctypes.c_int
     lib.MsGroupNormForward.argtypes = [ptr] * 6 + [i64] * 4 + [ctypes.c_float, cstr, cstr]
+    declare_silu(lib)
     controls = {  # name: (argtypes, restype)
         "MsGroupNormSetNumThreads": ([ctypes.c_int], None),
         "MsGroupNormGetNumThreads": ([], ctypes.c_int),
@@ -73,6 +75,19 @@ def load_library(path):
         if hasattr(lib, name):
             function = getattr(lib, name)
             function.argtypes, function.restype = argtypes, restype
+    return lib
+
+
+def declare_silu(lib):
+    """Declares the fused GroupNorm + swish entry points' argument types on a loaded library
+    (a baseline build without them is left as it is)."""
+    if not hasattr(lib, "MsGroupNormSiluForward"):
+        return lib
+    ptr, i64, cstr, f32, cint = ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p, ctypes.c_float, ctypes.c_int
+    lib.MsGroupNormSiluForward.restype = cint
+    lib.MsGroupNormSiluForward.argtypes = [ptr] * 6 + [i64] * 4 + [f32, f32, cstr, cstr]
+    lib.MsGroupNormSiluBackward.restype = cint
+    lib.MsGroupNormSiluBackward.argtypes = [ptr] * 9 + [i64] * 4 + [f32, cstr, cstr] + [cint] * 3
     return lib
 
 
@@ -107,23 +122,37 @@ def _ptr(array):
     return None if array is None else array.ctypes.data
 
 
+# numpy storage of each dtype the C API names (bfloat16 as uint16 bit patterns)
+_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16, "float64": np.float64}
+
+
+def _sizes(x):
+    """(N, C, HxW) of a contiguous (N, C, *) array."""
+    return x.shape[0], x.shape[1], int(np.prod(x.shape[2:], dtype=np.int64))
+
+
+def _contiguous(*arrays):
+    return tuple(None if a is None else np.ascontiguousarray(a) for a in arrays)
+
+
+def _parameter_gradients(C, mean, output_mask):
+    """The dgamma/dbeta buffers a backward writes, None where masked off."""
+    return (np.empty((C,), mean.dtype) if output_mask[1] else None,
+            np.empty((C,), mean.dtype) if output_mask[2] else None)
+
+
 def backward(dy, x, mean, rstd, gamma, group, output_mask=(True, True, True), data_dtype=None, stat_dtype=None):
     """Kernel-only backward on contiguous numpy arrays of shape (N, C, *).
 
     ``data_dtype``/``stat_dtype`` default to the arrays' dtypes; pass "bfloat16" with
     uint16 arrays holding bf16 bit patterns. Returns (dx, dgamma, dbeta), None where masked.
     """
-    x = np.ascontiguousarray(x)
-    dy = np.ascontiguousarray(dy)
-    N, C = x.shape[0], x.shape[1]
-    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    x, dy, mean, rstd, gamma = _contiguous(x, dy, mean, rstd, gamma)
+    N, C, hxw = _sizes(x)
     data_dtype = data_dtype or _dtype_name(x)
     stat_dtype = stat_dtype or _dtype_name(mean)
-    mean, rstd = np.ascontiguousarray(mean), np.ascontiguousarray(rstd)
-    gamma = None if gamma is None else np.ascontiguousarray(gamma)
     dx = np.empty_like(x) if output_mask[0] else None
-    dgamma = np.empty((C,), mean.dtype) if output_mask[1] else None
-    dbeta = np.empty((C,), mean.dtype) if output_mask[2] else None
+    dgamma, dbeta = _parameter_gradients(C, mean, output_mask)
     status = cdll().MsGroupNormBackward(
         _ptr(dy), _ptr(x), _ptr(mean), _ptr(rstd), _ptr(gamma), _ptr(dx), _ptr(dgamma), _ptr(dbeta),
         N, C, hxw, group, data_dtype.encode(), stat_dtype.encode(), *[int(bool(m)) for m in output_mask])
@@ -134,24 +163,68 @@ def backward(dy, x, mean, rstd, gamma, group, output_mask=(True, True, True), da
 
 def forward(x, gamma, beta, group, eps=1e-5, stat_dtype=None, data_dtype=None):
     """Kernel-only forward on a contiguous numpy array of shape (N, C, *): (y, mean, rstd)."""
-    x = np.ascontiguousarray(x)
-    N, C = x.shape[0], x.shape[1]
-    hxw = int(np.prod(x.shape[2:], dtype=np.int64))
+    x, gamma, beta = _contiguous(x, gamma, beta)
+    N, C, hxw = _sizes(x)
     data_dtype = data_dtype or _dtype_name(x)
     if stat_dtype is None:
         stat_np = x.dtype if gamma is None else gamma.dtype
         stat_dtype = _dtype_name(np.empty(0, stat_np))
     else:  # the buffers must hold what the kernel writes: 4 bytes per float32 statistic
-        stat_np = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16,
-                   "float64": np.float64}[stat_dtype]
+        stat_np = _STORAGE[stat_dtype]
     y = np.empty_like(x)
     mean = np.empty((N, group), stat_np)
     rstd = np.empty((N, group), stat_np)
-    gamma = None if gamma is None else np.ascontiguousarray(gamma)
-    beta = None if beta is None else np.ascontiguousarray(beta)
     status = cdll().MsGroupNormForward(
         _ptr(x), _ptr(gamma), _ptr(beta), _ptr(y), _ptr(mean), _ptr(rstd), N, C, hxw, group, eps,
         data_dtype.encode(), stat_dtype.encode())
     if status:
         raise KernelError("MsGroupNormForward", status)
     return y, mean, rstd
+
+
+def _check_storage(stat_dtype, **arrays):
+    """The buffers the kernel reads must have the size it assumes for ``stat_dtype``."""
+    for name, array in arrays.items():
+        if array is not None and array.dtype != _STORAGE[stat_dtype]:
+            raise TypeError(f"{name} must be stored as {_STORAGE[stat_dtype]} for stat_dtype={stat_dtype}")
+
+
+def silu_forward(x, gamma, beta, group, eps=1e-5, swish_scale=1.0, data_dtype=None, stat_dtype=None):
+    """Kernel-only fused forward: (z, mean, rstd) for a contiguous (N, C, *) array
+    (pass data_dtype="bfloat16" with uint16 bits). mean/rstd take gamma's numpy dtype (x's
+    without gamma)."""
+    x, gamma, beta = _contiguous(x, gamma, beta)
+    N, C, hxw = _sizes(x)
+    data_dtype = data_dtype or _dtype_name(x)
+    if stat_dtype is None:
+        stat_np = x.dtype if gamma is None else gamma.dtype
+        stat_dtype = "bfloat16" if data_dtype == "bfloat16" and stat_np == np.uint16 else _dtype_name(
+            np.empty(0, stat_np))
+    _check_storage(stat_dtype, gamma=gamma, beta=beta)
+    z = np.empty_like(x)
+    mean = np.empty((N, group), _STORAGE[stat_dtype])
+    rstd = np.empty((N, group), _STORAGE[stat_dtype])
+    status = cdll().MsGroupNormSiluForward(_ptr(x), _ptr(gamma), _ptr(beta), _ptr(z), _ptr(mean), _ptr(rstd), N, C,
+                                           hxw, group, eps, swish_scale, data_dtype.encode(), stat_dtype.encode())
+    if status:
+        raise KernelError("MsGroupNormSiluForward", status)
+    return z, mean, rstd
+
+
+def silu_backward(dz, x, mean, rstd, gamma, beta, group, output_mask=(True, True, True), swish_scale=1.0,
+                  data_dtype=None, stat_dtype=None):
+    """Kernel-only fused backward: (dx, dgamma, dbeta), None where masked; dtypes as in
+    ``silu_forward``."""
+    x, dz, mean, rstd, gamma, beta = _contiguous(x, dz, mean, rstd, gamma, beta)
+    N, C, hxw = _sizes(x)
+    data_dtype = data_dtype or _dtype_name(x)
+    stat_dtype = stat_dtype or _dtype_name(mean)
+    dx = np.empty_like(x) if output_mask[0] else None
+    _check_storage(stat_dtype, mean=mean, rstd=rstd, gamma=gamma, beta=beta)
+    dgamma, dbeta = _parameter_gradients(C, mean, output_mask)
+    status = cdll().MsGroupNormSiluBackward(
+        _ptr(dz), _ptr(x), _ptr(mean), _ptr(rstd), _ptr(gamma), _ptr(beta), _ptr(dx), _ptr(dgamma), _ptr(dbeta),
+        N, C, hxw, group, swish_scale, data_dtype.encode(), stat_dtype.encode(), *[int(bool(m)) for m in output_mask])
+    if status:
+        raise KernelError("MsGroupNormSiluBackward", status)
+    return dx, dgamma, dbeta

@@ -1,4 +1,5 @@
-"""Argument checks of the aclnnGroupNorm / aclnnGroupNormBackward contracts.
+"""Argument checks of the aclnn-style contracts: aclnnGroupNorm / aclnnGroupNormBackward and
+the fused GroupNorm + swish pair (the same checks plus swish_scale and the backward's beta).
 
 Pure functions of shapes, dtypes and scalars, in CANN's order (null tensors, output
 mask, dtypes, group, shapes). They raise the exceptions of ``errors``; ``None`` stands
@@ -17,8 +18,8 @@ import numpy as np
 from mindspore import Tensor
 from mindspore import dtype as mstype
 
-from ._ops import evaluated_by_graph_compiler
-from .errors import GroupNormParamError, ParamInvalidError, ParamNullptrError, ParamTypeError
+from .._compat import evaluated_by_graph_compiler
+from ..errors import GroupNormParamError, ParamInvalidError, ParamNullptrError, ParamTypeError
 
 DATA_DTYPES = (mstype.float32, mstype.float16, mstype.bfloat16)
 # What the layers and group_norm take, as mindspore.nn.GroupNorm / ops.group_norm do on
@@ -176,7 +177,7 @@ def _check_stat_dtype(name, dtype, data_name, data_dtype):
 def cached_check(check):
     """``check``, cached on its arguments (typed: True, 1 and 1.0 differ here), so that a call
     seen before costs one lookup; an unhashable argument skips the cache, and ``check``
-    itself then names it. Wrapped like the ops of _ops: called from functions that GRAPH_MODE
+    itself then names it. Wrapped like the op getters of ops.routing: called from functions that GRAPH_MODE
     compiles, the compiler calls it in Python with the constant arguments."""
     cached = functools.lru_cache(maxsize=4096, typed=True)(check)
 
@@ -237,6 +238,22 @@ def _check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group):
     _check_numel("rstd", rstd_shape, N * group, "N*group")
     if gamma is not None:
         _check_numel("gamma", gamma[0], C, "C")
+
+
+@cached_check
+def check_swish_scale(swish_scale):
+    """swish_scale (1.0 is SiLU): a number float32 holds, as eps (as_float32_number);
+    returned as a Python float."""
+    return as_float32_number("swish_scale", swish_scale)
+
+
+@cached_check
+def check_beta_for_backward(beta, mean, C):
+    """The fused backward's extra input beta (recomputing y needs it): mean's dtype, C elements."""
+    check_is_tensor("beta", beta)
+    if beta is not None:
+        _check_same_dtype("beta", beta[1], "mean", mean[1])
+        _check_numel("beta", beta[0], C, "C")
 
 
 @cached_check

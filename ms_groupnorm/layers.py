@@ -1,4 +1,12 @@
-"""``ms_groupnorm.GroupNorm``: a drop-in for ``mindspore.nn.GroupNorm``."""
+"""The layers: ``ms_groupnorm.GroupNorm``, a drop-in for ``mindspore.nn.GroupNorm``, and
+``ms_groupnorm.GroupNormSiLU``, ``silu(GroupNorm(x))`` in one fused kernel, forward and
+backward, with GroupNorm's signature, checks, parameters (``gamma``, ``beta``) and repr
+(it subclasses GroupNorm and only replaces ``construct``). Their mint-style twins
+(``weight``, ``bias``) are ``ms_groupnorm.mint``; the helpers here serve both.
+
+float64 input, and MindSpore on Ascend without our fused GroupNormSiluMs/GroupNormSiluGradMs
+operators installed, run the unfused pair (see ms_groupnorm.functional).
+"""
 from mindspore import Parameter, context, nn, ops
 from mindspore import _checkparam as validator  # MindSpore's own checker: identical messages
 from mindspore import dtype as mstype
@@ -6,8 +14,9 @@ from mindspore._c_expression import MixedPrecisionType
 from mindspore.common.initializer import initializer
 from mindspore.ops.primitive import constexpr
 
-from ms_groupnorm import _ops  # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm._checks import as_float32_number, as_int, check_layer_input
+# absolute: MindSpore amp O1 re-imports layer files as top-level modules
+from ms_groupnorm.ops import routing
+from ms_groupnorm.ops.checks import as_float32_number, as_int, check_layer_input
 
 
 @constexpr(check=False)
@@ -21,9 +30,9 @@ def _check_input(shape, dtype, num_channels, cls_name):
     nothing broke STRICT graphs)."""
     stat_dtype, is_float64 = check_layer_input(None if shape is None else tuple(shape), dtype, num_channels,
                                                cls_name)
-    if is_float64 and _ops.backend_name() != "cpu":
+    if is_float64 and routing.backend_name() != "cpu":
         raise TypeError(f"For '{cls_name}', float64 input runs on the CPU kernels only (the backend is "
-                        f"{_ops.backend_name()!r}); use float32.")
+                        f"{routing.backend_name()!r}); use float32.")
     return stat_dtype
 
 
@@ -55,14 +64,14 @@ def _affine_group_norm(x, gamma, beta, num_groups, eps, stat_dtype):
     """
     # The op is looked up per call (a cached dictionary lookup; in GRAPH_MODE once, while
     # compiling), not fixed in __init__: a cell created in PyNative may later run in a
-    # graph, and the op that suits each mode differs (see _ops._op_backend).
+    # graph, and the op that suits each mode differs (see ops.routing._mode_backend).
     # Written out here rather than calling functional._run_group_norm: amp O1 copies the
     # Python functions a layer calls into its rewritten network, without their helpers.
     if gamma.dtype != stat_dtype:
         gamma = ops.cast(gamma, stat_dtype)
     if beta.dtype != stat_dtype:
         beta = ops.cast(beta, stat_dtype)
-    return _ops.forward_op(num_groups, eps)(x, gamma, beta)[0]
+    return routing.forward_op(num_groups, eps)(x, gamma, beta)[0]
 
 
 _MIXED_PRECISION_DTYPES = {MixedPrecisionType.FP16: mstype.float16, MixedPrecisionType.FP32: mstype.float32,
@@ -74,7 +83,7 @@ class PynativeMixedPrecision:
     """Applies the cell's ``to_float`` type to its floating-point inputs in PYNATIVE_MODE.
 
     Why: in PyNative, MindSpore applies ``to_float`` by casting the inputs of each
-    *primitive* run inside the cell. The PyNative fast path (``_ops.PynativeForward``)
+    *primitive* run inside the cell. The PyNative fast path (``backends.cpu_aot.PynativeForward``)
     runs a CustomOpBuilder function, not a primitive, so that cast would not happen and a
     layer forced to float32 behind a float16 layer would return float16. Graphs (GRAPH_MODE,
     ``@ms.jit``) parse ``construct`` and apply ``to_float`` themselves: ``__call__`` is not run.
@@ -115,3 +124,36 @@ class GroupNorm(PynativeMixedPrecision, nn.Cell):
     def extend_repr(self):
         return 'num_groups={}, num_channels={}'.format(self.num_groups, self.num_channels)
 
+
+@constexpr(check=False)
+def _runs_fused(stat_dtype):
+    """Whether the fused kernel runs for statistics in ``stat_dtype`` on the current backend
+    (the CPU kernels, or the AscendC ones through their CPU twins)."""
+    return routing.fused_backend() is not None and stat_dtype in _FUSED_STAT_DTYPES
+
+
+_FUSED_STAT_DTYPES = (mstype.float32, mstype.float16, mstype.bfloat16)  # float64 runs the unfused pair
+
+
+def _affine_group_norm_silu(x, gamma, beta, num_groups, eps, stat_dtype):
+    """z = silu(GroupNorm(x)) for the layers' construct; ``stat_dtype`` from _check_input.
+    Parameters are cast to ``stat_dtype`` (float32 for float16/bfloat16 input), as in
+    _affine_group_norm."""
+    if not _runs_fused(stat_dtype):
+        return ops.silu(_affine_group_norm(x, gamma, beta, num_groups, eps, stat_dtype))
+    if gamma.dtype != stat_dtype:
+        gamma = ops.cast(gamma, stat_dtype)
+    if beta.dtype != stat_dtype:
+        beta = ops.cast(beta, stat_dtype)
+    return routing.silu_forward_op(num_groups, eps, 1.0)(x, gamma, beta)[0]
+
+
+class GroupNormSiLU(GroupNorm):
+    r"""``silu(GroupNorm(x))`` over an (N, C, \*) input, fused: the GroupNorm layer's
+    arguments, parameters (``gamma``, ``beta``), checks and repr. The backward stores
+    nothing full-size but x (y and sigmoid(y) are recomputed from x, mean, rstd, gamma, beta).
+    """
+
+    def construct(self, x):
+        stat_dtype = _check_input(x.shape, x.dtype, self.num_channels, self.cls_name)
+        return _affine_group_norm_silu(x, self.gamma, self.beta, self.num_groups, self.eps, stat_dtype)

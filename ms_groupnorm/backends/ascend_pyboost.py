@@ -1,15 +1,15 @@
 """PyNative on Ascend: the CustomOpBuilder(backend="Ascend") module that launches the
 installed AscendC operators through AclnnOpRunner (source: _native/group_norm_ascend_pyboost.cc):
 GroupNormGradMs, GroupNormSiluMs (SiLU off for GroupNorm, on for the fused op) and the fused
-backward GroupNormSiluGradMs (see ascend.py and ascend_silu.py for which calls which).
+backward GroupNormSiluGradMs (``ascend_pynative`` calls them; ``ops.routing`` says which).
 
 Why: on Ascend, ``ops.Custom.__call__`` runs ``pyboost_custom_ext``, which accepts tensors
 only, and our operator takes num_groups and the output mask as scalars; MindSpore's docs
 point Ascend C operators in PyNative to CustomOpBuilder + AclnnOpRunner. GRAPH_MODE keeps
-``ops.Custom(func_type="aot")`` (see ``ascend.py``).
+``ops.Custom(func_type="aot")`` (see ``ascend_graph``).
 
 Built on first use, once per MindSpore version, source and installed operator headers,
-into the same cache as the CPU fast path (``_pyboost.cache_root()``); later processes only
+into the same cache as the CPU fast path (``native_build.cache_root()``); later processes only
 load it. It needs CANN's environment (``$ASCEND_OPP_PATH``, from CANN's set_env.sh) and the
 GroupNormGradMs operator installed where ``$ASCEND_CUSTOM_OPP_PATH`` points (its
 ``op_api/include/aclnn_group_norm_grad_ms.h`` is compiled against, so that the arguments
@@ -18,20 +18,18 @@ RuntimeError that says what to run. There is no silent fallback: on Ascend no ot
 eager route passes the scalars.
 """
 import functools
-import hashlib
 import os
 import re
-import sys
-import time
 from pathlib import Path
 
-from . import _pyboost
-from ._cann_env import check_cann_environment
+from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
+from .cann_env import check_cann_environment
+from .native_build import NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root, missing_tools
 
-SOURCE = Path(__file__).resolve().parent / "_native" / "group_norm_ascend_pyboost.cc"
-GRAD_OP_TYPE = "GroupNormGradMs"
-FORWARD_OP_TYPE = "GroupNormSiluMs"
-SILU_GRAD_OP_TYPE = "GroupNormSiluGradMs"  # the fused GroupNorm + SiLU backward
+SOURCE = NATIVE_DIR / "group_norm_ascend_pyboost.cc"
+GRAD_OP_TYPE = GROUP_NORM_GRAD_MS.op_type
+FORWARD_OP_TYPE = GROUP_NORM_SILU_MS.op_type
+SILU_GRAD_OP_TYPE = GROUP_NORM_SILU_GRAD_MS.op_type  # the fused GroupNorm + SiLU backward
 _HINT = ("on a 910B run `bash kernels/ascendc/build.sh` (or check_on_ascend.sh) and export the "
          "ASCEND_CUSTOM_OPP_PATH it prints")
 
@@ -69,6 +67,18 @@ def silu_installed():
     return forward_installed() and installed_header(SILU_GRAD_OP_TYPE) is not None
 
 
+def fused_installed():
+    """True when GroupNormSiluMs and GroupNormSiluGradMs are both installed. Read once per
+    process and $ASCEND_CUSTOM_OPP_PATH value: it is asked on every call of the fused
+    functions, and the operators are installed before MindSpore starts."""
+    return _fused_installed(os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _fused_installed(_custom_opp_path):
+    return silu_installed()
+
+
 def check_environment():
     """Raises a RuntimeError saying what is missing: CANN's environment or the operator.
     Returns the installed operator headers (grad first, then those of GroupNormSiluMs and
@@ -88,42 +98,20 @@ def check_environment():
     return headers
 
 
-def _build_key(headers):
-    import mindspore
-
-    digest = hashlib.sha256()
-    for part in [mindspore.__version__, SOURCE.read_bytes(), _pyboost.ORDERING_HEADER.read_bytes()] + \
-            [h.read_bytes() for h in headers]:
-        digest.update(part if isinstance(part, bytes) else str(part).encode())
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
-
-
 def build():
     """Builds (or re-checks) and loads the module; raises with a clear message on failure."""
-    from mindspore import ops
-
     headers = check_environment()
     if not SOURCE.is_file():
         raise FileNotFoundError(f"ms_groupnorm: {SOURCE} is not installed")
-    missing = _pyboost.missing_tools()
+    missing = missing_tools()
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the Ascend PyNative module needs {', '.join(missing)} on PATH")
-    key = _build_key(headers)
-    name = f"ms_groupnorm_ascend_{key}"
-    build_dir = _pyboost.cache_root() / "ascend_pyboost" / key
-    build_dir.mkdir(parents=True, exist_ok=True)
-    _pyboost._remove_stale_lock(build_dir)
-    compiling = not (build_dir / f"{name}.so").is_file()
-    if compiling:
-        sys.stderr.write(f"ms_groupnorm: compiling the Ascend PyNative module once (cached in {build_dir})...\n")
-    start = time.monotonic()
-    builder = ops.CustomOpBuilder(name, [str(SOURCE)], backend="Ascend",
-                                  include_paths=sorted({str(h.parent) for h in headers}), build_dir=str(build_dir))
-    loaded = builder.load()
-    if compiling:
-        sys.stderr.write(f"ms_groupnorm: Ascend PyNative module built in {time.monotonic() - start:.0f} s\n")
-    return loaded
+    key = build_key(SOURCE.read_bytes(), ORDERING_HEADER.read_bytes(), *[h.read_bytes() for h in headers])
+    build_dir = cache_root() / "ascend_pyboost" / key
+    return build_module(f"ms_groupnorm_ascend_{key}", [SOURCE], build_dir,
+                        f"ms_groupnorm: compiling the Ascend PyNative module once (cached in {build_dir})...",
+                        "ms_groupnorm: Ascend PyNative module built in {seconds:.0f} s",
+                        backend="Ascend", include_paths=sorted({str(h.parent) for h in headers}))
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,247 @@
+"""Which backend runs an operator now, and its ops, created once per configuration and cached.
+
+* ``backward_op(group, mask)`` / ``silu_backward_op(group, swish_scale, mask)``:
+  ``(dy, x, mean, rstd, gamma[, beta]) -> (dx, dgamma, dbeta)``, the aclnn backward
+  contracts; outputs whose mask bit is off come back as (0,).
+* ``forward_op(group, eps, mask)`` / ``silu_forward_op(group, eps, swish_scale, mask)``:
+  ``(x, gamma, beta) -> (out, mean, rstd)``, with a bprop that feeds the saved mean/rstd to
+  the backward op: nothing is recomputed (the fused backward recomputes y and sigmoid).
+
+Every backend implements both operators from their descriptions (``ops.descriptions``):
+
+==================  ================  =====================================================
+backend             mode              runs
+==================  ================  =====================================================
+"cpu"               GRAPH_MODE        ``backends.cpu_aot``: ops.Custom aot on kernels/cpu
+"cpu_pyboost"       PYNATIVE_MODE     ``backends.cpu_pyboost`` (``$MS_GROUPNORM_PYBOOST=0``
+                                      opts out): the aot op in graphs, the module in eager
+                                      calls (recorded for autograd by the module itself)
+"ascendc_twin"      both              ``backends.cpu_aot`` on ``backends.twin``'s aot shims
+"ascend"            GRAPH_MODE        ``backends.ascend`` Cells on the AscendC operators
+"ascend_pyboost"    PYNATIVE_MODE     ``backends.ascend`` through ``backends.ascend_pyboost``
+==================  ================  =====================================================
+
+On Ascend without our fused operators installed, ``fused_backend()`` is None and the
+callers (``functional``, ``layers``) run the unfused pair, GroupNorm then SiLU.
+"""
+import functools
+import os
+
+from mindspore import context
+
+from .. import _compat
+from .._compat import evaluated_by_graph_compiler, recording_gradient  # noqa: F401 (used by callers)
+from ..backends import ascend, ascend_pyboost, cpu_aot, cpu_pyboost
+from ..backends.cpu_aot import PynativeForward  # noqa: F401 (the fast path's forward op class)
+from .descriptions import GROUP_NORM, GROUP_NORM_SILU
+
+FULL_MASK = (True, True, True)
+BACKEND_ENV = "MS_GROUPNORM_BACKEND"
+CPU_BACKENDS = ("cpu", "ascendc_twin")
+BACKENDS = CPU_BACKENDS + ("ascend",)
+PYBOOST_BACKEND = "cpu_pyboost"
+ASCEND_PYBOOST_BACKEND = "ascend_pyboost"
+FUSED_BACKENDS = ("cpu", "ascend", "ascendc_twin")
+
+
+def _device_target():
+    # The same value as context.get_context("device_target") in ~1 us instead of ~10 us:
+    # this runs on every PyNative call of the ops.
+    return context._context().get_param(context.ms_ctx_param.device_target)
+
+
+def backend_name():
+    """Which backend runs: "ascend" when MindSpore's device target is Ascend, else
+    $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu), "ascendc_twin" (the AscendC
+    kernels' source run by their CPU twins, see ms_groupnorm.backends.twin) or "ascend" (the
+    Ascend routes on any machine: for simulation, where tests intercept what would reach
+    the device; on a machine without an Ascend device they cannot run)."""
+    if _device_target() == "Ascend":
+        return "ascend"
+    name = os.environ.get(BACKEND_ENV, "cpu") or "cpu"
+    if name not in BACKENDS:
+        raise ValueError(f"ms_groupnorm: ${BACKEND_ENV} must be one of {BACKENDS}, got {name!r}")
+    return name
+
+
+def eager_pynative():
+    """PYNATIVE_MODE and the op runs now: not while ``@ms.jit`` compiles a graph, where the
+    Ascend module's objects (plain Python classes, no graph nodes) cannot serve and the aot
+    Custom op does."""
+    return context._get_mode() == context.PYNATIVE_MODE and not _compat.compiling_graph()
+
+
+def _mode_backend(backend, name, fast_path=True):
+    """The cache key of the ops to create now for ``backend``: on Ascend, eager
+    PYNATIVE_MODE runs the Ascend module (ops.Custom takes tensors only there; a graph
+    compiled by ``@ms.jit`` keeps the aot ops); on "cpu" in PYNATIVE_MODE the fast path,
+    when not opted out of and its module ``name`` could be built (else the aot ops, after
+    one warning).
+
+    Read once per op creation: a Cell keeps the op it got, so the mode at that moment
+    decides. In GRAPH_MODE this runs at compile time and picks the aot op; under @ms.jit in
+    PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs there
+    (tests/test_pyboost.py checks the results stay bitwise equal)."""
+    if backend == "ascend" and eager_pynative():
+        return ASCEND_PYBOOST_BACKEND
+    # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
+    # of ~10 us, which matters on a path whose point is per-call cost.
+    if (fast_path and backend == "cpu" and cpu_pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
+            and cpu_pyboost.module(name) is not None):
+        return PYBOOST_BACKEND
+    return backend
+
+
+def _op_backend():
+    return _mode_backend(backend_name(), GROUP_NORM.name)
+
+
+@evaluated_by_graph_compiler  # also called from functions MindSpore compiles
+def fused_backend():
+    """The backend whose fused kernels run now ("cpu", "ascendc_twin", or "ascend" with our
+    two fused operators installed), None where the callers fall back to the unfused pair
+    (Ascend without them)."""
+    backend = backend_name()
+    if backend == "ascend" and not ascend_pyboost.fused_installed():
+        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed: the unfused pair
+    return backend if backend in FUSED_BACKENDS else None
+
+
+def _silu_op_backend(fast_path=True):
+    """As _op_backend for the fused operator; its backward op getter keeps the aot op on
+    "cpu" (the fast path's forward records the module's own backward)."""
+    backend = fused_backend()
+    if backend not in FUSED_BACKENDS:
+        raise NotImplementedError(f"ms_groupnorm: no fused GroupNorm + SiLU kernels on backend {backend!r}")
+    return _mode_backend(backend, GROUP_NORM_SILU.name, fast_path)
+
+
+def _bool_triple(mask):
+    """``mask`` as a tuple of 3 bools; the usual tuples are looked up (~0.2 us, not ~1 us)."""
+    known = _BOOL_TRIPLES.get(mask) if type(mask) is tuple else None  # pylint: disable=unidiomatic-typecheck
+    return known if known is not None else tuple(bool(m) for m in mask)
+
+
+_BOOL_TRIPLES = {(a, b, c): (a, b, c) for a in (False, True) for b in (False, True) for c in (False, True)}
+
+
+# ---------------------------------------------------------------- one op per backend
+def _backward(description, attrs, mask, backend):
+    """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``."""
+    if backend == PYBOOST_BACKEND:
+        return cpu_pyboost.backward(description.name, attrs, mask)
+    if backend == ASCEND_PYBOOST_BACKEND:
+        return ascend.PynativeAscendBackward(getattr(ascend_pyboost.module(), description.pyboost), attrs, mask)
+    if backend == "ascend":
+        # The AscendC operators take CANN's order (dy, mean, rstd, x, ...); the Cells adapt.
+        if description is GROUP_NORM.backward:
+            return ascend.AscendBackward(*attrs, mask)
+        return ascend.AscendSiluBackward(*attrs, mask)
+    return cpu_aot.backward_op(description, backend, attrs + mask)
+
+
+def _forward(description, attrs, mask, backend, backward):
+    """The forward op of ``description`` on ``backend``, its bprop running ``backward``."""
+    if backend == ASCEND_PYBOOST_BACKEND and (ascend_pyboost.forward_installed() or description.activate_silu):
+        module = ascend_pyboost.module()
+        return ascend.PynativeAscendForward(getattr(module, description.pyboost),
+                                            getattr(module, f"{description.pyboost}_autograd"), attrs, mask)
+    if backend in ("ascend", ASCEND_PYBOOST_BACKEND):
+        if description.activate_silu:  # the fused forward on GroupNormSiluMs
+            return ascend.AscendSiluForward(*attrs, backward)
+        if backend == "ascend" and ascend_pyboost.forward_installed():  # our forward: float32 statistics
+            return ascend.AscendOwnForward(*attrs, backward)
+        return ascend.AscendForward(*attrs, backward)
+    module_forwards = cpu_pyboost.forwards(description.name, attrs) if backend == PYBOOST_BACKEND else None
+    return cpu_aot.forward_op(description, backend, attrs, backward, module_forwards)
+
+
+def _aot_backend(backend):
+    """The pyboost forward's bprop takes the aot backward: the bprop runs only inside a graph
+    (an eager PynativeForward call records the module's own backward node), where it must be
+    a graph node in STRICT syntax too (calling the pyboost function, a Python callable that
+    only LAX's fallback interprets, failed to compile). The same kernel, so the same bits."""
+    return "cpu" if backend == PYBOOST_BACKEND else backend
+
+
+# ---------------------------------------------------------------- GroupNorm
+@evaluated_by_graph_compiler
+def backward_op(group, mask=FULL_MASK):
+    """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
+    ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
+    return _backward_op(int(group), _bool_triple(mask), _op_backend())
+
+
+@functools.lru_cache(maxsize=None)
+def _backward_op(group, mask, backend):
+    return _backward(GROUP_NORM.backward, (group,), mask, backend)
+
+
+@evaluated_by_graph_compiler
+def forward_op(group, eps, mask=FULL_MASK):
+    """The forward op; its bprop runs ``backward_op(group, mask)`` of the current backend
+    (so the cache is per backend too). ``mask`` says which of x, gamma, beta are real
+    inputs whose gradient is wanted: a gamma or beta passed as the empty "none" tensor gets
+    an empty gradient."""
+    return _forward_op(int(group), float(eps), _bool_triple(mask), _op_backend())
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_op(group, eps, mask, backend):
+    backward = None if backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed() else \
+        _backward_op(group, mask, _aot_backend(backend))
+    return _forward(GROUP_NORM, (group, eps), mask, backend, backward)
+
+
+# ---------------------------------------------------------------- GroupNorm + swish
+@evaluated_by_graph_compiler
+def silu_backward_op(group, swish_scale=1.0, mask=FULL_MASK):
+    """(dz, x, mean, rstd, gamma, beta) -> (dx, dgamma, dbeta)."""
+    return _silu_backward_op(int(group), float(swish_scale), tuple(bool(m) for m in mask),
+                             _silu_op_backend(fast_path=False))
+
+
+@functools.lru_cache(maxsize=None)
+def _silu_backward_op(group, swish_scale, mask, backend):
+    return _backward(GROUP_NORM_SILU.backward, (group, swish_scale), mask, backend)
+
+
+@evaluated_by_graph_compiler
+def silu_forward_op(group, eps, swish_scale=1.0, mask=FULL_MASK):
+    """(x, gamma, beta) -> (z, mean, rstd); ``mask`` says which of x, gamma, beta get a
+    gradient (an empty "none" gamma/beta gets an empty one)."""
+    return _silu_forward_op(int(group), float(eps), float(swish_scale), tuple(bool(m) for m in mask),
+                            _silu_op_backend())
+
+
+@functools.lru_cache(maxsize=None)
+def _silu_forward_op(group, eps, swish_scale, mask, backend):
+    # In PyNative the fast path's eager calls record the module's own backward node, and
+    # graphs (@ms.jit) run the bprop.
+    backward = None if backend == ASCEND_PYBOOST_BACKEND else \
+        _silu_backward_op(group, swish_scale, mask, _aot_backend(backend))
+    return _forward(GROUP_NORM_SILU, (group, eps, swish_scale), mask, backend, backward)
+
+
+# ---------------------------------------------------------------- num_groups / eps as graph variables
+@evaluated_by_graph_compiler
+def runtime_group_backward_op(mask=FULL_MASK):
+    """The backward op reading group at run time (``backends.cpu_aot``; "cpu" only)."""
+    return _runtime_group_backward_op(tuple(bool(m) for m in mask))
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime_group_backward_op(mask):
+    return cpu_aot.runtime_group_backward_op(mask)
+
+
+@evaluated_by_graph_compiler
+def runtime_group_forward_op(mask=FULL_MASK):
+    """The forward op reading group and eps at run time: (x, gamma, beta, group, eps) ->
+    (y, mean, rstd), mean/rstd (N, C); its bprop runs runtime_group_backward_op."""
+    return _runtime_group_forward_op(tuple(bool(m) for m in mask))
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime_group_forward_op(mask):
+    return cpu_aot.runtime_group_forward_op(_runtime_group_backward_op(mask))
