@@ -157,11 +157,18 @@ def pytest_sessionstart(session):
             or not _whole_suite(config)):
         return
     work = Path(tempfile.mkdtemp(prefix="ms_groupnorm_warm_up_"))
+    # The builds must import the package this run tests (the checkout under `python -m pytest`, or
+    # the installed one), not whatever their own working directory would find.
+    import ms_groupnorm  # noqa: PLC0415 (only for a whole-suite run)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(ms_groupnorm.__file__).resolve().parent.parent),
+                                                      env.get("PYTHONPATH")]))
     for kind in ("pyboost", "twin"):
         log = work / f"{kind}.log"
         with open(log, "w") as out:  # its own session: a Ctrl-C of the run lets a started build finish
             process = subprocess.Popen([sys.executable, str(WARM_UP_SCRIPT), kind], cwd=work, stdout=out,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                       env=env)
         _warm_ups[kind] = (process, log)
 
 

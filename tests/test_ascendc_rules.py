@@ -76,13 +76,13 @@ def test_unaligned_ub_address_is_caught():
 
 
 def test_ub_buffer_overrun_is_caught():
-    # Chunks claimed longer than the staging buffers the kernel allocates.
-    tiling = ascendc_twin.twin_tiling(2, 2, 20000, 1, core_num=2)
-    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "hw_chunks"
+    # Chunks claimed longer than the staging buffers the kernel allocates (48 channels: no HxW split).
+    tiling = ascendc_twin.twin_tiling(3, 16, 8200, 2, core_num=2)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "hw_chunks" and tiling["hwSlices"] == 1
     tiling["chunkElems"] += 64  # 64 more fp32 elements per buffer outgrow the 1 KiB reserve the plan leaves
-    tiling["chunksPerChannel"] = -(-20000 // tiling["chunkElems"])
+    tiling["chunksPerChannel"] = -(-8200 // tiling["chunkElems"])
     with pytest.raises(TwinFault, match=r"UB overflow|overrun the buffer"):
-        ascendc_twin.twin_launch(kernel_buffers(2, 2, 20000, 1), tiling, core_num=2)
+        ascendc_twin.twin_launch(kernel_buffers(3, 16, 8200, 2), tiling, core_num=2)
 
 
 # ---------------------------------------------------------------- broken mini kernels
@@ -104,6 +104,16 @@ def test_ub_buffer_overrun_is_caught():
 def test_broken_kernels_are_caught(probe, message, policy):
     with pytest.raises(TwinFault, match=message):
         ascendc_twin.twin_probe(probe, block_dim=3, policy=policy)
+
+
+def test_copy_pad_takes_at_most_4095_blocks():
+    # DataCopyPad's blockCount range is [0, 4095] (asc-devkit's DataCopyPad GM->UB and UB->GM pages):
+    # 4095 one-float rows copy, 4096 are refused in either direction.
+    out = ascendc_twin.twin_probe("copy_pad_in_4095_rows", block_dim=1, out_len=4096)
+    assert out.shape == (4096,)
+    for name in ("copy_pad_in_4096_rows", "copy_pad_out_4096_rows"):
+        with pytest.raises(TwinFault, match=r"blockCount 4096 is beyond 4095"):
+            ascendc_twin.twin_probe(name, block_dim=1, out_len=4096)
 
 
 @pytest.mark.parametrize("policy", ["concurrent", "forward", "reverse", "shuffle", "interleave"])

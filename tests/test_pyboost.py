@@ -19,6 +19,7 @@ import pytest
 from mindspore import ops
 
 from cases import DTYPES, assert_close, make_inputs, tensor, to_numpy
+import ms_groupnorm
 from ms_groupnorm import GroupNorm, group_norm, group_norm_backward, group_norm_forward, reference
 from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.backends import cpu_pyboost as _pyboost
@@ -406,7 +407,7 @@ def test_module_rejects_inconsistent_sizes(pyboost_module, tmp_path):
     check runs on MindSpore's queue, so it raises when an output is read at the latest.
     It runs in a fresh process: MindSpore re-reports a failed asynchronous op at later
     synchronisations, which must not leak into (or from) other tests."""
-    package_root = str(Path(_pyboost.__file__).resolve().parents[1])  # this checkout's ms_groupnorm
+    package_root = str(Path(ms_groupnorm.__file__).resolve().parents[1])  # the root this run imports ms_groupnorm from
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-c", REJECTION_SCRIPT], capture_output=True, text=True, timeout=300,
                             cwd=tmp_path, env=env)

@@ -158,6 +158,19 @@ void DataCopy(const LocalTensor<T> &dst, const LocalTensor<T> &src, uint32_t cou
                 [d, u, bytes] { std::memmove(d, u, bytes); }, detail::VectorNs(bytes));
 }
 
+namespace detail {
+// DataCopyPad moves at most 4095 blocks per instruction: blockCount is a uint16_t whose range the
+// asc-devkit docs give as [0, 4095] (DataCopyPad（GMToUB非对齐数据搬运）.md and
+// DataCopyPad（UBToGM非对齐数据搬运）.md, parameter table); a larger count is not a valid instruction.
+constexpr uint16_t kMaxCopyPadBlocks = 4095;
+inline void CheckBlockCount(const char *what, uint16_t blockCount) {
+  if (blockCount > kMaxCopyPadBlocks) {
+    twin::Fail(std::string(what) + ": blockCount " + std::to_string(blockCount) + " is beyond 4095, the largest the "
+               "instruction takes");
+  }
+}
+}  // namespace detail
+
 template <typename T>
 void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const DataCopyExtParams &p,
                  const DataCopyPadExtParams<T> &pad) {
@@ -165,6 +178,7 @@ void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const Da
   detail::CheckPath("DataCopyPad GM->UB", QuePosition::GM, dst.pos(), {QuePosition::GM, QuePosition::GM},
                     {QuePosition::VECIN, QuePosition::VECOUT});
   if (p.blockLen % sizeof(T) != 0) twin::Fail("DataCopyPad GM->UB: blockLen is not a whole number of elements");
+  detail::CheckBlockCount("DataCopyPad GM->UB", p.blockCount);
   const uint64_t rowUb = (p.blockLen + kUbBlockBytes - 1) / kUbBlockBytes * kUbBlockBytes;
   const uint64_t pitchUb = rowUb + static_cast<uint64_t>(p.dstStride) * kUbBlockBytes;
   const uint64_t pitchGm = p.blockLen + static_cast<uint64_t>(p.srcStride);
@@ -197,6 +211,7 @@ void DataCopyPad(const GlobalTensor<T> &dst, const LocalTensor<T> &src, const Da
   detail::CheckPath("DataCopyPad UB->GM", src.pos(), QuePosition::GM, {QuePosition::VECIN, QuePosition::VECOUT},
                     {QuePosition::GM, QuePosition::GM});
   if (p.blockLen % sizeof(T) != 0) twin::Fail("DataCopyPad UB->GM: blockLen is not a whole number of elements");
+  detail::CheckBlockCount("DataCopyPad UB->GM", p.blockCount);
   const uint64_t rowUb = (p.blockLen + kUbBlockBytes - 1) / kUbBlockBytes * kUbBlockBytes;
   const uint64_t pitchUb = rowUb + static_cast<uint64_t>(p.srcStride) * kUbBlockBytes;
   const uint64_t pitchGm = p.blockLen + static_cast<uint64_t>(p.dstStride);

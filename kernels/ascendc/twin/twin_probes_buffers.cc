@@ -42,6 +42,25 @@ void QueueDepthProbe(const ProbeArgs &a, bool overlap) {
   if (overlap) take();
 }
 
+// DataCopyPad of `rows` one-float rows between GM (contiguous) and UB (one 32-byte block per row).
+void CopyPadRowsProbe(const ProbeArgs &a, uint16_t rows, bool toGm) {
+  TPipe pipe;
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  const DataCopyExtParams copy{rows, sizeof(float), 0, 0, 0};
+  if (toGm) {
+    TBuf<QuePosition::VECOUT> buf;
+    pipe.InitBuffer(buf, rows * 32u);
+    Duplicate(buf.Get<float>(), 1.0f, rows * 8);
+    PipeBarrier<PIPE_ALL>();
+    DataCopyPad(gm, buf.Get<float>(), copy);
+  } else {
+    TBuf<QuePosition::VECIN> buf;
+    pipe.InitBuffer(buf, rows * 32u);
+    DataCopyPad(buf.Get<float>(), gm, copy, DataCopyPadExtParams<float>{false, 0, 0, 0.0f});
+  }
+}
+
 }  // namespace
 
 namespace twin_probes {
@@ -182,6 +201,10 @@ void AddBufferProbes(ProbeMap *probes) {
          pipe.InitBuffer(out, 256);
          DataCopy(out.Get<float>(), in.Get<float>(), 64);  // UB -> UB: VECIN -> VECCALC, VECCALC -> VECOUT only
        }},
+      // ---- DataCopyPad's blockCount range [0, 4095]
+      {"copy_pad_in_4095_rows", [](const ProbeArgs &a) { CopyPadRowsProbe(a, 4095, false); }},
+      {"copy_pad_in_4096_rows", [](const ProbeArgs &a) { CopyPadRowsProbe(a, 4096, false); }},
+      {"copy_pad_out_4096_rows", [](const ProbeArgs &a) { CopyPadRowsProbe(a, 4096, true); }},
       // ---- queue depth (TQue简介.md: depth 1 unless tensors are really queued together)
       {"queue_deeper_than_filled",
        [](const ProbeArgs &a) { QueueDepthProbe(a, false); }},
