@@ -242,8 +242,8 @@ def test_hw_split_is_bit_identical_across_core_counts(case, dtype_key):
 @pytest.mark.exhaustive
 def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
     from test_ascendc_silu_grad_twin import build_mutant, with_library
-    store = "  StoreToWorkspace(wsDbGm_, cell, 1, db);\n"
-    library = build_mutant(tmp_path, "op_kernel/group_norm_grad_ms_split.h", store,
+    store = "  StoreToWorkspace(wsDbGm_, cell, len, db);\n"  # every task's db partials, through the sums queue
+    library = build_mutant(tmp_path, "op_kernel/group_norm_grad_ms_channels.h", store,
                            "  SetAtomicAdd<float>();\n" + store + "  SetAtomicNone();\n")
     N, C, HxW, G, cores, _, _ = CASES["hw_slices_c_per_g_1"]
     got, _, _ = with_library(library, lambda: run_case((N, C, HxW), G, "fp32", core_num=cores))

@@ -220,7 +220,7 @@ def test_a_kernel_fault_is_status_7(tmp_path, rng, make_extra, monkeypatch, capf
     kernel.write_text(source.replace(line, "pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float) + 1048576);"))
     monkeypatch.setenv(ascendc_twin.ASCENDC_DIR_ENV, str(copy / "ascendc"))
     monkeypatch.setenv(ascendc_twin.TWIN_CACHE_ENV, str(tmp_path / "cache"))
-    lib = ctypes.CDLL(ascendc_twin_forward.forward_library_path.__wrapped__())
+    lib = ctypes.CDLL(ascendc_twin.library_path.__wrapped__("forward"))
     x, _, gamma, beta, _, _ = make_inputs(rng, (2, 6, 7), 3, ms.float32, ms.float32)
     buffers = forward_buffers(x, gamma, beta, 3, "float32", "float32")
     capfd.readouterr()
