@@ -1,5 +1,8 @@
 """Shared test tables: shapes (with the reason for each row), dtypes and tolerances,
 and helpers to move data between numpy and MindSpore with exact low-precision inputs."""
+import os
+from pathlib import Path
+
 import mindspore as ms
 import numpy as np
 import pytest
@@ -75,3 +78,13 @@ def make_inputs(rng, shape, G, data_dtype, stat_dtype, offset=0.5):
     beta = rounded(rng.standard_normal(C), stat_dtype)
     _, mean, rstd = reference.forward(x, gamma, beta, G)
     return x, dy, gamma, beta, rounded(mean, stat_dtype), rounded(rstd, stat_dtype)
+
+
+def env_importing_this_package():
+    """os.environ with the root this run imports ms_groupnorm from first on PYTHONPATH, so a
+    subprocess tests the same package (a checkout under `python -m pytest`, or the installed one)."""
+    import ms_groupnorm
+    env = dict(os.environ)
+    root = str(Path(ms_groupnorm.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env

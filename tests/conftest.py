@@ -157,12 +157,9 @@ def pytest_sessionstart(session):
             or not _whole_suite(config)):
         return
     work = Path(tempfile.mkdtemp(prefix="ms_groupnorm_warm_up_"))
-    # The builds must import the package this run tests (the checkout under `python -m pytest`, or
-    # the installed one), not whatever their own working directory would find.
-    import ms_groupnorm  # noqa: PLC0415 (only for a whole-suite run)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(ms_groupnorm.__file__).resolve().parent.parent),
-                                                      env.get("PYTHONPATH")]))
+    # The builds must import the package this run tests, not whatever their working directory finds.
+    from cases import env_importing_this_package
+    env = env_importing_this_package()
     for kind in ("pyboost", "twin"):
         log = work / f"{kind}.log"
         with open(log, "w") as out:  # its own session: a Ctrl-C of the run lets a started build finish

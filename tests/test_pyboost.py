@@ -8,7 +8,6 @@ into the package.
 The module is built once per machine (~40-80 s the first time, a ninja re-check after).
 """
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +17,7 @@ import numpy as np
 import pytest
 from mindspore import ops
 
-from cases import DTYPES, assert_close, make_inputs, tensor, to_numpy
-import ms_groupnorm
+from cases import DTYPES, assert_close, env_importing_this_package, make_inputs, tensor, to_numpy
 from ms_groupnorm import GroupNorm, group_norm, group_norm_backward, group_norm_forward, reference
 from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.backends import cpu_pyboost as _pyboost
@@ -407,8 +405,7 @@ def test_module_rejects_inconsistent_sizes(pyboost_module, tmp_path):
     check runs on MindSpore's queue, so it raises when an output is read at the latest.
     It runs in a fresh process: MindSpore re-reports a failed asynchronous op at later
     synchronisations, which must not leak into (or from) other tests."""
-    package_root = str(Path(ms_groupnorm.__file__).resolve().parents[1])  # the root this run imports ms_groupnorm from
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    env = env_importing_this_package()
     result = subprocess.run([sys.executable, "-c", REJECTION_SCRIPT], capture_output=True, text=True, timeout=300,
                             cwd=tmp_path, env=env)
     assert result.returncode == 0 and "rejected and recovered" in result.stdout, result.stdout[-2000:] + \
