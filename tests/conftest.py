@@ -3,7 +3,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import types
 from pathlib import Path
 
 import mindspore as ms
@@ -117,7 +116,7 @@ def _mark_outside_default_sample_exhaustive(items, partly_collected=()):
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     _mark_outside_default_sample_exhaustive(items, _selected_by_case(config))
-    if _warm_ups:
+    if _background_builds_wanted(config):
         items.sort(key=lambda item: item.path.name not in NEED_NO_BUILT_MODULE)  # stable: file order kept
     if not exhaustive_enabled(config):
         skip = pytest.mark.skip(reason=EXHAUSTIVE_SKIP_REASON)
@@ -137,9 +136,9 @@ def pytest_collection_modifyitems(config, items):
 # The fast-path modules and the twin libraries take most of a first run's CPU (~4 compiles of
 # 30-60 s each). A whole-suite run builds them in two background processes (one per kind,
 # tests/warm_build_caches.py) while the tests run; a test that needs one before it is ready
-# waits for it (MindSpore's builder waits on the other process's build lock; a test module that
-# imports a twin module waits here for the twin process). A run of chosen files builds on first
-# use, as before.
+# waits for it on the build's lock (MindSpore's builder for the modules, backends.twin_build.build_lock
+# for the twins). With parallel workers (pytest-xdist) only the controlling process starts them.
+# A run of chosen files builds on first use, as before.
 WARM_UP_ENV = "MS_GROUPNORM_TEST_WARM_UP"  # =0: no background builds
 WARM_UP_SCRIPT = Path(__file__).resolve().parent / "warm_build_caches.py"
 _warm_ups = {}  # kind -> (process, log path)
@@ -151,11 +150,14 @@ def _whole_suite(config):
                for arg in config.args)
 
 
+def _background_builds_wanted(config):
+    return (os.environ.get(WARM_UP_ENV, "1") != "0" and not config.option.collectonly and WARM_UP_SCRIPT.is_file()
+            and _whole_suite(config))
+
+
 def pytest_sessionstart(session):
-    config = session.config
-    if (os.environ.get(WARM_UP_ENV, "1") == "0" or config.option.collectonly or not WARM_UP_SCRIPT.is_file()
-            or not _whole_suite(config)):
-        return
+    if "PYTEST_XDIST_WORKER" in os.environ or not _background_builds_wanted(session.config):
+        return  # a parallel worker: its controller started them
     work = Path(tempfile.mkdtemp(prefix="ms_groupnorm_warm_up_"))
     # The builds must import the package this run tests, not whatever their working directory finds.
     from cases import env_importing_this_package
@@ -175,18 +177,6 @@ def pytest_sessionstart(session):
 NEED_NO_BUILT_MODULE = ("test_tiers.py", "test_no_work_item_refs.py", "test_reference.py", "test_silu_reference.py",
                         "test_kernel.py", "test_kernel_extremes.py", "test_kernel_simd.py", "test_silu_kernel.py",
                         "test_kernel_lib_buffers.py", "test_ascendc_real_headers.py")
-
-
-def _imports_a_twin(module):
-    return module is not None and any(isinstance(value, types.ModuleType) and value.__name__.startswith("ms_groupnorm")
-                                      and "twin" in value.__name__ for value in vars(module).values())
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    process = _warm_ups.get("twin", (None,))[0]
-    if process is not None and process.poll() is None and _imports_a_twin(getattr(item, "module", None)):
-        process.wait()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus):

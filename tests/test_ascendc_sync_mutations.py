@@ -12,6 +12,7 @@ once and cached, outside the checkout, by the hash of its sources). The full swe
 exhaustive; the default run deletes a fixed sample, one line per kernel, and runs only that
 kernel's launches."""
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -108,7 +109,7 @@ def build_twin_objects():
 
     def build(job):
         source, obj = job
-        scratch = obj.with_suffix(".tmp")
+        scratch = obj.with_name(f"{obj.name}.{os.getpid()}.tmp")  # parallel workers may build it too
         assert compile_object(root / source, include, scratch), source
         scratch.replace(obj)
 

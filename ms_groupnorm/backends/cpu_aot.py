@@ -24,7 +24,7 @@ from mindspore import ops
 from mindspore.ops import CustomRegOp, DataType
 
 from .._compat import recording_gradient
-from . import cpu_kernels, twin
+from . import cpu_kernels, twin_build
 
 # Distinct op names per backend: MindSpore registers reg_info per op name.
 TWIN_SUFFIX = "Twin"
@@ -51,7 +51,7 @@ def _on_twin(description, backend):
 def _twin_func(description):
     """The twin's aot shim for ``description``; a clear error, not MindSpore's failed symbol
     lookup at launch, where the twin library has none."""
-    path = twin.library_path(description.twin_library)
+    path = twin_build.library_path(description.twin_library)
     if not hasattr(ctypes.CDLL(path), description.entry):
         raise NotImplementedError(
             f"ms_groupnorm: the AscendC twin library has no {description.entry} aot shim ({description.reg_name} "

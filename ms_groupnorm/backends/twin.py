@@ -1,15 +1,6 @@
-"""The CPU twins of the AscendC kernels: build them and call them.
-
-kernels/ascendc/op_kernel compiled unmodified with g++ against kernels/ascendc/twin's AscendC
-stand-in, with the host tiling and input checks, into two libraries (one loader,
-``library_path``, cached by a hash of every file of twin/, op_kernel/, op_host/ and the
-kernels/cpu headers they include, so no header list needs keeping):
-
-* "backward": GroupNormGradMs and the fused GroupNormSiluGradMs (same kernel class, swish
-  gradient on), the probes, and an aot shim with the CPU kernels' ABI
-  (``twin_aot_func("GroupNormGrad")``, ``twin_aot_func("GroupNormSiluGrad")``);
-* "forward": GroupNormSiluMs (twin/twin_forward.cc's C API) and its aot shim
-  ``GroupNormSilu`` (``forward_aot_func``).
+"""The CPU twins of the AscendC kernels, called with ctypes (built by backends/twin_build.py,
+whose names this module re-exports: the "backward" library runs GroupNormGradMs and the fused
+GroupNormSiluGradMs and the probes, the "forward" library GroupNormSiluMs).
 
 ``twin_tiling``/``twin_launch``/``twin_backward``/``twin_silu_backward``/``twin_probe`` and
 ``forward_tiling``/``forward_launch``/``twin_forward`` call them with ctypes (kernel-only;
@@ -20,118 +11,13 @@ is ``backends.cpu_aot`` with these aot shims; the operators on a real device are
 """
 import ctypes
 import functools
-import hashlib
-import os
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
-# ---------------------------------------------------------------- the CPU twins: build
-ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
-TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
-# The translation units of each library (relative to kernels/ascendc); headers are found
-# by the compiler and hashed by directory (HASHED_DIRS).
-BACKWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
-                    "twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
-                    "twin/twin_probes_vector.cc", "twin/twin_host_checks.cc", "op_kernel/group_norm_grad_ms.cpp",
-                    "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
-FORWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc", "twin/twin_forward_aot.cc",
-                   "op_kernel/group_norm_silu_ms.cpp", "op_host/group_norm_silu_ms_tiling.cpp")
-LIBRARIES = {"backward": ("libms_groupnorm_ascendc_twin", BACKWARD_SOURCES),
-             "forward": ("libms_groupnorm_ascendc_forward_twin", FORWARD_SOURCES)}
-# Every file here is part of both libraries' build keys (the twins include the CPU kernels'
-# half types and aot ABI helpers from ../cpu).
-HASHED_DIRS = ("twin", "op_kernel", "op_host", "../cpu")
-_HASHED_SUFFIXES = (".h", ".cc", ".cpp")
-_TWIN_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0",
-               "-fvisibility=hidden", "-Wall", "-Wextra")
-
-
-def ascendc_dir():
-    """kernels/ascendc of the source checkout (the twin is built from source)."""
-    override = os.environ.get(ASCENDC_DIR_ENV)
-    path = Path(override) if override else Path(__file__).resolve().parents[2] / "kernels" / "ascendc"
-    if not (path / "op_kernel" / "group_norm_grad_ms.cpp").is_file():
-        raise ImportError(f"ms_groupnorm: the AscendC sources are not at {path}; the CPU twin needs a source "
-                          f"checkout (or ${ASCENDC_DIR_ENV} pointing at kernels/ascendc).")
-    return path
-
-
-def _cache_dir():
-    override = os.environ.get(TWIN_CACHE_ENV)
-    candidates = [Path(override)] if override else []
-    candidates += [Path(__file__).resolve().parent.parent / "_lib",
-                   Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ms_groupnorm"]
-    for path in candidates:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(path, os.W_OK):
-            return path
-    return Path(tempfile.gettempdir())
-
-
-def _source_digest(root, sources):
-    digest = hashlib.sha256(" ".join(_TWIN_FLAGS).encode())
-    hashed = set(sources)
-    for directory in HASHED_DIRS:
-        suffixes = (".h",) if directory.startswith("..") else _HASHED_SUFFIXES  # of kernels/cpu, only headers
-        hashed |= {f"{directory}/{p.name}" for p in (root / directory).iterdir() if p.suffix in suffixes}
-    for name in sorted(hashed):
-        digest.update(name.encode())
-        digest.update((root / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
-@functools.lru_cache(maxsize=None)
-def library_path(which):
-    """Path of the twin library ``which`` ("backward" or "forward"), compiled with g++ on
-    first use and cached by source hash."""
-    root = ascendc_dir()
-    prefix, sources = LIBRARIES[which]
-    target = _cache_dir() / f"{prefix}-{_source_digest(root, sources)}.so"
-    if target.is_file():
-        return str(target)
-    scratch = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    command = ["g++", *_TWIN_FLAGS, f"-I{root / 'twin'}", f"-I{root / 'op_kernel'}",
-               *[str(root / s) for s in sources], "-o", str(scratch)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        what = "AscendC CPU twin" if which == "backward" else "AscendC forward twin"
-        raise RuntimeError(f"ms_groupnorm: building the {what} failed:\n" + " ".join(command) + "\n" +
-                           result.stderr[-4000:])
-    os.replace(scratch, target)  # atomic: concurrent builders never see a half-written file
-    for stale in target.parent.glob(f"{prefix}-*.so"):
-        if stale != target:  # builds of older sources
-            try:
-                stale.unlink()
-            except OSError:
-                pass
-    return str(target)
-
-
-def twin_library_path():
-    """Path of the backward twin library (GroupNormGradMs, GroupNormSiluGradMs, probes)."""
-    return library_path("backward")
-
-
-def forward_library_path():
-    """Path of the forward twin library (GroupNormSiluMs)."""
-    return library_path("forward")
-
-
-def twin_aot_func(name="GroupNormGrad"):
-    """``func`` string of ``ops.Custom(func_type="aot")`` for an entry point of the backward twin."""
-    return f"{twin_library_path()}:{name}"
-
-
-def forward_aot_func(name="GroupNormSilu"):
-    """``func`` string of ``ops.Custom(func_type="aot")`` for an aot entry point of the forward twin."""
-    return f"{forward_library_path()}:{name}"
-
+# re-exported: what tests and scripts reach through this module
+from .twin_build import (ASCENDC_DIR_ENV, BACKWARD_SOURCES, FORWARD_SOURCES, HASHED_DIRS, LIBRARIES,  # noqa: F401
+                         TWIN_CACHE_ENV, ascendc_dir, build_lock, forward_aot_func, forward_library_path,
+                         library_path, twin_aot_func, twin_library_path)
 
 # ---------------------------------------------------------------- the CPU twin: ctypes calls
 POLICIES = {"concurrent": 0, "forward": 1, "reverse": 2, "shuffle": 3, "interleave": 4}
