@@ -21,7 +21,7 @@ Rows, from the inside out:
                call: what MindSpore's pipeline, our checks and the output allocation cost
   module_timed (--timed) a scratch build that also clocks its kernel calls where they run
                (the mean wall and thread-CPU time of the kernel inside MindSpore's queue thread)
-  module       the pyboost module function (ms_groupnorm/_native/group_norm_pyboost.cc)
+  module       the pyboost module function (ms_groupnorm/_native/group_norm_pyboost.h)
   functional   ms_groupnorm.group_norm_backward (Python checks + module)
   layer_fwd    ms_groupnorm.GroupNorm forward (no gradient recorded), the backward's shape
   layer_step   value_and_grad of sum(GroupNorm(x)**2) w.r.t. x and the parameters
@@ -75,30 +75,33 @@ template <typename... Args> int TimedBackward(Args... args) {
 
 
 def variant_module(kind, build_root):
-    """The pyboost module rebuilt (once, in build_root/kind) from the shipped source with one
-    change: "stub" replaces every kernel call by 'return 0' (the runners still check,
-    allocate and queue exactly as shipped); "timed" times each backward kernel call where it
-    runs (MindSpore's queue thread) and adds kernel_time() -> (wall ns, thread CPU ns, calls)."""
+    """GroupNorm's functions of the pyboost module rebuilt (once, in build_root/kind) from the
+    shipped source with one change: "stub" replaces every kernel call by 'return 0' (the
+    runners still check, allocate and queue exactly as shipped); "timed" times each backward
+    kernel call where it runs (MindSpore's queue thread) and adds kernel_time() -> (wall ns,
+    thread CPU ns, calls)."""
     from mindspore import ops
 
     from ms_groupnorm.backends import cpu_kernels as _kernel_lib
     from ms_groupnorm.backends import cpu_pyboost as _pyboost
 
-    text = _pyboost.SOURCE.read_text()
+    text = _pyboost.source("group_norm").read_text()
+    binding = "PYBIND11_MODULE(MS_EXTENSION_NAME, m) {\n  group_norm_op::Define(m);\n"
+    scope = "namespace group_norm_op {"  # the helpers go before it, at file scope
     if kind == "stub":
-        text = text.replace("namespace {", STUB + "\nnamespace {", 1)
+        text = text.replace(scope, STUB + "\n" + scope, 1)
         for name in ("MsGroupNormForward(", "MsGroupNormBackward("):
-            text = text.replace(f"const int status = {name}", "const int status = NoKernel(")
+            text = text.replace(f"return {name}", "return NoKernel(")
         found = text.count("NoKernel(") == 3
     else:
-        text = text.replace("namespace {", TIMED + "\nnamespace {", 1)
-        text = text.replace("const int status = MsGroupNormBackward(", "const int status = TimedBackward(")
-        module_line = "PYBIND11_MODULE(MS_EXTENSION_NAME, m) {"
-        text = text.replace(module_line, module_line + "\n  m.def(\"kernel_time\", []() { return py::make_tuple("
-                            "g_kernel_wall_ns.load(), g_kernel_cpu_ns.load(), g_kernel_calls.load()); });")
-        found = text.count("TimedBackward(") == 2 and "kernel_time" in text
+        text = text.replace(scope, TIMED + "\n" + scope, 1)
+        text = text.replace("return MsGroupNormBackward(", "return TimedBackward(")
+        binding += ("  m.def(\"kernel_time\", []() { return py::make_tuple("
+                    "g_kernel_wall_ns.load(), g_kernel_cpu_ns.load(), g_kernel_calls.load()); });\n")
+        found = text.count("TimedBackward(") == 2
     if not found:
         raise RuntimeError(f"the module source changed: the kernel calls for the {kind!r} build were not found")
+    text += "\n" + binding + "}\n"
     build_dir = build_root / kind
     build_dir.mkdir(parents=True, exist_ok=True)
     path = build_dir / f"group_norm_pyboost_{kind}.cc"
@@ -106,6 +109,7 @@ def variant_module(kind, build_root):
         path.write_text(text)
     library = Path(_kernel_lib.library_path()).resolve()
     return ops.CustomOpBuilder(f"ms_groupnorm_pyboost_{kind}", [str(path)], backend="CPU",
+                               include_paths=[str(_pyboost.NATIVE_DIR)],
                                ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}",
                                build_dir=str(build_dir)).load()
 

@@ -133,7 +133,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # ---- background builds: a fresh clone's compiles overlap the test run -----------------------
-# The fast-path modules and the twin libraries take most of a first run's CPU (~4 compiles of
+# The fast-path module and the twin libraries take most of a first run's CPU (3 compiles of
 # 30-60 s each). A whole-suite run builds them in two background processes (one per kind,
 # tests/warm_build_caches.py) while the tests run; a test that needs one before it is ready
 # waits for it on the build's lock (MindSpore's builder for the modules, backends.twin_build.build_lock

@@ -18,7 +18,7 @@ def test_jit_in_pynative_compiles_the_aot_route_and_eager_calls_keep_the_module(
     @_ops.evaluated_by_graph_compiler
     def op_getter(tag):
         # what forward_op/backward_op and the fused getters decide, from where they decide it
-        seen.append((tag, _ops._op_backend(), _silu_ops._mode_backend("ascend", "group_norm_silu")))
+        seen.append((tag, _ops._op_backend(), _silu_ops._mode_backend("ascend")))
         return ops.Abs()
 
     @ms.jit

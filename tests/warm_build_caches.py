@@ -2,11 +2,11 @@
 fresh clone's compiles run on the second core while the tests run on the first (conftest.py
 starts it for a whole-suite run).
 
-    python tests/warm_build_caches.py pyboost   # the PyNative fast-path modules (GroupNorm, fused)
+    python tests/warm_build_caches.py pyboost   # the PyNative fast-path module (GroupNorm and fused)
     python tests/warm_build_caches.py twin      # the AscendC twin libraries (backward, forward)
 
 Only the public API is used: one PyNative training step of GroupNorm and of GroupNormSiLU,
-on the default backend (which builds the fast-path modules) or on
+on the default backend (which builds the fast-path module) or on
 MS_GROUPNORM_BACKEND=ascendc_twin (which builds the twin libraries). Each lands in the cache
 the tests use ($MS_GROUPNORM_CACHE, $MS_GROUPNORM_TWIN_CACHE): MindSpore's module builder waits
 on a build another process holds, so nothing is compiled twice, and what is already built is
@@ -27,7 +27,8 @@ def one_training_step_each():
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
     x = ms.Tensor(np.linspace(-1, 1, 2 * 4 * 3).reshape(2, 4, 3).astype(np.float32))
-    # GroupNorm first: its module is the first one the tests need.
+    # GroupNorm first: on the twin backend its (backward) library is the first one the tests need;
+    # GroupNormSiLU adds the forward twin (on the default backend one module serves both).
     for layer in (ms_groupnorm.GroupNorm(2, 4), ms_groupnorm.GroupNormSiLU(2, 4)):
         ms.value_and_grad(lambda inp, layer=layer: layer(inp).sum(), grad_position=0,
                           weights=layer.trainable_params())(x)

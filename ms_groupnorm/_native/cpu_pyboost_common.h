@@ -1,6 +1,6 @@
-// What the CPU PyNative fast-path modules (group_norm_pyboost.cc, group_norm_silu_pyboost.cc)
-// share: each module only adds its operator's C API call, its extra checks and its autograd
-// Function. The kernels are NOT duplicated in the modules: they allocate the outputs and hand
+// What the operators of the CPU PyNative fast-path module (group_norm_pyboost.h, group_norm_silu_pyboost.h)
+// share: each operator only adds its C API call, its extra checks and its autograd
+// Function. The kernels are NOT duplicated here: the functions allocate the outputs and hand
 // raw pointers to the plain C API of libms_groupnorm_cpu.so, so the results are bitwise those
 // of the aot ops.
 #ifndef MS_GROUPNORM_NATIVE_CPU_PYBOOST_COMMON_H_

@@ -17,7 +17,7 @@
 // puts the aclnn headers CANN generated from op_host's OpDef (<vendor>/op_api/include) on
 // the include path, and the static_asserts below compare our arguments with them.
 //
-// Functions (same contracts as the CPU module, group_norm_pyboost.cc):
+// Functions (same contracts as the CPU module, cpu_pyboost.cc):
 //   group_norm_grad(dy, x, mean, rstd, gamma, group, m0, m1, m2) -> (dx, dgamma, dbeta)
 //       gamma must be real ((C,), mean's dtype; the caller passes ones for "none"); the
 //       operator always writes all three outputs: the caller empties the masked-off ones.

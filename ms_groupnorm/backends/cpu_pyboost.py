@@ -1,15 +1,15 @@
-"""The CPU PyNative fast path: each operator's functions through a MindSpore CustomOpBuilder
+"""The CPU PyNative fast path: the operators' functions through one MindSpore CustomOpBuilder
 (pyboost) module, on by default (``$MS_GROUPNORM_PYBOOST=0`` opts out).
 
 Why: in PYNATIVE_MODE every ``ops.Custom(func_type="aot")`` call pays ~130-150 us of
 main-thread CPU in MindSpore's generic single-op path (several times the built-in
 GroupNorm/GroupNormGrad call); a pyboost module function only queues the work (~4 us of
-main-thread CPU, ~30 us wall per call), about half the built-in call. Each module
-(``_native/<operator>_pyboost.cc``, one per operator so that one's cached build survives a
-change of the other) calls the plain C API of libms_groupnorm_cpu.so, so results are
-bitwise identical to the aot ops.
+main-thread CPU, ~30 us wall per call), about half the built-in call. The module
+(``_native/cpu_pyboost.cc``: each operator's part is ``_native/<operator>_pyboost.h``, all in
+one translation unit so that MindSpore's headers compile once) calls the plain C API of
+libms_groupnorm_cpu.so, so results are bitwise identical to the aot ops.
 
-Every module has the same three functions, named by the operator's description
+Every operator has the same three functions in it, named by its description
 (``ops.descriptions``): ``<name>(tensors..., attrs...)``, ``<name>_autograd`` (the same,
 recorded for PyNative autograd with the C++ Function API) and ``<name>_grad(tensors...,
 attrs..., mask...)``; this file binds the attributes once per configuration.
@@ -38,17 +38,13 @@ from . import cpu_kernels
 from .native_build import (CACHE_ENV, ENABLE_ENV, NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root,
                            enabled, logger, missing_tools)
 
-# module name prefix and how the messages name it, per operator family member
-MODULES = {
-    "group_norm": ("ms_groupnorm_pyboost", "the PyNative fast path"),
-    "group_norm_silu": ("ms_groupnorm_silu_pyboost", "the fused GroupNorm+SiLU PyNative fast path"),
-}
-SOURCE = NATIVE_DIR / "group_norm_pyboost.cc"  # GroupNorm's module source
+MODULE_PREFIX = "ms_groupnorm_pyboost"  # + the build key
+SOURCE = NATIVE_DIR / "cpu_pyboost.cc"  # the module's one translation unit
 
 
 def source(name):
-    """The module source of operator ``name`` (a key of MODULES)."""
-    return NATIVE_DIR / f"{name}_pyboost.cc"
+    """The part of operator ``name`` (its description's name), which SOURCE includes."""
+    return NATIVE_DIR / f"{name}_pyboost.h"
 
 
 # MindSpore's C++ Function API (autograd nodes with a C++ Backward), as the installed wheel
@@ -59,7 +55,7 @@ def source(name):
 # (measured on 2.7.1). The fast path is off on such a wheel; the aot ops run instead.
 FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "include", "pynative", "backward", "function.h")
 EARLIER_FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "pynative", "backward", "function.h")
-SHARED_HEADERS = (ORDERING_HEADER, NATIVE_DIR / "cpu_pyboost_common.h")  # part of every build key
+SHARED_HEADERS = (ORDERING_HEADER, NATIVE_DIR / "cpu_pyboost_common.h")  # part of the build key
 
 
 def off_reason():
@@ -76,13 +72,18 @@ def off_reason():
     return f"MindSpore {mindspore.__version__} ships no C++ Function API header ({FUNCTION_API_HEADER})"
 
 
-def build(name="group_norm"):
-    """Builds (or re-checks) and loads the CPU module of operator ``name``, linked against the
-    kernel library; raises on any failure."""
-    prefix, what = MODULES[name]
-    module_source = source(name)
-    if not module_source.is_file():
-        raise FileNotFoundError(f"ms_groupnorm: pyboost source {module_source} is not installed")
+def _module_sources():
+    """SOURCE and every file it includes from _native/ (the build key covers them all)."""
+    return [SOURCE, *sorted(NATIVE_DIR.glob("*_pyboost.h")), *SHARED_HEADERS]
+
+
+def build():
+    """Builds (or re-checks) and loads the CPU module, linked against the kernel library;
+    raises on any failure."""
+    sources = _module_sources()
+    for path in sources:
+        if not path.is_file():
+            raise FileNotFoundError(f"ms_groupnorm: pyboost source {path} is not installed")
     reason = off_reason()
     if reason:
         raise RuntimeError(f"ms_groupnorm: the PyNative fast path is off: {reason}")
@@ -90,27 +91,26 @@ def build(name="group_norm"):
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the pyboost module needs {', '.join(missing)} on PATH")
     library = Path(cpu_kernels.library_path()).resolve()
-    key = build_key(module_source.read_bytes(), *[h.read_bytes() for h in SHARED_HEADERS], library)
-    module_name = f"{prefix}_{key}"
+    module_name = f"{MODULE_PREFIX}_{build_key(*[path.read_bytes() for path in sources], library)}"
     build_dir = cache_root() / "pyboost" / module_name
     return build_module(
-        module_name, [module_source], build_dir,
-        f"ms_groupnorm: compiling {what} once for this MindSpore version (about a minute; cached in {build_dir}; "
-        f"set {ENABLE_ENV}=0 to skip it and use the slower aot ops)...",
-        f"ms_groupnorm: {what} built in {{seconds:.0f}} s",
+        module_name, [SOURCE], build_dir,
+        f"ms_groupnorm: compiling the PyNative fast path once for this MindSpore version (about a minute; cached "
+        f"in {build_dir}; set {ENABLE_ENV}=0 to skip it and use the slower aot ops)...",
+        "ms_groupnorm: the PyNative fast path built in {seconds:.0f} s",
         backend="CPU",
         # -l: links the exact file name; the rpath lets the module find the library at load.
         ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}")
 
 
 @functools.lru_cache(maxsize=None)
-def module(name="group_norm"):
-    """The loaded module of operator ``name``, or None (one warning) when it cannot be built."""
+def module():
+    """The loaded module, or None (one warning) when it cannot be built."""
     try:
-        return build(name)
+        return build()
     except Exception as error:  # any failure: fall back to the aot ops
-        logger.warning("ms_groupnorm: %s is unavailable, using the aot ops instead (set $%s=0 to silence this): "
-                       "%s: %s", MODULES[name][1], ENABLE_ENV, type(error).__name__, str(error).strip()[:2000])
+        logger.warning("ms_groupnorm: the PyNative fast path is unavailable, using the aot ops instead (set $%s=0 "
+                       "to silence this): %s: %s", ENABLE_ENV, type(error).__name__, str(error).strip()[:2000])
         return None
 
 
@@ -128,7 +128,7 @@ def forwards(name, attrs):
     itself: use it only where no gradient is recorded (zero-gradient trap); the other is
     recorded for PyNative autograd by the module itself (the backward kernel runs without
     a Python bprop; gradients flow from out only, mean and rstd are saved statistics)."""
-    mod = module(name)
+    mod = module()
     if mod is None:
         return None
     return _bind(getattr(mod, name), attrs), _bind(getattr(mod, f"{name}_autograd"), attrs)
@@ -138,11 +138,11 @@ def forwards(name, attrs):
 def backward(name, attrs, mask):
     """``(dy, x, mean, rstd, gamma[, beta]) -> (dx, dgamma, dbeta)`` of operator ``name``, or
     None. Masked-off outputs are empty (0,), as in the aot op."""
-    mod = module(name)
+    mod = module()
     if mod is None:
         return None
     return _bind(getattr(mod, f"{name}_grad"), tuple(attrs) + tuple(bool(m) for m in mask))
 
 
-__all__ = ["CACHE_ENV", "ENABLE_ENV", "MODULES", "SOURCE", "backward", "build", "cache_root", "enabled", "forwards",
+__all__ = ["CACHE_ENV", "ENABLE_ENV", "MODULE_PREFIX", "SOURCE", "backward", "build", "cache_root", "enabled", "forwards",
            "missing_tools", "module", "off_reason", "source"]

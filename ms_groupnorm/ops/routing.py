@@ -71,12 +71,12 @@ def eager_pynative():
     return context._get_mode() == context.PYNATIVE_MODE and not _compat.compiling_graph()
 
 
-def _mode_backend(backend, name, fast_path=True):
+def _mode_backend(backend, fast_path=True):
     """The cache key of the ops to create now for ``backend``: on Ascend, eager
     PYNATIVE_MODE runs the Ascend module (ops.Custom takes tensors only there; a graph
     compiled by ``@ms.jit`` keeps the aot ops); on "cpu" in PYNATIVE_MODE the fast path,
-    when not opted out of and its module ``name`` could be built (else the aot ops, after
-    one warning).
+    when not opted out of and its module could be built (else the aot ops, after one
+    warning).
 
     Read once per op creation: a Cell keeps the op it got, so the mode at that moment
     decides. In GRAPH_MODE this runs at compile time and picks the aot op; under @ms.jit in
@@ -87,13 +87,13 @@ def _mode_backend(backend, name, fast_path=True):
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
     if (fast_path and backend == "cpu" and cpu_pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
-            and cpu_pyboost.module(name) is not None):
+            and cpu_pyboost.module() is not None):
         return PYBOOST_BACKEND
     return backend
 
 
 def _op_backend():
-    return _mode_backend(backend_name(), GROUP_NORM.name)
+    return _mode_backend(backend_name())
 
 
 @evaluated_by_graph_compiler  # also called from functions MindSpore compiles
@@ -113,7 +113,7 @@ def _silu_op_backend(fast_path=True):
     backend = fused_backend()
     if backend not in FUSED_BACKENDS:
         raise NotImplementedError(f"ms_groupnorm: no fused GroupNorm + SiLU kernels on backend {backend!r}")
-    return _mode_backend(backend, GROUP_NORM_SILU.name, fast_path)
+    return _mode_backend(backend, fast_path)
 
 
 def _bool_triple(mask):

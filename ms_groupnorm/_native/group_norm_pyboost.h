@@ -8,9 +8,11 @@
 // to the plain C API of libms_groupnorm_cpu.so (kernels/cpu/group_norm_aot.cc), so the
 // results are bitwise identical to the aot ops.
 //
-// Built lazily by ms_groupnorm/backends/cpu_pyboost.py (ops.CustomOpBuilder, backend="CPU"), which
-// links this module against libms_groupnorm_cpu.so with an rpath. Not part of setup.py's
-// kernel library (kernels/cpu/*.cc): it needs MindSpore's headers, ninja and ~35 s of CPU.
+// GroupNorm's part of the one CPU fast-path module (cpu_pyboost.cc, which includes each
+// operator's part once and binds it with its Define), built lazily by
+// ms_groupnorm/backends/cpu_pyboost.py (ops.CustomOpBuilder, backend="CPU") and linked against
+// libms_groupnorm_cpu.so with an rpath. Not part of setup.py's kernel library (kernels/cpu/*.cc):
+// it needs MindSpore's headers, ninja and ~40 s of CPU.
 //
 // Contract (same as the aot ops, see ms_groupnorm/backends/cpu_aot.py):
 //   group_norm(x, gamma, beta, group, eps)                  -> (y, mean, rstd)
@@ -23,10 +25,13 @@
 // kernel: the gradient never goes through a Python bprop. Measured (tiny shapes, 8 layers,
 // value_and_grad): ~0.95x the built-in GroupNorm's step, where the aot op with a Python
 // bprop took ~2.2x.
+#ifndef MS_GROUPNORM_NATIVE_GROUP_NORM_PYBOOST_H_
+#define MS_GROUPNORM_NATIVE_GROUP_NORM_PYBOOST_H_
+
 #include <string>
 #include <vector>
 
-#include "cpu_pyboost_common.h"  // shared with the fused module: checks, outputs, the kernel runner
+#include "cpu_pyboost_common.h"  // shared with the fused op: checks, outputs, the kernel runner
 
 // Defined in kernels/cpu/group_norm_aot.cc (there is no public header for the C API);
 // these declarations must match that definition exactly.
@@ -38,7 +43,8 @@ extern "C" int MsGroupNormForward(const void *x, const void *gamma, const void *
                                   void *rstd, int64_t N, int64_t C, int64_t HxW, int64_t group, float eps,
                                   const char *data_dtype, const char *stat_dtype);
 
-namespace {
+namespace group_norm_op {
+namespace {  // one translation unit (cpu_pyboost.cc) includes this file
 
 using namespace ms_groupnorm;  // NOLINT: the shared helpers of cpu_pyboost_common.h
 
@@ -144,10 +150,15 @@ py::object GroupNormAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const
 
 }  // namespace
 
-PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
+// Binds GroupNorm's functions into the module.
+inline void Define(py::module_ &m) {
   m.def("group_norm", &GroupNormForward, "GroupNorm forward: (x, gamma, beta, group, eps) -> (y, mean, rstd)");
   m.def("group_norm_autograd", &GroupNormAutograd,
         "GroupNorm forward recorded for PyNative autograd: (x, gamma, beta, group, eps) -> (y, mean, rstd)");
   m.def("group_norm_grad", &GroupNormBackward,
         "GroupNorm backward: (dy, x, mean, rstd, gamma, group, dx, dgamma, dbeta masks) -> (dx, dgamma, dbeta)");
 }
+
+}  // namespace group_norm_op
+
+#endif  // MS_GROUPNORM_NATIVE_GROUP_NORM_PYBOOST_H_

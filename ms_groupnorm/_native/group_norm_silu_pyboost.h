@@ -1,7 +1,6 @@
-// Fused GroupNorm + SiLU for PyNative through MindSpore's CustomOpBuilder (pyboost): the
-// fast path of ms_groupnorm/ops/routing.py, built lazily by ms_groupnorm/backends/cpu_pyboost.py as
-// a module of its own (group_norm_pyboost.cc is GroupNorm's; see there for why pyboost,
-// the asynchronous error reporting; pyboost_ordering.h for the launch and autograd ordering). The kernels are not duplicated:
+// Fused GroupNorm + SiLU for PyNative through MindSpore's CustomOpBuilder (pyboost): its part
+// of the one CPU fast-path module (cpu_pyboost.cc; group_norm_pyboost.h is GroupNorm's part,
+// see there for why pyboost; pyboost_ordering.h for the launch and autograd ordering). The kernels are not duplicated:
 // this file allocates outputs and calls the plain C API of libms_groupnorm_cpu.so
 // (kernels/cpu/group_norm_silu_aot.cc), so results are bitwise those of the aot ops.
 //
@@ -12,10 +11,13 @@
 //   group_norm_silu_autograd(x, gamma, beta, group, eps, swish_scale) -> (z, mean, rstd), differentiable
 // An empty (0,) gamma/beta means ones/zeros; masked-off outputs are empty (0,).
 // The autograd node saves x, mean, rstd, gamma, beta (not z, nothing else full-size).
+#ifndef MS_GROUPNORM_NATIVE_GROUP_NORM_SILU_PYBOOST_H_
+#define MS_GROUPNORM_NATIVE_GROUP_NORM_SILU_PYBOOST_H_
+
 #include <string>
 #include <vector>
 
-#include "cpu_pyboost_common.h"  // shared with GroupNorm's module: checks, outputs, the kernel runner
+#include "cpu_pyboost_common.h"  // shared with GroupNorm: checks, outputs, the kernel runner
 
 // Defined in kernels/cpu/group_norm_silu_aot.cc; these declarations must match it exactly.
 extern "C" int MsGroupNormSiluForward(const void *x, const void *gamma, const void *beta, void *z, void *mean,
@@ -27,7 +29,8 @@ extern "C" int MsGroupNormSiluBackward(const void *dz, const void *x, const void
                                        const char *data_dtype, const char *stat_dtype, int dx_is_require,
                                        int dgamma_is_require, int dbeta_is_require);
 
-namespace {
+namespace group_norm_silu_op {
+namespace {  // one translation unit (cpu_pyboost.cc) includes this file
 
 using namespace ms_groupnorm;  // NOLINT: the shared helpers of cpu_pyboost_common.h
 
@@ -130,7 +133,8 @@ py::object SiluAutograd(const ms::Tensor &x, const ms::Tensor &gamma, const ms::
 
 }  // namespace
 
-PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
+// Binds the fused op's functions into the module.
+inline void Define(py::module_ &m) {
   m.def("group_norm_silu", &SiluForward,
         "fused GroupNorm + swish forward: (x, gamma, beta, group, eps, swish_scale) -> (z, mean, rstd)");
   m.def("group_norm_silu_autograd", &SiluAutograd,
@@ -138,3 +142,7 @@ PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
   m.def("group_norm_silu_grad", &SiluBackward,
         "fused backward: (dz, x, mean, rstd, gamma, beta, group, swish_scale, dx, dgamma, dbeta masks) -> grads");
 }
+
+}  // namespace group_norm_silu_op
+
+#endif  // MS_GROUPNORM_NATIVE_GROUP_NORM_SILU_PYBOOST_H_
