@@ -167,3 +167,17 @@ def test_a_queue_never_filled_to_its_depth_is_flagged():
 
 def test_a_queue_filled_to_its_depth_passes():
     probe("queue_depth_used", out_len=64)
+
+
+# ---------------------------------------------------------------- which buffer AllocTensor takes
+def test_a_queue_hands_out_its_buffers_round_robin():
+    # asc-devkit kernel_tquebind_impl.h AllocBuffer: from a cursor that advances at every probe,
+    # the first free buffer; so a tensor freed and allocated again lands in the next buffer (its
+    # store need not have landed), and a buffer still allocated is skipped. A twin that always
+    # took the lowest free buffer made every store through a two-buffer queue wait for the one
+    # before it.
+    out = probe("queue_buffers_rotate", out_len=64)
+    held, first, second, third, fourth = out[:5]
+    assert len({held, first, second}) == 3
+    assert (third, fourth) == (first, second)
+    assert list(out[8:40:8]) == [1, 2, 3, 4]

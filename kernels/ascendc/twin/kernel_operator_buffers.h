@@ -184,7 +184,11 @@ class TQue {
   template <typename T>
   LocalTensor<T> AllocTensor() {
     twin::Checkpoint();
-    for (detail::Slot *s : slots_) {
+    // asc-devkit AllocBuffer (impl/basic_api/kernel_tquebind_impl.h): from a cursor that moves
+    // on at every buffer it looks at, the first free one; so freed buffers are reused in turn.
+    for (size_t probe = 0; probe < slots_.size(); ++probe) {
+      detail::Slot *s = slots_[cursor_];
+      cursor_ = (cursor_ + 1) % slots_.size();
       if (s->state == detail::SlotState::kFree) {
         s->state = detail::SlotState::kAllocated;
         ++s->gen;
@@ -281,6 +285,7 @@ class TQue {
     twin::Fail(std::string(op) + ": the tensor does not belong to this queue");
   }
   std::vector<detail::Slot *> slots_;
+  size_t cursor_ = 0;
   std::vector<detail::Slot *> queued_;
   int32_t maxQueued_ = 0;
   int64_t enQueues_ = 0;
@@ -316,6 +321,7 @@ class TPipe {
     }
     if (num < 1 || len == 0) twin::Fail("InitBuffer of a queue needs num >= 1 and len > 0");
     que.slots_.clear();
+    que.cursor_ = 0;
     que.queued_.clear();
     for (int32_t i = 0; i < num; ++i) {
       detail::Slot *s = NewSlot(len, detail::SlotState::kFree, "a TQue", pos);

@@ -42,6 +42,30 @@ void QueueDepthProbe(const ProbeArgs &a, bool overlap) {
   if (overlap) take();
 }
 
+// A VECOUT queue of 3 buffers: the first tensor stays allocated, then 4 tensors are each
+// written, stored and freed in turn. out[i] is the UB address of the i-th AllocTensor (the
+// scalar unit writes it; a TQue hands its buffers round-robin from a cursor that skips busy
+// ones, asc-devkit impl/basic_api/kernel_tquebind_impl.h AllocBuffer).
+void QueueRotationProbe(const ProbeArgs &a) {
+  TPipe pipe;
+  TQue<QuePosition::VECOUT, 1> que;
+  pipe.InitBuffer(que, 3, 8 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> held = que.AllocTensor<float>();
+  gm.SetValue(0, static_cast<float>(held.addr()));
+  for (int i = 1; i <= 4; ++i) {
+    LocalTensor<float> t = que.AllocTensor<float>();
+    gm.SetValue(i, static_cast<float>(t.addr()));
+    Duplicate(t, static_cast<float>(i), 8);
+    que.EnQue(t);
+    t = que.DeQue<float>();
+    DataCopy(gm[8 * i], t, 8);
+    que.FreeTensor(t);
+  }
+  que.FreeTensor(held);
+}
+
 // DataCopyPad of `rows` one-float rows between GM (contiguous) and UB (one 32-byte block per row).
 void CopyPadRowsProbe(const ProbeArgs &a, uint16_t rows, bool toGm) {
   TPipe pipe;
@@ -210,6 +234,8 @@ void AddBufferProbes(ProbeMap *probes) {
        [](const ProbeArgs &a) { QueueDepthProbe(a, false); }},
       {"queue_depth_used",
        [](const ProbeArgs &a) { QueueDepthProbe(a, true); }},
+      // ---- which buffer AllocTensor hands out
+      {"queue_buffers_rotate", [](const ProbeArgs &a) { QueueRotationProbe(a); }},
   });
 }
 
