@@ -81,6 +81,7 @@ class KernelGroupNormGradMs {
       } else if (t_->splitByChannel != 0) {
         // one stream: every task's sums pass, then (after SyncAll) every task's dx pass, so
         // the first dx loads are in flight across the SyncAll (they read inputs only)
+        if (count > 0) IssueStatWindow(DecodeChannelTask(first).group);  // ahead of the stream's loads
         StreamBegin(first, count, true, true, false, t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
       } else if (t_->groupAcrossN != 0) {
@@ -89,6 +90,7 @@ class KernelGroupNormGradMs {
         StreamBegin(first * t_->N, count * t_->N, false, true, false);
         for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g);
       } else {
+        if (count > 0) IssueStatWindow(first);  // ahead of the stream's loads
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) GroupTask(task);
       }
@@ -226,11 +228,18 @@ class KernelGroupNormGradMs {
   // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
   // each of mean and rstd) the first time a group outside the current window is asked for:
   // a core's groups are consecutive, so this is one load per core in all but huge launches.
+  // The window is issued ahead of the task's data loads (MTE2 runs its copies in order) and
+  // waited for by the first scalar read of it.
   __aicore__ inline float Stat(bool isMean, int64_t i) {
-    if (i < statFirst_ || i >= statFirst_ + statCount_) LoadStatWindow(i);
+    if (i < statFirst_ || i >= statFirst_ + statCount_) IssueStatWindow(i);
+    if (statPending_) {
+      WaitFlag<HardEvent::MTE2_S>(statEvent_);  // the scalar reads of the window wait for both loads
+      pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
+      statPending_ = false;
+    }
     return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
   }
-  __aicore__ inline void LoadStatWindow(int64_t first) {
+  __aicore__ inline void IssueStatWindow(int64_t first) {
     const int64_t groups = t_->N * t_->G;
     statFirst_ = first;
     statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
@@ -239,7 +248,9 @@ class KernelGroupNormGradMs {
     LocalTensor<U> window = statWindow_.Get<U>();
     DataCopyPad(window, meanGm_[first], copy, pad);
     DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
-    Sync<HardEvent::MTE2_S>();  // the scalar reads of the window wait for both loads
+    statEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until Stat has waited
+    SetFlag<HardEvent::MTE2_S>(statEvent_);
+    statPending_ = true;
   }
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
@@ -398,7 +409,9 @@ class KernelGroupNormGradMs {
   __aicore__ inline void ChannelDxTask(int64_t task);
   // db, dg of channels [c0, c0 + D) of sample n: the hwSlices partial rows summed in slice order.
   __aicore__ inline void CombineSlicePartials(int64_t n, int64_t c0, const LocalTensor<float> &db,
-                                              const LocalTensor<float> &dg);
+                                              const LocalTensor<float> &dg, bool gamma);
+  // HxW split: dbeta and dgamma of group g (D values each) to GM.
+  __aicore__ inline void StoreGroupStats(int64_t g, const LocalTensor<float> &db, const LocalTensor<float> &dg);
   __aicore__ inline void IssuePartialRows(const LocalTensor<float> &dst, int64_t row0, int64_t rows, int64_t c0);
   // HxW split, after SyncAll: the dx passes of tasks [first, first + count) and the dgamma/dbeta
   // of the groups whose first task is among them (no stage 2).
@@ -428,7 +441,7 @@ class KernelGroupNormGradMs {
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
-  int64_t gammaGroup_ = -1;   // the group whose gamma GroupTask loaded into StatArray(2)
+  int64_t gammaGroup_ = -1;   // the group whose gamma is in StatArray(2) (GroupTask, the HxW split)
   float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
@@ -455,6 +468,8 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECIN> statWindow_;  // mean/rstd of statWindowElems consecutive groups (MTE2 -> S)
   int64_t statFirst_ = 0;
   int64_t statCount_ = 0;
+  bool statPending_ = false;  // the window's loads are issued and not waited for yet (statEvent_)
+  int32_t statEvent_ = 0;
 
   GlobalTensor<T> dyGm_;
   GlobalTensor<T> xGm_;
