@@ -177,6 +177,26 @@ def test_hw_split_with_one_sample_stores_dgamma_dbeta_from_the_dx_tasks(mask):
     check_against_reference(got, want, "fp32", mask)
 
 
+@pytest.mark.parametrize("case", ["channel_two_pass", "hw_slices_channel_larger_than_ub"])
+def test_held_items_change_the_traffic_not_the_bits(case):
+    # the same tiling but for the UB left over: fewer (or no) items kept from the sums pass to
+    # the dx pass, the same outputs bit for bit, and dy and x re-read for the items not held
+    N, C, HxW, G, cores, _, _ = CASES[case]
+    runs = []
+    for ub in (ascendc_twin.UB_910B, ascendc_twin.UB_910B - 48 * 1024):
+        got, want, tiling = run_case((N, C, HxW), G, "fp32", core_num=cores, ub_bytes=ub, execution="deferred")
+        check_against_reference(got, want, "fp32", (True, True, True))
+        gm = sum(s["gm_read_bytes"] for s in ascendc_twin.twin_last_stats())
+        runs.append(([o.tobytes() for o in got], tiling, gm))
+    (bits, big, gm_big), (bits_small, small, gm_small) = runs
+    assert (big["mode"], big["chunkElems"]) == (small["mode"], small["chunkElems"])
+    assert big["heldItems"] > small["heldItems"] and bits == bits_small
+    if big["splitByChannel"]:
+        assert gm_small > gm_big
+    else:  # whole channels per item: held items x (dy, x) x HxW x 4 bytes less, per task
+        assert gm_small - gm_big == (big["heldItems"] - small["heldItems"]) * 2 * HxW * 4 * big["numTasks"]
+
+
 def test_masked_outputs_are_not_written():
     """The launch gets no dgamma/dbeta buffers at all: a write would be a GM fault."""
     data, exact = make_inputs((2, 8, 9), 2, "float32", "float32", 3)

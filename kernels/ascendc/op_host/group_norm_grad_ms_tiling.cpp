@@ -59,6 +59,7 @@ struct Layout {
   int64_t slices = 1;    // HxW split: a group's per-slice db and dg rows are loaded at once
   int64_t ownerRows = 0; // HxW split with dgamma/dbeta: N * slices rows of a group, and the stores
   bool workspaceSums = false;  // modes 0-2 with the workspace: two buffers of a task's db and dg
+  int64_t held = 0;      // modes 1-2: (dy, x) items of K data elements kept from the sums to the dx pass
 };
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
@@ -84,6 +85,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
     total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
   }
   total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
+  if (l.held > 0) total += AlignBytes(2 * l.held * l.K * dataBytes);  // the held items, as loaded
   return total;
 }
 
@@ -353,6 +355,19 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
+      // Modes 1-2 read dy and x twice; the UB the layout leaves over holds, as loaded, the first
+      // items of a task's sums pass for its dx pass (with the channel split, of a core's sums
+      // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
+      // busiest core): holding only moves data, so it may follow the core count.
+      if (layout.mode != GNG_MODE_GROUP_RESIDENT && in.dxRequired) {
+        const int64_t scopeTasks = t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : D;
+        layout.held = LargestFitting(scopeTasks * t.chunksPerChannel, 1, [&](int64_t h) {
+          Layout l = layout;
+          l.held = h;
+          return fits(l);
+        });
+      }
+      t.heldItems = layout.held;
     }
     t.mode = layout.mode;
     t.chunkElems = layout.K;

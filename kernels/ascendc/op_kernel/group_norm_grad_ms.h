@@ -148,6 +148,7 @@ class KernelGroupNormGradMs {
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
+    if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
@@ -299,6 +300,9 @@ class KernelGroupNormGradMs {
 
   __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
                                      bool dxPassAfterAll = false) {
+    BeginHeldScope();
+    streamDxCount_ = 0;
+    streamHeldPerTask_ = !dxPassAfterAll;
     streamFirst_ = first;
     streamDxAfterAll_ = dxPassAfterAll;
     streamTask_ = first;
@@ -315,6 +319,10 @@ class KernelGroupNormGradMs {
   __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows) {
     const int64_t cpi = t_->channelsPerItem;
     while (streamTask_ < streamEnd_) {
+      if (streamItem_ < ItemsPerPass(streamTask_) && streamPass_ == 1 && streamDxCount_++ < t_->heldItems) {
+        ++streamItem_;  // a held item: its dx pass takes it from UB
+        continue;
+      }
       if (streamItem_ < ItemsPerPass(streamTask_)) {
         const int64_t slice = TaskSlice(streamTask_);
         const int64_t chunks = SliceChunks(slice);
@@ -336,6 +344,7 @@ class KernelGroupNormGradMs {
       } else {
         ++streamTask_;
         streamPass_ = streamSums_ ? 0 : 1;
+        if (streamHeldPerTask_) streamDxCount_ = 0;  // the next task holds its own first items
       }
       if (streamTask_ == streamEnd_ && streamDxAfterAll_) {  // the dx passes follow all sums passes
         streamDxAfterAll_ = false;
@@ -359,13 +368,42 @@ class KernelGroupNormGradMs {
     }
   }
 
-  // Takes the next item: dy as fp32 into dyF, (x - mean) into xF; then refills the stream.
+  // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
+  // (x - mean) into xF; then refills the stream. Held items (the first heldItems items of a
+  // task's sums pass, or of a core's with the channel split, whose dx pass follows SyncAll) are
+  // also copied as loaded into heldBuf_, and their dx pass converts that copy: the same
+  // instructions on the same values, so holding changes the GM traffic, never the results.
   __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
-                                  const LocalTensor<float> &xF) {
-    TakeAsFloat<T>(dyQue_, len, dyF);
-    TakeCentredX<T>(xQue_, len, mean, xF);
+                                  const LocalTensor<float> &xF, bool dxPass = false) {
+    const int64_t index = dxPass ? takeDx_++ : takeSums_++;
+    if (index >= t_->heldItems) {
+      TakeAsFloat<T>(dyQue_, len, dyF);
+      TakeCentredX<T>(xQue_, len, mean, xF);
+    } else if (dxPass) {
+      RowAsFloat<T>(dyF, HeldDy(index), len);
+      CentredX<T>(HeldX(index), len, mean, xF);
+      return;  // nothing was in flight for it
+    } else {  // UB -> UB copies run on the vector pipe (ops-nn rms_norm_whole_reduce_sum.h orders them with PIPE_V)
+      const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
+      LocalTensor<T> staging = dyQue_.template DeQue<T>();
+      DataCopy(HeldDy(index), staging, copy);
+      RowAsFloat<T>(dyF, staging, len);
+      dyQue_.FreeTensor(staging);
+      staging = xQue_.template DeQue<T>();
+      DataCopy(HeldX(index), staging, copy);
+      CentredX<T>(staging, len, mean, xF);
+      xQue_.FreeTensor(staging);
+    }
     --inFlight_;
     Pump();
+  }
+  __aicore__ inline LocalTensor<T> HeldDy(int64_t i) { return heldBuf_.Get<T>()[2 * i * t_->chunkElems]; }
+  __aicore__ inline LocalTensor<T> HeldX(int64_t i) { return heldBuf_.Get<T>()[(2 * i + 1) * t_->chunkElems]; }
+  // A task of modes 1-2 without the channel split holds its own first items (the stream side
+  // starts a task's count in StreamNext).
+  __aicore__ inline void BeginHeldScope() {
+    takeSums_ = 0;
+    takeDx_ = 0;
   }
 
   // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
@@ -436,6 +474,10 @@ class KernelGroupNormGradMs {
   bool streamSums_ = false;
   bool streamDx_ = false;
   int64_t inFlight_ = 0;
+  int64_t streamDxCount_ = 0;  // dx items the stream has passed in the current held scope
+  bool streamHeldPerTask_ = true;  // the held scope is a task (else the core's whole stream)
+  int64_t takeSums_ = 0;       // sums / dx items the compute has taken in the current held scope
+  int64_t takeDx_ = 0;
   float invM_ = 0.0f;
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;
@@ -460,6 +502,7 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
+  TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
