@@ -252,3 +252,17 @@ def test_two_pass_modes_hold_the_first_items_in_the_ub_left_over():
     # nothing to hold: no dx pass (dgamma/dbeta only), or the group resident (mode 0)
     assert tiling(8, 320, 4096, 32, ub, dtype="float16", mask=(False, True, True))["heldItems"] == 0
     assert tiling(8, 32, 64, 8, ub)["heldItems"] == 0
+
+
+def test_dx_stores_get_up_to_four_buffers_in_what_is_left():
+    ub = UB_SIZES["ub192k_910b"]
+    # 16x128x56x56 G32 in 16-bit: the group stays resident and four dx buffers fit beside it;
+    # in fp32 the resident group leaves room for the two buffers only
+    assert tiling(16, 128, 3136, 32, ub, dtype="float16")["dxBuffers"] == 4
+    fp32 = tiling(16, 128, 3136, 32, ub)
+    assert ascendc_twin.MODE_NAMES[fp32["mode"]] == "group_resident" and fp32["dxBuffers"] == 2
+    # held items come first: 8x320x64x64 fp32 keeps one item rather than a third dx buffer
+    t = tiling(8, 320, 4096, 32, ub)
+    assert (t["heldItems"], t["dxBuffers"]) == (1, 2)
+    # mode 3 keeps its two
+    assert tiling(8, 64, 1, 8, ub)["dxBuffers"] == 2

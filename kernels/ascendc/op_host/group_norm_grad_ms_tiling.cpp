@@ -34,6 +34,10 @@ constexpr int64_t kAcrossNMaxExtraBytes = 128 * 1024;  // about 4 us of one core
 // and so the order in which their sums are added, must be the same on any number of cores.
 constexpr int64_t kSliceTargetTasks = 48;
 constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice is mostly DMA latency
+// Buffers of the dx store queue at most: each freed one holds an MTE3 -> V event id until it is
+// allocated again (kernel_tquebind_impl.h), and with the two of sumsQue_ and of outQue_ that is
+// the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
+constexpr int64_t kMaxDxBuffers = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -60,6 +64,7 @@ struct Layout {
   int64_t ownerRows = 0; // HxW split with dgamma/dbeta: N * slices rows of a group, and the stores
   bool workspaceSums = false;  // modes 0-2 with the workspace: two buffers of a task's db and dg
   int64_t held = 0;      // modes 1-2: (dy, x) items of K data elements kept from the sums to the dx pass
+  int64_t dxBufs = kBufferNum;  // buffers of the dx store queue
 };
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
@@ -68,7 +73,7 @@ struct Layout {
 int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 2; }
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
-  int64_t total = 3 * kBufferNum * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
+  int64_t total = (2 * kBufferNum + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
   total += AlignBytes(l.numFloatBufs * l.K * 4);
   total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
   if (l.statElems > 0) {
@@ -368,10 +373,18 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         });
       }
       t.heldItems = layout.held;
+      // A dx store's buffer is free again when the store has landed (a DMA latency): more
+      // buffers, in what is left, let more stores be on their way at once.
+      for (int64_t bufs = layout.dxBufs + 1; bufs <= kMaxDxBuffers; ++bufs) {
+        Layout l = layout;
+        l.dxBufs = bufs;
+        if (fits(l)) layout = l;
+      }
     }
     t.mode = layout.mode;
     t.chunkElems = layout.K;
     t.numFloatBufs = layout.numFloatBufs;
+    t.dxBuffers = layout.dxBufs;
     t.statElems = layout.statElems;
     t.reduceWorkElems = ReduceWorkElems(layout.K);
     t.statWindowElems = layout.statWindow;

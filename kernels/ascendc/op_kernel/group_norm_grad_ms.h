@@ -126,7 +126,7 @@ class KernelGroupNormGradMs {
       pipe_->InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
       pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
     }
-    pipe_->InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(dxQue_, t_->dxBuffers, K * sizeof(T));
     if (t_->mode == GNG_MODE_HW_ONE) {
       // The same bytes as numFloatBufs * K floats, split so that the two buffers MTE3 stores
       // to the workspace are VECOUT (UB -> GM copies read VECIN/VECOUT only).
