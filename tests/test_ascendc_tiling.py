@@ -233,3 +233,36 @@ def test_host_check_rejects_bad_shapes_and_attributes(changes, status, words):
     got_status, message = check(**changes)
     assert ascendc_twin.TILING_STATUS[got_status] == status
     assert words in message and message.startswith("GroupNormGradMs: ")
+
+
+def test_two_pass_modes_hold_the_first_items_in_the_ub_left_over():
+    # 8x320x64x64 G32: a group (10 channels of 4096) does not fit; the two-pass layout leaves room
+    # for 1 fp32 item (32 KiB of dy and x) or 5 16-bit ones, which the dx pass takes from UB
+    ub = UB_SIZES["ub192k_910b"]
+    for dtype, held in (("float32", 1), ("float16", 5), ("bfloat16", 5)):
+        t = tiling(8, 320, 4096, 32, ub, dtype=dtype)
+        assert ascendc_twin.MODE_NAMES[t["mode"]] == "channel_two_pass" and t["heldItems"] == held
+        assert t["ubBytesPhase1"] <= ub - ascendc_twin.UB_RESERVE
+    # every item of a task when they all fit (8 channels of 3000 in 16-bit), never more
+    t = tiling(2, 16, 3000, 2, ub, cores=4, dtype="float16")
+    assert t["heldItems"] == t["D"] * t["chunksPerChannel"] == 8
+    # the channel split holds a core's items across SyncAll: 1x3x224x224 runs one slice per core
+    t = tiling(1, 3, 50176, 1, ub)
+    assert t["hwSlices"] == 16 and t["heldItems"] == 1
+    # nothing to hold: no dx pass (dgamma/dbeta only), or the group resident (mode 0)
+    assert tiling(8, 320, 4096, 32, ub, dtype="float16", mask=(False, True, True))["heldItems"] == 0
+    assert tiling(8, 32, 64, 8, ub)["heldItems"] == 0
+
+
+def test_dx_stores_get_up_to_four_buffers_in_what_is_left():
+    ub = UB_SIZES["ub192k_910b"]
+    # 16x128x56x56 G32 in 16-bit: the group stays resident and four dx buffers fit beside it;
+    # in fp32 the resident group leaves room for the two buffers only
+    assert tiling(16, 128, 3136, 32, ub, dtype="float16")["dxBuffers"] == 4
+    fp32 = tiling(16, 128, 3136, 32, ub)
+    assert ascendc_twin.MODE_NAMES[fp32["mode"]] == "group_resident" and fp32["dxBuffers"] == 2
+    # held items come first: 8x320x64x64 fp32 keeps one item rather than a third dx buffer
+    t = tiling(8, 320, 4096, 32, ub)
+    assert (t["heldItems"], t["dxBuffers"]) == (1, 2)
+    # mode 3 keeps its two
+    assert tiling(8, 64, 1, 8, ub)["dxBuffers"] == 2

@@ -44,6 +44,8 @@ CASES = {
     "hw_slices": (1, 3, 50176, 1, 48, "channel_two_pass", 1),
     "hw_slices_c_per_g_1": (2, 5, 5000, 5, 48, "channel_two_pass", 1),
     "hw_slices_chunks": (1, 1, 432048, 1, 48, "hw_chunks", 1),
+    # N = 1: each group's owner stores dgamma/dbeta from the slice sums its dx task combined
+    "hw_slices_n1_small": (1, 2, 5000, 1, 48, "channel_two_pass", 1),
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
@@ -56,7 +58,8 @@ CASES = {
 PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_split_n47",
             "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one"]
 # The cases that take the HxW split.
-HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_channel_larger_than_ub"]
+HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_channel_larger_than_ub",
+             "hw_slices_n1_small"]
 
 # Cases whose tiling takes groupAcrossN (mode 0 tasks are groups g over every n: dgamma/dbeta
 # summed by the core, no workspace, SyncAll or stage 2); every other case uses the workspace.
@@ -162,6 +165,36 @@ def test_output_mask(case, mask, execution):
     stats_via_workspace = (mask[1] or mask[2]) and not tiling["groupAcrossN"]
     assert (tiling["stage2Cores"] > 0) == (stats_via_workspace and tiling["hwSlices"] == 1)
     assert tiling["needWorkspace"] == int(stats_via_workspace or tiling["splitByChannel"] == 1)
+
+
+@pytest.mark.parametrize("mask", [(True, True, False), (True, False, True), (False, True, True)],
+                         ids=["110", "101", "011"])
+def test_hw_split_with_one_sample_stores_dgamma_dbeta_from_the_dx_tasks(mask):
+    # N = 1 with dx: no owner load of the slice rows; without dx the owner path loads them
+    N, C, HxW, G, cores, _, _ = CASES["hw_slices_n1_small"]
+    got, want, tiling = run_case((N, C, HxW), G, "fp32", mask=mask, core_num=cores, execution="deferred")
+    assert tiling["hwSlices"] > 1 and tiling["N"] == 1
+    check_against_reference(got, want, "fp32", mask)
+
+
+@pytest.mark.parametrize("case", ["channel_two_pass", "hw_slices_channel_larger_than_ub"])
+def test_held_items_change_the_traffic_not_the_bits(case):
+    # the same tiling but for the UB left over: fewer (or no) items kept from the sums pass to
+    # the dx pass, the same outputs bit for bit, and dy and x re-read for the items not held
+    N, C, HxW, G, cores, _, _ = CASES[case]
+    runs = []
+    for ub in (ascendc_twin.UB_910B, ascendc_twin.UB_910B - 48 * 1024):
+        got, want, tiling = run_case((N, C, HxW), G, "fp32", core_num=cores, ub_bytes=ub, execution="deferred")
+        check_against_reference(got, want, "fp32", (True, True, True))
+        gm = sum(s["gm_read_bytes"] for s in ascendc_twin.twin_last_stats())
+        runs.append(([o.tobytes() for o in got], tiling, gm))
+    (bits, big, gm_big), (bits_small, small, gm_small) = runs
+    assert (big["mode"], big["chunkElems"]) == (small["mode"], small["chunkElems"])
+    assert big["heldItems"] > small["heldItems"] and bits == bits_small
+    if big["splitByChannel"]:
+        assert gm_small > gm_big
+    else:  # whole channels per item: held items x (dy, x) x HxW x 4 bytes less, per task
+        assert gm_small - gm_big == (big["heldItems"] - small["heldItems"]) * 2 * HxW * 4 * big["numTasks"]
 
 
 def test_masked_outputs_are_not_written():

@@ -34,6 +34,10 @@ constexpr int64_t kAcrossNMaxExtraBytes = 128 * 1024;  // about 4 us of one core
 // and so the order in which their sums are added, must be the same on any number of cores.
 constexpr int64_t kSliceTargetTasks = 48;
 constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice is mostly DMA latency
+// Buffers of the dx store queue at most: each freed one holds an MTE3 -> V event id until it is
+// allocated again (kernel_tquebind_impl.h), and with the two of sumsQue_ and of outQue_ that is
+// the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
+constexpr int64_t kMaxDxBuffers = 4;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -59,6 +63,8 @@ struct Layout {
   int64_t slices = 1;    // HxW split: a group's per-slice db and dg rows are loaded at once
   int64_t ownerRows = 0; // HxW split with dgamma/dbeta: N * slices rows of a group, and the stores
   bool workspaceSums = false;  // modes 0-2 with the workspace: two buffers of a task's db and dg
+  int64_t held = 0;      // modes 1-2: (dy, x) items of K data elements kept from the sums to the dx pass
+  int64_t dxBufs = kBufferNum;  // buffers of the dx store queue
 };
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
@@ -67,7 +73,7 @@ struct Layout {
 int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 2; }
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
-  int64_t total = 3 * kBufferNum * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
+  int64_t total = (2 * kBufferNum + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
   total += AlignBytes(l.numFloatBufs * l.K * 4);
   total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
   if (l.statElems > 0) {
@@ -84,6 +90,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
     total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
   }
   total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
+  if (l.held > 0) total += AlignBytes(2 * l.held * l.K * dataBytes);  // the held items, as loaded
   return total;
 }
 
@@ -353,10 +360,31 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
+      // Modes 1-2 read dy and x twice; the UB the layout leaves over holds, as loaded, the first
+      // items of a task's sums pass for its dx pass (with the channel split, of a core's sums
+      // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
+      // busiest core): holding only moves data, so it may follow the core count.
+      if (layout.mode != GNG_MODE_GROUP_RESIDENT && in.dxRequired) {
+        const int64_t scopeTasks = t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : D;
+        layout.held = LargestFitting(scopeTasks * t.chunksPerChannel, 1, [&](int64_t h) {
+          Layout l = layout;
+          l.held = h;
+          return fits(l);
+        });
+      }
+      t.heldItems = layout.held;
+      // A dx store's buffer is free again when the store has landed (a DMA latency): more
+      // buffers, in what is left, let more stores be on their way at once.
+      for (int64_t bufs = layout.dxBufs + 1; bufs <= kMaxDxBuffers; ++bufs) {
+        Layout l = layout;
+        l.dxBufs = bufs;
+        if (fits(l)) layout = l;
+      }
     }
     t.mode = layout.mode;
     t.chunkElems = layout.K;
     t.numFloatBufs = layout.numFloatBufs;
+    t.dxBuffers = layout.dxBufs;
     t.statElems = layout.statElems;
     t.reduceWorkElems = ReduceWorkElems(layout.K);
     t.statWindowElems = layout.statWindow;

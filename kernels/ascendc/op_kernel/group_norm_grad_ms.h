@@ -81,6 +81,7 @@ class KernelGroupNormGradMs {
       } else if (t_->splitByChannel != 0) {
         // one stream: every task's sums pass, then (after SyncAll) every task's dx pass, so
         // the first dx loads are in flight across the SyncAll (they read inputs only)
+        if (count > 0) IssueStatWindow(DecodeChannelTask(first).group);  // ahead of the stream's loads
         StreamBegin(first, count, true, true, false, t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
       } else if (t_->groupAcrossN != 0) {
@@ -89,6 +90,7 @@ class KernelGroupNormGradMs {
         StreamBegin(first * t_->N, count * t_->N, false, true, false);
         for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g);
       } else {
+        if (count > 0) IssueStatWindow(first);  // ahead of the stream's loads
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) GroupTask(task);
       }
@@ -124,7 +126,7 @@ class KernelGroupNormGradMs {
       pipe_->InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
       pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
     }
-    pipe_->InitBuffer(dxQue_, BUFFER_NUM, K * sizeof(T));
+    pipe_->InitBuffer(dxQue_, t_->dxBuffers, K * sizeof(T));
     if (t_->mode == GNG_MODE_HW_ONE) {
       // The same bytes as numFloatBufs * K floats, split so that the two buffers MTE3 stores
       // to the workspace are VECOUT (UB -> GM copies read VECIN/VECOUT only).
@@ -146,6 +148,7 @@ class KernelGroupNormGradMs {
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
+    if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
@@ -226,11 +229,18 @@ class KernelGroupNormGradMs {
   // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
   // each of mean and rstd) the first time a group outside the current window is asked for:
   // a core's groups are consecutive, so this is one load per core in all but huge launches.
+  // The window is issued ahead of the task's data loads (MTE2 runs its copies in order) and
+  // waited for by the first scalar read of it.
   __aicore__ inline float Stat(bool isMean, int64_t i) {
-    if (i < statFirst_ || i >= statFirst_ + statCount_) LoadStatWindow(i);
+    if (i < statFirst_ || i >= statFirst_ + statCount_) IssueStatWindow(i);
+    if (statPending_) {
+      WaitFlag<HardEvent::MTE2_S>(statEvent_);  // the scalar reads of the window wait for both loads
+      pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
+      statPending_ = false;
+    }
     return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
   }
-  __aicore__ inline void LoadStatWindow(int64_t first) {
+  __aicore__ inline void IssueStatWindow(int64_t first) {
     const int64_t groups = t_->N * t_->G;
     statFirst_ = first;
     statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
@@ -239,7 +249,9 @@ class KernelGroupNormGradMs {
     LocalTensor<U> window = statWindow_.Get<U>();
     DataCopyPad(window, meanGm_[first], copy, pad);
     DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
-    Sync<HardEvent::MTE2_S>();  // the scalar reads of the window wait for both loads
+    statEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until Stat has waited
+    SetFlag<HardEvent::MTE2_S>(statEvent_);
+    statPending_ = true;
   }
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
@@ -288,6 +300,9 @@ class KernelGroupNormGradMs {
 
   __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
                                      bool dxPassAfterAll = false) {
+    BeginHeldScope();
+    streamDxCount_ = 0;
+    streamHeldPerTask_ = !dxPassAfterAll;
     streamFirst_ = first;
     streamDxAfterAll_ = dxPassAfterAll;
     streamTask_ = first;
@@ -304,6 +319,10 @@ class KernelGroupNormGradMs {
   __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows) {
     const int64_t cpi = t_->channelsPerItem;
     while (streamTask_ < streamEnd_) {
+      if (streamItem_ < ItemsPerPass(streamTask_) && streamPass_ == 1 && streamDxCount_++ < t_->heldItems) {
+        ++streamItem_;  // a held item: its dx pass takes it from UB
+        continue;
+      }
       if (streamItem_ < ItemsPerPass(streamTask_)) {
         const int64_t slice = TaskSlice(streamTask_);
         const int64_t chunks = SliceChunks(slice);
@@ -325,6 +344,7 @@ class KernelGroupNormGradMs {
       } else {
         ++streamTask_;
         streamPass_ = streamSums_ ? 0 : 1;
+        if (streamHeldPerTask_) streamDxCount_ = 0;  // the next task holds its own first items
       }
       if (streamTask_ == streamEnd_ && streamDxAfterAll_) {  // the dx passes follow all sums passes
         streamDxAfterAll_ = false;
@@ -348,13 +368,42 @@ class KernelGroupNormGradMs {
     }
   }
 
-  // Takes the next item: dy as fp32 into dyF, (x - mean) into xF; then refills the stream.
+  // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
+  // (x - mean) into xF; then refills the stream. Held items (the first heldItems items of a
+  // task's sums pass, or of a core's with the channel split, whose dx pass follows SyncAll) are
+  // also copied as loaded into heldBuf_, and their dx pass converts that copy: the same
+  // instructions on the same values, so holding changes the GM traffic, never the results.
   __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
-                                  const LocalTensor<float> &xF) {
-    TakeAsFloat<T>(dyQue_, len, dyF);
-    TakeCentredX<T>(xQue_, len, mean, xF);
+                                  const LocalTensor<float> &xF, bool dxPass = false) {
+    const int64_t index = dxPass ? takeDx_++ : takeSums_++;
+    if (index >= t_->heldItems) {
+      TakeAsFloat<T>(dyQue_, len, dyF);
+      TakeCentredX<T>(xQue_, len, mean, xF);
+    } else if (dxPass) {
+      RowAsFloat<T>(dyF, HeldDy(index), len);
+      CentredX<T>(HeldX(index), len, mean, xF);
+      return;  // nothing was in flight for it
+    } else {  // UB -> UB copies run on the vector pipe (ops-nn rms_norm_whole_reduce_sum.h orders them with PIPE_V)
+      const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
+      LocalTensor<T> staging = dyQue_.template DeQue<T>();
+      DataCopy(HeldDy(index), staging, copy);
+      RowAsFloat<T>(dyF, staging, len);
+      dyQue_.FreeTensor(staging);
+      staging = xQue_.template DeQue<T>();
+      DataCopy(HeldX(index), staging, copy);
+      CentredX<T>(staging, len, mean, xF);
+      xQue_.FreeTensor(staging);
+    }
     --inFlight_;
     Pump();
+  }
+  __aicore__ inline LocalTensor<T> HeldDy(int64_t i) { return heldBuf_.Get<T>()[2 * i * t_->chunkElems]; }
+  __aicore__ inline LocalTensor<T> HeldX(int64_t i) { return heldBuf_.Get<T>()[(2 * i + 1) * t_->chunkElems]; }
+  // A task of modes 1-2 without the channel split holds its own first items (the stream side
+  // starts a task's count in StreamNext).
+  __aicore__ inline void BeginHeldScope() {
+    takeSums_ = 0;
+    takeDx_ = 0;
   }
 
   // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
@@ -398,7 +447,9 @@ class KernelGroupNormGradMs {
   __aicore__ inline void ChannelDxTask(int64_t task);
   // db, dg of channels [c0, c0 + D) of sample n: the hwSlices partial rows summed in slice order.
   __aicore__ inline void CombineSlicePartials(int64_t n, int64_t c0, const LocalTensor<float> &db,
-                                              const LocalTensor<float> &dg);
+                                              const LocalTensor<float> &dg, bool gamma);
+  // HxW split: dbeta and dgamma of group g (D values each) to GM.
+  __aicore__ inline void StoreGroupStats(int64_t g, const LocalTensor<float> &db, const LocalTensor<float> &dg);
   __aicore__ inline void IssuePartialRows(const LocalTensor<float> &dst, int64_t row0, int64_t rows, int64_t c0);
   // HxW split, after SyncAll: the dx passes of tasks [first, first + count) and the dgamma/dbeta
   // of the groups whose first task is among them (no stage 2).
@@ -423,12 +474,16 @@ class KernelGroupNormGradMs {
   bool streamSums_ = false;
   bool streamDx_ = false;
   int64_t inFlight_ = 0;
+  int64_t streamDxCount_ = 0;  // dx items the stream has passed in the current held scope
+  bool streamHeldPerTask_ = true;  // the held scope is a task (else the core's whole stream)
+  int64_t takeSums_ = 0;       // sums / dx items the compute has taken in the current held scope
+  int64_t takeDx_ = 0;
   float invM_ = 0.0f;
   int64_t cachedGroup_ = -1;
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
-  int64_t gammaGroup_ = -1;   // the group whose gamma GroupTask loaded into StatArray(2)
+  int64_t gammaGroup_ = -1;   // the group whose gamma is in StatArray(2) (GroupTask, the HxW split)
   float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
@@ -447,6 +502,7 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
+  TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
@@ -455,6 +511,8 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECIN> statWindow_;  // mean/rstd of statWindowElems consecutive groups (MTE2 -> S)
   int64_t statFirst_ = 0;
   int64_t statCount_ = 0;
+  bool statPending_ = false;  // the window's loads are issued and not waited for yet (statEvent_)
+  int32_t statEvent_ = 0;
 
   GlobalTensor<T> dyGm_;
   GlobalTensor<T> xGm_;

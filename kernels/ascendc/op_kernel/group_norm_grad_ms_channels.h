@@ -35,6 +35,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task
   const int64_t n = task / t_->G;
   const int64_t g = task % t_->G;
   const int64_t D = t_->D;
+  BeginHeldScope();
   LocalTensor<float> db = TakeSums();
   LocalTensor<float> dg = db[t_->statElems];
   LocalTensor<float> gamma = StatArray(2);
@@ -164,7 +165,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     const int64_t local = item / chunks;
     const int64_t chunk = item % chunks;
     const int32_t len = static_cast<int32_t>(ItemLen(slice, chunk));
-    TakeItem(len, mean, dyF, xF);
+    TakeItem(len, mean, dyF, xF, true);
     if constexpr (SILU) {  // the dx pass recomputes g from xhat as the sums pass did
       Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
       AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex + local, swishScale_, 1, 0, len);

@@ -62,23 +62,41 @@ __aicore__ inline void LoadRow(const LocalTensor<V> &dst, const GlobalTensor<V> 
 // contiguous from `offset` of `dst`, through `que`: one DMA (see IssueStridedLoad).
 // Takes the oldest load of x and writes (x - mean) * CentringScale(mean) to `dst` (fp32 data:
 // straight from the staging buffer); XhatFactor(mean, rstd) turns it into xhat.
-template <typename V, typename Que>
-__aicore__ inline void TakeCentredX(Que &que, int64_t len, float mean, const LocalTensor<float> &dst) {
+// x as fp32 in `dst` -> (x - mean) * CentringScale(mean), in place.
+__aicore__ inline void CentreInPlace(int64_t len, float mean, const LocalTensor<float> &dst) {
+  const float scale = CentringScale(mean);
+  const int32_t n = static_cast<int32_t>(len);
+  if (scale != 1.0f) Muls(dst, dst, scale, n);  // the rare path (bf16 data)
+  Adds(dst, dst, -mean * scale, n);
+}
+
+// (x - mean) * CentringScale(mean) of x in `src` (a staging buffer or a held copy) to `dst`.
+template <typename V>
+__aicore__ inline void CentredX(const LocalTensor<V> &src, int64_t len, float mean, const LocalTensor<float> &dst) {
   const float scale = CentringScale(mean);
   const int32_t n = static_cast<int32_t>(len);
   if constexpr (IsSameType<V, float>::value) {
-    LocalTensor<V> staging = que.template DeQue<V>();
     if (scale == 1.0f) {
-      Adds(dst, staging, -mean, n);
+      Adds(dst, src, -mean, n);
     } else {  // the rare path
-      Muls(dst, staging, scale, n);
+      Muls(dst, src, scale, n);
       Adds(dst, dst, -mean * scale, n);
     }
-    que.FreeTensor(staging);
   } else {
+    RowAsFloat<V>(dst, src, len);
+    CentreInPlace(len, mean, dst);
+  }
+}
+
+template <typename V, typename Que>
+__aicore__ inline void TakeCentredX(Que &que, int64_t len, float mean, const LocalTensor<float> &dst) {
+  if constexpr (IsSameType<V, float>::value) {  // straight from the staging buffer
+    LocalTensor<V> staging = que.template DeQue<V>();
+    CentredX<V>(staging, len, mean, dst);
+    que.FreeTensor(staging);
+  } else {  // the staging buffer is free once cast
     TakeAsFloat<V>(que, len, dst);
-    if (scale != 1.0f) Muls(dst, dst, scale, n);  // the rare path (bf16 data)
-    Adds(dst, dst, -mean * scale, n);
+    CentreInPlace(len, mean, dst);
   }
 }
 

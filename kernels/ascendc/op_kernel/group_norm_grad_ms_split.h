@@ -30,8 +30,15 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
   LocalTensor<float> db = TakeSums();
   LocalTensor<float> dg = db[t_->statElems];  // statElems apart: UB sources of a copy must be 32-byte aligned
   if constexpr (SILU) LoadAffine(k.g);
+  // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way)
+  const bool newGamma = !SILU && t_->hwSlices > 1 && t_->dxRequired != 0 && k.g != gammaGroup_;
+  if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
   ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, dg, k.c - k.g * t_->D);
   StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, 1);
+  if (newGamma) {
+    TakeAsFloat<U>(statQue_, t_->D, StatArray(2));
+    gammaGroup_ = k.g;
+  }
 }
 
 template <typename T, typename U, bool SILU>
@@ -44,9 +51,15 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
   LocalTensor<float> gamma = StatArray(2);
   if (k.group != cachedGroup_) {  // consecutive tasks mostly share a group
     if (t_->hwSlices > 1) {
-      if (!SILU) IssueLoad(statQue_, gammaGm_, g * t_->D, t_->D, false);  // in flight with the partial sums
-      CombineSlicePartials(n, g * t_->D, db, dg);
-      if (!SILU) TakeAsFloat<U>(statQue_, t_->D, gamma);
+      const bool newGamma = !SILU && g != gammaGroup_;  // mostly loaded before SyncAll
+      CombineSlicePartials(n, g * t_->D, db, dg, newGamma);
+      if (newGamma) {
+        TakeAsFloat<U>(statQue_, t_->D, gamma);
+        gammaGroup_ = g;
+      }
+      // N == 1: the group's owner (the core running its first task) has its dbeta and dgamma
+      // here already (the sum over s of sample 0's rows), so it stores them without a load
+      if (t_->N == 1 && k.c == g * t_->D && k.slice == 0) StoreGroupStats(g, db, dg);
     } else {
       LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
       LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
@@ -78,16 +91,19 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssuePartialRows(const
 
 // Sample n's hwSlices rows of db and dg for channels [c0, c0 + D), added to zero in slice order
 // on the vector unit.
+// gamma: also issue the load of the group's gamma (after the rows: they are on the critical path).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::CombineSlicePartials(int64_t n, int64_t c0,
                                                                                const LocalTensor<float> &db,
-                                                                               const LocalTensor<float> &dg) {
+                                                                               const LocalTensor<float> &dg,
+                                                                               bool gamma) {
   const int64_t S = t_->hwSlices;
   const int64_t P = t_->statElems;
   const int32_t D = static_cast<int32_t>(t_->D);
   LocalTensor<float> rows = partialQue_.AllocTensor<float>();
   IssuePartialRows(rows, n * S, S, c0);
   partialQue_.EnQue(rows);
+  if (gamma) IssueLoad(statQue_, gammaGm_, c0, t_->D, false);
   rows = partialQue_.DeQue<float>();
   Duplicate(db, 0.0f, D);
   Duplicate(dg, 0.0f, D);
@@ -107,7 +123,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SlicedAfterSyncAll(int
   const int64_t gEnd = (first + count + perGroup - 1) / perGroup;
   int64_t g = (first + perGroup - 1) / perGroup;
   const int64_t ownedEnd = (gEnd < t_->G) ? gEnd : t_->G;
-  const bool stats = t_->dgammaRequired != 0 || t_->dbetaRequired != 0;
+  // N == 1 with dx: the owners store from their dx tasks' sums (ChannelDxTask)
+  const bool stats = (t_->dgammaRequired != 0 || t_->dbetaRequired != 0) && (t_->N > 1 || t_->dxRequired == 0);
   const int64_t R = t_->N * t_->hwSlices;
   LocalTensor<float> rows;
   if (stats && g < ownedEnd) {
@@ -131,10 +148,16 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SlicedAfterSyncAll(int
       Add(rows, rows, rows[r * P], D);
       Add(rows[R * P], rows[R * P], rows[(R + r) * P], D);
     }
-    if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * t_->D, t_->D, rows, 0.0f, false);
-    if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * t_->D, t_->D, rows[R * P], 0.0f, false);
+    StoreGroupStats(g, rows, rows[R * P]);
     ownerQue_.FreeTensor(rows);
   }
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreGroupStats(int64_t g, const LocalTensor<float> &db,
+                                                                          const LocalTensor<float> &dg) {
+  if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * t_->D, t_->D, db, 0.0f, false);
+  if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * t_->D, t_->D, dg, 0.0f, false);
 }
 
 }  // namespace GroupNormGradMsKernel

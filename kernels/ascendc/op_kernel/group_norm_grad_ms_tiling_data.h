@@ -68,6 +68,11 @@ struct GroupNormGradMsTilingData {
   // Both depend on the shape and tiling constants only, never on the core count.
   int64_t hwSlices;
   int64_t sliceElems;
+  // modes 1-2: (dy, x) items of chunkElems kept in UB as loaded from a task's sums pass to its dx
+  // pass (with the channel split: from a core's sums passes, across SyncAll, to its dx passes),
+  // so their dx pass reads no GM; the first heldItems items of each task (core), 0 for none
+  int64_t heldItems;
+  int64_t dxBuffers;  // buffers of the dx store queue (2-4; a store waits for the one dxBuffers back to land)
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;
