@@ -252,6 +252,30 @@ def test_ring_chunks_do_not_depend_on_the_split():
             (many["chunkElems"], many["rowsPerItem"], many["chunksPerRow"])
 
 
+def test_a_launch_of_few_long_rows_gets_smaller_chunks():
+    """Few groups of long rows (1x3x224x224 G1: three rows of 50176) are chunked into at least 32
+    chunks (not below 1024 elements), so a split spreads each group over that many blocks; the
+    chunk comes from the shape, dtypes and UB, the same on any core count."""
+    for data in ("float32", "float16"):
+        plans = [fwd.forward_tiling(1, 3, 50176, 1, data, core_num=c) for c in (1, 8, 48)]
+        assert len({(t["chunkElems"], t["chunksPerRow"]) for t in plans}) == 1
+        assert 3 * plans[0]["chunksPerRow"] >= 32 and plans[0]["chunkElems"] >= 1024
+        assert plans[2]["sliceCount"] > 21  # more blocks than the largest chunks that fit would give
+    many = fwd.forward_tiling(64, 3, 50176, 1, "float32", core_num=48)  # enough chunks: the largest that fit
+    assert many["chunkElems"] > fwd.forward_tiling(1, 3, 50176, 1, "float32", core_num=48)["chunkElems"]
+
+
+def test_channel_coefficients_pay_one_vector_barrier_per_group_not_per_row():
+    """Mode 0 with many short rows (4x1280x8x8 G32: 40 rows of 64 per group) scales every row,
+    then shifts every row: an Adds depends only on its own row's Muls, so the compiler's V barrier
+    between the two comes once (alternating Muls/Adds row by row paid one per row)."""
+    shape, G = (2, 1280, 64), 32
+    got, tiling, _ = run(shape, G, "fp32", core_num=1)
+    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["rows"] == 40
+    barriers = fwd.forward_last_stats()[0]["auto_v_barriers"]
+    assert barriers < 20 * 2 * G, barriers  # 64 groups; per row it was more than 40 a group
+
+
 @pytest.mark.parametrize("case", ["chunked_staged_groups", "chunked_split_g1", "ring_partial", "ring_parts_of_rows"])
 def test_staged_tasks_read_x_once(case):
     """The GM bytes the blocks read: x once, plus the parts of the ring that are not resident

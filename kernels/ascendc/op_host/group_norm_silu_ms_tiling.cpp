@@ -24,6 +24,9 @@ namespace {
 constexpr int64_t kBlockBytes = 32;
 constexpr int64_t kBufferNum = 2;
 constexpr int64_t kMaxYBuffers = 4;
+// Chunks of long rows: a launch of fewer chunks than this gets smaller ones, down to kMinChunkElems.
+constexpr int64_t kMinLaunchChunks = 32;
+constexpr int64_t kMinChunkElems = 1024;
 // A ring chunk of several rows takes at most this many elements (its two fp32 work buffers 64 KiB).
 constexpr int64_t kMaxRingItemElems = 8192;
 constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of fp32
@@ -107,8 +110,11 @@ double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataByte
   const double elems = static_cast<double>(rows * rowLen);
   const double again = static_cast<double>(rows - residentRows) / static_cast<double>(rows);
   const double dmaNs = elems * static_cast<double>(dataBytes) * (2.0 + again) / 33.0;
-  // one slot for the parts read twice: each of their loads (about 1 us) is in series
-  const double exposedNs = (r.resident < r.parts && r.slots < r.resident + 2) ? 2000.0 * (r.parts - r.resident) : 0.0;
+  // one slot for the parts read twice: each of their loads (about 1 us) is in series; one slot to
+  // spare for the next group: its second part is loaded only when this group's pass 2 frees a slot,
+  // one part's compute before it is needed, so about a DMA latency shows once a group
+  const double exposedNs = (r.resident < r.parts && r.slots < r.resident + 2) ? 2000.0 * (r.parts - r.resident)
+                           : (r.slots < r.resident + 2 ? 1000.0 : 0.0);
   // the two overlap only in part (a group's first load and last store, the statistics' round
   // trips), so the lesser counts for half
   return std::max(vecNs, dmaNs) + 0.5 * std::min(vecNs, dmaNs) + exposedNs;
@@ -363,8 +369,19 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       }
       if (!t.staged && ring.parts == 0) {  // streamed: the largest chunk with two x buffers of one chunk
         t.coefPerBlock = 0;
-        const int64_t k = LargestFitting(limit, kElemAlign, [&](int64_t kk) { return fits(chunkedPlan(kk, 2, 0, false)); });
+        int64_t k = LargestFitting(limit, kElemAlign, [&](int64_t kk) { return fits(chunkedPlan(kk, 2, 0, false)); });
         if (k == 0) return kTilingNoFit;
+        // A launch of few chunks (few long groups): chunks small enough that the launch has
+        // kMinLaunchChunks of them, so that a split spreads each group over that many blocks
+        // (less data, so shorter loads and stores, on its path through SyncAll); not below
+        // kMinChunkElems, where each instruction's start and barrier cycles would dominate.
+        // From the shape alone, so the chunks do not depend on the core count.
+        const int64_t perRow = CeilDiv(t.rowLen, k);
+        const int64_t launchRows = groups * t.rows;
+        if (launchRows * perRow < kMinLaunchChunks) {
+          const int64_t small = AlignUp(CeilDiv(t.rowLen, CeilDiv(kMinLaunchChunks, launchRows)), kElemAlign);
+          k = std::min(k, std::max(small, kMinChunkElems));
+        }
         plan = chunkedPlan(k, 2, 0, false);
       }
       t.chunksPerRow = t.rowsPerItem > 1 ? 1 : CeilDiv(t.rowLen, plan.K);

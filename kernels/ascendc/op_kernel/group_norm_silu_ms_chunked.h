@@ -180,10 +180,17 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ItemOutput(int64_t group, in
     Add(xF, xF, BetaF(), n);
   } else if (t_->rowsPerItem == 1) {  // one channel (a row, or a chunk of one)
     ItemAffine(g * t_->D + item / t_->chunksPerRow, k, xF, n);
-  } else {  // several whole rows (channels), contiguous in UB
+  } else {  // several whole rows (channels), contiguous in UB: every row's Muls, then every row's
+    // Adds (one compiler V barrier between them, not one a row); a and b as ItemAffine's
     const int32_t rowLen = static_cast<int32_t>(t_->rowLen);
     const int64_t c0 = g * t_->D + item * t_->rowsPerItem;
-    for (int64_t j = 0; j < ItemRows(item); ++j) ItemAffine(c0 + j, k, xF[j * t_->rowLen], rowLen);
+    for (int64_t j = 0; j < ItemRows(item); ++j) {
+      Muls(xF[j * t_->rowLen], xF[j * t_->rowLen], k.rstd * ChannelGamma(c0 + j), rowLen);
+    }
+    for (int64_t j = 0; j < ItemRows(item); ++j) {
+      const float a = k.rstd * ChannelGamma(c0 + j);
+      Adds(xF[j * t_->rowLen], xF[j * t_->rowLen], ChannelBeta(c0 + j) - k.centre * a, rowLen);
+    }
   }
   if (t_->yRows == 1) {
     StoreRows(ItemOffset(group, item), ItemRows(item), len / ItemRows(item), len, xF);

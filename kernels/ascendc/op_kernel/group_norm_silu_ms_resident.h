@@ -75,8 +75,12 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
   } else {
     const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
     const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_);  // the group's first channel in the arrays
+    // every row's Muls, then every row's Adds: an Adds depends only on its own row's Muls, so the
+    // compiler's V barrier comes once, not once a row (a group of many short rows pays for it)
     for (int64_t r = 0; r < rows; ++r) {
       Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(c0 + r), pitch);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
       Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(c0 + r), pitch);
     }
   }
