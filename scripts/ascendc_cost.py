@@ -233,6 +233,7 @@ def measure_forward(shape, dtype_key):
         "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
         "dtype": dtype_key,
         "mode": ascendc_twin_forward.FORWARD_MODE_NAMES[full["mode"]] + ("/staged" if full["staged"] else "")
+        + (f"/ring {full['ringResident']} of {full['ringParts']} parts" if full["ringParts"] else "")
         + ("/split" if full["sliceCount"] > 1 else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
         "gm_b_per_elem": gm / elems,

@@ -48,7 +48,9 @@ FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
                   ("chunked_ng_above_cores", "bf16", "silu", None),
                   ("chunked_hw1_vector_coef", "fp32", "silu", None),
                   ("chunked_split_pairs", "fp32", "silu", None),
-                  ("chunked_split_pairs", "bf16_fp32", "silu", 3)]
+                  ("chunked_split_pairs", "bf16_fp32", "silu", 3),
+                  ("ring_parts_of_rows", "bf16", "silu", None),  # slots reused within and across groups
+                  ("staged_hw1_vector_coef", "bf16", "silu", None)]
 SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
              ("reverse", 0, "deferred")]
 

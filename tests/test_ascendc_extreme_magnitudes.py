@@ -26,6 +26,7 @@ FORWARD_CASES = {
     "resident_hw1": ((3, 12), 3, 48, ascendc_twin.UB_910B, "group_resident"),
     "chunked": ((2, 2, 1999), 1, 2, 32 * 1024, "chunked"),
     "chunked_split": ((1, 3, 5000), 1, 48, 32 * 1024, "chunked"),  # slices through the workspace
+    "ring_partial": ((2, 12, 1024), 1, 1, 32 * 1024, "chunked"),  # the part ring, partly resident
 }
 
 # name: (data dtype, the magnitude of the spread, the offset of the mean): fp32 and bf16 from the

@@ -52,8 +52,14 @@ CASES = {
     "chunked_split_g1": ((1, 3, 5000), 1, 48, SMALL_UB, "chunked"),  # N * G = 1 < 48: slices over blocks
     "chunked_split_uneven": ((2, 6, 1777), 3, 40, SMALL_UB, "chunked"),
     "chunked_split_pairs": ((1, 21, 700), 1, 16, SMALL_UB, "chunked"),  # 21 chunks: slices of 2, the last of 1
-    # too large for mode 0, staged: each group's rows in one of two x buffers, y in runs of rows
+    # too large for mode 0: the part ring, each group's parts resident between the passes
     "chunked_staged_groups": ((3, 8, 3136), 2, 2, ascendc_twin.UB_910B, "chunked"),
+    # the part ring with partial residency: 12 one-row parts, some read twice (16-bit: 5 resident in 7 slots)
+    "ring_partial": ((4, 12, 1024), 1, 2, SMALL_UB, "chunked"),
+    # the part ring with parts of two padded rows (600 of 608), 6 of 10 resident in 8 slots (16-bit)
+    "ring_parts_of_rows": ((4, 20, 600), 1, 2, SMALL_UB, "chunked"),
+    # HxW = 1 (gamma/beta along the row), too large for mode 0: the whole group in one x buffer
+    "staged_hw1_vector_coef": ((3, 1352), 1, 1, 40 * 1024, "chunked"),  # staged with 16-bit gamma/beta
     "empty_hw0": ((2, 4, 0), 2, 48, ascendc_twin.UB_910B, "empty_groups"),
     "empty_c0": ((3, 0, 4), 1, 48, ascendc_twin.UB_910B, "empty_groups"),
 }
@@ -216,35 +222,79 @@ def test_groups_are_split_into_slices_only_when_chunked_and_fewer_than_the_cores
     assert t["numTasks"] == t["sliceCount"] and t["sliceItems"] & (t["sliceItems"] - 1) == 0  # a power of two
 
 
-def test_staged_plans_on_the_910b_ub():
-    """Groups too large for mode 0 whose x fits one or two x buffers are staged (x read once); a
-    group too large for that streams its chunks twice; a split group's slice is staged."""
+def test_ring_plans_on_the_910b_ub():
+    """Whole groups too large for mode 0 go through the part ring: resident between the passes
+    where they fit with a slot to spare (x read once), else partly resident (8x320x64x64 fp32:
+    160 KB of x in a 191 KB UB); a split group's slice is staged."""
     plan = {(shape, data): fwd.forward_tiling(*shape, data, "float32", core_num=48)
             for shape, data in [((16, 128, 3136, 32), "float32"), ((16, 128, 3136, 32), "float16"),
                                 ((8, 320, 4096, 32), "float16"), ((8, 320, 4096, 32), "float32"),
                                 ((1, 3, 50176, 1), "float32")]}
-    assert [(t["staged"], t["xBuffers"]) for t in plan.values()] == [(1, 2), (1, 2), (1, 1), (0, 2), (1, 1)]
     assert all(t["mode"] == 1 for t in plan.values())
-    # y leaves in runs of several rows: chunks of several contiguous rows (16-bit) or y runs (fp32)
-    assert plan[(16, 128, 3136, 32), "float16"]["rowsPerItem"] > 1 and plan[(16, 128, 3136, 32), "float32"]["yRows"] > 1
-    assert plan[(1, 3, 50176, 1), "float32"]["sliceCount"] > 1
+    full = [plan[k] for k in [((16, 128, 3136, 32), "float32"), ((16, 128, 3136, 32), "float16"),
+                              ((8, 320, 4096, 32), "float16")]]
+    assert all(0 < t["ringParts"] == t["ringResident"] < t["xBuffers"] <= 8 for t in full)
+    partial = plan[(8, 320, 4096, 32), "float32"]
+    assert 0 < partial["ringResident"] < partial["ringParts"] and partial["xBuffers"] <= 8
+    assert all(t["ubBytes"] <= ascendc_twin.UB_910B - fwd.UB_RESERVE for t in plan.values())
+    split = plan[(1, 3, 50176, 1), "float32"]
+    assert split["sliceCount"] > 1 and split["staged"] == 1 and split["ringParts"] == 0
 
 
-@pytest.mark.parametrize("case", ["chunked_staged_groups", "chunked_split_g1"])
+def test_ring_chunks_do_not_depend_on_the_split():
+    """The ring picks the chunk (its rows) before the split is decided, so a group split over
+    the cores computes the same chunk statistics as the ring on one core."""
+    for shape, data in [((3, 8, 3136, 2), "bfloat16"), ((4, 12, 1024, 1), "float16"), ((4, 20, 600, 1), "float32")]:
+        ub = ascendc_twin.UB_910B if shape[2] == 3136 else SMALL_UB
+        one, many = (fwd.forward_tiling(*shape, data, "float32", ub_bytes=ub, core_num=c) for c in (1, 48))
+        assert one["ringParts"] > 0 and many["sliceCount"] > 1 and many["ringParts"] == 0
+        assert (one["chunkElems"], one["rowsPerItem"], one["chunksPerRow"]) == \
+            (many["chunkElems"], many["rowsPerItem"], many["chunksPerRow"])
+
+
+def test_a_launch_of_few_long_rows_gets_smaller_chunks():
+    """Few groups of long rows (1x3x224x224 G1: three rows of 50176) are chunked into at least 32
+    chunks (not below 1024 elements), so a split spreads each group over that many blocks; the
+    chunk comes from the shape, dtypes and UB, the same on any core count."""
+    for data in ("float32", "float16"):
+        plans = [fwd.forward_tiling(1, 3, 50176, 1, data, core_num=c) for c in (1, 8, 48)]
+        assert len({(t["chunkElems"], t["chunksPerRow"]) for t in plans}) == 1
+        assert 3 * plans[0]["chunksPerRow"] >= 32 and plans[0]["chunkElems"] >= 1024
+        assert plans[2]["sliceCount"] > 21  # more blocks than the largest chunks that fit would give
+    many = fwd.forward_tiling(64, 3, 50176, 1, "float32", core_num=48)  # enough chunks: the largest that fit
+    assert many["chunkElems"] > fwd.forward_tiling(1, 3, 50176, 1, "float32", core_num=48)["chunkElems"]
+
+
+def test_channel_coefficients_pay_one_vector_barrier_per_group_not_per_row():
+    """Mode 0 with many short rows (4x1280x8x8 G32: 40 rows of 64 per group) scales every row,
+    then shifts every row: an Adds depends only on its own row's Muls, so the compiler's V barrier
+    between the two comes once (alternating Muls/Adds row by row paid one per row)."""
+    shape, G = (2, 1280, 64), 32
+    got, tiling, _ = run(shape, G, "fp32", core_num=1)
+    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["rows"] == 40
+    barriers = fwd.forward_last_stats()[0]["auto_v_barriers"]
+    assert barriers < 20 * 2 * G, barriers  # 64 groups; per row it was more than 40 a group
+
+
+@pytest.mark.parametrize("case", ["chunked_staged_groups", "chunked_split_g1", "ring_partial", "ring_parts_of_rows"])
 def test_staged_tasks_read_x_once(case):
-    """The GM bytes the blocks read: x once, plus gamma/beta and the slice entries (a streamed
-    chunked plan reads x twice)."""
+    """The GM bytes the blocks read: x once, plus the parts of the ring that are not resident
+    once more, gamma/beta and the slice entries (a streamed chunked plan reads x twice)."""
     shape, G, cores, ub, _ = CASES[case]
     got, tiling, _ = run(shape, G, "bf16_fp32", core_num=cores, ub_bytes=ub)
     reads = sum(s["gm_read_bytes"] for s in fwd.forward_last_stats())
     x_bytes = 2 * int(np.prod(shape))
+    if tiling["ringParts"]:  # rows of the parts after the resident ones are read again
+        again = tiling["rows"] - min(tiling["rows"], tiling["ringResident"] * tiling["partItems"] * tiling["rowsPerItem"])
+        assert 0 <= again < tiling["rows"] and (again > 0) == case.startswith("ring")
+        x_bytes = x_bytes * (tiling["rows"] + again) // tiling["rows"]
     extra = tiling["usedCores"] * (2 * 4 * shape[1] + 8 * 4 * 64 + 4)  # gamma, beta, slice entries, the shift
     assert x_bytes <= reads <= x_bytes + extra, (reads, x_bytes)
 
 
 @pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_hw1_rank2", "chunked_ng_above_cores",
                                   "chunked_split_g1", "chunked_split_uneven", "chunked_split_pairs",
-                                  "chunked_staged_groups"])
+                                  "chunked_staged_groups", "ring_parts_of_rows"])
 def test_bit_identical_across_core_counts_and_schedules(case):
     """Also across the split of a group into slices (48 cores) or not (1 core): the slices'
     statistics combine in the same pairwise tree as one block's."""

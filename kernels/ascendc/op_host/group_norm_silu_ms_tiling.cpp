@@ -23,6 +23,12 @@ namespace {
 
 constexpr int64_t kBlockBytes = 32;
 constexpr int64_t kBufferNum = 2;
+constexpr int64_t kMaxYBuffers = 4;
+// Chunks of long rows: a launch of fewer chunks than this gets smaller ones, down to kMinChunkElems.
+constexpr int64_t kMinLaunchChunks = 32;
+constexpr int64_t kMinChunkElems = 1024;
+// A ring chunk of several rows takes at most this many elements (its two fp32 work buffers 64 KiB).
+constexpr int64_t kMaxRingItemElems = 8192;
 constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of fp32
 constexpr int64_t kScratchHeadFloats = 16;  // reduce result block + the 1.0 block
 constexpr int64_t kMaxStatBatch = 256;
@@ -50,13 +56,14 @@ struct Plan {
   int64_t xBuffers = kBufferNum;
   int64_t xElems = 0;  // elements per x buffer; 0: K
   int64_t yElems = 0;  // elements per y buffer; 0: K
+  int64_t yBuffers = kBufferNum;
 };
 
 int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
   const int64_t stats = AlignBytes(2 * p.statBatch * 4);
   if (p.mode == GNS_MODE_EMPTY_GROUPS) return stats;
   int64_t total = p.xBuffers * AlignBytes((p.xElems > 0 ? p.xElems : p.K) * dataBytes);  // x queue
-  total += kBufferNum * AlignBytes((p.yElems > 0 ? p.yElems : p.K) * dataBytes);         // y queue
+  total += p.yBuffers * AlignBytes((p.yElems > 0 ? p.yElems : p.K) * dataBytes);         // y queue
   total += AlignBytes(2 * p.K * 4);                              // fp32 work buffers
   total += AlignBytes((kScratchHeadFloats + p.partialElems + p.reduceWorkElems) * 4);
   total += stats;
@@ -77,6 +84,40 @@ int64_t LargestFitting(int64_t limit, int64_t align, Fits fits) {
     if (fits(mid * align)) lo = mid; else hi = mid - 1;
   }
   return lo * align;
+}
+
+// The part ring (kernel: group_norm_silu_ms_ring.h). A model of its time per group, to choose
+// its shape: the vector work (instructions per chunk, each its start and barrier cycles plus
+// one per 256-byte repeat) against the GM bytes at one core's share of the bandwidth (x once,
+// the parts that are not resident once more, y once). Assumed figures (the cost script's),
+// used only to rank plans; every plan it can pick is correct.
+struct RingShape {
+  int64_t rowsPerItem;
+  int64_t partItems;
+  int64_t slots;
+  int64_t resident;
+  int64_t parts;
+};
+
+double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataBytes) {
+  const int64_t items = (rows + r.rowsPerItem - 1) / r.rowsPerItem;
+  const double itemElems = static_cast<double>(r.rowsPerItem * rowLen);
+  // per chunk: pass 1 (Cast, Adds, ReduceSum, Adds, Mul, ReduceSum; fp32 reads x in place) and
+  // pass 2 (Cast, Adds, Muls/Adds per row, SiLU's four, Cast; fp32 without the casts)
+  const double instr = (dataBytes == 4 ? 10.0 : 13.0) + 2.0 * static_cast<double>(r.rowsPerItem);
+  const double vecNs = static_cast<double>(items) * instr * (30.0 + itemElems * 4.0 / 256.0) / 1.85;
+  const int64_t residentRows = std::min(rows, r.resident * r.partItems * r.rowsPerItem);
+  const double elems = static_cast<double>(rows * rowLen);
+  const double again = static_cast<double>(rows - residentRows) / static_cast<double>(rows);
+  const double dmaNs = elems * static_cast<double>(dataBytes) * (2.0 + again) / 33.0;
+  // one slot for the parts read twice: each of their loads (about 1 us) is in series; one slot to
+  // spare for the next group: its second part is loaded only when this group's pass 2 frees a slot,
+  // one part's compute before it is needed, so about a DMA latency shows once a group
+  const double exposedNs = (r.resident < r.parts && r.slots < r.resident + 2) ? 2000.0 * (r.parts - r.resident)
+                           : (r.slots < r.resident + 2 ? 1000.0 : 0.0);
+  // the two overlap only in part (a group's first load and last store, the statistics' round
+  // trips), so the lesser counts for half
+  return std::max(vecNs, dmaNs) + 0.5 * std::min(vecNs, dmaNs) + exposedNs;
 }
 
 const char *const kInputNames[kNumInputs] = {"x", "gamma", "beta"};
@@ -249,7 +290,52 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       // one; y leaves in runs of yRows rows (one copy each), as many as fit.
       t.staged = 0;
       t.yRows = 1;
-      if (t.rows <= kMaxCopyRows) {
+      // The part ring, for groups of whole-row chunks with per-channel gamma/beta: the chunk rows,
+      // part size, slots and resident parts of the fastest plan that fits. The chunks are also
+      // ones a split group can stream (the split below keeps them), so the arithmetic does not
+      // depend on the core count.
+      RingShape ring{0, 0, 0, 0, 0};
+      bool ringCoefs = false;
+      double ringBest = 0.0;
+      const bool wholeRows = !t.vectorCoef && t.rows <= kMaxCopyRows && fits(chunkedPlan(limit, 2, 0, false));
+      for (int64_t r = 1; wholeRows && r <= t.rows && (r == 1 || t.rowPitch == t.rowLen); ++r) {
+        const int64_t k = r == 1 ? limit : r * t.rowLen;
+        if (r > 1 && (k > kMaxRingItemElems || !fits(chunkedPlan(k, 2, 0, false)))) break;
+        const int64_t items = CeilDiv(t.rows, r);
+        for (int64_t q = 1; q <= items; ++q) {
+          const int64_t parts = CeilDiv(items, q);
+          const int64_t partElems = std::min(q * r, t.rows) * t.rowPitch;
+          if (2 * partElems * dataBytes > ubUsable) break;  // larger parts fit even less
+          for (int64_t slots = 2; slots <= kMaxRingSlots; ++slots) {
+            for (int64_t res = std::min(parts, slots - 1); res >= 0; --res) {
+              bool coefs = blockCoef;
+              Plan p = chunkedPlan(k, slots, partElems, coefs);
+              if (!fits(p)) {
+                coefs = false;
+                p = chunkedPlan(k, slots, partElems, false);
+              }
+              if (!fits(p)) continue;
+              const RingShape shape{r, q, slots, res, parts};
+              const double ns = RingNs(shape, t.rows, t.rowLen, dataBytes);
+              if (ring.parts == 0 || ns < ringBest) {
+                ring = shape;
+                ringCoefs = coefs;
+                ringBest = ns;
+                plan = p;
+              }
+            }
+          }
+        }
+      }
+      if (ring.parts > 0) {
+        t.staged = 0;
+        t.coefPerBlock = ringCoefs ? 1 : 0;
+        t.rowsPerItem = ring.rowsPerItem;
+        t.ringParts = ring.parts;
+        t.ringResident = ring.resident;
+        t.partItems = ring.partItems;
+      }
+      if (t.rows <= kMaxCopyRows && ring.parts == 0) {
         for (int64_t xBuffers = kBufferNum; xBuffers >= 1 && !t.staged; --xBuffers) {
           for (int coefs = blockCoef ? 1 : 0; coefs >= 0 && !t.staged; --coefs) {
             Plan p = chunkedPlan(limit, xBuffers, groupElems, coefs != 0);
@@ -281,10 +367,21 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           }
         }
       }
-      if (!t.staged) {  // streamed: the largest chunk with two x buffers of one chunk
+      if (!t.staged && ring.parts == 0) {  // streamed: the largest chunk with two x buffers of one chunk
         t.coefPerBlock = 0;
-        const int64_t k = LargestFitting(limit, kElemAlign, [&](int64_t kk) { return fits(chunkedPlan(kk, 2, 0, false)); });
+        int64_t k = LargestFitting(limit, kElemAlign, [&](int64_t kk) { return fits(chunkedPlan(kk, 2, 0, false)); });
         if (k == 0) return kTilingNoFit;
+        // A launch of few chunks (few long groups): chunks small enough that the launch has
+        // kMinLaunchChunks of them, so that a split spreads each group over that many blocks
+        // (less data, so shorter loads and stores, on its path through SyncAll); not below
+        // kMinChunkElems, where each instruction's start and barrier cycles would dominate.
+        // From the shape alone, so the chunks do not depend on the core count.
+        const int64_t perRow = CeilDiv(t.rowLen, k);
+        const int64_t launchRows = groups * t.rows;
+        if (launchRows * perRow < kMinLaunchChunks) {
+          const int64_t small = AlignUp(CeilDiv(t.rowLen, CeilDiv(kMinLaunchChunks, launchRows)), kElemAlign);
+          k = std::min(k, std::max(small, kMinChunkElems));
+        }
         plan = chunkedPlan(k, 2, 0, false);
       }
       t.chunksPerRow = t.rowsPerItem > 1 ? 1 : CeilDiv(t.rowLen, plan.K);
@@ -304,6 +401,7 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         if (!t.coefPerBlock) slice = chunkedPlan(plan.K, 1, p * plan.K, false);
         t.staged = fits(slice) ? 1 : 0;
         t.yRows = 1;
+        t.ringParts = t.ringResident = t.partItems = 0;  // the ring takes whole groups
         if (t.staged) {
           plan = slice;
         } else if (plan.xElems > 0) {  // the group's staging was planned: stream the slices instead
@@ -322,6 +420,15 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
   t.blockDim = std::max<int64_t>(1, t.usedCores);
   t.statBatch = std::min<int64_t>(AlignUp(t.tasksPerCore + 1, 8), kMaxStatBatch);
   plan.statBatch = t.statBatch;
+  // More y buffers where the UB left over allows: a y buffer is rewritten only after its store
+  // has landed, so with two the vector unit waits for the store two chunks back.
+  if (plan.mode != GNS_MODE_EMPTY_GROUPS) {
+    for (Plan more = plan; more.yBuffers < kMaxYBuffers; plan = more) {
+      ++more.yBuffers;
+      if (PlanBytes(more, dataBytes, paramBytes) > ubUsable) break;
+    }
+  }
+  t.yBuffers = plan.yBuffers;
   t.chunkElems = plan.K;
   t.xBuffers = plan.xBuffers;
   t.xBufferElems = plan.xElems > 0 ? plan.xElems : plan.K;

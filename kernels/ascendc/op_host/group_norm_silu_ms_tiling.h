@@ -22,6 +22,9 @@ constexpr int64_t kMaxCopyRows = 4095;
 // count).
 constexpr int64_t kMaxSlices = 64;
 constexpr int64_t kSliceEntryFloats = 8;  // (count, mean, M2) padded to 32 bytes
+// Slots of the part ring (op_kernel MAX_RING_SLOTS): each load in flight holds one MTE2 -> V
+// event id of the 8 A2/A3 have (asc-devkit TQue简介.md, "TQue Buffer限制").
+constexpr int64_t kMaxRingSlots = 8;
 
 enum class ScalarType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 

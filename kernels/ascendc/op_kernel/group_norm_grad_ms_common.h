@@ -5,6 +5,7 @@
 #define GROUP_NORM_GRAD_MS_COMMON_H
 
 #include "kernel_operator.h"
+#include "group_norm_ms_to_f32.h"
 
 namespace GroupNormGradMsKernel {
 using namespace AscendC;
@@ -14,14 +15,7 @@ constexpr int64_t FLOATS_PER_BLOCK = 8;
 
 __aicore__ inline int64_t AlignUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
-template <typename V>
-__aicore__ inline float ToF32(V v) {
-  if constexpr (IsSameType<V, bfloat16_t>::value) {
-    return ToFloat(v);
-  } else {
-    return static_cast<float>(v);
-  }
-}
+using GroupNormMsScalar::ToF32;  // group_norm_ms_to_f32.h
 
 // x - mean can overflow fp32 only when |mean| >= 2^102 (|x| <= FLT_MAX, and half an ulp of
 // FLT_MAX is 2^103): for such a group (a rare one: its data spans most of fp32's range) x - mean

@@ -31,19 +31,24 @@
  *     order with Chan et al.'s update (delta = m_b - m_a; m = m_a + delta * n_b / n;
  *     M2 = M2_a + M2_b + delta^2 n_a n_b / n) in a pairwise cascade (ChanCascade), which
  *     never subtracts two large sums (the sum/sum-of-squares formula loses every digit
- *     when |mean| >> std). Pass 2 streams the chunks again for y. GM traffic: x read twice.
+ *     when |mean| >> std). Pass 2 takes the chunks again for y: from UB where the group (or
+ *     a split group's slice) is staged or its parts stay resident in the part ring, else
+ *     streamed from GM once more.
  *   Both modes take the statistics of x - shift, shift = the group's first element, so
  *   that a mean far larger than the spread costs no digits either (x - shift is exact for
- *   x near the shift); mean = shift + mean(x - shift), and y is centred as
- *   (x - shift) - mean(x - shift), without the rounding of the stored mean.
+ *   x near the shift); mean = shift + mean(x - shift). Mode 0 centres y as
+ *   (x - shift) - mean(x - shift); mode 1 as (x - shift) * a_c + b_c with a_c = rstd * gamma_c
+ *   and b_c = beta_c - mean(x - shift) * a_c (one Muls and one Adds per channel), neither
+ *   with the rounding of the stored mean.
  *   mode 2 (empty_groups, D * HxW == 0): mean = 0 and rstd = NaN (no variance), y empty.
  * rstd is computed on the vector unit (Duplicate, Sqrt, Div): the AscendC API documents no
  * scalar square root.
  *
  * Files: this header holds the class (buffers, statistics helpers, the chunk indexing);
- * group_norm_silu_ms_copies.h the GM -> UB loads (free functions); the members of mode 0 and
- * mode 1 are defined out of the class in group_norm_silu_ms_resident.h and
- * group_norm_silu_ms_chunked.h, included at the end.
+ * group_norm_silu_ms_copies.h the GM -> UB loads (free functions); members defined out of the
+ * class, included at the end: y on its way out (group_norm_silu_ms_y.h), mode 0
+ * (group_norm_silu_ms_resident.h), mode 1 (group_norm_silu_ms_chunked.h) and its part ring
+ * (group_norm_silu_ms_ring.h).
  */
 #ifndef GROUP_NORM_SILU_MS_H
 #define GROUP_NORM_SILU_MS_H
@@ -56,11 +61,20 @@
 namespace GroupNormSiluMsKernel {
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // buffers of the y queue (the x queue's: the tiling's xBuffers); depth 1
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
 constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
 constexpr int64_t SLICE_ENTRY_FLOATS = 4;  // a split group's slice in the workspace: count, mean, M2, scaled
+constexpr int64_t MAX_RING_SLOTS = 8;  // gnsms::kMaxRingSlots
+
+// pass 2 of an item: the group's centring and coefficients (a = rstd * gamma_c and
+// b = beta_c - centre * a per channel: y = (x - shift) * a + b, one Muls and one Adds a row)
+struct ItemCoefs {
+  float shiftIn;  // the shift in the units of the statistics
+  float centre;   // mean - shift, same units
+  float rstd;
+  bool scaled;
+};
 template <typename T, typename U>
 class KernelGroupNormSiluMs {
  public:
@@ -98,6 +112,9 @@ class KernelGroupNormSiluMs {
       IssueGroupLoad(first);
       if (first + 1 < end) IssueGroupLoad(first + 1);
       for (int64_t task = first; task < end; ++task) ResidentTask(task, end);
+    } else if (t_->ringParts != 0) {
+      RingBegin(first, end);
+      for (int64_t task = first; task < end; ++task) RingTask(task);
     } else if (t_->sliceCount == 1 && t_->staged != 0) {
       IssueStage(first);
       for (int64_t task = first; task < end; ++task) StagedTask(task, task + 1 < end);
@@ -133,12 +150,14 @@ class KernelGroupNormSiluMs {
     pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float));
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) return;
     const int64_t K = t_->chunkElems;
-    if (t_->staged != 0) {
+    if (t_->ringParts != 0) {
+      pipe_->InitBuffer(ringBuf_, t_->xBuffers * t_->xBufferElems * sizeof(T));
+    } else if (t_->staged != 0) {
       pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
     } else {
       pipe_->InitBuffer(xAheadQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
     }
-    pipe_->InitBuffer(yQue_, BUFFER_NUM, (t_->yRows > 1 ? t_->yRows * t_->rowPitch : K) * sizeof(T));
+    pipe_->InitBuffer(yQue_, t_->yBuffers, (t_->yRows > 1 ? t_->yRows * t_->rowPitch : K) * sizeof(T));
     pipe_->InitBuffer(workBuf_, 2 * K * sizeof(float));
     pipe_->InitBuffer(scratchBuf_, (2 * FLOATS_PER_BLOCK + t_->partialElems + t_->reduceWorkElems) * sizeof(float));
     if (t_->coefElems > 0) {
@@ -175,34 +194,13 @@ class KernelGroupNormSiluMs {
   }
 
   // ------------------------------------------------------------------ GM <-> UB
-  // (the loads: group_norm_silu_ms_copies.h)
-  // y (fp32 in src, `count` elements at the UB pitch) to GM as `rows` rows of `len` elements.
+  // (the loads: group_norm_silu_ms_copies.h; y out: group_norm_silu_ms_y.h)
   __aicore__ inline void StoreRows(int64_t offset, int64_t rows, int64_t len, int64_t count,
-                                   const LocalTensor<float> &src) {
-    LocalTensor<T> staging = yQue_.template AllocTensor<T>();
-    PutY(staging, src, count);
-    SendY(staging, offset, rows, len);
-  }
-
-  // `count` elements of y (fp32 in src) into a y staging buffer, in x's dtype.
-  __aicore__ inline void PutY(const LocalTensor<T> &staging, const LocalTensor<float> &src, int64_t count) {
-    if constexpr (IsSameType<T, float>::value) {
-      Muls(staging, src, 1.0f, static_cast<int32_t>(count));
-    } else {
-      Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(count));
-    }
-  }
-
-  // A filled y staging buffer to GM as `rows` rows of `len` elements (at the UB pitch), and back
-  // to the queue.
-  __aicore__ inline void SendY(LocalTensor<T> &staging, int64_t offset, int64_t rows, int64_t len) {
-    yQue_.EnQue(staging);
-    staging = yQue_.template DeQue<T>();
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
-    DataCopyPad(yGm_[offset], staging, copy);
-    yQue_.FreeTensor(staging);
-  }
-
+                                   const LocalTensor<float> &src);
+  __aicore__ inline void OutputY(const LocalTensor<float> &y, int32_t count, const LocalTensor<T> &staging);
+  __aicore__ inline LocalTensor<float> AsFloat(const LocalTensor<T> &x, int64_t len);
+  __aicore__ inline void PutY(const LocalTensor<T> &staging, const LocalTensor<float> &src, int64_t count);
+  __aicore__ inline void SendY(LocalTensor<T> &staging, int64_t offset, int64_t rows, int64_t len);
   __aicore__ inline float Param(const GlobalTensor<U> &gm, int64_t c) { return ToF32(gm.GetValue(c)); }
 
   // gamma/beta of the block's channels, once per block (coefPerBlock), as fp32 in
@@ -304,20 +302,10 @@ class KernelGroupNormSiluMs {
     statCount_ = 0;
   }
 
-  // y = y * sigmoid(s * y) = y / (1 + exp(-s * y)) in place; tmp is scratch.
-  __aicore__ inline void Silu(const LocalTensor<float> &y, const LocalTensor<float> &tmp, int32_t count) {
-    if (t_->activateSilu == 0) return;
-    Muls(tmp, y, -t_->swishScale, count);
-    Exp(tmp, tmp, count);
-    Adds(tmp, tmp, 1.0f, count);
-    Div(y, y, tmp, count);
-  }
-
   // ------------------------------------------------------------------ mode 0: group resident
   // (defined in group_norm_silu_ms_resident.h)
   __aicore__ inline void IssueGroupLoad(int64_t task);
-  __aicore__ inline float CentreAndSquare(const LocalTensor<float> &xF, const LocalTensor<float> &tmp, float shift,
-                                          float *sum);
+  __aicore__ inline float CentreAndSquare(const LocalTensor<float> &src, float shift, float *sum);
   __aicore__ inline void ResidentTask(int64_t task, int64_t end);
 
   // ------------------------------------------------------------------ mode 1: chunked
@@ -372,16 +360,36 @@ class KernelGroupNormSiluMs {
     IssueStage(task);
     stage_ = xQue_.template DeQue<T>();
   }
-  __aicore__ inline void TakeItem(int64_t task, int64_t item, int64_t len);
+  __aicore__ inline LocalTensor<float> TakeItem(int64_t task, int64_t item, int64_t len);
   __aicore__ inline void StagedTask(int64_t task, bool hasNext);
   __aicore__ inline ChunkStats ChunkMoments(const LocalTensor<float> &src, int64_t len, float shift, bool scaled,
                                                bool *inRange);
+  __aicore__ inline void ItemStats(const LocalTensor<float> &src, int64_t len, float shift, ChanCascade *stats);
   __aicore__ inline void SliceStats(int64_t task, float shift, ChanCascade *stats);
   __aicore__ inline float GroupRstd(int64_t group, float shift, const ChunkStats &total, bool record);
+  __aicore__ inline void ItemOutput(int64_t group, int64_t item, const LocalTensor<float> &src, int64_t len,
+                                    const ItemCoefs &k, int64_t taskEnd);
+  __aicore__ inline void ItemAffine(int64_t channel, const ItemCoefs &k, const LocalTensor<float> &xF, int32_t n);
   __aicore__ inline void SliceOutput(int64_t task, float shift, const ChunkStats &total, float rstd);
   __aicore__ inline void ChunkedTask(int64_t task);
   __aicore__ inline void SliceStatsTask(int64_t task);
   __aicore__ inline void SliceOutputTask(int64_t task);
+
+  // ------------------------------------------------------------------ mode 1: the part ring
+  // (defined in group_norm_silu_ms_ring.h) Whole groups whose rows fit parts of partItems items:
+  // the block's part loads form one stream (each task's parts 0..P-1, then its parts R..P-1 again
+  // for pass 2) into the ring's xBuffers slots, issued whenever a slot is free; the first R parts
+  // of a group stay in their slots between the passes (R == P: x read once).
+  __aicore__ inline void RingBegin(int64_t first, int64_t end);
+  __aicore__ inline void RingFill();
+  __aicore__ inline int64_t RingTake();
+  __aicore__ inline void RingRelease(int64_t slot);
+  __aicore__ inline LocalTensor<float> RingItem(int64_t slot, int64_t part, int64_t item, int64_t len);
+  __aicore__ inline void RingTask(int64_t task);
+  __aicore__ inline int64_t PartItemEnd(int64_t part) const {
+    const int64_t end = (part + 1) * t_->partItems;
+    return end < ItemsPerGroup() ? end : ItemsPerGroup();
+  }
 
   const GroupNormSiluMsTilingData *t_ = nullptr;
   TPipe *pipe_ = nullptr;
@@ -403,16 +411,37 @@ class KernelGroupNormSiluMs {
   // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
   bool staged_ = false;
   LocalTensor<T> stage_;
+  // pass 2: the y run being filled (yRows > 1; first item, or -1), and the coefficients of the
+  // last channel (a long row's chunks share them: no scalar reads per chunk)
+  LocalTensor<T> yRun_;
+  int64_t yRunFirst_ = -1;
+  int64_t coefChannel_ = -1;
+  float coefA_ = 0.0f;
+  float coefB_ = 0.0f;
   // mean/rstd staging
   int64_t statStart_ = 0;
   int64_t statCount_ = 0;
   bool statsInFlight_ = false;
   int64_t coefBase_ = 0;  // coefPerBlock: the channel of GammaF()[0] / BetaF()[0]
+  // the part ring: the next load of the stream (task, pass, part), the issued loads not yet taken
+  // (their slots in order), each slot's MTE2 -> V event, the free slots, the resident parts' slots
+  int64_t ringTask_ = 0;
+  int64_t ringPass_ = 0;
+  int64_t ringPart_ = 0;
+  int64_t ringEnd_ = 0;
+  int64_t ringQueue_[MAX_RING_SLOTS] = {};
+  int64_t ringHead_ = 0;
+  int64_t ringQueued_ = 0;
+  int32_t ringEvent_[MAX_RING_SLOTS] = {};
+  uint32_t ringFree_ = 0;
+  uint32_t ringUsed_ = 0;  // slots loaded before: a new load waits for the vector reads of the old
+  int64_t ringResident_[MAX_RING_SLOTS] = {};
 
   TQue<QuePosition::VECIN, 1> xQue_;  // staged tasks: one task's x per buffer
   // mode 0 and streamed chunks: two loads queued at once ahead of the compute
   TQue<QuePosition::VECIN, 2> xAheadQue_;
   TQue<QuePosition::VECOUT, 1> yQue_;
+  TBuf<QuePosition::VECIN> ringBuf_;  // the part ring: xBuffers slots of xBufferElems
   TQue<QuePosition::VECIN, 1> gammaQue_;
   TQue<QuePosition::VECIN, 1> betaQue_;
   TBuf<QuePosition::VECCALC> workBuf_;
@@ -434,7 +463,9 @@ class KernelGroupNormSiluMs {
 }  // namespace GroupNormSiluMsKernel
 
 // The members of modes 0 and 1, defined out of the class.
+#include "group_norm_silu_ms_y.h"
 #include "group_norm_silu_ms_resident.h"
 #include "group_norm_silu_ms_chunked.h"
+#include "group_norm_silu_ms_ring.h"
 
 #endif  // GROUP_NORM_SILU_MS_H

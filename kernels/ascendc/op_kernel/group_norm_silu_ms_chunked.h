@@ -71,15 +71,13 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStage(int64_t task) {
   xQue_.EnQue(stage);
 }
 
-// Item `item` of `task` as fp32 in XF(): from the task's x buffer when staged, else the
-// stream's next load.
+// Item `item` of `task` as fp32: from the task's x buffer when staged (the buffer itself in
+// fp32), else the stream's next load (in XF(): its buffer goes back to the queue at once).
 template <typename T, typename U>
-__aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeItem(int64_t task, int64_t item, int64_t len) {
-  if (staged_) {
-    StagingToFloat(stage_[StageOffset(task, item)], len, XF(), 1.0f);
-  } else {
-    TakeChunk(len);
-  }
+__aicore__ inline LocalTensor<float> KernelGroupNormSiluMs<T, U>::TakeItem(int64_t task, int64_t item, int64_t len) {
+  if (staged_) return AsFloat(stage_[StageOffset(task, item)], len);
+  TakeChunk(len);
+  return XF();
 }
 
 // A chunk's two-pass statistics of src - shift (src is left as it is; Tmp() is scratch), in the
@@ -100,22 +98,27 @@ __aicore__ inline ChunkStats KernelGroupNormSiluMs<T, U>::ChunkMoments(const Loc
   return ChunkStats{nb, mb, m2b, scaled};
 }
 
-// Pass 1 of a task: each chunk's two-pass statistics of x - shift, combined pairwise. A chunk
-// whose sums leave the safe range is taken again from x * SCALE_DOWN (XF() still holds x).
+// A chunk's two-pass statistics of x - shift (x in src, fp32, left as it is) added to the
+// cascade. A chunk whose sums leave the safe range is taken again from x * SCALE_DOWN.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ItemStats(const LocalTensor<float> &src, int64_t len, float shift,
+                                                           ChanCascade *stats) {
+  bool inRange = true;
+  ChunkStats chunk = ChunkMoments(src, len, shift, false, &inRange);
+  if (!inRange) {  // the rare path
+    Muls(XF(), src, SCALE_DOWN, static_cast<int32_t>(len));
+    chunk = ChunkMoments(XF(), len, shift * SCALE_DOWN, true, &inRange);
+  }
+  stats->Add(chunk);
+}
+
+// Pass 1 of a task: each chunk's statistics, combined pairwise.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, float shift, ChanCascade *stats) {
-  LocalTensor<float> xF = XF();
   stats->Reset();
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t len = ItemLen(item);
-    TakeItem(task, item, len);
-    bool inRange = true;
-    ChunkStats chunk = ChunkMoments(xF, len, shift, false, &inRange);
-    if (!inRange) {  // the rare path
-      Muls(xF, xF, SCALE_DOWN, static_cast<int32_t>(len));
-      chunk = ChunkMoments(xF, len, shift * SCALE_DOWN, true, &inRange);
-    }
-    stats->Add(chunk);
+    ItemStats(TakeItem(task, item, len), len, shift, stats);
   }
 }
 
@@ -134,70 +137,85 @@ __aicore__ inline float KernelGroupNormSiluMs<T, U>::GroupRstd(int64_t group, fl
   return rstd;
 }
 
-// Pass 2 of a task: y of its chunks, in the units of the group's statistics (total.mean is
-// mean - shift).
+// y = (x - shift) * a + b on `n` elements of one channel (a = rstd * gamma_c, b = beta_c -
+// centre * a: the centring folded into the channel's shift, one Muls and one Adds), xF in place.
+// x - shift is exact near the shift (Sterbenz), so a mean far larger than the spread costs y no
+// digits; a and b are kept for the next chunk of the same channel.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ItemAffine(int64_t channel, const ItemCoefs &k,
+                                                            const LocalTensor<float> &xF, int32_t n) {
+  if (channel != coefChannel_) {
+    coefA_ = k.rstd * ChannelGamma(channel);
+    coefB_ = ChannelBeta(channel) - k.centre * coefA_;
+    coefChannel_ = channel;
+  }
+  Muls(xF, xF, coefA_, n);
+  Adds(xF, xF, coefB_, n);
+}
+
+// Pass 2 of one item (x in src, fp32): y in the units of the group's statistics, then its
+// activation and its store (one copy per item, or per run of yRows rows).
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ItemOutput(int64_t group, int64_t item,
+                                                            const LocalTensor<float> &src, int64_t len,
+                                                            const ItemCoefs &k, int64_t taskEnd) {
+  const int64_t g = group % t_->G;
+  const int32_t n = static_cast<int32_t>(len);
+  LocalTensor<float> xF = XF();
+  if (k.scaled) {  // the rare path
+    Muls(xF, src, SCALE_DOWN, n);
+    Adds(xF, xF, -k.shiftIn, n);
+  } else {
+    Adds(xF, src, -k.shiftIn, n);
+  }
+  if (t_->vectorCoef != 0) {  // gamma/beta along the row: this chunk's slice of them
+    const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
+    IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
+    IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
+    Adds(xF, xF, -k.centre, n);  // centred without the rounding of the stored mean
+    Muls(xF, xF, k.rstd, n);
+    TakeAsFloat<U>(gammaQue_, len, GammaF());
+    TakeAsFloat<U>(betaQue_, len, BetaF());
+    Mul(xF, xF, GammaF(), n);
+    Add(xF, xF, BetaF(), n);
+  } else if (t_->rowsPerItem == 1) {  // one channel (a row, or a chunk of one)
+    ItemAffine(g * t_->D + item / t_->chunksPerRow, k, xF, n);
+  } else {  // several whole rows (channels), contiguous in UB: every row's Muls, then every row's
+    // Adds (one compiler V barrier between them, not one a row); a and b as ItemAffine's
+    const int32_t rowLen = static_cast<int32_t>(t_->rowLen);
+    const int64_t c0 = g * t_->D + item * t_->rowsPerItem;
+    for (int64_t j = 0; j < ItemRows(item); ++j) {
+      Muls(xF[j * t_->rowLen], xF[j * t_->rowLen], k.rstd * ChannelGamma(c0 + j), rowLen);
+    }
+    for (int64_t j = 0; j < ItemRows(item); ++j) {
+      const float a = k.rstd * ChannelGamma(c0 + j);
+      Adds(xF[j * t_->rowLen], xF[j * t_->rowLen], ChannelBeta(c0 + j) - k.centre * a, rowLen);
+    }
+  }
+  if (t_->yRows == 1) {
+    StoreRows(ItemOffset(group, item), ItemRows(item), len / ItemRows(item), len, xF);
+    return;
+  }
+  if (yRunFirst_ < 0) {
+    yRun_ = yQue_.template AllocTensor<T>();
+    yRunFirst_ = item;
+  }
+  OutputY(xF, n, yRun_[(item - yRunFirst_) * t_->rowPitch]);
+  if (item + 1 - yRunFirst_ == t_->yRows || item + 1 == taskEnd) {
+    SendY(yRun_, ItemOffset(group, yRunFirst_), item + 1 - yRunFirst_, len);
+    yRunFirst_ = -1;
+  }
+}
+
+// Pass 2 of a task: y of its chunks (total.mean is mean - shift).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, float shift, const ChunkStats &total,
                                                              float rstd) {
-  const float centre = total.mean;
-  const float shiftIn = total.scaled ? shift * SCALE_DOWN : shift;
-  const int64_t group = TaskGroup(task);
-  const int64_t g = group % t_->G;
-  LocalTensor<float> xF = XF();
-  LocalTensor<float> tmp = Tmp();
-  float rowScale = 0.0f;  // rstd * gamma_c
-  float rowBeta = 0.0f;
-  int64_t coefRow = -1;
-  LocalTensor<T> yRun;  // yRows > 1: the y of consecutive whole rows, stored as one copy
-  int64_t runFirst = -1;
+  const ItemCoefs k{total.scaled ? shift * SCALE_DOWN : shift, total.mean, rstd, total.scaled};
+  coefChannel_ = -1;
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
-    const int64_t r = item / t_->chunksPerRow;
-    const int64_t start = (item % t_->chunksPerRow) * t_->chunkElems;
     const int64_t len = ItemLen(item);
-    const int32_t n = static_cast<int32_t>(len);
-    if (t_->vectorCoef != 0) {
-      IssueRows(gammaQue_, gammaGm_, g * t_->D + start, 1, len);
-      IssueRows(betaQue_, betaGm_, g * t_->D + start, 1, len);
-    } else if (t_->rowsPerItem == 1 && r != coefRow) {  // gamma_c, beta_c once per channel
-      rowScale = rstd * ChannelGamma(g * t_->D + r);
-      rowBeta = ChannelBeta(g * t_->D + r);
-      coefRow = r;
-    }
-    TakeItem(task, item, len);
-    if (total.scaled) Muls(xF, xF, SCALE_DOWN, n);  // the rare path
-    Adds(xF, xF, -shiftIn, n);
-    Adds(xF, xF, -centre, n);  // x - shift - (mean - shift): centred without the rounding of the stored mean
-    if (t_->vectorCoef != 0) {
-      TakeAsFloat<U>(gammaQue_, len, GammaF());
-      TakeAsFloat<U>(betaQue_, len, BetaF());
-      Muls(xF, xF, rstd, n);
-      Mul(xF, xF, GammaF(), n);
-      Add(xF, xF, BetaF(), n);
-    } else if (t_->rowsPerItem == 1) {
-      Muls(xF, xF, rowScale, n);
-      Adds(xF, xF, rowBeta, n);
-    } else {  // an item of several whole rows (channels), contiguous in UB
-      const int32_t rowLen = static_cast<int32_t>(t_->rowLen);
-      const int64_t c0 = g * t_->D + item * t_->rowsPerItem;
-      for (int64_t j = 0; j < ItemRows(item); ++j) {
-        Muls(xF[j * t_->rowLen], xF[j * t_->rowLen], rstd * ChannelGamma(c0 + j), rowLen);
-        Adds(xF[j * t_->rowLen], xF[j * t_->rowLen], ChannelBeta(c0 + j), rowLen);
-      }
-    }
-    Silu(xF, tmp, n);
-    if (t_->yRows == 1) {
-      StoreRows(ItemOffset(group, item), ItemRows(item), len / ItemRows(item), len, xF);
-      continue;
-    }
-    if (runFirst < 0) {
-      yRun = yQue_.template AllocTensor<T>();
-      runFirst = item;
-    }
-    PutY(yRun[(item - runFirst) * t_->rowPitch], xF, len);
-    if (item + 1 - runFirst == t_->yRows || item + 1 == TaskEndItem(task)) {
-      SendY(yRun, ItemOffset(group, runFirst), item + 1 - runFirst, len);
-      runFirst = -1;
-    }
+    ItemOutput(TaskGroup(task), item, TakeItem(task, item, len), len, k, TaskEndItem(task));
   }
 }
 

@@ -12,14 +12,15 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupLoad(int64_t task)
   IssueRows(xAheadQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
 }
 
-// xF = x - shift - offset (offset = the mean of x - shift, returned) and tmp = xF^2 for the
-// resident group; *sum is the sum of x - shift.
+// XF() = x - shift - offset (x in src, fp32; offset = the mean of x - shift, returned) and
+// Tmp() = XF()^2 for the resident group; *sum is the sum of x - shift.
 template <typename T, typename U>
-__aicore__ inline float KernelGroupNormSiluMs<T, U>::CentreAndSquare(const LocalTensor<float> &xF,
-                                                                  const LocalTensor<float> &tmp, float shift,
+__aicore__ inline float KernelGroupNormSiluMs<T, U>::CentreAndSquare(const LocalTensor<float> &src, float shift,
                                                                   float *sum) {
   const int32_t span = static_cast<int32_t>(t_->rows * t_->rowPitch);
-  Adds(xF, xF, -shift, span);
+  LocalTensor<float> xF = XF();
+  LocalTensor<float> tmp = Tmp();
+  Adds(xF, src, -shift, span);
   *sum = SumRows(xF, t_->rows, t_->rowLen);
   const float offset = *sum * invM_;  // mean - shift
   Adds(xF, xF, -offset, span);  // x - mean, kept for y
@@ -36,9 +37,10 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
   const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
   LocalTensor<float> xF = XF();
   LocalTensor<float> tmp = Tmp();
-  // x stays in its staging buffer until the statistics are known to be in range
+  // x stays in its staging buffer until the statistics are known to be in range (fp32 x is
+  // read there, 16-bit x is cast into XF())
   LocalTensor<T> staging = xAheadQue_.template DeQue<T>();
-  StagingToFloat(staging, span, xF, 1.0f);
+  const LocalTensor<float> src = AsFloat(staging, span);
   if (loadAhead && t_->xBuffers > 2) IssueGroupLoad(task + 2);  // overlaps this group's compute
   const bool taskCoef = t_->coefPerBlock == 0;  // else the block's arrays hold every channel's
   if (taskCoef) {
@@ -47,7 +49,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
   }
   const float shift = GroupShift(task);
   float sum = 0.0f;
-  float offset = CentreAndSquare(xF, tmp, shift, &sum);
+  float offset = CentreAndSquare(src, shift, &sum);
   if (taskCoef) {
     TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
     TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
@@ -60,7 +62,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
   } else {  // the rare path: the group again from x * SCALE_DOWN, y from the scaled copy
     StagingToFloat(staging, span, xF, SCALE_DOWN);
     const float shiftScaled = shift * SCALE_DOWN;
-    offset = CentreAndSquare(xF, tmp, shiftScaled, &sum);
+    offset = CentreAndSquare(xF, shiftScaled, &sum);
     rstd = Rstd(SumRows(tmp, rows, len) * invM_, EpsScaled());
     RecordStats(task, (shiftScaled + offset) * SCALE_UP, rstd * SCALE_DOWN, false);
   }
@@ -73,12 +75,15 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
   } else {
     const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
     const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_);  // the group's first channel in the arrays
+    // every row's Muls, then every row's Adds: an Adds depends only on its own row's Muls, so the
+    // compiler's V barrier comes once, not once a row (a group of many short rows pays for it)
     for (int64_t r = 0; r < rows; ++r) {
       Muls(xF[r * t_->rowPitch], xF[r * t_->rowPitch], rstd * GammaF().GetValue(c0 + r), pitch);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
       Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(c0 + r), pitch);
     }
   }
-  Silu(xF, tmp, span);
   StoreRows(task * groupElems_, rows, len, span, xF);
 }
 

@@ -5,6 +5,7 @@
 #define GROUP_NORM_SILU_MS_STATS_H
 
 #include "kernel_operator.h"
+#include "group_norm_ms_to_f32.h"
 
 namespace GroupNormSiluMsKernel {
 using namespace AscendC;
@@ -22,14 +23,7 @@ constexpr float SCALE_UP = 0x1p88f;
 
 __aicore__ inline bool InSafeRange(float v) { return v < SAFE_SUM && v > -SAFE_SUM; }  // false for NaN
 
-template <typename V>
-__aicore__ inline float ToF32(V v) {
-  if constexpr (IsSameType<V, bfloat16_t>::value) {
-    return ToFloat(v);
-  } else {
-    return static_cast<float>(v);
-  }
-}
+using GroupNormMsScalar::ToF32;  // group_norm_ms_to_f32.h
 
 // The statistics (count, mean, M2 = sum of squared deviations) of a run of chunks, in the
 // units of x (scaled == false) or of x * SCALE_DOWN (scaled == true).

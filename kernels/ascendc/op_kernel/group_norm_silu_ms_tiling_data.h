@@ -76,6 +76,17 @@ struct GroupNormSiluMsTilingData {
   // staged whole rows with rowPitch == rowLen: a chunk (item) is rowsPerItem consecutive rows,
   // one vector instruction over all of them where gamma/beta do not differ (else 1)
   int64_t rowsPerItem;
+  // buffers of the y queue (2-4): a y buffer is written again only once its store has landed
+  // (the MTE3 -> V hand-over waits for the copy's data), so more buffers keep the vector unit
+  // from waiting for the store two chunks back; as many as the UB left over allows
+  int64_t yBuffers;
+  // the part ring (sliceCount == 1, chunks of whole rows; 0: not used): a group's chunks in
+  // ringParts parts of partItems chunks, each part one load into one of xBuffers slots of
+  // xBufferElems elements; parts 0..ringResident-1 stay in UB between the passes (x read once
+  // when ringResident == ringParts), the others are loaded again for pass 2
+  int64_t ringParts;
+  int64_t ringResident;
+  int64_t partItems;
   // attributes
   float eps;
   float swishScale;
