@@ -46,7 +46,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingFill() {
     const int64_t rowFirst = ringPart_ * t_->partItems * t_->rowsPerItem;
     const int64_t rowEnd = PartItemEnd(ringPart_) * t_->rowsPerItem;
     const int64_t rows = (rowEnd < t_->rows ? rowEnd : t_->rows) - rowFirst;
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(t_->rowLen * sizeof(T)), 0, 0, 0};
+    const DataCopyExtParams copy = RowsCopy<T>(rows, t_->rowLen);
     DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
     DataCopyPad(ringBuf_.Get<T>()[slot * t_->xBufferElems], xGm_[ringTask_ * groupElems_ + rowFirst * t_->rowLen],
                 copy, pad);
