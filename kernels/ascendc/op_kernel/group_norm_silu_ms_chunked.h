@@ -93,6 +93,7 @@ __aicore__ inline ChunkStats KernelGroupNormSiluMs<T, U>::ChunkMoments(const Loc
   const float mb = sum / nb;
   Adds(tmp, tmp, -mb, n);
   Mul(tmp, tmp, tmp, n);
+  TakeBlockCoefs();  // the block's first chunk: its gamma/beta have landed by now
   const float m2b = SumRows(tmp, 1, len);
   *inRange = InSafeRange(sum) && InSafeRange(m2b);
   return ChunkStats{nb, mb, m2b, scaled};
@@ -268,8 +269,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
   const int64_t group = TaskGroup(task);
   const int64_t slices = t_->sliceCount;
   LocalTensor<float> entries = slicesInBuf_.Get<float>();
-  DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(SLICE_ENTRY_FLOATS * sizeof(float)),
-                         static_cast<uint32_t>((FLOATS_PER_BLOCK - SLICE_ENTRY_FLOATS) * sizeof(float)), 0, 0};
+  // the group's entries are consecutive 32-byte rows of the workspace: one block of all of them
+  // (one burst; the floats after each entry's four are read and not used)
+  DataCopyExtParams copy{1, static_cast<uint32_t>(slices * FLOATS_PER_BLOCK * sizeof(float)), 0, 0, 0};
   DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
   DataCopyPad(entries, wsGm_[group * slices * FLOATS_PER_BLOCK], copy, pad);
   Sync<HardEvent::MTE2_S>();
@@ -283,6 +285,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
   const ChunkStats total = stats.Total();
   const float shift = task + 1 == blockEnd_ ? sliceShift_ : GroupShift(group);
   const float rstd = GroupRstd(group, shift, total, task % slices == 0);
+  FlushStats();  // the group's owner stores mean/rstd now, ahead of its y on the MTE3 queue
   SliceOutput(task, shift, total, rstd);
 }
 

@@ -54,6 +54,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
     TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
     TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
   }
+  TakeBlockCoefs();  // the block's first group: its gamma/beta (issued after its x) have landed by now
   const float m2 = SumRows(tmp, rows, len);  // its V -> S wait also covers gamma/beta
   float rstd = 0.0f;
   if (InSafeRange(sum) && InSafeRange(m2)) {
