@@ -25,7 +25,7 @@ constexpr int64_t kBlockBytes = 32;
 constexpr int64_t kBufferNum = 2;
 constexpr int64_t kMaxYBuffers = 4;
 // Chunks of long rows: a launch of fewer chunks than this gets smaller ones, down to kMinChunkElems.
-constexpr int64_t kMinLaunchChunks = 32;
+constexpr int64_t kMinLaunchChunks = 48;
 constexpr int64_t kMinChunkElems = 1024;
 // A ring chunk of several rows takes at most this many elements (its two fp32 work buffers 64 KiB).
 constexpr int64_t kMaxRingItemElems = 8192;

@@ -64,7 +64,9 @@ using namespace AscendC;
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
 constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
-constexpr int64_t SLICE_ENTRY_FLOATS = 4;  // a split group's slice in the workspace: count, mean, M2, scaled
+// a split group's slice in the workspace: count (negative when the slice's statistics are in the
+// units of x * SCALE_DOWN: a slice has at least one element), mean, M2
+constexpr int64_t SLICE_ENTRY_FLOATS = 3;
 constexpr int64_t MAX_RING_SLOTS = 8;  // gnsms::kMaxRingSlots
 
 // pass 2 of an item: the group's centring and coefficients (a = rstd * gamma_c and
@@ -102,6 +104,7 @@ class KernelGroupNormSiluMs {
     const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
     const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
     InitBuffers();
+    blockFirst_ = first;
     blockEnd_ = end;
     // gamma/beta of the block (coefPerBlock) are loaded right after the block's first x load
     // (MTE2 runs in order: the x the compute waits for first goes first) and taken before the
@@ -427,7 +430,9 @@ class KernelGroupNormSiluMs {
   bool streamPassMajor_ = false;
   // split groups: the end of the block's tasks, and the shift of its last slice task, read in pass 0
   float sliceShift_ = 0.0f;
+  int64_t blockFirst_ = 0;
   int64_t blockEnd_ = 0;
+  bool xfShifted_ = false;  // XF() holds a split block's one chunk as x - shift (SliceStatsTask)
   bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
   // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
   bool staged_ = false;
