@@ -180,6 +180,7 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(betaQue_, 1, t_->coefElems * sizeof(U));
       pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
     }
+    if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
     if (t_->mode == GNS_MODE_CHUNKED) {  // the host plans these in every chunked layout
       pipe_->InitBuffer(slicesInBuf_, MAX_SLICES * FLOATS_PER_BLOCK * sizeof(float));
       pipe_->InitBuffer(sliceOutBuf_, FLOATS_PER_BLOCK * sizeof(float));
@@ -331,6 +332,7 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void IssueGroupLoad(int64_t task);
   __aicore__ inline float CentreAndSquare(const LocalTensor<float> &src, float shift, float *sum);
   __aicore__ inline void ResidentTask(int64_t task, int64_t end);
+  __aicore__ inline void RowsScaleShift(const LocalTensor<float> &xF, float rstd, uint32_t c0);
 
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
@@ -475,6 +477,7 @@ class KernelGroupNormSiluMs {
   TBuf<QuePosition::VECCALC> workBuf_;
   TBuf<QuePosition::VECCALC> scratchBuf_;
   TBuf<QuePosition::VECCALC> coefBuf_;
+  TBuf<QuePosition::VECCALC> bcastBuf_;  // mode 0, short rows: each row's scale, then shift, in a 32-byte block
   TBuf<QuePosition::VECOUT> statBuf_;  // mean and rstd, stored to GM by MTE3
   TBuf<QuePosition::VECIN> slicesInBuf_;  // a split group's slice statistics, loaded by MTE2
   TBuf<QuePosition::VECOUT> sliceOutBuf_;  // this slice's statistics, stored by MTE3
