@@ -24,6 +24,7 @@ FLT_MAX = float(np.finfo(np.float32).max)
 FORWARD_CASES = {
     "resident": ((2, 4, 6, 5), 2, 4, ascendc_twin.UB_910B, "group_resident"),
     "resident_hw1": ((3, 12), 3, 48, ascendc_twin.UB_910B, "group_resident"),
+    "resident_short_rows": ((2, 16, 3, 4), 2, 4, ascendc_twin.UB_910B, "group_resident"),  # one Mul/Add for all rows
     "chunked": ((2, 2, 1999), 1, 2, 32 * 1024, "chunked"),
     "chunked_split": ((1, 3, 5000), 1, 48, 32 * 1024, "chunked"),  # slices through the workspace
     "ring_partial": ((2, 12, 1024), 1, 1, 32 * 1024, "chunked"),  # the part ring, partly resident

@@ -43,6 +43,8 @@ CASES = {
     "resident_hw1_g_equals_c": ((2, 6, 1), 6, 4, ascendc_twin.UB_910B, "group_resident"),
     "resident_ng_below_cores": ((1, 4, 50), 2, 48, ascendc_twin.UB_910B, "group_resident"),
     "resident_ng_above_cores": ((4, 16, 6), 8, 5, ascendc_twin.UB_910B, "group_resident"),
+    # rows of 12 at a pitch of 16: one Mul and one Add (mask 12, a repeat a row) scale and shift them
+    "resident_short_rows": ((3, 48, 12), 3, 4, ascendc_twin.UB_910B, "group_resident"),
     "resident_stats_in_two_batches": ((2, 300, 2), 300, 2, ascendc_twin.UB_910B, "group_resident"),  # 300 > 256
     "chunked_910b_ub": ((2, 2, 20000), 1, 2, ascendc_twin.UB_910B, "chunked"),
     "chunked_unaligned": ((3, 2, 1999), 2, 4, SMALL_UB, "chunked"),
@@ -253,14 +255,14 @@ def test_ring_chunks_do_not_depend_on_the_split():
 
 
 def test_a_launch_of_few_long_rows_gets_smaller_chunks():
-    """Few groups of long rows (1x3x224x224 G1: three rows of 50176) are chunked into at least 32
-    chunks (not below 1024 elements), so a split spreads each group over that many blocks; the
-    chunk comes from the shape, dtypes and UB, the same on any core count."""
+    """Few groups of long rows (1x3x224x224 G1: three rows of 50176) are chunked into at least 48
+    chunks (not below 1024 elements), so a split spreads each group over that many blocks (48 on
+    48 cores); the chunk comes from the shape, dtypes and UB, the same on any core count."""
     for data in ("float32", "float16"):
         plans = [fwd.forward_tiling(1, 3, 50176, 1, data, core_num=c) for c in (1, 8, 48)]
         assert len({(t["chunkElems"], t["chunksPerRow"]) for t in plans}) == 1
-        assert 3 * plans[0]["chunksPerRow"] >= 32 and plans[0]["chunkElems"] >= 1024
-        assert plans[2]["sliceCount"] > 21  # more blocks than the largest chunks that fit would give
+        assert 3 * plans[0]["chunksPerRow"] >= 48 and plans[0]["chunkElems"] >= 1024
+        assert plans[2]["sliceCount"] == 48  # more blocks than the largest chunks that fit would give
     many = fwd.forward_tiling(64, 3, 50176, 1, "float32", core_num=48)  # enough chunks: the largest that fit
     assert many["chunkElems"] > fwd.forward_tiling(1, 3, 50176, 1, "float32", core_num=48)["chunkElems"]
 
@@ -274,6 +276,26 @@ def test_channel_coefficients_pay_one_vector_barrier_per_group_not_per_row():
     assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["rows"] == 40
     barriers = fwd.forward_last_stats()[0]["auto_v_barriers"]
     assert barriers < 20 * 2 * G, barriers  # 64 groups; per row it was more than 40 a group
+
+
+@pytest.mark.parametrize("case, short", [("resident_short_rows", True), ("resident_unaligned_hw", False)])
+def test_short_rows_scale_and_shift_in_one_instruction_each(case, short):
+    """Mode 0 with rows of one vector repeat at most: every row's scale and shift are broadcast
+    into a 32-byte block (Brcb), and one Mul and one Add (repeat form) scale and shift all the rows
+    of a group, instead of a Muls and an Adds a row (4x1280x8x8: 80 instructions a group). Not
+    where a group's gamma/beta do not start 32-byte aligned in the block's arrays (D % 8 != 0)."""
+    shape, G, cores, ub, _ = CASES[case]
+    got, tiling, _ = run(shape, G, "fp16", core_num=1, ub_bytes=ub)
+    assert (tiling["bcastElems"] > 0) == short
+    if short:
+        # a group: Cast in, Adds (- shift), a ReduceSum a row (at a pitch, not contiguous) and one of
+        # the row sums, Adds (- mean), Mul (squares), the same ReduceSums, Duplicate/Sqrt/Div (rstd),
+        # the 5 of the scale and shift, SiLU's 4, Cast out; a block: the 1.0 constant, gamma/beta casts
+        calls = fwd.forward_last_stats()[0]["vec_calls"]
+        assert calls == 3 + shape[0] * G * (2 * (tiling["rows"] + 1) + 7 + 5 + 5), calls
+    shape, G = (2, 1280, 64), 32  # 40 rows of 64 a group: 13 + 5 instructions a group, not 13 + 80
+    run(shape, G, "fp32", core_num=1)
+    assert fwd.forward_last_stats()[0]["vec_calls"] <= 2 * G * 20
 
 
 @pytest.mark.parametrize("case", ["chunked_staged_groups", "chunked_split_g1", "ring_partial", "ring_parts_of_rows"])
@@ -292,7 +314,8 @@ def test_staged_tasks_read_x_once(case):
     assert x_bytes <= reads <= x_bytes + extra, (reads, x_bytes)
 
 
-@pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_hw1_rank2", "chunked_ng_above_cores",
+@pytest.mark.parametrize("case", ["resident_ng_above_cores", "resident_short_rows", "resident_hw1_rank2",
+                                  "chunked_ng_above_cores",
                                   "chunked_split_g1", "chunked_split_uneven", "chunked_split_pairs",
                                   "chunked_staged_groups", "ring_parts_of_rows"])
 def test_bit_identical_across_core_counts_and_schedules(case):

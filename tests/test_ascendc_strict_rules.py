@@ -181,3 +181,29 @@ def test_a_queue_hands_out_its_buffers_round_robin():
     assert len({held, first, second}) == 3
     assert (third, fourth) == (first, second)
     assert list(out[8:40:8]) == [1, 2, 3, 4]
+
+
+# ---------------------------------------------------------------- repeat-stride forms
+def test_rows_scale_by_one_broadcast_block_each():
+    """Brcb puts a_r and b_r into one 32-byte block each; Mul/Add (mask 12, 5 repeats at a pitch
+    of 16 floats, src1 block stride 0 and repeat stride 1 block) scale and shift the first 12
+    elements of row r by them and leave the rest of the row as it was."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    x = rng.standard_normal((5, 16)).astype(np.float32)
+    out = probe("strided_row_scale", out_len=16 + 80, init=np.concatenate([a, b, x.ravel()]))
+    want = x.copy()
+    want[:, :12] = (x[:, :12] * a[:5, None]).astype(np.float32) + b[:5, None]
+    np.testing.assert_array_equal(out[16:].reshape(5, 16), want)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("strided_dst_blk_stride_zero", r"dstBlkStride 0 is undefined"),
+    ("strided_mask_65", r"mask \(continuous mode\) is 1\.\.64"),
+    ("strided_row_overrun", r"overrun the buffer"),
+    ("brcb_misaligned_source", r"Brcb src: UB operand address .* is not 32-byte aligned"),
+])
+def test_repeat_stride_forms_keep_their_rules(name, message):
+    init = np.zeros(16 + 80, np.float32)
+    with pytest.raises(TwinFault, match=message):
+        probe(name, out_len=16 + 80, init=init)

@@ -25,7 +25,7 @@ constexpr int64_t kBlockBytes = 32;
 constexpr int64_t kBufferNum = 2;
 constexpr int64_t kMaxYBuffers = 4;
 // Chunks of long rows: a launch of fewer chunks than this gets smaller ones, down to kMinChunkElems.
-constexpr int64_t kMinLaunchChunks = 32;
+constexpr int64_t kMinLaunchChunks = 48;
 constexpr int64_t kMinChunkElems = 1024;
 // A ring chunk of several rows takes at most this many elements (its two fp32 work buffers 64 KiB).
 constexpr int64_t kMaxRingItemElems = 8192;
@@ -57,6 +57,7 @@ struct Plan {
   int64_t xElems = 0;  // elements per x buffer; 0: K
   int64_t yElems = 0;  // elements per y buffer; 0: K
   int64_t yBuffers = kBufferNum;
+  int64_t bcastElems = 0;
 };
 
 int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
@@ -68,6 +69,7 @@ int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
   total += AlignBytes((kScratchHeadFloats + p.partialElems + p.reduceWorkElems) * 4);
   total += stats;
   if (p.coefElems > 0) total += 2 * AlignBytes(p.coefElems * paramBytes) + AlignBytes(2 * p.coefElems * 4);
+  if (p.bcastElems > 0) total += AlignBytes(p.bcastElems * 4);  // row scale/shift blocks
   if (p.mode == GNS_MODE_CHUNKED) {  // slice statistics: read back (VECIN) and written (VECOUT)
     total += AlignBytes(kMaxSlices * kSliceEntryFloats * 4) + AlignBytes(kSliceEntryFloats * 4);
   }
@@ -277,6 +279,14 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       three.xBuffers = 3;
       if (fits(three)) plan = three;
       t.chunksPerRow = 1;
+      // Short rows (one repeat each): every row's scale and shift broadcast into a 32-byte block,
+      // one Mul and one Add for all the rows of a group (Brcb reads the group's gamma/beta from a
+      // 32-byte aligned channel: D a multiple of 8 where the block's arrays hold several groups)
+      if (t.rowLen <= 64 && t.rows <= 255 && (!t.coefPerBlock || t.D % 8 == 0)) {
+        Plan bcast = plan;
+        bcast.bcastElems = 2 * 8 * AlignUp(t.rows, 8);
+        if (fits(bcast)) plan = bcast;
+      }
     } else {
       // Chunks of one row; with vector coefficients each chunk brings its gamma/beta slice.
       const int64_t limit = AlignUp(t.rowLen, kElemAlign);
@@ -433,6 +443,7 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
   t.xBuffers = plan.xBuffers;
   t.xBufferElems = plan.xElems > 0 ? plan.xElems : plan.K;
   t.coefElems = plan.coefElems;
+  t.bcastElems = plan.bcastElems;
   t.partialElems = plan.partialElems;
   t.reduceWorkElems = plan.reduceWorkElems;
   t.ubBytes = PlanBytes(plan, dataBytes, paramBytes);

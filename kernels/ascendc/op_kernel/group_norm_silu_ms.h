@@ -64,7 +64,9 @@ using namespace AscendC;
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
 constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
-constexpr int64_t SLICE_ENTRY_FLOATS = 4;  // a split group's slice in the workspace: count, mean, M2, scaled
+// a split group's slice in the workspace: count (negative when the slice's statistics are in the
+// units of x * SCALE_DOWN: a slice has at least one element), mean, M2
+constexpr int64_t SLICE_ENTRY_FLOATS = 3;
 constexpr int64_t MAX_RING_SLOTS = 8;  // gnsms::kMaxRingSlots
 
 // pass 2 of an item: the group's centring and coefficients (a = rstd * gamma_c and
@@ -102,14 +104,19 @@ class KernelGroupNormSiluMs {
     const int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
     const int64_t end = first + t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
     InitBuffers();
+    blockFirst_ = first;
     blockEnd_ = end;
-    if (t_->coefPerBlock != 0 && first < end) LoadBlockCoefs(first, end);
+    // gamma/beta of the block (coefPerBlock) are loaded right after the block's first x load
+    // (MTE2 runs in order: the x the compute waits for first goes first) and taken before the
+    // first scalar read of them (TakeBlockCoefs)
+    coefsPending_ = t_->coefPerBlock != 0 && first < end;
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
       // two group loads in flight ahead of the compute (with three x buffers, while one group
       // is computed; with two, until the first is taken)
       IssueGroupLoad(first);
+      IssueBlockCoefs(first, end);
       if (first + 1 < end) IssueGroupLoad(first + 1);
       for (int64_t task = first; task < end; ++task) ResidentTask(task, end);
     } else if (t_->ringParts != 0) {
@@ -117,9 +124,11 @@ class KernelGroupNormSiluMs {
       for (int64_t task = first; task < end; ++task) RingTask(task);
     } else if (t_->sliceCount == 1 && t_->staged != 0) {
       IssueStage(first);
+      IssueBlockCoefs(first, end);
       for (int64_t task = first; task < end; ++task) StagedTask(task, task + 1 < end);
     } else if (t_->sliceCount == 1) {
       StreamBegin(first, end, 0, 1);
+      IssueBlockCoefs(first, end);
       for (int64_t task = first; task < end; ++task) ChunkedTask(task);
     } else {
       // Staged slices: a block with one slice (every host plan) keeps its x in UB across
@@ -127,8 +136,14 @@ class KernelGroupNormSiluMs {
       // after SyncAll.
       staged_ = t_->staged != 0;
       for (int64_t task = first; task < end; ++task) {
-        if (staged_) TakeStage(task);
-        else if (task == first) StreamBegin(first, end, 0, 1, true);
+        if (staged_) {
+          IssueStage(task);
+          if (task == first) IssueBlockCoefs(first, end);
+          stage_ = xQue_.template DeQue<T>();
+        } else if (task == first) {
+          StreamBegin(first, end, 0, 1, true);
+          IssueBlockCoefs(first, end);
+        }
         SliceStatsTask(task);
         if (staged_ && end - first > 1) xQue_.FreeTensor(stage_);
       }
@@ -165,6 +180,7 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(betaQue_, 1, t_->coefElems * sizeof(U));
       pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
     }
+    if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
     if (t_->mode == GNS_MODE_CHUNKED) {  // the host plans these in every chunked layout
       pipe_->InitBuffer(slicesInBuf_, MAX_SLICES * FLOATS_PER_BLOCK * sizeof(float));
       pipe_->InitBuffer(sliceOutBuf_, FLOATS_PER_BLOCK * sizeof(float));
@@ -205,9 +221,9 @@ class KernelGroupNormSiluMs {
 
   // gamma/beta of the block's channels, once per block (coefPerBlock), as fp32 in
   // GammaF()/BetaF() from channel coefBase_: the channels of its consecutive groups [first, end),
-  // or all C when they wrap into the next sample. The scalar unit reads them after the block's
-  // first ReduceSum, whose own V -> S wait orders these casts before those reads.
-  __aicore__ inline void LoadBlockCoefs(int64_t first, int64_t end) {
+  // or all C when they wrap into the next sample. Issued here, converted by TakeBlockCoefs.
+  __aicore__ inline void IssueBlockCoefs(int64_t first, int64_t end) {
+    if (!coefsPending_) return;
     const int64_t first0 = TaskGroupOf(first);
     const int64_t last = TaskGroupOf(end - 1);
     const int64_t g0 = first0 % t_->G;
@@ -215,10 +231,19 @@ class KernelGroupNormSiluMs {
     const bool wraps = last / t_->G != first0 / t_->G;  // the groups span two samples
     coefBase_ = wraps ? 0 : g0 * t_->D;
     const int64_t count = wraps ? t_->C : (g1 + 1 - g0) * t_->D;
+    coefCount_ = count;
     IssueRows(gammaQue_, gammaGm_, coefBase_, 1, count);
     IssueRows(betaQue_, betaGm_, coefBase_, 1, count);
-    TakeAsFloat<U>(gammaQue_, count, GammaF());
-    TakeAsFloat<U>(betaQue_, count, BetaF());
+  }
+  // The block's gamma/beta as fp32, once, on the vector unit ahead of the block's first ReduceSum
+  // of squares (every block computes one before it reads them), whose own V -> S wait orders
+  // these casts before the scalar unit's reads.
+  __aicore__ inline void TakeBlockCoefs() {
+    if (!coefsPending_) return;
+    coefsPending_ = false;
+    TakeAsFloat<U>(gammaQue_, coefCount_, GammaF());
+    TakeAsFloat<U>(betaQue_, coefCount_, BetaF());
+    if (t_->ringParts != 0) RingFill();  // their event ids are free again
   }
   // gamma_c / beta_c of channel c for the scalar unit: from the block's arrays, else a scalar
   // GM read of the input.
@@ -307,6 +332,7 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void IssueGroupLoad(int64_t task);
   __aicore__ inline float CentreAndSquare(const LocalTensor<float> &src, float shift, float *sum);
   __aicore__ inline void ResidentTask(int64_t task, int64_t end);
+  __aicore__ inline void RowsScaleShift(const LocalTensor<float> &xF, float rstd, uint32_t c0);
 
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
@@ -406,7 +432,9 @@ class KernelGroupNormSiluMs {
   bool streamPassMajor_ = false;
   // split groups: the end of the block's tasks, and the shift of its last slice task, read in pass 0
   float sliceShift_ = 0.0f;
+  int64_t blockFirst_ = 0;
   int64_t blockEnd_ = 0;
+  bool xfShifted_ = false;  // XF() holds a split block's one chunk as x - shift (SliceStatsTask)
   bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
   // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
   bool staged_ = false;
@@ -423,6 +451,8 @@ class KernelGroupNormSiluMs {
   int64_t statCount_ = 0;
   bool statsInFlight_ = false;
   int64_t coefBase_ = 0;  // coefPerBlock: the channel of GammaF()[0] / BetaF()[0]
+  int64_t coefCount_ = 0;  // and how many channels the arrays hold
+  bool coefsPending_ = false;  // their loads are issued, not yet converted
   // the part ring: the next load of the stream (task, pass, part), the issued loads not yet taken
   // (their slots in order), each slot's MTE2 -> V event, the free slots, the resident parts' slots
   int64_t ringTask_ = 0;
@@ -447,6 +477,7 @@ class KernelGroupNormSiluMs {
   TBuf<QuePosition::VECCALC> workBuf_;
   TBuf<QuePosition::VECCALC> scratchBuf_;
   TBuf<QuePosition::VECCALC> coefBuf_;
+  TBuf<QuePosition::VECCALC> bcastBuf_;  // mode 0, short rows: each row's scale, then shift, in a 32-byte block
   TBuf<QuePosition::VECOUT> statBuf_;  // mean and rstd, stored to GM by MTE3
   TBuf<QuePosition::VECIN> slicesInBuf_;  // a split group's slice statistics, loaded by MTE2
   TBuf<QuePosition::VECOUT> sliceOutBuf_;  // this slice's statistics, stored by MTE3

@@ -93,6 +93,7 @@ __aicore__ inline ChunkStats KernelGroupNormSiluMs<T, U>::ChunkMoments(const Loc
   const float mb = sum / nb;
   Adds(tmp, tmp, -mb, n);
   Mul(tmp, tmp, tmp, n);
+  TakeBlockCoefs();  // the block's first chunk: its gamma/beta have landed by now
   const float m2b = SumRows(tmp, 1, len);
   *inRange = InSafeRange(sum) && InSafeRange(m2b);
   return ChunkStats{nb, mb, m2b, scaled};
@@ -165,7 +166,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ItemOutput(int64_t group, in
   if (k.scaled) {  // the rare path
     Muls(xF, src, SCALE_DOWN, n);
     Adds(xF, xF, -k.shiftIn, n);
-  } else {
+  } else if (!xfShifted_) {  // (else a split block's chunk, shifted before SyncAll: SliceStatsTask)
     Adds(xF, src, -k.shiftIn, n);
   }
   if (t_->vectorCoef != 0) {  // gamma/beta along the row: this chunk's slice of them
@@ -213,10 +214,12 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
                                                              float rstd) {
   const ItemCoefs k{total.scaled ? shift * SCALE_DOWN : shift, total.mean, rstd, total.scaled};
   coefChannel_ = -1;
+  xfShifted_ = xfShifted_ && !total.scaled;
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t len = ItemLen(item);
-    ItemOutput(TaskGroup(task), item, TakeItem(task, item, len), len, k, TaskEndItem(task));
+    ItemOutput(TaskGroup(task), item, xfShifted_ ? XF() : TakeItem(task, item, len), len, k, TaskEndItem(task));
   }
+  xfShifted_ = false;
 }
 
 // A whole group in one block: both passes.
@@ -251,14 +254,22 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task)
   const ChunkStats total = stats.Total();
   LocalTensor<float> entry = sliceOutBuf_.Get<float>();
   if (entryInFlight_) Sync<HardEvent::MTE3_S>();  // the previous entry has left UB
-  entry.SetValue(0, total.count);
+  entry.SetValue(0, total.scaled ? -total.count : total.count);  // three scalar reads an entry after SyncAll
   entry.SetValue(1, total.mean);
   entry.SetValue(2, total.m2);
-  entry.SetValue(3, total.scaled ? 1.0f : 0.0f);
   Sync<HardEvent::S_MTE3>();
   DataCopyExtParams copy{1, static_cast<uint32_t>(SLICE_ENTRY_FLOATS * sizeof(float)), 0, 0, 0};
   DataCopyPad(wsGm_[task * FLOATS_PER_BLOCK], entry, copy);
   entryInFlight_ = true;
+  // A block of one staged slice of one chunk (the usual split) keeps that chunk in UB across
+  // SyncAll: its x - shift is taken now, while the entry's store and SyncAll run, not after them
+  // (the y pass then starts at the scale; a group whose statistics end up scaled takes x again).
+  const int64_t item = TaskFirstItem(task);
+  if (staged_ && task == blockFirst_ && task + 1 == blockEnd_ && TaskEndItem(task) == item + 1) {
+    const int64_t len = ItemLen(item);
+    Adds(XF(), TakeItem(task, item, len), -sliceShift_, static_cast<int32_t>(len));
+    xfShifted_ = true;
+  }
 }
 
 // Split groups, after SyncAll: the group's slice statistics combined in slice order (the
@@ -268,8 +279,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
   const int64_t group = TaskGroup(task);
   const int64_t slices = t_->sliceCount;
   LocalTensor<float> entries = slicesInBuf_.Get<float>();
-  DataCopyExtParams copy{static_cast<uint16_t>(slices), static_cast<uint32_t>(SLICE_ENTRY_FLOATS * sizeof(float)),
-                         static_cast<uint32_t>((FLOATS_PER_BLOCK - SLICE_ENTRY_FLOATS) * sizeof(float)), 0, 0};
+  // the group's entries are consecutive 32-byte rows of the workspace: one block of all of them
+  // (one burst; the floats after each entry's four are read and not used)
+  DataCopyExtParams copy{1, static_cast<uint32_t>(slices * FLOATS_PER_BLOCK * sizeof(float)), 0, 0, 0};
   DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
   DataCopyPad(entries, wsGm_[group * slices * FLOATS_PER_BLOCK], copy, pad);
   Sync<HardEvent::MTE2_S>();
@@ -277,12 +289,14 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
   stats.Reset();
   for (int64_t s = 0; s < slices; ++s) {
     const uint32_t at = static_cast<uint32_t>(s * FLOATS_PER_BLOCK);
-    stats.Add(ChunkStats{entries.GetValue(at), entries.GetValue(at + 1), entries.GetValue(at + 2),
-                         entries.GetValue(at + 3) != 0.0f});
+    const float count = entries.GetValue(at);
+    stats.Add(ChunkStats{count < 0.0f ? -count : count, entries.GetValue(at + 1), entries.GetValue(at + 2),
+                         count < 0.0f});
   }
   const ChunkStats total = stats.Total();
   const float shift = task + 1 == blockEnd_ ? sliceShift_ : GroupShift(group);
   const float rstd = GroupRstd(group, shift, total, task % slices == 0);
+  FlushStats();  // the group's owner stores mean/rstd now, ahead of its y on the MTE3 queue
   SliceOutput(task, shift, total, rstd);
 }
 

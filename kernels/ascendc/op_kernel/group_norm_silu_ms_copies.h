@@ -10,12 +10,24 @@ namespace GroupNormSiluMsKernel {
 using namespace AscendC;
 
 // ------------------------------------------------------------------ GM <-> UB
+// The DataCopyPad parameters of `rows` consecutive rows of `len` elements, contiguous in GM, at a
+// pitch of `len` rounded up to 32 bytes in UB (DataCopyPad pads each row to 32 bytes). Rows of a
+// whole number of 32-byte blocks are contiguous in UB too: then one block of all of them (one burst
+// instead of one per row; blockLen is a uint32_t of up to 2097151 bytes, asc-devkit
+// DataCopyPad（GMToUB非对齐数据搬运）.md, far above any UB buffer), else one block per row.
+template <typename V>
+__aicore__ inline DataCopyExtParams RowsCopy(int64_t rows, int64_t len) {
+  const int64_t bytes = len * static_cast<int64_t>(sizeof(V));
+  if (bytes % 32 == 0) return DataCopyExtParams{1, static_cast<uint32_t>(rows * bytes), 0, 0, 0};
+  return DataCopyExtParams{static_cast<uint16_t>(rows), static_cast<uint32_t>(bytes), 0, 0, 0};
+}
+
 // `rows` rows of `len` contiguous elements of src at `offset` into the queue's next buffer,
-// at a pitch of `len` rounded up to 32 bytes (DataCopyPad pads each row to 32 bytes).
+// at a pitch of `len` rounded up to 32 bytes.
 template <typename V, typename Que>
 __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows, int64_t len) {
   LocalTensor<V> staging = que.template AllocTensor<V>();
-  DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+  const DataCopyExtParams copy = RowsCopy<V>(rows, len);
   DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
   DataCopyPad(staging, src[offset], copy, pad);
   que.EnQue(staging);

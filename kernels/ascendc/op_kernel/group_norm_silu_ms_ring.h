@@ -29,15 +29,20 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingBegin(int64_t first, int
   ringPart_ = 0;
   ringHead_ = 0;
   ringQueued_ = 0;
-  ringFree_ = (1U << static_cast<uint32_t>(t_->xBuffers)) - 1U;
+  ringFree_ = 1U;  // the first part's load, then the block's gamma/beta, then the other slots
   ringUsed_ = 0;
+  RingFill();
+  IssueBlockCoefs(first, end);
+  ringFree_ |= ((1U << static_cast<uint32_t>(t_->xBuffers)) - 1U) & ~1U;
   RingFill();
 }
 
-// Issues the stream's next part loads while a slot is free.
+// Issues the stream's next part loads while a slot is free (and, while the block's gamma/beta
+// loads hold two of the 8 MTE2 -> V event ids, no more than the other six are in flight).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingFill() {
-  while (ringFree_ != 0 && ringTask_ < ringEnd_) {
+  const int64_t ids = coefsPending_ ? MAX_RING_SLOTS - 2 : MAX_RING_SLOTS;
+  while (ringFree_ != 0 && ringTask_ < ringEnd_ && ringQueued_ < ids) {
     int64_t slot = 0;
     while ((ringFree_ & (1U << slot)) == 0) ++slot;
     ringFree_ &= ~(1U << slot);
@@ -46,7 +51,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingFill() {
     const int64_t rowFirst = ringPart_ * t_->partItems * t_->rowsPerItem;
     const int64_t rowEnd = PartItemEnd(ringPart_) * t_->rowsPerItem;
     const int64_t rows = (rowEnd < t_->rows ? rowEnd : t_->rows) - rowFirst;
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(t_->rowLen * sizeof(T)), 0, 0, 0};
+    const DataCopyExtParams copy = RowsCopy<T>(rows, t_->rowLen);
     DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
     DataCopyPad(ringBuf_.Get<T>()[slot * t_->xBufferElems], xGm_[ringTask_ * groupElems_ + rowFirst * t_->rowLen],
                 copy, pad);

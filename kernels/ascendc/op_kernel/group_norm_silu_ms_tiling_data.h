@@ -87,6 +87,11 @@ struct GroupNormSiluMsTilingData {
   int64_t ringParts;
   int64_t ringResident;
   int64_t partItems;
+  // mode 0 with short rows (rowLen <= 64: one vector repeat a row; per-channel gamma/beta): the
+  // floats of the buffer that holds every row's scale and shift broadcast into one 32-byte block
+  // each (2 * 8 * rows rounded up to 8), so that one Mul and one Add scale and shift all the rows
+  // of a group; 0: one Muls and one Adds a row
+  int64_t bcastElems;
   // attributes
   float eps;
   float swishScale;

@@ -69,8 +69,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SendY(LocalTensor<T> &stagin
                                                        int64_t len) {
   yQue_.EnQue(staging);
   staging = yQue_.template DeQue<T>();
-  DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(T)), 0, 0, 0};
-  DataCopyPad(yGm_[offset], staging, copy);
+  DataCopyPad(yGm_[offset], staging, RowsCopy<T>(rows, len));
   yQue_.FreeTensor(staging);
 }
 

@@ -97,6 +97,7 @@ inline twin::PipeModel &Pipes() { return twin::Block().pipes; }
 #include "kernel_operator_buffers.h"    // TPosition, LocalTensor/GlobalTensor, TQue, TBuf, TPipe
 #include "kernel_operator_data_copy.h"  // DataCopy, DataCopyPad and their params
 #include "kernel_operator_vector.h"     // Elementwise ops, ReduceSum, WholeReduceSum, Cast
+#include "kernel_operator_strided.h"    // Mul/Add with BinaryRepeatParams, Brcb (repeat-stride forms)
 
 // ---- forward-kernel vector math (Exp, Sqrt, Div): a separate header, see its comment
 #include "kernel_operator_forward_math.h"

@@ -19,6 +19,7 @@ const ProbeMap &Probes() {
     twin_probes::AddBufferProbes(&all);
     twin_probes::AddSyncProbes(&all);
     twin_probes::AddVectorProbes(&all);
+    twin_probes::AddStridedProbes(&all);
     return all;
   }();
   return probes;

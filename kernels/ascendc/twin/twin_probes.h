@@ -6,7 +6,8 @@
 //
 // The probes are grouped by the rules they check: twin_probes_buffers.cc (queues, UB, GM,
 // data paths), twin_probes_sync.cc (SyncAll, pipes, flags, event ids, V -> V) and
-// twin_probes_vector.cc (reductions, casts); twin_probes.cc runs them by name.
+// twin_probes_vector.cc (reductions, casts), twin_probes_strided.cc (repeat-stride forms);
+// twin_probes.cc runs them by name.
 #ifndef GNMS_TWIN_PROBES_H
 #define GNMS_TWIN_PROBES_H
 
@@ -30,6 +31,7 @@ using ProbeMap = std::map<std::string, Probe>;
 void AddBufferProbes(ProbeMap *probes);
 void AddSyncProbes(ProbeMap *probes);
 void AddVectorProbes(ProbeMap *probes);
+void AddStridedProbes(ProbeMap *probes);
 
 }  // namespace twin_probes
 
