@@ -202,6 +202,7 @@ def test_rows_scale_by_one_broadcast_block_each():
     ("strided_mask_65", r"mask \(continuous mode\) is 1\.\.64"),
     ("strided_row_overrun", r"overrun the buffer"),
     ("brcb_misaligned_source", r"Brcb src: UB operand address .* is not 32-byte aligned"),
+    ("brcb_dst_blk_stride_zero", r"Brcb: dstBlkStride 0 is undefined"),
 ])
 def test_repeat_stride_forms_keep_their_rules(name, message):
     init = np.zeros(16 + 80, np.float32)

@@ -10,8 +10,9 @@
 // (r * repStride + b * blkStride) blocks from its start; the continuous mask is the count of leading
 // elements of each repeat that are computed (1..64 for 32-bit types); a source blkStride of 0 reuses
 // the first DataBlock, a destination blkStride of 0 is undefined (refused here). Brcb.md: repeat r
-// writes src[8r + j] into the whole DataBlock j of dst (a dstBlkStride of 0 counts as 1), and reads 8
-// source elements per repeat. repeatTime is 0..255 (a uint8_t; 0 is a NOP on A2/A3). Every UB operand
+// writes src[8r + j] into the whole DataBlock j of dst, and reads 8 source elements per repeat; its
+// pseudo-code reads a dstBlkStride of 0 as 1, but its constraints say 0 is not supported and may be
+// undefined, so it is refused here too. repeatTime is 0..255 (a uint8_t; 0 is a NOP on A2/A3). Every UB operand
 // starts 32-byte aligned and stays inside its buffer; the costs are one cycle per repeat plus the
 // instruction's start, as for the count forms.
 #ifndef GNMS_TWIN_KERNEL_OPERATOR_STRIDED_H
@@ -124,8 +125,9 @@ void Brcb(const LocalTensor<T> &dst, const LocalTensor<T> &src, const uint8_t re
           const BrcbRepeatParams &repeatParams) {
   static_assert(std::is_same<T, float>::value, "the twin models float Brcb only");
   detail::VectorOperands<float>("Brcb");
+  if (repeatParams.dstBlkStride == 0) twin::Fail("Brcb: dstBlkStride 0 is undefined (Brcb.md, constraints)");
   if (repeatTime == 0) return;
-  const int64_t blk = repeatParams.dstBlkStride == 0 ? 1 : repeatParams.dstBlkStride;
+  const int64_t blk = repeatParams.dstBlkStride;
   const int64_t rep = repeatParams.dstRepStride;
   const int64_t dSpan = detail::StridedSpan(repeatTime, 64, blk, rep);
   const int64_t sSpan = 8 * static_cast<int64_t>(repeatTime);

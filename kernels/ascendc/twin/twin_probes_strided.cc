@@ -34,7 +34,7 @@ void RowScaleProbe(const ProbeArgs &a, int broken) {
   LocalTensor<float> scale = blocks.Get<float>();
   LocalTensor<float> shift = blocks.Get<float>()[64];
   Brcb(scale, broken == 4 ? u[4] : u, 1, BrcbRepeatParams(1, 8));  // 4: a source off its 32-byte alignment
-  Brcb(shift, u[8], 1, BrcbRepeatParams(1, 8));
+  Brcb(shift, u[8], 1, BrcbRepeatParams(broken == 5 ? 0 : 1, 8));  // 5: dstBlkStride 0
   TBuf<QuePosition::VECOUT> out;
   pipe.InitBuffer(out, kRows * kPitch * sizeof(float));
   LocalTensor<float> x = out.Get<float>();
@@ -58,6 +58,7 @@ void AddStridedProbes(ProbeMap *probes) {
       {"strided_dst_blk_stride_zero", [](const ProbeArgs &a) { RowScaleProbe(a, 1); }},
       {"strided_mask_65", [](const ProbeArgs &a) { RowScaleProbe(a, 2); }},
       {"strided_row_overrun", [](const ProbeArgs &a) { RowScaleProbe(a, 3); }},
+      {"brcb_dst_blk_stride_zero", [](const ProbeArgs &a) { RowScaleProbe(a, 5); }},
       {"brcb_misaligned_source", [](const ProbeArgs &a) { RowScaleProbe(a, 4); }},
   });
 }
