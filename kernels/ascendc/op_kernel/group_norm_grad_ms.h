@@ -16,7 +16,8 @@
  * All arithmetic is fp32: fp16/bf16 are cast to fp32 on load and rounded to nearest even
  * (CAST_RINT) on store.
  *
- * Files: this class (buffers, the load stream, the tasks); group_norm_grad_ms_channels.h and
+ * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream;
+ * group_norm_grad_ms_channels.h and
  * _hw_one.h define its per-channel work (modes 0-2) and mode 3; _copies.h the GM <-> UB moves
  * and row sums; _stage2.h stage 2; _common.h constants and CascadeSum; swish_grad_math.h the
  * fused GroupNormSiluGradMs's swish gradient (SILU = true).
@@ -299,104 +300,15 @@ class KernelGroupNormGradMs {
   }
 
   __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
-                                     bool dxPassAfterAll = false) {
-    BeginHeldScope();
-    streamDxCount_ = 0;
-    streamHeldPerTask_ = !dxPassAfterAll;
-    streamFirst_ = first;
-    streamDxAfterAll_ = dxPassAfterAll;
-    streamTask_ = first;
-    streamEnd_ = first + count;
-    streamByChannel_ = byChannel;
-    streamSums_ = sumsPass;
-    streamDx_ = dxPass;
-    streamPass_ = sumsPass ? 0 : 1;
-    streamItem_ = 0;
-    inFlight_ = 0;
-    Pump();
-  }
-
-  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows) {
-    const int64_t cpi = t_->channelsPerItem;
-    while (streamTask_ < streamEnd_) {
-      if (streamItem_ < ItemsPerPass(streamTask_) && streamPass_ == 1 && streamDxCount_++ < t_->heldItems) {
-        ++streamItem_;  // a held item: its dx pass takes it from UB
-        continue;
-      }
-      if (streamItem_ < ItemsPerPass(streamTask_)) {
-        const int64_t slice = TaskSlice(streamTask_);
-        const int64_t chunks = SliceChunks(slice);
-        const int64_t group = GroupIndex(streamTask_);
-        const int64_t channel = streamTask_ / t_->hwSlices;  // channel split: n * C + c
-        const int64_t n = streamByChannel_ ? channel / t_->C : group / t_->G;
-        const int64_t c0 = streamByChannel_ ? channel % t_->C : (group % t_->G) * t_->D;
-        const int64_t local = (streamItem_ / chunks) * cpi;
-        const int64_t chunk = streamItem_ % chunks;
-        *offset = (n * t_->C + c0 + local) * t_->HxW + slice * t_->sliceElems + chunk * t_->chunkElems;
-        *len = ItemLen(slice, chunk);
-        *rows = (TaskChannels() - local < cpi) ? TaskChannels() - local : cpi;
-        ++streamItem_;
-        return true;
-      }
-      streamItem_ = 0;
-      if (streamPass_ == 0 && streamDx_) {
-        streamPass_ = 1;
-      } else {
-        ++streamTask_;
-        streamPass_ = streamSums_ ? 0 : 1;
-        if (streamHeldPerTask_) streamDxCount_ = 0;  // the next task holds its own first items
-      }
-      if (streamTask_ == streamEnd_ && streamDxAfterAll_) {  // the dx passes follow all sums passes
-        streamDxAfterAll_ = false;
-        streamSums_ = false;
-        streamPass_ = 1;
-        streamTask_ = streamFirst_;
-      }
-    }
-    return false;
-  }
-
-  __aicore__ inline void Pump() {
-    const bool aligned = t_->copyAligned != 0;
-    int64_t offset;
-    int64_t len;
-    int64_t rows;
-    while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len, &rows)) {
-      IssueLoad(dyQue_, dyGm_, offset, len, aligned, rows);
-      IssueLoad(xQue_, xGm_, offset, len, aligned, rows);
-      ++inFlight_;
-    }
-  }
-
+                                     bool dxPassAfterAll = false);
+  // The next item's GM offset, length and channel rows; false at the stream's end.
+  __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows);
+  // Issues loads until BUFFER_NUM items are in flight.
+  __aicore__ inline void Pump();
   // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
-  // (x - mean) into xF; then refills the stream. Held items (the first heldItems items of a
-  // task's sums pass, or of a core's with the channel split, whose dx pass follows SyncAll) are
-  // also copied as loaded into heldBuf_, and their dx pass converts that copy: the same
-  // instructions on the same values, so holding changes the GM traffic, never the results.
+  // (x - mean) into xF; then refills the stream (held items: see group_norm_grad_ms_stream.h).
   __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
-                                  const LocalTensor<float> &xF, bool dxPass = false) {
-    const int64_t index = dxPass ? takeDx_++ : takeSums_++;
-    if (index >= t_->heldItems) {
-      TakeAsFloat<T>(dyQue_, len, dyF);
-      TakeCentredX<T>(xQue_, len, mean, xF);
-    } else if (dxPass) {
-      RowAsFloat<T>(dyF, HeldDy(index), len);
-      CentredX<T>(HeldX(index), len, mean, xF);
-      return;  // nothing was in flight for it
-    } else {  // UB -> UB copies run on the vector pipe (ops-nn rms_norm_whole_reduce_sum.h orders them with PIPE_V)
-      const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
-      LocalTensor<T> staging = dyQue_.template DeQue<T>();
-      DataCopy(HeldDy(index), staging, copy);
-      RowAsFloat<T>(dyF, staging, len);
-      dyQue_.FreeTensor(staging);
-      staging = xQue_.template DeQue<T>();
-      DataCopy(HeldX(index), staging, copy);
-      CentredX<T>(staging, len, mean, xF);
-      xQue_.FreeTensor(staging);
-    }
-    --inFlight_;
-    Pump();
-  }
+                                  const LocalTensor<float> &xF, bool dxPass = false);
   __aicore__ inline LocalTensor<T> HeldDy(int64_t i) { return heldBuf_.Get<T>()[2 * i * t_->chunkElems]; }
   __aicore__ inline LocalTensor<T> HeldX(int64_t i) { return heldBuf_.Get<T>()[(2 * i + 1) * t_->chunkElems]; }
   // A task of modes 1-2 without the channel split holds its own first items (the stream side
@@ -529,7 +441,8 @@ class KernelGroupNormGradMs {
 
 }  // namespace GroupNormGradMsKernel
 
-// the member definitions of modes 0-2's per-channel work and of mode 3
+// the member definitions of the load stream, modes 0-2's per-channel work, the channel split and mode 3
+#include "group_norm_grad_ms_stream.h"
 #include "group_norm_grad_ms_channels.h"
 #include "group_norm_grad_ms_split.h"
 #include "group_norm_grad_ms_hw_one.h"

@@ -82,7 +82,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreSums(LocalTensor<
 
 // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
 // dg[0..channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy and
-// x - mean resident. SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
+// x - mean resident (xhat with SILU). SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd, const LocalTensor<float> &db,
@@ -107,12 +107,16 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
     LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
     TakeItem(span, mean, dyF, xF);
-    Muls(xF, xF, XhatFactor(mean, rstd), span);  // xhat
+    // Mode 0 without SILU keeps x - mean resident: its dx then multiplies x - mean by
+    // XhatFactor * b, as the channel split's dx does, so the tiling's choice between the two
+    // (it depends on the core count) gives the same bits.
+    LocalTensor<float> xhat = (resident && !SILU) ? tmp : xF;
+    Muls(xhat, xF, XhatFactor(mean, rstd), span);
     if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); t in tmp
       AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, swishScale_, rows, stride, len);
       SwishGradFromT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
     }
-    Mul(tmp, dyF, xF, span);
+    Mul(tmp, dyF, xhat, span);
     if (chunks == 1) {
       RowSums(db[local], dyF, rows, stride, len, ReduceWork());
       RowSums(dg[local], tmp, rows, stride, len, ReduceWork());
@@ -151,7 +155,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
       for (int64_t r = 0; r < rows; ++r) {
         Muls(dyRes[r * stride], dyRes[r * stride], rstd * gamma.GetValue(gammaIndex + local + r), L);
       }
-      Muls(tmp, ResidentX(local), b, span);
+      // SILU: the resident x is xhat (the swish gradient needed it); else x - mean (ChannelSums).
+      Muls(tmp, ResidentX(local), SILU ? b : XhatFactor(mean, rstd) * b, span);
       Sub(dyRes, dyRes, tmp, span);
       StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned, rows);
     }

@@ -1,0 +1,116 @@
+// Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h): the load stream, the
+// (dy, x) loads of a core's tasks in the order the compute takes them (see the class's
+// "the load stream" section for the item layout). Included by group_norm_grad_ms.h after the
+// class; not a header of its own.
+#ifndef GROUP_NORM_GRAD_MS_STREAM_H
+#define GROUP_NORM_GRAD_MS_STREAM_H
+
+namespace GroupNormGradMsKernel {
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StreamBegin(int64_t first, int64_t count, bool byChannel,
+                                                                   bool sumsPass, bool dxPass, bool dxPassAfterAll) {
+  BeginHeldScope();
+  streamDxCount_ = 0;
+  streamHeldPerTask_ = !dxPassAfterAll;
+  streamFirst_ = first;
+  streamDxAfterAll_ = dxPassAfterAll;
+  streamTask_ = first;
+  streamEnd_ = first + count;
+  streamByChannel_ = byChannel;
+  streamSums_ = sumsPass;
+  streamDx_ = dxPass;
+  streamPass_ = sumsPass ? 0 : 1;
+  streamItem_ = 0;
+  inFlight_ = 0;
+  Pump();
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::StreamNext(int64_t *offset, int64_t *len, int64_t *rows) {
+  const int64_t cpi = t_->channelsPerItem;
+  while (streamTask_ < streamEnd_) {
+    if (streamItem_ < ItemsPerPass(streamTask_) && streamPass_ == 1 && streamDxCount_++ < t_->heldItems) {
+      ++streamItem_;  // a held item: its dx pass takes it from UB
+      continue;
+    }
+    if (streamItem_ < ItemsPerPass(streamTask_)) {
+      const int64_t slice = TaskSlice(streamTask_);
+      const int64_t chunks = SliceChunks(slice);
+      const int64_t group = GroupIndex(streamTask_);
+      const int64_t channel = streamTask_ / t_->hwSlices;  // channel split: n * C + c
+      const int64_t n = streamByChannel_ ? channel / t_->C : group / t_->G;
+      const int64_t c0 = streamByChannel_ ? channel % t_->C : (group % t_->G) * t_->D;
+      const int64_t local = (streamItem_ / chunks) * cpi;
+      const int64_t chunk = streamItem_ % chunks;
+      *offset = (n * t_->C + c0 + local) * t_->HxW + slice * t_->sliceElems + chunk * t_->chunkElems;
+      *len = ItemLen(slice, chunk);
+      *rows = (TaskChannels() - local < cpi) ? TaskChannels() - local : cpi;
+      ++streamItem_;
+      return true;
+    }
+    streamItem_ = 0;
+    if (streamPass_ == 0 && streamDx_) {
+      streamPass_ = 1;
+    } else {
+      ++streamTask_;
+      streamPass_ = streamSums_ ? 0 : 1;
+      if (streamHeldPerTask_) streamDxCount_ = 0;  // the next task holds its own first items
+    }
+    if (streamTask_ == streamEnd_ && streamDxAfterAll_) {  // the dx passes follow all sums passes
+      streamDxAfterAll_ = false;
+      streamSums_ = false;
+      streamPass_ = 1;
+      streamTask_ = streamFirst_;
+    }
+  }
+  return false;
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::Pump() {
+  const bool aligned = t_->copyAligned != 0;
+  int64_t offset;
+  int64_t len;
+  int64_t rows;
+  while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len, &rows)) {
+    IssueLoad(dyQue_, dyGm_, offset, len, aligned, rows);
+    IssueLoad(xQue_, xGm_, offset, len, aligned, rows);
+    ++inFlight_;
+  }
+}
+
+// Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
+// (x - mean) into xF; then refills the stream. Held items (the first heldItems items of a
+// task's sums pass, or of a core's with the channel split, whose dx pass follows SyncAll) are
+// also copied as loaded into heldBuf_, and their dx pass converts that copy: the same
+// instructions on the same values, so holding changes the GM traffic, never the results.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
+                                                                const LocalTensor<float> &xF, bool dxPass) {
+  const int64_t index = dxPass ? takeDx_++ : takeSums_++;
+  if (index >= t_->heldItems) {
+    TakeAsFloat<T>(dyQue_, len, dyF);
+    TakeCentredX<T>(xQue_, len, mean, xF);
+  } else if (dxPass) {
+    RowAsFloat<T>(dyF, HeldDy(index), len);
+    CentredX<T>(HeldX(index), len, mean, xF);
+    return;  // nothing was in flight for it
+  } else {  // UB -> UB copies run on the vector pipe (ops-nn rms_norm_whole_reduce_sum.h orders them with PIPE_V)
+    const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
+    LocalTensor<T> staging = dyQue_.template DeQue<T>();
+    DataCopy(HeldDy(index), staging, copy);
+    RowAsFloat<T>(dyF, staging, len);
+    dyQue_.FreeTensor(staging);
+    staging = xQue_.template DeQue<T>();
+    DataCopy(HeldX(index), staging, copy);
+    CentredX<T>(staging, len, mean, xF);
+    xQue_.FreeTensor(staging);
+  }
+  --inFlight_;
+  Pump();
+}
+
+}  // namespace GroupNormGradMsKernel
+
+#endif  // GROUP_NORM_GRAD_MS_STREAM_H
