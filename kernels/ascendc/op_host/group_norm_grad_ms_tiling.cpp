@@ -65,7 +65,21 @@ struct Layout {
   bool workspaceSums = false;  // modes 0-2 with the workspace: two buffers of a task's db and dg
   int64_t held = 0;      // modes 1-2: (dy, x) items of K data elements kept from the sums to the dx pass
   int64_t dxBufs = kBufferNum;  // buffers of the dx store queue
+  bool rowSumsWork = false;  // the fp32 work of RowSumsWork beyond ReduceWorkElems(K)
+  bool affineAhead = false;  // modes 0-2: a queue for the next group's gamma (+ beta), loaded ahead
 };
+
+// The fp32 work that lets RowSums (group_norm_grad_ms_copies.h) sum db's and dg's rows of an item
+// at once, each in its own half: two sets of the item's rows (mode 0: up to 255 channels; modes
+// 1-2: one) of ceil(Lp / 64) partials rounded up to a block. Mode 0 always has it (if that
+// pushes a group out of UB, mode 1 gives the same bits); modes 1-2 only in the UB their layout
+// leaves over (the kernel cuts the rows into batches of what fits).
+int64_t RowSumsWork(const Layout &l) {
+  if (!l.rowSumsWork || (l.mode != GNG_MODE_GROUP_RESIDENT && l.mode != GNG_MODE_CHANNEL)) return 0;
+  const int64_t rowLen = l.mode == GNG_MODE_GROUP_RESIDENT ? l.residentStride : l.K;
+  const int64_t rows = l.mode == GNG_MODE_GROUP_RESIDENT ? std::min<int64_t>(l.K / rowLen, 255) : 1;
+  return 2 * rows * ReduceWorkElems(rowLen);
+}
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
 // 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 the ones
@@ -75,7 +89,7 @@ int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   int64_t total = (2 * kBufferNum + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
   total += AlignBytes(l.numFloatBufs * l.K * 4);
-  total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
+  total += AlignBytes((kReduceDstFloats + std::max(ReduceWorkElems(l.K), RowSumsWork(l))) * 4);
   if (l.statElems > 0) {
     // db, dg, gamma (+ the 2 accumulators across N) (+ beta)
     total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);
@@ -84,6 +98,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
+  if (l.affineAhead) total += AlignBytes((l.silu ? 2 : 1) * l.statElems * statBytes);  // the next group's
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
   if (l.workspaceSums) total += kBufferNum * AlignBytes(2 * l.statElems * 4);
   if (l.ownerRows > 0) {
@@ -311,6 +326,11 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       const int64_t Lp = AlignUp(t.sliceElems, kElemAlign);  // the whole channel without the split
       t.splitByChannel = (t.hwSlices > 1 || (in.N * in.G < in.coreNum && D > 1)) ? 1 : 0;
       Layout resident = withSilu(Layout{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow});
+      // mode 0 always loads the next group's gamma (+ beta) ahead (a task is one DMA of its channels,
+      // so a per-task load would be waited for): if that pushes it out of UB, mode 1 gives the
+      // same bits (test_the_mode_chosen_by_the_core_count_does_not_change_the_bits)
+      resident.affineAhead = in.dxRequired || in.silu;
+      resident.rowSumsWork = true;
       Layout channel = withSilu(Layout{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow});
       channel.slices = t.hwSlices;
       channel.ownerRows = (t.hwSlices > 1 && wantsStats) ? in.N * t.hwSlices : 0;
@@ -373,6 +393,18 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         });
       }
       t.heldItems = layout.held;
+      // Modes 1-2 load the next group's gamma (+ beta) ahead in what the held items leave over
+      // (layout choices made without it: K, and so the bits, stay as they were).
+      if (layout.mode != GNG_MODE_GROUP_RESIDENT && !t.splitByChannel && (in.dxRequired || in.silu)) {
+        Layout l = layout;
+        l.affineAhead = true;
+        if (fits(l)) layout = l;
+      }
+      if (!layout.rowSumsWork) {
+        Layout l = layout;
+        l.rowSumsWork = true;
+        if (fits(l)) layout = l;
+      }
       // A dx store's buffer is free again when the store has landed (a DMA latency): more
       // buffers, in what is left, let more stores be on their way at once.
       for (int64_t bufs = layout.dxBufs + 1; bufs <= kMaxDxBuffers; ++bufs) {
@@ -385,8 +417,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.chunkElems = layout.K;
     t.numFloatBufs = layout.numFloatBufs;
     t.dxBuffers = layout.dxBufs;
+    t.affineAhead = layout.affineAhead ? 1 : 0;
     t.statElems = layout.statElems;
-    t.reduceWorkElems = ReduceWorkElems(layout.K);
+    t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
     t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN)) ? 1 : 0;

@@ -88,12 +88,18 @@ class KernelGroupNormGradMs {
       } else if (t_->groupAcrossN != 0) {
         // tasks are groups g, each over n = 0..N-1 (stream tasks g * N + n): dgamma/dbeta of the
         // group's channels are summed here in the order stage 2 would use, with no workspace
+        // group g's mean/rstd (a window from n = 0) and gamma ahead of the stream's loads
+        if (count > 0) IssueStatWindow(first);
+        if (count > 0 && t_->affineAhead != 0) IssueAffine(first);
         StreamBegin(first * t_->N, count * t_->N, false, true, false);
-        for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g);
+        for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g, g + 1 < first + count);
       } else {
         if (count > 0) IssueStatWindow(first);  // ahead of the stream's loads
+        if (count > 0 && t_->affineAhead != 0) IssueAffine(first % t_->G);
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
-        for (int64_t task = first; task < first + count; ++task) GroupTask(task);
+        for (int64_t task = first; task < first + count; ++task) {
+          GroupTask(task, task + 1 < first + count ? (task + 1) % t_->G : -1);
+        }
       }
     }
     if (t_->numTasks > 0 && t_->needWorkspace != 0) {
@@ -150,6 +156,7 @@ class KernelGroupNormGradMs {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
+    if (t_->affineAhead != 0) pipe_->InitBuffer(gammaQue_, 1, (SILU ? 2 : 1) * t_->statElems * sizeof(U));
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
@@ -192,6 +199,26 @@ class KernelGroupNormGradMs {
     RowAsFloat<U>(BetaArray(), staging[P], t_->D);
     statQue_.FreeTensor(staging);
     Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
+  }
+
+  // affineAhead: gamma (+ beta) of group g into the gammaQue_ buffer, issued a task ahead of its
+  // use (Process, GroupTask) so that its DMA latency passes while the current task runs.
+  __aicore__ inline void IssueAffine(int64_t g) {
+    LocalTensor<U> staging = gammaQue_.AllocTensor<U>();
+    LoadRow(staging, gammaGm_, g * t_->D, t_->D);
+    if constexpr (SILU) LoadRow(staging[t_->statElems], betaGm_, g * t_->D, t_->D);
+    gammaQue_.EnQue(staging);
+  }
+  // ... and taken as the fp32 arrays of group g. SILU: AffineT's scalar reads of them wait for
+  // these casts (affineUnsynced_, in ChannelSums), after the task's first loads are issued.
+  __aicore__ inline void TakeAffine(int64_t g) {
+    LocalTensor<U> staging = gammaQue_.DeQue<U>();
+    RowAsFloat<U>(StatArray(2), staging, t_->D);
+    if constexpr (SILU) RowAsFloat<U>(BetaArray(), staging[t_->statElems], t_->D);
+    gammaQue_.FreeTensor(staging);
+    gammaGroup_ = g;
+    affineGroup_ = g;
+    affineUnsynced_ = SILU;
   }
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
@@ -319,11 +346,11 @@ class KernelGroupNormGradMs {
   }
 
   // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
-  // dg[0..channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy
-  // and x - mean resident. SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
+  // dg[0..channels) = db[statElems..) (V writes, or S writes when a slice has several chunks).
+  // Mode 0 keeps dy and x - mean resident. SILU: affineIndex is channel c0's index in the
+  // loaded gamma/beta arrays.
   __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean,
-                                     float rstd, const LocalTensor<float> &db, const LocalTensor<float> &dg,
-                                     int64_t affineIndex);
+                                     float rstd, const LocalTensor<float> &db, int64_t affineIndex);
 
   // dx of slice `slice` of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with
   // a_c = rstd * gamma_c.
@@ -346,9 +373,11 @@ class KernelGroupNormGradMs {
 
   // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
   // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
-  __aicore__ inline void GroupAcrossNTask(int64_t g);
-  // Modes 0-2, one (n, g) group (group_norm_grad_ms_channels.h).
-  __aicore__ inline void GroupTask(int64_t task);
+  // more: the core's next task is group g + 1.
+  __aicore__ inline void GroupAcrossNTask(int64_t g, bool more);
+  // Modes 0-2, one (n, g) group (group_norm_grad_ms_channels.h); nextG: the group of the core's
+  // next task, -1 for none.
+  __aicore__ inline void GroupTask(int64_t task, int64_t nextG);
   __aicore__ inline LocalTensor<float> TakeSums();
   __aicore__ inline void StoreSums(LocalTensor<float> &db, int64_t cell, int64_t len);
 
@@ -396,6 +425,7 @@ class KernelGroupNormGradMs {
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
   int64_t gammaGroup_ = -1;   // the group whose gamma is in StatArray(2) (GroupTask, the HxW split)
+  bool affineUnsynced_ = false;  // SILU, affineAhead: TakeAffine's casts not yet ordered before scalar reads
   float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler

@@ -11,14 +11,14 @@ namespace GroupNormGradMsKernel {
 // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
 // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64_t g) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64_t g, bool more) {
   const int32_t D = static_cast<int32_t>(t_->D);
   LocalTensor<float> accDb = StatArray(3);
   LocalTensor<float> accDg = StatArray(4);
   Duplicate(accDb, 0.0f, D);
   Duplicate(accDg, 0.0f, D);
   for (int64_t n = 0; n < t_->N; ++n) {
-    GroupTask(n * t_->G + g);
+    GroupTask(n * t_->G + g, n + 1 < t_->N ? g : (more ? g + 1 : -1));
     Add(accDb, accDb, StatArray(0), D);
     Add(accDg, accDg, StatArray(1), D);
   }
@@ -27,24 +27,30 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64
 }
 
 // Modes 0-2, one (n, g) group. gamma (and beta) stay in UB from one task to the next of the
-// same group (groupAcrossN runs group g for every n): loaded once per group, and issued before
-// the mean/rstd window is waited for, so the two loads' latencies overlap. With the workspace,
-// db and dg are a sumsQue_ tensor (see TakeSums).
+// same group (groupAcrossN runs group g for every n): loaded once per group. With affineAhead
+// the next group's are loaded while this task runs (the first task's by Process, ahead of the
+// stream); else issued before the mean/rstd window is waited for, so the two loads' latencies
+// overlap. With the workspace, db and dg are a sumsQue_ tensor (see TakeSums).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task, int64_t nextG) {
   const int64_t n = task / t_->G;
   const int64_t g = task % t_->G;
   const int64_t D = t_->D;
+  const bool ahead = t_->affineAhead != 0;
   BeginHeldScope();
   LocalTensor<float> db = TakeSums();
   LocalTensor<float> dg = db[t_->statElems];
   LocalTensor<float> gamma = StatArray(2);
-  const bool newGamma = !SILU && t_->dxRequired != 0 && g != gammaGroup_;
+  if (ahead && g != gammaGroup_) TakeAffine(g);
+  if (ahead && nextG >= 0 && nextG != g) IssueAffine(nextG);  // before the stream's next loads
+  const bool newGamma = !SILU && !ahead && t_->dxRequired != 0 && g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
   const float mean = Stat(true, task);
   const float rstd = Stat(false, task);
-  if constexpr (SILU) LoadAffine(g);  // the sums pass needs gamma and beta already
-  ChannelSums(n, g * D, D, 0, mean, rstd, db, dg, 0);
+  if constexpr (SILU) {
+    if (!ahead) LoadAffine(g);  // the sums pass needs gamma and beta already
+  }
+  ChannelSums(n, g * D, D, 0, mean, rstd, db, 0);
   float c1 = 0.0f;
   float c2 = 0.0f;
   if (t_->dxRequired != 0) {
@@ -81,12 +87,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreSums(LocalTensor<
 }
 
 // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
-// dg[0..channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy and
+// dg[0..channels) = db[statElems..statElems + channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy and
 // x - mean resident (xhat with SILU). SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd, const LocalTensor<float> &db,
-    const LocalTensor<float> &dg, int64_t affineIndex) {
+    int64_t affineIndex) {
+  const LocalTensor<float> dg = db[t_->statElems];
   const int64_t chunks = SliceChunks(slice);
   const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
   const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
@@ -113,13 +120,28 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     LocalTensor<float> xhat = (resident && !SILU) ? tmp : xF;
     Muls(xhat, xF, XhatFactor(mean, rstd), span);
     if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); t in tmp
+      if (affineUnsynced_) {  // AffineT reads gamma/beta with GetValue
+        Sync<HardEvent::V_S>();
+        affineUnsynced_ = false;
+      }
       AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, swishScale_, rows, stride, len);
       SwishGradFromT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
     }
     Mul(tmp, dyF, xhat, span);
     if (chunks == 1) {
-      RowSums(db[local], dyF, rows, stride, len, ReduceWork());
-      RowSums(dg[local], tmp, rows, stride, len, ReduceWork());
+      // Each sum's partials in its own half of the work buffer where both fit, so dg's sums do
+      // not wait (a compiler V barrier) for db's to have read theirs. Modes 1-2: dy (FloatBuf(0))
+      // and the product (FloatBuf(2)) are two rows 2K apart, and dg is db[statElems]: one call.
+      const int64_t need = AlignUp((len + 63) / 64, FLOATS_PER_BLOCK);
+      const int64_t half = t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
+      const bool split = len > 64 && half >= need;
+      if (!resident && (len <= 64 || split)) {
+        RowSums(db[local], dyF, 2, 2 * t_->chunkElems, len, ReduceWork(), t_->reduceWorkElems, t_->statElems);
+        continue;
+      }
+      RowSums(db[local], dyF, rows, stride, len, ReduceWork(), split ? half : t_->reduceWorkElems);
+      RowSums(dg[local], tmp, rows, stride, len, split ? ReduceWork()[half] : ReduceWork(),
+              split ? half : t_->reduceWorkElems);
       continue;
     }
     ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)

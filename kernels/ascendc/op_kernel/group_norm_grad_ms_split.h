@@ -28,12 +28,12 @@ template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_t task) {
   const ChannelTask k = DecodeChannelTask(task);
   LocalTensor<float> db = TakeSums();
-  LocalTensor<float> dg = db[t_->statElems];  // statElems apart: UB sources of a copy must be 32-byte aligned
+  // dg is db[statElems] (ChannelSums): statElems apart, as UB sources of a copy must be 32-byte aligned
   if constexpr (SILU) LoadAffine(k.g);
   // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way)
   const bool newGamma = !SILU && t_->hwSlices > 1 && t_->dxRequired != 0 && k.g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
-  ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, dg, k.c - k.g * t_->D);
+  ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
   StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, 1);
   if (newGamma) {
     TakeAsFloat<U>(statQue_, t_->D, StatArray(2));

@@ -73,6 +73,9 @@ struct GroupNormGradMsTilingData {
   // so their dx pass reads no GM; the first heldItems items of each task (core), 0 for none
   int64_t heldItems;
   int64_t dxBuffers;  // buffers of the dx store queue (2-4; a store waits for the one dxBuffers back to land)
+  // modes 0-2 without the channel split: 1 when gamma (and beta) of a core's next group are loaded
+  // while the current group runs (a queue of their own), so no task waits for their DMA latency
+  int64_t affineAhead;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;
