@@ -98,7 +98,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
-  if (l.affineAhead) total += AlignBytes((l.silu ? 2 : 1) * l.statElems * statBytes);  // the next group's
+  if (l.affineAhead) total += kBufferNum * AlignBytes((l.silu ? 2 : 1) * l.statElems * statBytes);  // next group's
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
   if (l.workspaceSums) total += kBufferNum * AlignBytes(2 * l.statElems * 4);
   if (l.ownerRows > 0) {

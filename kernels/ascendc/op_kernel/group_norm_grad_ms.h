@@ -156,7 +156,9 @@ class KernelGroupNormGradMs {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
-    if (t_->affineAhead != 0) pipe_->InitBuffer(gammaQue_, 1, (SILU ? 2 : 1) * t_->statElems * sizeof(U));
+    if (t_->affineAhead != 0) {  // two buffers: the next group's load needs no wait for the current one's cast
+      pipe_->InitBuffer(gammaQue_, BUFFER_NUM, (SILU ? 2 : 1) * t_->statElems * sizeof(U));
+    }
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
