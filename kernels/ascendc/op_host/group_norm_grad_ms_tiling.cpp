@@ -38,6 +38,10 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 // allocated again (kernel_tquebind_impl.h), and with the two of sumsQue_ and of outQue_ that is
 // the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
 constexpr int64_t kMaxDxBuffers = 4;
+constexpr int64_t kMaxLoadBuffers = 3;  // MAX_LOAD_BUFFERS of the kernel
+// About the GM bytes a core moves in one DMA latency: its share of HBM (1.6 TB/s over 48 cores,
+// 33 GB/s) times 1 us (the assumptions of scripts/ascendc_cost.py's model, not measurements)
+constexpr int64_t kLatencyBytes = 32768;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -67,6 +71,7 @@ struct Layout {
   int64_t dxBufs = kBufferNum;  // buffers of the dx store queue
   bool rowSumsWork = false;  // the fp32 work of RowSumsWork beyond ReduceWorkElems(K)
   bool affineAhead = false;  // modes 0-2: a queue for the next group's gamma (+ beta), loaded ahead
+  int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
 };
 
 // The fp32 work that lets RowSums (group_norm_grad_ms_copies.h) sum db's and dg's rows of an item
@@ -81,13 +86,18 @@ int64_t RowSumsWork(const Layout &l) {
   return 2 * rows * ReduceWorkElems(rowLen);
 }
 
+// Buffers of the queue of the next group's gamma (+ beta): two, so that a load needs no wait for
+// the current group's cast; one with three (dy, x) loads in flight, whose six buffers, this
+// queue's and the coefficient scratch's each hold a V -> MTE2 event id once freed (8 ids).
+int64_t AffineBuffers(const Layout &l) { return l.loadBufs == kMaxLoadBuffers ? 1 : kBufferNum; }
+
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
 // 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 the ones
 // vector (t and the scratch reuse the gamma*dy and sums buffers).
 int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 2; }
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
-  int64_t total = (2 * kBufferNum + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
+  int64_t total = (2 * l.loadBufs + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
   total += AlignBytes(l.numFloatBufs * l.K * 4);
   total += AlignBytes((kReduceDstFloats + std::max(ReduceWorkElems(l.K), RowSumsWork(l))) * 4);
   if (l.statElems > 0) {
@@ -98,7 +108,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
-  if (l.affineAhead) total += kBufferNum * AlignBytes((l.silu ? 2 : 1) * l.statElems * statBytes);  // next group's
+  if (l.affineAhead) total += AffineBuffers(l) * AlignBytes((l.silu ? 2 : 1) * l.statElems * statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
   if (l.workspaceSums) total += kBufferNum * AlignBytes(2 * l.statElems * 4);
   if (l.ownerRows > 0) {
@@ -384,6 +394,17 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // items of a task's sums pass for its dx pass (with the channel split, of a core's sums
       // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
       // busiest core): holding only moves data, so it may follow the core count.
+      // Modes 1-2 without the channel split: a third (dy, x) load in flight where UB allows and
+      // an item's two loads take less than a DMA latency (else two in flight already keep MTE2
+      // busy, and the UB is worth more as a held item), ahead of the held items (K, and so the
+      // bits, chosen without it). Not with the channel split: its partial-row and owner queues
+      // would take the V -> MTE2 event ids past 8.
+      if (layout.mode != GNG_MODE_GROUP_RESIDENT && !t.splitByChannel &&
+          2 * layout.K * dataBytes < kLatencyBytes) {
+        Layout l = layout;
+        l.loadBufs = kMaxLoadBuffers;
+        if (fits(l)) layout = l;
+      }
       if (layout.mode != GNG_MODE_GROUP_RESIDENT && in.dxRequired) {
         const int64_t scopeTasks = t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : D;
         layout.held = LargestFitting(scopeTasks * t.chunksPerChannel, 1, [&](int64_t h) {
@@ -418,6 +439,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.numFloatBufs = layout.numFloatBufs;
     t.dxBuffers = layout.dxBufs;
     t.affineAhead = layout.affineAhead ? 1 : 0;
+    t.loadBuffers = layout.loadBufs;
     t.statElems = layout.statElems;
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;

@@ -16,11 +16,11 @@
  * All arithmetic is fp32: fp16/bf16 are cast to fp32 on load and rounded to nearest even
  * (CAST_RINT) on store.
  *
- * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream;
- * group_norm_grad_ms_channels.h and
- * _hw_one.h define its per-channel work (modes 0-2) and mode 3; _copies.h the GM <-> UB moves
- * and row sums; _stage2.h stage 2; _common.h constants and CascadeSum; swish_grad_math.h the
- * fused GroupNormSiluGradMs's swish gradient (SILU = true).
+ * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream and the
+ * gamma/beta loads; group_norm_grad_ms_channels.h and _hw_one.h define its per-channel work
+ * (modes 0-2) and mode 3; _copies.h the GM <-> UB moves and row sums; _stage2.h stage 2;
+ * _common.h constants and CascadeSum; swish_grad_math.h the fused GroupNormSiluGradMs's swish
+ * gradient (SILU = true).
  */
 #ifndef GROUP_NORM_GRAD_MS_H
 #define GROUP_NORM_GRAD_MS_H
@@ -129,6 +129,9 @@ class KernelGroupNormGradMs {
     if (t_->mode == GNG_MODE_HW_ONE) {  // one batch in flight: depth-1 queues
       pipe_->InitBuffer(rowDyQue_, BUFFER_NUM, K * sizeof(T));
       pipe_->InitBuffer(rowXQue_, BUFFER_NUM, K * sizeof(T));
+    } else if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
+      pipe_->InitBuffer(dyQue3_, MAX_LOAD_BUFFERS, K * sizeof(T));
+      pipe_->InitBuffer(xQue3_, MAX_LOAD_BUFFERS, K * sizeof(T));
     } else {
       pipe_->InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
       pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
@@ -156,8 +159,13 @@ class KernelGroupNormGradMs {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
-    if (t_->affineAhead != 0) {  // two buffers: the next group's load needs no wait for the current one's cast
-      pipe_->InitBuffer(gammaQue_, BUFFER_NUM, (SILU ? 2 : 1) * t_->statElems * sizeof(U));
+    if (t_->affineAhead != 0) {
+      // Two buffers: the next group's load needs no wait for the current one's cast. One with
+      // three (dy, x) loads in flight: every freed buffer of a VECIN queue holds a V -> MTE2
+      // event id until it is allocated again (kernel_tquebind_impl.h FreeBuffer), and the six
+      // load buffers, this one and statQue_ (GroupCoefficients' scratch) are the 8 ids.
+      pipe_->InitBuffer(gammaQue_, t_->loadBuffers == MAX_LOAD_BUFFERS ? 1 : BUFFER_NUM,
+                        (SILU ? 2 : 1) * t_->statElems * sizeof(U));
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
@@ -185,43 +193,12 @@ class KernelGroupNormGradMs {
   __aicore__ inline LocalTensor<float> Ones() {
     return FloatBuf(t_->numFloatBufs - (t_->mode == GNG_MODE_HW_ONE ? 3 : 1));
   }
-  // SILU: gamma and beta of group g as fp32 arrays, readable by the scalar unit: both loads in
-  // one statQue_ buffer, so their DMA latencies overlap; nothing when they are already loaded
-  // (consecutive tasks, and the sums and dx passes of the channel split, mostly share a group).
-  __aicore__ inline void LoadAffine(int64_t g) {
-    if (g == affineGroup_) return;
-    affineGroup_ = g;
-    const int64_t P = t_->statElems;
-    LocalTensor<U> staging = statQue_.AllocTensor<U>();
-    LoadRow(staging, gammaGm_, g * t_->D, t_->D);
-    LoadRow(staging[P], betaGm_, g * t_->D, t_->D);
-    statQue_.EnQue(staging);
-    staging = statQue_.DeQue<U>();
-    RowAsFloat<U>(StatArray(2), staging, t_->D);
-    RowAsFloat<U>(BetaArray(), staging[P], t_->D);
-    statQue_.FreeTensor(staging);
-    Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
-  }
-
-  // affineAhead: gamma (+ beta) of group g into the gammaQue_ buffer, issued a task ahead of its
-  // use (Process, GroupTask) so that its DMA latency passes while the current task runs.
-  __aicore__ inline void IssueAffine(int64_t g) {
-    LocalTensor<U> staging = gammaQue_.AllocTensor<U>();
-    LoadRow(staging, gammaGm_, g * t_->D, t_->D);
-    if constexpr (SILU) LoadRow(staging[t_->statElems], betaGm_, g * t_->D, t_->D);
-    gammaQue_.EnQue(staging);
-  }
-  // ... and taken as the fp32 arrays of group g. SILU: AffineT's scalar reads of them wait for
-  // these casts (affineUnsynced_, in ChannelSums), after the task's first loads are issued.
-  __aicore__ inline void TakeAffine(int64_t g) {
-    LocalTensor<U> staging = gammaQue_.DeQue<U>();
-    RowAsFloat<U>(StatArray(2), staging, t_->D);
-    if constexpr (SILU) RowAsFloat<U>(BetaArray(), staging[t_->statElems], t_->D);
-    gammaQue_.FreeTensor(staging);
-    gammaGroup_ = g;
-    affineGroup_ = g;
-    affineUnsynced_ = SILU;
-  }
+  // SILU: gamma and beta of group g as fp32 arrays in StatArray(2) and BetaArray(), readable by
+  // the scalar unit, loaded now (nothing when they are there already); and, with affineAhead,
+  // a group's gamma (+ beta) issued a task ahead and taken (group_norm_grad_ms_stream.h).
+  __aicore__ inline void LoadAffine(int64_t g);
+  __aicore__ inline void IssueAffine(int64_t g);
+  __aicore__ inline void TakeAffine(int64_t g);
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
   __aicore__ inline LocalTensor<float> StatArray(int64_t i) { return statBuf_.Get<float>()[i * t_->statElems]; }
@@ -303,9 +280,9 @@ class KernelGroupNormGradMs {
 
   // ------------------------------------------------------------------ the load stream
   // The (dy, x) loads of a core's tasks in the order the compute takes them: per task its
-  // sums pass, then (modes 1-2) its dx pass, over (channel, chunk) items. Two items are in
-  // flight ahead of the compute (the queues' two buffers), across pass and task boundaries:
-  // the load of item i + 2 is issued as soon as item i is taken, before item i is computed.
+  // sums pass, then (modes 1-2) its dx pass, over (channel, chunk) items. loadBuffers items
+  // (2, or 3 in modes 1-2) are in flight ahead of the compute (the queues' buffers), across pass
+  // and task boundaries: the load of item i + loadBuffers is issued as soon as item i is taken.
   // A channel's HxW is hwSlices slices of sliceElems (the last one shorter), each in chunks of
   // K = chunkElems; without the HxW split there is one slice, the whole channel.
   __aicore__ inline int64_t SliceLen(int64_t slice) const {
@@ -332,8 +309,14 @@ class KernelGroupNormGradMs {
                                      bool dxPassAfterAll = false);
   // The next item's GM offset, length and channel rows; false at the stream's end.
   __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows);
-  // Issues loads until BUFFER_NUM items are in flight.
+  // Issues loads until loadBuffers items are in flight.
   __aicore__ inline void Pump();
+  template <typename Q>
+  __aicore__ inline void PumpInto(Q &dyQ, Q &xQ);
+  // TakeItem's part with the queues (dyQue_/xQue_, or the depth-3 pair with loadBuffers 3).
+  template <typename Q>
+  __aicore__ inline void TakeLoaded(Q &dyQ, Q &xQ, int64_t index, int32_t len, float mean,
+                                    const LocalTensor<float> &dyF, const LocalTensor<float> &xF);
   // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
   // (x - mean) into xF; then refills the stream (held items: see group_norm_grad_ms_stream.h).
   __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
@@ -435,6 +418,8 @@ class KernelGroupNormGradMs {
   TPipe *pipe_ = nullptr;
   TQue<QuePosition::VECIN, BUFFER_NUM> dyQue_;
   TQue<QuePosition::VECIN, BUFFER_NUM> xQue_;
+  TQue<QuePosition::VECIN, MAX_LOAD_BUFFERS> dyQue3_;  // loadBuffers 3 (a depth is a type: two pairs)
+  TQue<QuePosition::VECIN, MAX_LOAD_BUFFERS> xQue3_;
   TQue<QuePosition::VECOUT, 1> dxQue_;  // depth 1: a dx tensor is dequeued right after it is queued
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;

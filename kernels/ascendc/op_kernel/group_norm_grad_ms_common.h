@@ -11,6 +11,7 @@ namespace GroupNormGradMsKernel {
 using namespace AscendC;
 
 constexpr int32_t BUFFER_NUM = 2;  // double buffering of every GM <-> UB queue
+constexpr int32_t MAX_LOAD_BUFFERS = 3;  // the (dy, x) queues with tiling loadBuffers 3
 constexpr int64_t FLOATS_PER_BLOCK = 8;
 
 __aicore__ inline int64_t AlignUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }

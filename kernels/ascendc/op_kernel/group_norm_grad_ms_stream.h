@@ -1,7 +1,7 @@
 // Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h): the load stream, the
 // (dy, x) loads of a core's tasks in the order the compute takes them (see the class's
-// "the load stream" section for the item layout). Included by group_norm_grad_ms.h after the
-// class; not a header of its own.
+// "the load stream" section for the item layout), and the loads of a group's gamma/beta.
+// Included by group_norm_grad_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_GRAD_MS_STREAM_H
 #define GROUP_NORM_GRAD_MS_STREAM_H
 
@@ -69,13 +69,23 @@ __aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::StreamNext(int64_t *of
 
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::Pump() {
+  if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
+    PumpInto(dyQue3_, xQue3_);
+  } else {
+    PumpInto(dyQue_, xQue_);
+  }
+}
+
+template <typename T, typename U, bool SILU>
+template <typename Q>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::PumpInto(Q &dyQ, Q &xQ) {
   const bool aligned = t_->copyAligned != 0;
   int64_t offset;
   int64_t len;
   int64_t rows;
-  while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len, &rows)) {
-    IssueLoad(dyQue_, dyGm_, offset, len, aligned, rows);
-    IssueLoad(xQue_, xGm_, offset, len, aligned, rows);
+  while (inFlight_ < t_->loadBuffers && StreamNext(&offset, &len, &rows)) {
+    IssueLoad(dyQ, dyGm_, offset, len, aligned, rows);
+    IssueLoad(xQ, xGm_, offset, len, aligned, rows);
     ++inFlight_;
   }
 }
@@ -89,26 +99,83 @@ template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
                                                                 const LocalTensor<float> &xF, bool dxPass) {
   const int64_t index = dxPass ? takeDx_++ : takeSums_++;
-  if (index >= t_->heldItems) {
-    TakeAsFloat<T>(dyQue_, len, dyF);
-    TakeCentredX<T>(xQue_, len, mean, xF);
-  } else if (dxPass) {
+  if (index < t_->heldItems && dxPass) {
     RowAsFloat<T>(dyF, HeldDy(index), len);
     CentredX<T>(HeldX(index), len, mean, xF);
     return;  // nothing was in flight for it
-  } else {  // UB -> UB copies run on the vector pipe (ops-nn rms_norm_whole_reduce_sum.h orders them with PIPE_V)
-    const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
-    LocalTensor<T> staging = dyQue_.template DeQue<T>();
-    DataCopy(HeldDy(index), staging, copy);
-    RowAsFloat<T>(dyF, staging, len);
-    dyQue_.FreeTensor(staging);
-    staging = xQue_.template DeQue<T>();
-    DataCopy(HeldX(index), staging, copy);
-    CentredX<T>(staging, len, mean, xF);
-    xQue_.FreeTensor(staging);
+  }
+  if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
+    TakeLoaded(dyQue3_, xQue3_, index, len, mean, dyF, xF);
+  } else {
+    TakeLoaded(dyQue_, xQue_, index, len, mean, dyF, xF);
   }
   --inFlight_;
   Pump();
+}
+
+template <typename T, typename U, bool SILU>
+template <typename Q>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeLoaded(Q &dyQ, Q &xQ, int64_t index, int32_t len,
+                                                                  float mean, const LocalTensor<float> &dyF,
+                                                                  const LocalTensor<float> &xF) {
+  if (index >= t_->heldItems) {
+    TakeAsFloat<T>(dyQ, len, dyF);
+    TakeCentredX<T>(xQ, len, mean, xF);
+    return;
+  }
+  // a held item's sums pass: UB -> UB copies run on the vector pipe (ops-nn
+  // rms_norm_whole_reduce_sum.h orders them with PIPE_V)
+  const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
+  LocalTensor<T> staging = dyQ.template DeQue<T>();
+  DataCopy(HeldDy(index), staging, copy);
+  RowAsFloat<T>(dyF, staging, len);
+  dyQ.FreeTensor(staging);
+  staging = xQ.template DeQue<T>();
+  DataCopy(HeldX(index), staging, copy);
+  CentredX<T>(staging, len, mean, xF);
+  xQ.FreeTensor(staging);
+}
+
+// SILU: gamma and beta of group g as fp32 arrays, readable by the scalar unit: both loads in
+// one statQue_ buffer, so their DMA latencies overlap; nothing when they are already loaded
+// (consecutive tasks, and the sums and dx passes of the channel split, mostly share a group).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::LoadAffine(int64_t g) {
+  if (g == affineGroup_) return;
+  affineGroup_ = g;
+  const int64_t P = t_->statElems;
+  LocalTensor<U> staging = statQue_.template AllocTensor<U>();
+  LoadRow(staging, gammaGm_, g * t_->D, t_->D);
+  LoadRow(staging[P], betaGm_, g * t_->D, t_->D);
+  statQue_.EnQue(staging);
+  staging = statQue_.template DeQue<U>();
+  RowAsFloat<U>(StatArray(2), staging, t_->D);
+  RowAsFloat<U>(BetaArray(), staging[P], t_->D);
+  statQue_.FreeTensor(staging);
+  Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
+}
+
+// affineAhead: gamma (+ beta) of group g into a gammaQue_ buffer, issued a task ahead of its use
+// (Process, GroupTask) so that its DMA latency passes while the current task runs.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffine(int64_t g) {
+  LocalTensor<U> staging = gammaQue_.template AllocTensor<U>();
+  LoadRow(staging, gammaGm_, g * t_->D, t_->D);
+  if constexpr (SILU) LoadRow(staging[t_->statElems], betaGm_, g * t_->D, t_->D);
+  gammaQue_.EnQue(staging);
+}
+
+// ... and taken as the fp32 arrays of group g. SILU: AffineT's scalar reads of them wait for
+// these casts (affineUnsynced_, in ChannelSums), after the task's first loads are issued.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeAffine(int64_t g) {
+  LocalTensor<U> staging = gammaQue_.template DeQue<U>();
+  RowAsFloat<U>(StatArray(2), staging, t_->D);
+  if constexpr (SILU) RowAsFloat<U>(BetaArray(), staging[t_->statElems], t_->D);
+  gammaQue_.FreeTensor(staging);
+  gammaGroup_ = g;
+  affineGroup_ = g;
+  affineUnsynced_ = SILU;
 }
 
 }  // namespace GroupNormGradMsKernel

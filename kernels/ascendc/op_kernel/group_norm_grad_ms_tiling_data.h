@@ -76,6 +76,9 @@ struct GroupNormGradMsTilingData {
   // modes 0-2 without the channel split: 1 when gamma (and beta) of a core's next group are loaded
   // while the current group runs (a queue of their own), so no task waits for their DMA latency
   int64_t affineAhead;
+  // modes 1-2 without the channel split: (dy, x) items in flight ahead of the compute (2 or 3);
+  // a third where UB allows covers a DMA latency with the vector work of three items, not two
+  int64_t loadBuffers;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;
