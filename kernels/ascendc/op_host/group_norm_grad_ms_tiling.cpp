@@ -110,7 +110,9 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
   if (l.affineAhead) total += AffineBuffers(l) * AlignBytes((l.silu ? 2 : 1) * l.statElems * statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
-  if (l.workspaceSums) total += kBufferNum * AlignBytes(2 * l.statElems * 4);
+  if (l.workspaceSums) {  // mode 0: RESIDENT_SUMS_BUFFERS of the kernel (its tasks are short)
+    total += (l.mode == GNG_MODE_GROUP_RESIDENT ? 3 : kBufferNum) * AlignBytes(2 * l.statElems * 4);
+  }
   if (l.ownerRows > 0) {
     total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
   }

@@ -152,7 +152,8 @@ class KernelGroupNormGradMs {
       if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
       pipe_->InitBuffer(statQue_, 1, (SILU ? 2 : 1) * t_->statElems * sizeof(float));  // SILU: gamma and beta
       if (t_->needWorkspace != 0 && t_->mode != GNG_MODE_HW_ONE) {  // db, dg of a task on their way to the workspace
-        pipe_->InitBuffer(sumsQue_, BUFFER_NUM, 2 * t_->statElems * sizeof(float));
+        pipe_->InitBuffer(sumsQue_, t_->mode == GNG_MODE_GROUP_RESIDENT ? RESIDENT_SUMS_BUFFERS : BUFFER_NUM,
+                          2 * t_->statElems * sizeof(float));
       }
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
@@ -263,16 +264,25 @@ class KernelGroupNormGradMs {
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
   // the free stat staging buffer, so db and dg may still be on their way to the workspace)
-  // and reductions, one V -> S hand-over for the two scalars.
+  // and reductions. D <= 64: each product is one repeat, which WholeReduceSum sums in the same
+  // lanes and tree as count-form ReduceSum (ReduceSum.md, ReduceRepeat.md), written by V, so
+  // one V -> S hand-over serves both (ReduceSum makes a V -> S -> V round trip each).
   __aicore__ inline void GroupCoefficients(const LocalTensor<float> &db, const LocalTensor<float> &dg,
                                            const LocalTensor<float> &gamma, float *c1, float *c2) {
     const int32_t D = static_cast<int32_t>(t_->D);
     LocalTensor<float> red = ReduceDst();
     LocalTensor<float> scratch = statQue_.AllocTensor<float>();
     Mul(scratch, gamma, db, D);
-    ReduceSum(red, scratch, ReduceWork(), D);
-    Mul(scratch, gamma, dg, D);
-    ReduceSum(red[1], scratch, ReduceWork(), D);
+    if (D <= 64) {
+      WholeReduceSum<float>(red, scratch, D, 1, 1, 1, 8);
+      Mul(scratch, gamma, dg, D);
+      WholeReduceSum<float>(red[1], scratch, D, 1, 1, 1, 8);
+      Sync<HardEvent::V_S>();
+    } else {
+      ReduceSum(red, scratch, ReduceWork(), D);
+      Mul(scratch, gamma, dg, D);
+      ReduceSum(red[1], scratch, ReduceWork(), D);
+    }
     statQue_.FreeTensor(scratch);
     *c1 = red.GetValue(0) * invM_;
     *c2 = red.GetValue(1) * invM_;
@@ -433,7 +443,7 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> residentBuf_;
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
-  TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2 buffers)
+  TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
   TQue<QuePosition::VECIN, 1> ownerQue_;    // HxW split: the same for every sample (dgamma/dbeta)
   GroupNormGradMsStage2<U> stage2_;

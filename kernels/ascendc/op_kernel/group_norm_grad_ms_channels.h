@@ -65,8 +65,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task
 }
 
 // db and dg of a task (dg statElems after db): a sumsQue_ tensor when they go to the workspace.
-// Its two buffers alternate between tasks, so a task waits (in AllocTensor) only for the
-// workspace copy of the task before the previous one, not for the one just issued.
+// Its buffers (two; three in mode 0, whose tasks are short) are taken in turn, so a task waits
+// (in AllocTensor) only for the workspace copy of the task two (three) back.
 template <typename T, typename U, bool SILU>
 __aicore__ inline LocalTensor<float> KernelGroupNormGradMs<T, U, SILU>::TakeSums() {
   return t_->needWorkspace != 0 ? sumsQue_.template AllocTensor<float>() : StatArray(0);
