@@ -39,6 +39,8 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 // the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kMaxLoadBuffers = 3;  // MAX_LOAD_BUFFERS of the kernel
+constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
+constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 // About the GM bytes a core moves in one DMA latency: its share of HBM (1.6 TB/s over 48 cores,
 // 33 GB/s) times 1 us (the assumptions of scripts/ascendc_cost.py's model, not measurements)
 constexpr int64_t kLatencyBytes = 32768;
@@ -71,6 +73,7 @@ struct Layout {
   int64_t dxBufs = kBufferNum;  // buffers of the dx store queue
   bool rowSumsWork = false;  // the fp32 work of RowSumsWork beyond ReduceWorkElems(K)
   bool affineAhead = false;  // modes 0-2: a queue for the next group's gamma (+ beta), loaded ahead
+  int64_t affineRows = 0;    // mode 0 (affineAhead): instead, every group's gamma (+ beta) at once
   int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
 };
 
@@ -91,6 +94,13 @@ int64_t RowSumsWork(const Layout &l) {
 // queue's and the coefficient scratch's each hold a V -> MTE2 event id once freed (8 ids).
 int64_t AffineBuffers(const Layout &l) { return l.loadBufs == kMaxLoadBuffers ? 1 : kBufferNum; }
 
+// The gamma (+ beta) staging of affineAhead: the next group's buffers, or the table of all groups.
+int64_t AffineBytes(const Layout &l, int64_t statBytes) {
+  const int64_t arrays = l.silu ? 2 : 1;
+  if (l.affineRows > 0) return AlignBytes(arrays * l.affineRows * l.statElems * statBytes);
+  return AffineBuffers(l) * AlignBytes(arrays * l.statElems * statBytes);
+}
+
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
 // 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 the ones
 // vector (t and the scratch reuse the gamma*dy and sums buffers).
@@ -108,7 +118,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
-  if (l.affineAhead) total += AffineBuffers(l) * AlignBytes((l.silu ? 2 : 1) * l.statElems * statBytes);
+  if (l.affineAhead) total += AffineBytes(l, statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
   if (l.workspaceSums) {  // mode 0: RESIDENT_SUMS_BUFFERS of the kernel (its tasks are short)
     total += (l.mode == GNG_MODE_GROUP_RESIDENT ? 3 : kBufferNum) * AlignBytes(2 * l.statElems * 4);
@@ -364,6 +374,17 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         }
       }
       resident.workspaceSums = channel.workspaceSums = t.splitByChannel || (wantsStats && !t.groupAcrossN);
+      // Mode 0 without groupAcrossN: a core's consecutive tasks mostly change group; when a task
+      // (its dy and x) is shorter than a DMA latency, loading the next group's gamma one task
+      // ahead is not enough, so the core's groups' all at once (one DMA of up to G rows, at the
+      // start) where that is small and fits. Not with SILU: its tasks are vector-bound, and the
+      // larger first DMA (gamma and beta) delays the first items.
+      if (resident.affineAhead && !in.silu && !t.groupAcrossN && in.G <= kMaxDmaRows &&
+          2 * D * L * dataBytes < kLatencyBytes) {
+        Layout l = resident;
+        l.affineRows = in.G;
+        if (AffineBytes(l, statBytes) <= kAffineTableMaxBytes && fits(l)) resident = l;
+      }
       if (!t.splitByChannel && fits(resident)) {
         // as many channels per DMA as fit (a DataCopyPad has at most 4095 rows)
         t.channelsPerItem = LargestFitting(std::min<int64_t>(D, 4095), 1, [&](int64_t cpi) {
@@ -440,7 +461,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.chunkElems = layout.K;
     t.numFloatBufs = layout.numFloatBufs;
     t.dxBuffers = layout.dxBufs;
-    t.affineAhead = layout.affineAhead ? 1 : 0;
+    t.affineAhead = !layout.affineAhead ? 0 : (layout.affineRows > 0 ? 2 : 1);
     t.loadBuffers = layout.loadBufs;
     t.statElems = layout.statElems;
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));

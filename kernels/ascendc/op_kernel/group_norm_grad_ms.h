@@ -95,11 +95,18 @@ class KernelGroupNormGradMs {
         for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g, g + 1 < first + count);
       } else {
         if (count > 0) IssueStatWindow(first);  // ahead of the stream's loads
-        if (count > 0 && t_->affineAhead != 0) IssueAffine(first % t_->G);
+        const bool table = t_->affineAhead == AFFINE_TABLE;
+        if (table) {  // the core's groups: a run of them, or all G when its tasks wrap around
+          const bool run = count < t_->G && first % t_->G + count <= t_->G;
+          tableFirst_ = run ? first % t_->G : 0;
+          tableRows_ = run ? count : t_->G;
+        }
+        if (count > 0 && t_->affineAhead != 0) IssueAffine(table ? -1 : first % t_->G);  // ahead of the stream
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
         for (int64_t task = first; task < first + count; ++task) {
           GroupTask(task, task + 1 < first + count ? (task + 1) % t_->G : -1);
         }
+        if (affineTableTaken_) gammaQue_.FreeTensor(affineTable_);
       }
     }
     if (t_->numTasks > 0 && t_->needWorkspace != 0) {
@@ -165,8 +172,12 @@ class KernelGroupNormGradMs {
       // three (dy, x) loads in flight: every freed buffer of a VECIN queue holds a V -> MTE2
       // event id until it is allocated again (kernel_tquebind_impl.h FreeBuffer), and the six
       // load buffers, this one and statQue_ (GroupCoefficients' scratch) are the 8 ids.
-      pipe_->InitBuffer(gammaQue_, t_->loadBuffers == MAX_LOAD_BUFFERS ? 1 : BUFFER_NUM,
-                        (SILU ? 2 : 1) * t_->statElems * sizeof(U));
+      if (t_->affineAhead == AFFINE_TABLE) {  // every group's: G rows of statElems
+        pipe_->InitBuffer(gammaQue_, 1, (SILU ? 2 : 1) * t_->G * t_->statElems * sizeof(U));
+      } else {
+        pipe_->InitBuffer(gammaQue_, t_->loadBuffers == MAX_LOAD_BUFFERS ? 1 : BUFFER_NUM,
+                          (SILU ? 2 : 1) * t_->statElems * sizeof(U));
+      }
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
@@ -196,7 +207,8 @@ class KernelGroupNormGradMs {
   }
   // SILU: gamma and beta of group g as fp32 arrays in StatArray(2) and BetaArray(), readable by
   // the scalar unit, loaded now (nothing when they are there already); and, with affineAhead,
-  // a group's gamma (+ beta) issued a task ahead and taken (group_norm_grad_ms_stream.h).
+  // a group's gamma (+ beta) issued a task ahead (g -1: every group's, AFFINE_TABLE) and taken
+  // (group_norm_grad_ms_stream.h).
   __aicore__ inline void LoadAffine(int64_t g);
   __aicore__ inline void IssueAffine(int64_t g);
   __aicore__ inline void TakeAffine(int64_t g);
@@ -421,6 +433,10 @@ class KernelGroupNormGradMs {
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
   int64_t gammaGroup_ = -1;   // the group whose gamma is in StatArray(2) (GroupTask, the HxW split)
   bool affineUnsynced_ = false;  // SILU, affineAhead: TakeAffine's casts not yet ordered before scalar reads
+  bool affineTableTaken_ = false;  // AFFINE_TABLE: affineTable_ is dequeued (until the end of phase 1)
+  LocalTensor<U> affineTable_;
+  int64_t tableFirst_ = 0;  // AFFINE_TABLE: the groups [tableFirst_, tableFirst_ + tableRows_) are loaded
+  int64_t tableRows_ = 0;
   float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler

@@ -29,8 +29,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64
 // Modes 0-2, one (n, g) group. gamma (and beta) stay in UB from one task to the next of the
 // same group (groupAcrossN runs group g for every n): loaded once per group. With affineAhead
 // the next group's are loaded while this task runs (the first task's by Process, ahead of the
-// stream); else issued before the mean/rstd window is waited for, so the two loads' latencies
-// overlap. With the workspace, db and dg are a sumsQue_ tensor (see TakeSums).
+// stream), or (AFFINE_TABLE) the core's groups' all at once by Process and cast per group;
+// else issued before the mean/rstd window is waited for, so the two loads' latencies overlap. With the workspace, db and dg are a sumsQue_ tensor (see TakeSums).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task, int64_t nextG) {
   const int64_t n = task / t_->G;
@@ -41,8 +41,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task
   LocalTensor<float> db = TakeSums();
   LocalTensor<float> dg = db[t_->statElems];
   LocalTensor<float> gamma = StatArray(2);
-  if (ahead && g != gammaGroup_) TakeAffine(g);
-  if (ahead && nextG >= 0 && nextG != g) IssueAffine(nextG);  // before the stream's next loads
+  const bool table = t_->affineAhead == AFFINE_TABLE;
+  const bool newAffine = ahead && g != gammaGroup_;
+  if (newAffine) TakeAffine(g);
+  if (ahead && !table && nextG >= 0 && nextG != g) IssueAffine(nextG);  // before the stream's next loads
   const bool newGamma = !SILU && !ahead && t_->dxRequired != 0 && g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
   const float mean = Stat(true, task);

@@ -133,17 +133,24 @@ __aicore__ inline void StoreToWorkspace(const GlobalTensor<float> &dst, int64_t 
   DataCopyPad(dst[offset], src, copy);
 }
 
-// Mode 3: `rows` rows of D elements from GM (contiguous) to UB rows of D rounded up to 16.
-template <typename V, typename Que>
-__aicore__ inline void IssuePaddedRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows,
-                                       int64_t D) {
+// `rows` rows of D elements from GM (contiguous) to UB rows of D rounded up to 16 (one DMA).
+template <typename V>
+__aicore__ inline void LoadPaddedRows(const LocalTensor<V> &dst, const GlobalTensor<V> &src, int64_t offset,
+                                      int64_t rows, int64_t D) {
   const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
   const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
-  LocalTensor<V> staging = que.template AllocTensor<V>();
   DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)), 0,
                          static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0};
   DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
-  DataCopyPad(staging, src[offset], copy, pad);
+  DataCopyPad(dst, src[offset], copy, pad);
+}
+
+// Mode 3: the same into a buffer of `que`.
+template <typename V, typename Que>
+__aicore__ inline void IssuePaddedRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows,
+                                       int64_t D) {
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  LoadPaddedRows(staging, src, offset, rows, D);
   que.EnQue(staging);
 }
 

@@ -156,23 +156,41 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::LoadAffine(int64_t g) 
 }
 
 // affineAhead: gamma (+ beta) of group g into a gammaQue_ buffer, issued a task ahead of its use
-// (Process, GroupTask) so that its DMA latency passes while the current task runs.
+// (Process, GroupTask) so that its DMA latency passes while the current task runs; g -1
+// (AFFINE_TABLE): those of the core's groups (tableFirst_, tableRows_), rows statElems apart,
+// once at the start of phase 1 (beta's G rows after gamma's).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffine(int64_t g) {
   LocalTensor<U> staging = gammaQue_.template AllocTensor<U>();
-  LoadRow(staging, gammaGm_, g * t_->D, t_->D);
-  if constexpr (SILU) LoadRow(staging[t_->statElems], betaGm_, g * t_->D, t_->D);
+  if (g < 0) {
+    LoadPaddedRows(staging, gammaGm_, tableFirst_ * t_->D, tableRows_, t_->D);
+    if constexpr (SILU) {
+      LoadPaddedRows(staging[t_->G * t_->statElems], betaGm_, tableFirst_ * t_->D, tableRows_, t_->D);
+    }
+  } else {
+    LoadRow(staging, gammaGm_, g * t_->D, t_->D);
+    if constexpr (SILU) LoadRow(staging[t_->statElems], betaGm_, g * t_->D, t_->D);
+  }
   gammaQue_.EnQue(staging);
 }
 
 // ... and taken as the fp32 arrays of group g. SILU: AffineT's scalar reads of them wait for
 // these casts (affineUnsynced_, in ChannelSums), after the task's first loads are issued.
+// AFFINE_TABLE: group g's rows of the table, which stays dequeued until the end of phase 1.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeAffine(int64_t g) {
-  LocalTensor<U> staging = gammaQue_.template DeQue<U>();
-  RowAsFloat<U>(StatArray(2), staging, t_->D);
-  if constexpr (SILU) RowAsFloat<U>(BetaArray(), staging[t_->statElems], t_->D);
-  gammaQue_.FreeTensor(staging);
+  const int64_t P = t_->statElems;
+  if (t_->affineAhead == AFFINE_TABLE) {
+    if (!affineTableTaken_) affineTable_ = gammaQue_.template DeQue<U>();
+    affineTableTaken_ = true;
+    RowAsFloat<U>(StatArray(2), affineTable_[(g - tableFirst_) * P], t_->D);
+    if constexpr (SILU) RowAsFloat<U>(BetaArray(), affineTable_[(t_->G + g - tableFirst_) * P], t_->D);
+  } else {
+    LocalTensor<U> staging = gammaQue_.template DeQue<U>();
+    RowAsFloat<U>(StatArray(2), staging, t_->D);
+    if constexpr (SILU) RowAsFloat<U>(BetaArray(), staging[P], t_->D);
+    gammaQue_.FreeTensor(staging);
+  }
   gammaGroup_ = g;
   affineGroup_ = g;
   affineUnsynced_ = SILU;
