@@ -289,7 +289,7 @@ class KernelGroupNormGradMs {
       WholeReduceSum<float>(red, scratch, D, 1, 1, 1, 8);
       Mul(scratch, gamma, dg, D);
       WholeReduceSum<float>(red[1], scratch, D, 1, 1, 1, 8);
-      Sync<HardEvent::V_S>();
+      Sync<HardEvent::V_S>();  // the scalar reads of red[0], red[1]
     } else {
       ReduceSum(red, scratch, ReduceWork(), D);
       Mul(scratch, gamma, dg, D);
@@ -393,9 +393,9 @@ class KernelGroupNormGradMs {
   __aicore__ inline ChannelTask DecodeChannelTask(int64_t task) const;
   __aicore__ inline void ChannelSumsTask(int64_t task);
   __aicore__ inline void ChannelDxTask(int64_t task);
-  // db, dg of channels [c0, c0 + D) of sample n: the hwSlices partial rows summed in slice order.
-  __aicore__ inline void CombineSlicePartials(int64_t n, int64_t c0, const LocalTensor<float> &db,
-                                              const LocalTensor<float> &dg, bool gamma);
+  // db, dg = db[statElems] of channels [c0, c0 + D) of sample n: the hwSlices partial rows
+  // summed in slice order.
+  __aicore__ inline void CombineSlicePartials(int64_t n, int64_t c0, const LocalTensor<float> &db, bool gamma);
   // HxW split: dbeta and dgamma of group g (D values each) to GM.
   __aicore__ inline void StoreGroupStats(int64_t g, const LocalTensor<float> &db, const LocalTensor<float> &dg);
   __aicore__ inline void IssuePartialRows(const LocalTensor<float> &dst, int64_t row0, int64_t rows, int64_t c0);

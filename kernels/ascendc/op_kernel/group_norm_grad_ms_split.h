@@ -52,7 +52,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
   if (k.group != cachedGroup_) {  // consecutive tasks mostly share a group
     if (t_->hwSlices > 1) {
       const bool newGamma = !SILU && g != gammaGroup_;  // mostly loaded before SyncAll
-      CombineSlicePartials(n, g * t_->D, db, dg, newGamma);
+      CombineSlicePartials(n, g * t_->D, db, newGamma);  // and dg = db[statElems]
       if (newGamma) {
         TakeAsFloat<U>(statQue_, t_->D, gamma);
         gammaGroup_ = g;
@@ -74,8 +74,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
             rstd * cachedC1_);
 }
 
-// Two strided DMAs (db rows, then dg rows) of `rows` workspace rows from `row0`, channels
-// [c0, c0 + D) of each: rows C floats apart in GM, statElems apart in UB (as stage 2 loads them).
+// Two strided DMAs (db rows, dg rows) of `rows` workspace rows from `row0`, channels [c0, c0 + D)
+// of each: rows C floats apart in GM; in UB interleaved, row r's db at dst[2 r P] and its dg
+// at dst[(2 r + 1) P] (P = statElems), so that one vector instruction of 2P adds a row's db and
+// dg to the sums db, dg = db[P] (StatArray(0) and (1)).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssuePartialRows(const LocalTensor<float> &dst,
                                                                            int64_t row0, int64_t rows, int64_t c0) {
@@ -83,34 +85,30 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssuePartialRows(const
   const int64_t rowUb = AlignUp(t_->D * static_cast<int64_t>(sizeof(float)), 32);
   DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(t_->D * sizeof(float)),
                          static_cast<uint32_t>((t_->C - t_->D) * sizeof(float)),
-                         static_cast<uint32_t>((P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
+                         static_cast<uint32_t>((2 * P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
   DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
   DataCopyPad(dst, wsDbGm_[row0 * t_->C + c0], copy, pad);
-  DataCopyPad(dst[rows * P], wsDgGm_[row0 * t_->C + c0], copy, pad);
+  DataCopyPad(dst[P], wsDgGm_[row0 * t_->C + c0], copy, pad);
 }
 
 // Sample n's hwSlices rows of db and dg for channels [c0, c0 + D), added to zero in slice order
-// on the vector unit.
+// on the vector unit, both in one instruction per slice (dg is db[statElems]; the lanes past D
+// add the rows' padding, which nothing reads).
 // gamma: also issue the load of the group's gamma (after the rows: they are on the critical path).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::CombineSlicePartials(int64_t n, int64_t c0,
                                                                                const LocalTensor<float> &db,
-                                                                               const LocalTensor<float> &dg,
                                                                                bool gamma) {
   const int64_t S = t_->hwSlices;
   const int64_t P = t_->statElems;
-  const int32_t D = static_cast<int32_t>(t_->D);
   LocalTensor<float> rows = partialQue_.AllocTensor<float>();
   IssuePartialRows(rows, n * S, S, c0);
   partialQue_.EnQue(rows);
   if (gamma) IssueLoad(statQue_, gammaGm_, c0, t_->D, false);
   rows = partialQue_.DeQue<float>();
-  Duplicate(db, 0.0f, D);
-  Duplicate(dg, 0.0f, D);
-  for (int64_t s = 0; s < S; ++s) {
-    Add(db, db, rows[s * P], D);
-    Add(dg, dg, rows[(S + s) * P], D);
-  }
+  const int32_t both = static_cast<int32_t>(P + t_->D);  // db's P lanes, then dg's D
+  Duplicate(db, 0.0f, both);
+  for (int64_t s = 0; s < S; ++s) Add(db, db, rows[2 * s * P], both);
   partialQue_.FreeTensor(rows);
 }
 
@@ -142,13 +140,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SlicedAfterSyncAll(int
       ownerQue_.EnQue(rows);
     }
     rows = ownerQue_.DeQue<float>();
-    const int32_t D = static_cast<int32_t>(t_->D);
     const int64_t P = t_->statElems;
-    for (int64_t r = 1; r < R; ++r) {
-      Add(rows, rows, rows[r * P], D);
-      Add(rows[R * P], rows[R * P], rows[(R + r) * P], D);
-    }
-    StoreGroupStats(g, rows, rows[R * P]);
+    const int32_t both = static_cast<int32_t>(P + t_->D);  // row 0's db and dg (interleaved rows)
+    for (int64_t r = 1; r < R; ++r) Add(rows, rows, rows[2 * r * P], both);
+    StoreGroupStats(g, rows, rows[P]);
     ownerQue_.FreeTensor(rows);
   }
 }
