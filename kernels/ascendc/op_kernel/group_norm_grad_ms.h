@@ -360,10 +360,12 @@ class KernelGroupNormGradMs {
                                      float rstd, const LocalTensor<float> &db, int64_t affineIndex);
 
   // dx of slice `slice` of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with
-  // a_c = rstd * gamma_c.
+  // a_c = rstd * gamma_c. frontTaken: DxFront has run for the first item (modes 1-2).
   __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean,
                                    float rstd, const LocalTensor<float> &gamma, int64_t gammaIndex, float b,
-                                   float e);
+                                   float e, bool frontTaken = false);
+  __aicore__ inline void DxFront(int32_t len, float mean, float rstd, const LocalTensor<float> &gamma,
+                                 int64_t gammaIndex);
 
   __aicore__ inline LocalTensor<float> ResidentDy(int64_t local) {
     return residentBuf_.Get<float>()[local * t_->residentStride];
@@ -394,8 +396,9 @@ class KernelGroupNormGradMs {
   __aicore__ inline void ChannelSumsTask(int64_t task);
   __aicore__ inline void ChannelDxTask(int64_t task);
   // db, dg = db[statElems] of channels [c0, c0 + D) of sample n: the hwSlices partial rows
-  // summed in slice order.
-  __aicore__ inline void CombineSlicePartials(int64_t n, int64_t c0, const LocalTensor<float> &db, bool gamma);
+  // loaded, then summed in slice order.
+  __aicore__ inline void IssueSlicePartials(int64_t n, int64_t c0, bool gamma);
+  __aicore__ inline void CombineSlicePartials(const LocalTensor<float> &db);
   // HxW split: dbeta and dgamma of group g (D values each) to GM.
   __aicore__ inline void StoreGroupStats(int64_t g, const LocalTensor<float> &db, const LocalTensor<float> &dg);
   __aicore__ inline void IssuePartialRows(const LocalTensor<float> &dst, int64_t row0, int64_t rows, int64_t c0);

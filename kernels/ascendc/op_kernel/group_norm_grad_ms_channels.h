@@ -165,7 +165,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd,
-    const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
+    const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e, bool frontTaken) {
   const bool aligned = t_->copyAligned != 0;
   if (t_->mode == GNG_MODE_GROUP_RESIDENT) {  // items of channelsPerItem channels, one store each
     const int32_t L = static_cast<int32_t>(t_->HxW);
@@ -194,20 +194,32 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     const int64_t local = item / chunks;
     const int64_t chunk = item % chunks;
     const int32_t len = static_cast<int32_t>(ItemLen(slice, chunk));
-    TakeItem(len, mean, dyF, xF, true);
-    if constexpr (SILU) {  // the dx pass recomputes g from xhat as the sums pass did
-      Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
-      AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex + local, swishScale_, 1, 0, len);
-      SwishGradFromT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
-      Muls(xF, xF, b, len);
-    } else {
-      Muls(xF, xF, XhatFactor(mean, rstd) * b, len);  // rstd * (x - mean) * b = xhat * b
-    }
-    Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
+    if (!frontTaken || item > 0) DxFront(len, mean, rstd, gamma, gammaIndex + local);
+    // SILU: xF is xhat; else x - mean, and rstd * (x - mean) * b = xhat * b
+    Muls(xF, xF, SILU ? b : XhatFactor(mean, rstd) * b, len);
     Sub(dyF, dyF, xF, len);
     const int64_t start = slice * t_->sliceElems + chunk * t_->chunkElems;
     StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned);
   }
+}
+
+// The part of a dx item (modes 1-2) that needs no c1/c2: the next item taken, dy (SILU: the
+// swish gradient g, recomputed from xhat as the sums pass did) times a_c into FloatBuf(0),
+// x - mean (SILU: xhat) into FloatBuf(1). Element-wise, so running it early (the HxW split,
+// while the sums load) gives the same values.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, float mean, float rstd,
+                                                                  const LocalTensor<float> &gamma,
+                                                                  int64_t gammaIndex) {
+  LocalTensor<float> dyF = FloatBuf(0);
+  LocalTensor<float> xF = FloatBuf(1);
+  TakeItem(len, mean, dyF, xF, true);
+  if constexpr (SILU) {
+    Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
+    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, swishScale_, 1, 0, len);
+    SwishGradFromT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
+  }
+  Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex), len);
 }
 
 }  // namespace GroupNormGradMsKernel

@@ -49,10 +49,19 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
   LocalTensor<float> db = StatArray(0);
   LocalTensor<float> dg = StatArray(1);
   LocalTensor<float> gamma = StatArray(2);
+  const float rstd = Stat(false, k.group);
+  const float mean = Stat(true, k.group);
+  bool front = false;  // the task's first dx item is taken (DxFront) before the sums arrive
   if (k.group != cachedGroup_) {  // consecutive tasks mostly share a group
     if (t_->hwSlices > 1) {
       const bool newGamma = !SILU && g != gammaGroup_;  // mostly loaded before SyncAll
-      CombineSlicePartials(n, g * t_->D, db, newGamma);  // and dg = db[statElems]
+      IssueSlicePartials(n, g * t_->D, newGamma);
+      if constexpr (SILU) LoadAffine(g);  // mostly still in UB from the sums pass
+      if (!newGamma && t_->dxRequired != 0) {  // what of it needs no sums, while they load
+        DxFront(ItemLen(k.slice, 0), mean, rstd, gamma, k.c - g * t_->D);
+        front = true;
+      }
+      CombineSlicePartials(db);  // and dg = db[statElems]
       if (newGamma) {
         TakeAsFloat<U>(statQue_, t_->D, gamma);
         gammaGroup_ = g;
@@ -69,9 +78,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
     GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
     cachedGroup_ = k.group;
   }
-  const float rstd = Stat(false, k.group);
-  ChannelDx(n, k.c, 1, k.slice, Stat(true, k.group), rstd, gamma, k.c - g * t_->D, rstd * cachedC2_,
-            rstd * cachedC1_);
+  ChannelDx(n, k.c, 1, k.slice, mean, rstd, gamma, k.c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_, front);
 }
 
 // Two strided DMAs (db rows, dg rows) of `rows` workspace rows from `row0`, channels [c0, c0 + D)
@@ -91,21 +98,23 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssuePartialRows(const
   DataCopyPad(dst[P], wsDgGm_[row0 * t_->C + c0], copy, pad);
 }
 
-// Sample n's hwSlices rows of db and dg for channels [c0, c0 + D), added to zero in slice order
-// on the vector unit, both in one instruction per slice (dg is db[statElems]; the lanes past D
-// add the rows' padding, which nothing reads).
+// Sample n's hwSlices rows of db and dg for channels [c0, c0 + D) are loaded (Issue...), then
+// added to zero in slice order on the vector unit, both in one instruction per slice (dg is
+// db[statElems]; the lanes past D add the rows' padding, which nothing reads).
 // gamma: also issue the load of the group's gamma (after the rows: they are on the critical path).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::CombineSlicePartials(int64_t n, int64_t c0,
-                                                                               const LocalTensor<float> &db,
-                                                                               bool gamma) {
-  const int64_t S = t_->hwSlices;
-  const int64_t P = t_->statElems;
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueSlicePartials(int64_t n, int64_t c0, bool gamma) {
   LocalTensor<float> rows = partialQue_.AllocTensor<float>();
-  IssuePartialRows(rows, n * S, S, c0);
+  IssuePartialRows(rows, n * t_->hwSlices, t_->hwSlices, c0);
   partialQue_.EnQue(rows);
   if (gamma) IssueLoad(statQue_, gammaGm_, c0, t_->D, false);
-  rows = partialQue_.DeQue<float>();
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::CombineSlicePartials(const LocalTensor<float> &db) {
+  const int64_t S = t_->hwSlices;
+  const int64_t P = t_->statElems;
+  LocalTensor<float> rows = partialQue_.DeQue<float>();
   const int32_t both = static_cast<int32_t>(P + t_->D);  // db's P lanes, then dg's D
   Duplicate(db, 0.0f, both);
   for (int64_t s = 0; s < S; ++s) Add(db, db, rows[2 * s * P], both);
