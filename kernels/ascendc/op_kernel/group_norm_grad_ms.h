@@ -16,8 +16,8 @@
  * All arithmetic is fp32: fp16/bf16 are cast to fp32 on load and rounded to nearest even
  * (CAST_RINT) on store.
  *
- * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream and the
- * gamma/beta loads; group_norm_grad_ms_channels.h and _hw_one.h define its per-channel work
+ * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream, the
+ * mean/rstd and gamma/beta loads; group_norm_grad_ms_channels.h and _hw_one.h its per-channel work
  * (modes 0-2) and mode 3; _copies.h the GM <-> UB moves and row sums; _stage2.h stage 2;
  * _common.h constants and CascadeSum; swish_grad_math.h the fused GroupNormSiluGradMs's swish
  * gradient (SILU = true).
@@ -247,32 +247,10 @@ class KernelGroupNormGradMs {
   }
 
   // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
-  // each of mean and rstd) the first time a group outside the current window is asked for:
-  // a core's groups are consecutive, so this is one load per core in all but huge launches.
-  // The window is issued ahead of the task's data loads (MTE2 runs its copies in order) and
-  // waited for by the first scalar read of it.
-  __aicore__ inline float Stat(bool isMean, int64_t i) {
-    if (i < statFirst_ || i >= statFirst_ + statCount_) IssueStatWindow(i);
-    if (statPending_) {
-      WaitFlag<HardEvent::MTE2_S>(statEvent_);  // the scalar reads of the window wait for both loads
-      pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
-      statPending_ = false;
-    }
-    return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
-  }
-  __aicore__ inline void IssueStatWindow(int64_t first) {
-    const int64_t groups = t_->N * t_->G;
-    statFirst_ = first;
-    statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
-    DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(U)), 0, 0, 0};
-    DataCopyPadExtParams<U> pad{false, 0, 0, U{}};
-    LocalTensor<U> window = statWindow_.Get<U>();
-    DataCopyPad(window, meanGm_[first], copy, pad);
-    DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
-    statEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until Stat has waited
-    SetFlag<HardEvent::MTE2_S>(statEvent_);
-    statPending_ = true;
-  }
+  // each of mean and rstd) the first time a group outside the current window is asked for
+  // (group_norm_grad_ms_stream.h).
+  __aicore__ inline float Stat(bool isMean, int64_t i);
+  __aicore__ inline void IssueStatWindow(int64_t first);
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
   // the free stat staging buffer, so db and dg may still be on their way to the workspace)

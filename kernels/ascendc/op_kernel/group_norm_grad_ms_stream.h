@@ -1,6 +1,7 @@
 // Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h): the load stream, the
 // (dy, x) loads of a core's tasks in the order the compute takes them (see the class's
-// "the load stream" section for the item layout), and the loads of a group's gamma/beta.
+// "the load stream" section for the item layout), and the loads of mean/rstd and of a group's
+// gamma/beta.
 // Included by group_norm_grad_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_GRAD_MS_STREAM_H
 #define GROUP_NORM_GRAD_MS_STREAM_H
@@ -134,6 +135,37 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeLoaded(Q &dyQ, Q &
   DataCopy(HeldX(index), staging, copy);
   CentredX<T>(staging, len, mean, xF);
   xQ.FreeTensor(staging);
+}
+
+// mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
+// each of mean and rstd) the first time a group outside the current window is asked for:
+// a core's groups are consecutive, so this is one load per core in all but huge launches.
+// The window is issued ahead of the task's data loads (MTE2 runs its copies in order) and
+// waited for by the first scalar read of it.
+template <typename T, typename U, bool SILU>
+__aicore__ inline float KernelGroupNormGradMs<T, U, SILU>::Stat(bool isMean, int64_t i) {
+  if (i < statFirst_ || i >= statFirst_ + statCount_) IssueStatWindow(i);
+  if (statPending_) {
+    WaitFlag<HardEvent::MTE2_S>(statEvent_);  // the scalar reads of the window wait for both loads
+    pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
+    statPending_ = false;
+  }
+  return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueStatWindow(int64_t first) {
+  const int64_t groups = t_->N * t_->G;
+  statFirst_ = first;
+  statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
+  DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(U)), 0, 0, 0};
+  DataCopyPadExtParams<U> pad{false, 0, 0, U{}};
+  LocalTensor<U> window = statWindow_.Get<U>();
+  DataCopyPad(window, meanGm_[first], copy, pad);
+  DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
+  statEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until Stat has waited
+  SetFlag<HardEvent::MTE2_S>(statEvent_);
+  statPending_ = true;
 }
 
 // SILU: gamma and beta of group g as fp32 arrays, readable by the scalar unit: both loads in
