@@ -308,7 +308,7 @@ def with_library(library, fn):
      "  Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue\n", (1, 8, 9), 8,
      (True, False, False)),
     ("op_kernel/group_norm_grad_ms_channels.h",
-     "        Sync<HardEvent::V_S>();  // AffineT reads TakeAffine's gamma/beta with GetValue\n", (2, 8, 9), 2,
+     "        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads\n", (2, 8, 9), 2,
      (True, True, True))],
     ids=["LoadAffine", "TakeAffine"])
 def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path, path, sync, shape, cores, mask):

@@ -106,7 +106,7 @@ class KernelGroupNormGradMs {
         for (int64_t task = first; task < first + count; ++task) {
           GroupTask(task, task + 1 < first + count ? (task + 1) % t_->G : -1);
         }
-        if (affineTableTaken_) gammaQue_.FreeTensor(affineTable_);
+        // the table stays dequeued (nothing allocates from gammaQue_ again; stage 2 resets the pipe)
       }
     }
     if (t_->numTasks > 0 && t_->needWorkspace != 0) {
@@ -414,7 +414,7 @@ class KernelGroupNormGradMs {
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
   int64_t gammaGroup_ = -1;   // the group whose gamma is in StatArray(2) (GroupTask, the HxW split)
   bool affineUnsynced_ = false;  // SILU, affineAhead: TakeAffine's casts not yet ordered before scalar reads
-  bool affineTableTaken_ = false;  // AFFINE_TABLE: affineTable_ is dequeued (until the end of phase 1)
+  bool affineTableTaken_ = false;  // AFFINE_TABLE: affineTable_ is dequeued (and kept)
   LocalTensor<U> affineTable_;
   int64_t tableFirst_ = 0;  // AFFINE_TABLE: the groups [tableFirst_, tableFirst_ + tableRows_) are loaded
   int64_t tableRows_ = 0;

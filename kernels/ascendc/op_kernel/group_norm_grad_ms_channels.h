@@ -123,7 +123,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     Muls(xhat, xF, XhatFactor(mean, rstd), span);
     if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); t in tmp
       if (affineUnsynced_) {
-        Sync<HardEvent::V_S>();  // AffineT reads TakeAffine's gamma/beta with GetValue
+        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads
         affineUnsynced_ = false;
       }
       AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, swishScale_, rows, stride, len);

@@ -208,7 +208,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffine(int64_t g)
 
 // ... and taken as the fp32 arrays of group g. SILU: AffineT's scalar reads of them wait for
 // these casts (affineUnsynced_, in ChannelSums), after the task's first loads are issued.
-// AFFINE_TABLE: group g's rows of the table, which stays dequeued until the end of phase 1.
+// AFFINE_TABLE: group g's rows of the table, dequeued at its first use and kept (never freed:
+// nothing allocates from gammaQue_ again).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeAffine(int64_t g) {
   const int64_t P = t_->statElems;
