@@ -131,10 +131,11 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   return total;
 }
 
-// Stage 2: two loads of `rows` workspace rows of P floats, two fp32 accumulators, two output
-// staging buffers.
-int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes) {
-  return kBufferNum * AlignBytes(rows * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
+// Stage 2: two loads of `rows` workspace rows of width x P floats (width 2: a sample's db and dg
+// rows side by side, when both dbeta and dgamma are asked for), two fp32 accumulators, two
+// output staging buffers.
+int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes, int64_t width) {
+  return kBufferNum * AlignBytes(rows * width * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
          kBufferNum * AlignBytes(pieceElems * statBytes);
 }
 
@@ -475,16 +476,17 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.reduceRows = empty ? 0 : in.N * t.hwSlices;  // workspace rows (n, slice), added in that order
     t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
+    const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
-      return Stage2Bytes(p, 1, statBytes) <= ubUsable;
+      return Stage2Bytes(p, 1, statBytes, width) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
     // as many samples per strided DMA as fit (a DMA has at most 4095 rows)
     const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, 4095));
     t.stage2RowsPerLoad = std::max<int64_t>(1, LargestFitting(maxRows, 1, [&](int64_t r) {
-      return Stage2Bytes(t.stage2PieceElems, r, statBytes) <= ubUsable;
+      return Stage2Bytes(t.stage2PieceElems, r, statBytes, width) <= ubUsable;
     }));
-    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes);
+    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes, width);
   }
   t.blockDim = std::max<int64_t>({1, t.phase1Cores, t.stage2Cores});
   *out = t;
