@@ -332,7 +332,14 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         }
       }
       resident.workspaceSums = channel.workspaceSums = t.splitByChannel || (wantsStats && !t.groupAcrossN);
-      if (!t.splitByChannel && fits(resident)) {
+      // How a channel is chunked decides the order its sums are added in, so it must not follow the
+      // core count (which decides the split, and with it the workspace): whole channels only where
+      // they fit with the workspace's buffers too, and chunks sized with them. Mode 0 sums whole
+      // channels, so with D > 1 (a launch a larger core count splits by channel) it needs the same.
+      Layout channelAnySplit = channel;
+      channelAnySplit.workspaceSums = true;
+      const bool wholeChannels = fits(channelAnySplit);
+      if (!t.splitByChannel && fits(resident) && (D == 1 || wholeChannels)) {
         // as many channels per DMA as fit (a DataCopyPad has at most 4095 rows)
         t.channelsPerItem = LargestFitting(std::min<int64_t>(D, 4095), 1, [&](int64_t cpi) {
           Layout l = resident;
@@ -341,19 +348,20 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         });
         layout = resident;
         layout.K = t.channelsPerItem * Lp;
-      } else if (fits(channel)) {
+      } else if (wholeChannels) {
         layout = channel;
       } else {
         layout = withSilu(Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow});
         layout.slices = t.hwSlices;
         layout.ownerRows = channel.ownerRows;
-        layout.workspaceSums = channel.workspaceSums;
+        layout.workspaceSums = true;  // the chunk size of any split (see wholeChannels)
         layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
           Layout l = layout;
           l.K = k;
           return fits(l);
         });
         if (layout.K == 0) return kTilingNoFit;
+        layout.workspaceSums = channel.workspaceSums;
       }
       t.chunksPerChannel = CeilDiv(t.sliceElems, layout.K);
       t.residentStride = layout.residentStride;
