@@ -268,34 +268,41 @@ def test_hw_split_is_bit_identical_across_core_counts(case, dtype_key):
     assert all(r == results[0] for r in results[1:])
 
 
-# The core count also decides the tiling's mode: 8x8x2000 G2 is group-resident (mode 0) on 16
-# cores and split by channel on 17; 47x2x250 G1 is group-resident on 47 and split on 48. Both
-# paths form dx with the same operations in the same order, so the bits do not depend on which
-# one ran (mode 0 used to multiply xhat by b, the split x - mean by rstd * b: different bits).
-MODE_SWITCHES = {"resident_workspace_n8": (16, 17), "channel_split_n47": (47, 48)}
+# The core count also decides the tiling's split, and with it the mode and the UB left for chunks:
+# 8x8x2000 G2 is group-resident (mode 0) on 16 cores and split by channel on 17; 47x2x250 G1 is
+# group-resident on 47 and split on 48; 3x16x8200 G2 asked for dx only (fused kernel) is in HxW
+# chunks by group on 3 cores, with no workspace, and by channel on 7. Each pair must give the same
+# bits: mode 0 used to multiply xhat by b where the split multiplies x - mean by rstd * b, and the
+# chunks used to be sized with the launch's own workspace (6080 elements on 3 cores, 6064 on 7:
+# the sums added in another order).
+MODE_SWITCHES = {"resident_workspace_n8": ((16, 17), (True, True, True)),
+                 "channel_split_n47": ((47, 48), (True, True, True)),
+                 "hw_chunks_unaligned_n3": ((3, 7), (True, False, False))}
 
 
-@pytest.mark.default_sample(case=["resident_workspace_n8"], dtype_key=["fp32"], silu=[False, True])
+@pytest.mark.default_sample(case=["resident_workspace_n8", "hw_chunks_unaligned_n3"], dtype_key=["fp16_fp32"],
+                            silu=[False, True])
 @pytest.mark.parametrize("silu", [False, True])
-@pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
+@pytest.mark.parametrize("dtype_key", ["fp32", "fp16_fp32", "bf16_fp32"])
 @pytest.mark.parametrize("case", list(MODE_SWITCHES))
-def test_the_mode_chosen_by_the_core_count_does_not_change_the_bits(case, dtype_key, silu):
+def test_the_split_chosen_by_the_core_count_does_not_change_the_bits(case, dtype_key, silu):
     N, C, HxW, G, _, _, _ = CASES[case]
+    core_counts, mask = MODE_SWITCHES[case]
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, _ = make_inputs((N, C, HxW), G, data_dtype, stat_dtype, 7)
     beta = storage(np.linspace(-1.0, 1.0, C), stat_dtype)
-    results, modes = [], []
-    for cores in MODE_SWITCHES[case]:
+    results, splits = [], []
+    for cores in core_counts:
         args = (arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"])
-        kwargs = dict(data_dtype=data_dtype, stat_dtype=stat_dtype, core_num=cores)
+        kwargs = dict(mask=mask, data_dtype=data_dtype, stat_dtype=stat_dtype, core_num=cores)
         if silu:
             got = ascendc_twin.twin_silu_backward(*args, beta, G, swish_scale=1.3, **kwargs)
         else:
             got = ascendc_twin.twin_backward(*args, G, **kwargs)
-        modes.append((got[3]["mode"], got[3]["splitByChannel"]))
-        results.append([o.tobytes() for o in got[:3]])
-    assert modes[0] != modes[1], f"both core counts took {modes[0]}: the case no longer switches modes"
-    assert results[0] == results[1], f"{modes[0]} and {modes[1]} give different bits"
+        splits.append((got[3]["mode"], got[3]["splitByChannel"]))
+        results.append([None if o is None else o.tobytes() for o in got[:3]])
+    assert splits[0] != splits[1], f"both core counts took {splits[0]}: the case no longer switches"
+    assert results[0] == results[1], f"{splits[0]} and {splits[1]} give different bits"
 
 
 # The device's workspace is not cleared before a launch; the twin's starts as NaN. A kernel that

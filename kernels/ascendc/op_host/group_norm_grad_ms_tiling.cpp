@@ -386,7 +386,14 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         l.affineRows = in.G;
         if (AffineBytes(l, statBytes) <= kAffineTableMaxBytes && fits(l)) resident = l;
       }
-      if (!t.splitByChannel && fits(resident)) {
+      // How a channel is chunked decides the order its sums are added in, so it must not follow the
+      // core count (which decides the split, and with it the workspace): whole channels only where
+      // they fit with the workspace's buffers too, and chunks sized with them. Mode 0 sums whole
+      // channels, so with D > 1 (a launch a larger core count splits by channel) it needs the same.
+      Layout channelAnySplit = channel;
+      channelAnySplit.workspaceSums = true;
+      const bool wholeChannels = fits(channelAnySplit);
+      if (!t.splitByChannel && fits(resident) && (D == 1 || wholeChannels)) {
         // as many channels per DMA as fit (a DataCopyPad has at most 4095 rows)
         t.channelsPerItem = LargestFitting(std::min<int64_t>(D, 4095), 1, [&](int64_t cpi) {
           Layout l = resident;
@@ -395,29 +402,26 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         });
         layout = resident;
         layout.K = t.channelsPerItem * Lp;
-      } else if (fits(channel)) {
+      } else if (wholeChannels) {
         layout = channel;
       } else {
         layout = withSilu(Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow});
         layout.slices = t.hwSlices;
         layout.ownerRows = channel.ownerRows;
-        layout.workspaceSums = channel.workspaceSums;
+        layout.workspaceSums = true;  // the chunk size of any split (see wholeChannels)
         layout.K = LargestFitting(Lp - kElemAlign, kElemAlign, [&](int64_t k) {
           Layout l = layout;
           l.K = k;
           return fits(l);
         });
         if (layout.K == 0) return kTilingNoFit;
+        layout.workspaceSums = channel.workspaceSums;
       }
       t.chunksPerChannel = CeilDiv(t.sliceElems, layout.K);
       t.residentStride = layout.residentStride;
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
-      // Modes 1-2 read dy and x twice; the UB the layout leaves over holds, as loaded, the first
-      // items of a task's sums pass for its dx pass (with the channel split, of a core's sums
-      // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
-      // busiest core): holding only moves data, so it may follow the core count.
       // Modes 1-2 without the channel split: a third (dy, x) load in flight where UB allows and
       // an item's two loads take less than a DMA latency (else two in flight already keep MTE2
       // busy, and the UB is worth more as a held item), ahead of the held items (K, and so the
@@ -429,6 +433,10 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         l.loadBufs = kMaxLoadBuffers;
         if (fits(l)) layout = l;
       }
+      // Modes 1-2 read dy and x twice; the UB the layout leaves over holds, as loaded, the first
+      // items of a task's sums pass for its dx pass (with the channel split, of a core's sums
+      // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
+      // busiest core): holding only moves data, so it may follow the core count.
       if (layout.mode != GNG_MODE_GROUP_RESIDENT && in.dxRequired) {
         const int64_t scopeTasks = t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : D;
         layout.held = LargestFitting(scopeTasks * t.chunksPerChannel, 1, [&](int64_t h) {
