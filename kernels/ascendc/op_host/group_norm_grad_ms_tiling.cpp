@@ -41,9 +41,7 @@ constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kMaxLoadBuffers = 3;  // MAX_LOAD_BUFFERS of the kernel
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
-// About the GM bytes a core moves in one DMA latency: its share of HBM (1.6 TB/s over 48 cores,
-// 33 GB/s) times 1 us (the assumptions of scripts/ascendc_cost.py's model, not measurements)
-constexpr int64_t kLatencyBytes = 32768;
+constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -77,11 +75,9 @@ struct Layout {
   int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
 };
 
-// The fp32 work that lets RowSums (group_norm_grad_ms_copies.h) sum db's and dg's rows of an item
-// at once, each in its own half: two sets of the item's rows (mode 0: up to 255 channels; modes
-// 1-2: one) of ceil(Lp / 64) partials rounded up to a block. Mode 0 always has it (if that
-// pushes a group out of UB, mode 1 gives the same bits); modes 1-2 only in the UB their layout
-// leaves over (the kernel cuts the rows into batches of what fits).
+// The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0: up
+// to 255 channels; modes 1-2: one) x ceil(Lp / 64) partials rounded to a block. Mode 0 always (mode 1
+// gives the same bits); modes 1-2 from what their layout leaves (the kernel batches the rows).
 int64_t RowSumsWork(const Layout &l) {
   if (!l.rowSumsWork || (l.mode != GNG_MODE_GROUP_RESIDENT && l.mode != GNG_MODE_CHANNEL)) return 0;
   const int64_t rowLen = l.mode == GNG_MODE_GROUP_RESIDENT ? l.residentStride : l.K;
@@ -89,9 +85,8 @@ int64_t RowSumsWork(const Layout &l) {
   return 2 * rows * ReduceWorkElems(rowLen);
 }
 
-// Buffers of the queue of the next group's gamma (+ beta): two, so that a load needs no wait for
-// the current group's cast; one with three (dy, x) loads in flight, whose six buffers, this
-// queue's and the coefficient scratch's each hold a V -> MTE2 event id once freed (8 ids).
+// The next group's gamma (+ beta) queue: two buffers (a load waits for no cast); one with three loads
+// in flight (six load buffers, it and statQue_ each hold a V -> MTE2 id once freed: 8).
 int64_t AffineBuffers(const Layout &l) { return l.loadBufs == kMaxLoadBuffers ? 1 : kBufferNum; }
 
 // The gamma (+ beta) staging of affineAhead: the next group's buffers, or the table of all groups.
@@ -375,11 +370,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         }
       }
       resident.workspaceSums = channel.workspaceSums = t.splitByChannel || (wantsStats && !t.groupAcrossN);
-      // Mode 0 without groupAcrossN: a core's consecutive tasks mostly change group; when a task
-      // (its dy and x) is shorter than a DMA latency, loading the next group's gamma one task
-      // ahead is not enough, so the core's groups' all at once (one DMA of up to G rows, at the
-      // start) where that is small and fits. Not with SILU: its tasks are vector-bound, and the
-      // larger first DMA (gamma and beta) delays the first items.
+      // Mode 0 without groupAcrossN whose tasks (dy, x) are under a DMA latency: the next group's
+      // gamma a task ahead comes late, so the core's groups' at once (one DMA at the start) where
+      // small and fitting. Not with SILU (vector-bound; the larger first DMA delays the first items).
       if (resident.affineAhead && !in.silu && !t.groupAcrossN && in.G <= kMaxDmaRows &&
           2 * D * L * dataBytes < kLatencyBytes) {
         Layout l = resident;
@@ -422,11 +415,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
-      // Modes 1-2 without the channel split: a third (dy, x) load in flight where UB allows and
-      // an item's two loads take less than a DMA latency (else two in flight already keep MTE2
-      // busy, and the UB is worth more as a held item), ahead of the held items (K, and so the
-      // bits, chosen without it). Not with the channel split: its partial-row and owner queues
-      // would take the V -> MTE2 event ids past 8.
+      // Modes 1-2 without the channel split (whose partial-row and owner queues would take the
+      // V -> MTE2 ids past 8): a third load in flight where an item's two loads are under a DMA
+      // latency (else MTE2 is busy with two) and UB allows, before the held items (K, bits unchanged).
       if (layout.mode != GNG_MODE_GROUP_RESIDENT && !t.splitByChannel &&
           2 * layout.K * dataBytes < kLatencyBytes) {
         Layout l = layout;

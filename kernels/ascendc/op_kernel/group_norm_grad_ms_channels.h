@@ -30,7 +30,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64
 // same group (groupAcrossN runs group g for every n): loaded once per group. With affineAhead
 // the next group's are loaded while this task runs (the first task's by Process, ahead of the
 // stream), or (AFFINE_TABLE) the core's groups' all at once by Process and cast per group;
-// else issued before the mean/rstd window is waited for, so the two loads' latencies overlap. With the workspace, db and dg are a sumsQue_ tensor (see TakeSums).
+// else issued before the mean/rstd window is waited for, so the two loads' latencies overlap.
+// With the workspace, db and dg are a sumsQue_ tensor (see TakeSums).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task, int64_t nextG) {
   const int64_t n = task / t_->G;
@@ -89,8 +90,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreSums(LocalTensor<
 }
 
 // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
-// dg[0..channels) = db[statElems..statElems + channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy and
-// x - mean resident (xhat with SILU). SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
+// dg[0..channels) = db[statElems..statElems + channels) (V writes, or S writes when a slice has
+// several chunks). Mode 0 keeps dy and x - mean resident (xhat with SILU). SILU: affineIndex is
+// channel c0's index in the loaded gamma/beta arrays.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd, const LocalTensor<float> &db,
