@@ -303,19 +303,28 @@ def with_library(library, fn):
 
 @pytest.mark.slow
 @pytest.mark.exhaustive
-def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path):
-    """LoadAffine without its V -> S synchronisation: the scalar unit would read gamma/beta
-    before the vector unit has written them. Only the fused kernel has this path."""
-    library = build_mutant(tmp_path, "op_kernel/group_norm_grad_ms.h",
-                           "    Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue\n", "")
-    arrays, _ = silu_inputs((2, 8, 9), 2, "fp32")
+@pytest.mark.parametrize("path,sync,shape,cores,mask", [
+    ("op_kernel/group_norm_grad_ms_stream.h",
+     "  Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue\n", (1, 8, 9), 8,
+     (True, False, False)),
+    ("op_kernel/group_norm_grad_ms_channels.h",
+     "        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads\n", (2, 8, 9), 2,
+     (True, True, True))],
+    ids=["LoadAffine", "TakeAffine"])
+def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path, path, sync, shape, cores, mask):
+    """LoadAffine (the channel split: 2 groups on 8 cores, dx only, so not groupAcrossN) or
+    TakeAffine's casts (modes 0-2 with affineAhead) without their V -> S synchronisation: the
+    scalar unit would read gamma/beta before the vector unit has written them. Only the fused
+    kernel has this path."""
+    library = build_mutant(tmp_path, path, sync, "")
+    arrays, _ = silu_inputs(shape, 2, "fp32")
 
     def fused():
-        return run_silu(arrays, 2, "fp32", 1.0, core_num=2)
+        return run_silu(arrays, 2, "fp32", 1.0, core_num=cores, mask=mask)
 
     def plain():
         return ascendc_twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"],
-                                          2, core_num=2)
+                                          2, core_num=cores, mask=mask)
 
     with pytest.raises(ascendc_twin.TwinFault, match=r"pipe hazard"):
         with_library(library, fused)

@@ -237,11 +237,14 @@ def test_host_check_rejects_bad_shapes_and_attributes(changes, status, words):
 
 def test_two_pass_modes_hold_the_first_items_in_the_ub_left_over():
     # 8x320x64x64 G32: a group (10 channels of 4096) does not fit; the two-pass layout leaves room
-    # for 1 fp32 item (32 KiB of dy and x) or 5 16-bit ones, which the dx pass takes from UB
+    # for 1 fp32 item (32 KiB of dy and x) or 5 16-bit ones, which the dx pass takes from UB; in
+    # 16-bit (an item's two loads under a DMA latency's bytes) one of them goes to a third
+    # (dy, x) load in flight
     ub = UB_SIZES["ub192k_910b"]
-    for dtype, held in (("float32", 1), ("float16", 5), ("bfloat16", 5)):
+    for dtype, held, loads in (("float32", 1, 2), ("float16", 4, 3), ("bfloat16", 4, 3)):
         t = tiling(8, 320, 4096, 32, ub, dtype=dtype)
         assert ascendc_twin.MODE_NAMES[t["mode"]] == "channel_two_pass" and t["heldItems"] == held
+        assert t["loadBuffers"] == loads
         assert t["ubBytesPhase1"] <= ub - ascendc_twin.UB_RESERVE
     # every item of a task when they all fit (8 channels of 3000 in 16-bit), never more
     t = tiling(2, 16, 3000, 2, ub, cores=4, dtype="float16")

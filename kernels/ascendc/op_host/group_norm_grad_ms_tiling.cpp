@@ -38,6 +38,10 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 // allocated again (kernel_tquebind_impl.h), and with the two of sumsQue_ and of outQue_ that is
 // the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
 constexpr int64_t kMaxDxBuffers = 4;
+constexpr int64_t kMaxLoadBuffers = 3;  // MAX_LOAD_BUFFERS of the kernel
+constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
+constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
+constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
@@ -65,7 +69,32 @@ struct Layout {
   bool workspaceSums = false;  // modes 0-2 with the workspace: two buffers of a task's db and dg
   int64_t held = 0;      // modes 1-2: (dy, x) items of K data elements kept from the sums to the dx pass
   int64_t dxBufs = kBufferNum;  // buffers of the dx store queue
+  bool rowSumsWork = false;  // the fp32 work of RowSumsWork beyond ReduceWorkElems(K)
+  bool affineAhead = false;  // modes 0-2: a queue for the next group's gamma (+ beta), loaded ahead
+  int64_t affineRows = 0;    // mode 0 (affineAhead): instead, every group's gamma (+ beta) at once
+  int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
 };
+
+// The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0: up
+// to 255 channels; modes 1-2: one) x ceil(Lp / 64) partials rounded to a block. Mode 0 always (mode 1
+// gives the same bits); modes 1-2 from what their layout leaves (the kernel batches the rows).
+int64_t RowSumsWork(const Layout &l) {
+  if (!l.rowSumsWork || (l.mode != GNG_MODE_GROUP_RESIDENT && l.mode != GNG_MODE_CHANNEL)) return 0;
+  const int64_t rowLen = l.mode == GNG_MODE_GROUP_RESIDENT ? l.residentStride : l.K;
+  const int64_t rows = l.mode == GNG_MODE_GROUP_RESIDENT ? std::min<int64_t>(l.K / rowLen, 255) : 1;
+  return 2 * rows * ReduceWorkElems(rowLen);
+}
+
+// The next group's gamma (+ beta) queue: two buffers (a load waits for no cast); one with three loads
+// in flight (six load buffers, it and statQue_ each hold a V -> MTE2 id once freed: 8).
+int64_t AffineBuffers(const Layout &l) { return l.loadBufs == kMaxLoadBuffers ? 1 : kBufferNum; }
+
+// The gamma (+ beta) staging of affineAhead: the next group's buffers, or the table of all groups.
+int64_t AffineBytes(const Layout &l, int64_t statBytes) {
+  const int64_t arrays = l.silu ? 2 : 1;
+  if (l.affineRows > 0) return AlignBytes(arrays * l.affineRows * l.statElems * statBytes);
+  return AffineBuffers(l) * AlignBytes(arrays * l.statElems * statBytes);
+}
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
 // 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 the ones
@@ -73,9 +102,9 @@ struct Layout {
 int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 2; }
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
-  int64_t total = (2 * kBufferNum + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
+  int64_t total = (2 * l.loadBufs + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
   total += AlignBytes(l.numFloatBufs * l.K * 4);
-  total += AlignBytes((kReduceDstFloats + ReduceWorkElems(l.K)) * 4);
+  total += AlignBytes((kReduceDstFloats + std::max(ReduceWorkElems(l.K), RowSumsWork(l))) * 4);
   if (l.statElems > 0) {
     // db, dg, gamma (+ the 2 accumulators across N) (+ beta)
     total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);
@@ -84,8 +113,11 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
+  if (l.affineAhead) total += AffineBytes(l, statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
-  if (l.workspaceSums) total += kBufferNum * AlignBytes(2 * l.statElems * 4);
+  if (l.workspaceSums) {  // mode 0: RESIDENT_SUMS_BUFFERS of the kernel (its tasks are short)
+    total += (l.mode == GNG_MODE_GROUP_RESIDENT ? 3 : kBufferNum) * AlignBytes(2 * l.statElems * 4);
+  }
   if (l.ownerRows > 0) {
     total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
   }
@@ -94,10 +126,11 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   return total;
 }
 
-// Stage 2: two loads of `rows` workspace rows of P floats, two fp32 accumulators, two output
-// staging buffers.
-int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes) {
-  return kBufferNum * AlignBytes(rows * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
+// Stage 2: two loads of `rows` workspace rows of width x P floats (width 2: a sample's db and dg
+// rows side by side, when both dbeta and dgamma are asked for), two fp32 accumulators, two
+// output staging buffers.
+int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes, int64_t width) {
+  return kBufferNum * AlignBytes(rows * width * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
          kBufferNum * AlignBytes(pieceElems * statBytes);
 }
 
@@ -311,6 +344,11 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       const int64_t Lp = AlignUp(t.sliceElems, kElemAlign);  // the whole channel without the split
       t.splitByChannel = (t.hwSlices > 1 || (in.N * in.G < in.coreNum && D > 1)) ? 1 : 0;
       Layout resident = withSilu(Layout{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow});
+      // mode 0 always loads the next group's gamma (+ beta) ahead (a task is one DMA of its channels,
+      // so a per-task load would be waited for): if that pushes it out of UB, mode 1 gives the
+      // same bits (test_the_mode_chosen_by_the_core_count_does_not_change_the_bits)
+      resident.affineAhead = in.dxRequired || in.silu;
+      resident.rowSumsWork = true;
       Layout channel = withSilu(Layout{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow});
       channel.slices = t.hwSlices;
       channel.ownerRows = (t.hwSlices > 1 && wantsStats) ? in.N * t.hwSlices : 0;
@@ -332,6 +370,15 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         }
       }
       resident.workspaceSums = channel.workspaceSums = t.splitByChannel || (wantsStats && !t.groupAcrossN);
+      // Mode 0 without groupAcrossN whose tasks (dy, x) are under a DMA latency: the next group's
+      // gamma a task ahead comes late, so the core's groups' at once (one DMA at the start) where
+      // small and fitting. Not with SILU (vector-bound; the larger first DMA delays the first items).
+      if (resident.affineAhead && !in.silu && !t.groupAcrossN && in.G <= kMaxDmaRows &&
+          2 * D * L * dataBytes < kLatencyBytes) {
+        Layout l = resident;
+        l.affineRows = in.G;
+        if (AffineBytes(l, statBytes) <= kAffineTableMaxBytes && fits(l)) resident = l;
+      }
       // How a channel is chunked decides the order its sums are added in, so it must not follow the
       // core count (which decides the split, and with it the workspace): whole channels only where
       // they fit with the workspace's buffers too, and chunks sized with them. Mode 0 sums whole
@@ -368,6 +415,15 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
+      // Modes 1-2 without the channel split (whose partial-row and owner queues would take the
+      // V -> MTE2 ids past 8): a third load in flight where an item's two loads are under a DMA
+      // latency (else MTE2 is busy with two) and UB allows, before the held items (K, bits unchanged).
+      if (layout.mode != GNG_MODE_GROUP_RESIDENT && !t.splitByChannel &&
+          2 * layout.K * dataBytes < kLatencyBytes) {
+        Layout l = layout;
+        l.loadBufs = kMaxLoadBuffers;
+        if (fits(l)) layout = l;
+      }
       // Modes 1-2 read dy and x twice; the UB the layout leaves over holds, as loaded, the first
       // items of a task's sums pass for its dx pass (with the channel split, of a core's sums
       // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
@@ -381,6 +437,18 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         });
       }
       t.heldItems = layout.held;
+      // Modes 1-2 load the next group's gamma (+ beta) ahead in what the held items leave over
+      // (layout choices made without it: K, and so the bits, stay as they were).
+      if (layout.mode != GNG_MODE_GROUP_RESIDENT && !t.splitByChannel && (in.dxRequired || in.silu)) {
+        Layout l = layout;
+        l.affineAhead = true;
+        if (fits(l)) layout = l;
+      }
+      if (!layout.rowSumsWork) {
+        Layout l = layout;
+        l.rowSumsWork = true;
+        if (fits(l)) layout = l;
+      }
       // A dx store's buffer is free again when the store has landed (a DMA latency): more
       // buffers, in what is left, let more stores be on their way at once.
       for (int64_t bufs = layout.dxBufs + 1; bufs <= kMaxDxBuffers; ++bufs) {
@@ -393,8 +461,10 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.chunkElems = layout.K;
     t.numFloatBufs = layout.numFloatBufs;
     t.dxBuffers = layout.dxBufs;
+    t.affineAhead = !layout.affineAhead ? 0 : (layout.affineRows > 0 ? 2 : 1);
+    t.loadBuffers = layout.loadBufs;
     t.statElems = layout.statElems;
-    t.reduceWorkElems = ReduceWorkElems(layout.K);
+    t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
     t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN)) ? 1 : 0;
@@ -405,16 +475,17 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.reduceRows = empty ? 0 : in.N * t.hwSlices;  // workspace rows (n, slice), added in that order
     t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
+    const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
-      return Stage2Bytes(p, 1, statBytes) <= ubUsable;
+      return Stage2Bytes(p, 1, statBytes, width) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
     // as many samples per strided DMA as fit (a DMA has at most 4095 rows)
     const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, 4095));
     t.stage2RowsPerLoad = std::max<int64_t>(1, LargestFitting(maxRows, 1, [&](int64_t r) {
-      return Stage2Bytes(t.stage2PieceElems, r, statBytes) <= ubUsable;
+      return Stage2Bytes(t.stage2PieceElems, r, statBytes, width) <= ubUsable;
     }));
-    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes);
+    t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes, width);
   }
   t.blockDim = std::max<int64_t>({1, t.phase1Cores, t.stage2Cores});
   *out = t;

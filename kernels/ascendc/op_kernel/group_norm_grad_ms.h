@@ -16,11 +16,11 @@
  * All arithmetic is fp32: fp16/bf16 are cast to fp32 on load and rounded to nearest even
  * (CAST_RINT) on store.
  *
- * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream;
- * group_norm_grad_ms_channels.h and
- * _hw_one.h define its per-channel work (modes 0-2) and mode 3; _copies.h the GM <-> UB moves
- * and row sums; _stage2.h stage 2; _common.h constants and CascadeSum; swish_grad_math.h the
- * fused GroupNormSiluGradMs's swish gradient (SILU = true).
+ * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream, the
+ * mean/rstd and gamma/beta loads; group_norm_grad_ms_channels.h and _hw_one.h its per-channel work
+ * (modes 0-2) and mode 3; _copies.h the GM <-> UB moves and row sums; _stage2.h stage 2;
+ * _common.h constants and CascadeSum; swish_grad_math.h the fused GroupNormSiluGradMs's swish
+ * gradient (SILU = true).
  */
 #ifndef GROUP_NORM_GRAD_MS_H
 #define GROUP_NORM_GRAD_MS_H
@@ -88,12 +88,25 @@ class KernelGroupNormGradMs {
       } else if (t_->groupAcrossN != 0) {
         // tasks are groups g, each over n = 0..N-1 (stream tasks g * N + n): dgamma/dbeta of the
         // group's channels are summed here in the order stage 2 would use, with no workspace
+        // group g's mean/rstd (a window from n = 0) and gamma ahead of the stream's loads
+        if (count > 0) IssueStatWindow(first);
+        if (count > 0 && t_->affineAhead != 0) IssueAffine(first);
         StreamBegin(first * t_->N, count * t_->N, false, true, false);
-        for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g);
+        for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g, g + 1 < first + count);
       } else {
         if (count > 0) IssueStatWindow(first);  // ahead of the stream's loads
+        const bool table = t_->affineAhead == AFFINE_TABLE;
+        if (table) {  // the core's groups: a run of them, or all G when its tasks wrap around
+          const bool run = count < t_->G && first % t_->G + count <= t_->G;
+          tableFirst_ = run ? first % t_->G : 0;
+          tableRows_ = run ? count : t_->G;
+        }
+        if (count > 0 && t_->affineAhead != 0) IssueAffine(table ? -1 : first % t_->G);  // ahead of the stream
         StreamBegin(first, count, false, true, t_->mode != GNG_MODE_GROUP_RESIDENT && t_->dxRequired != 0);
-        for (int64_t task = first; task < first + count; ++task) GroupTask(task);
+        for (int64_t task = first; task < first + count; ++task) {
+          GroupTask(task, task + 1 < first + count ? (task + 1) % t_->G : -1);
+        }
+        // the table stays dequeued (nothing allocates from gammaQue_ again; stage 2 resets the pipe)
       }
     }
     if (t_->numTasks > 0 && t_->needWorkspace != 0) {
@@ -123,6 +136,9 @@ class KernelGroupNormGradMs {
     if (t_->mode == GNG_MODE_HW_ONE) {  // one batch in flight: depth-1 queues
       pipe_->InitBuffer(rowDyQue_, BUFFER_NUM, K * sizeof(T));
       pipe_->InitBuffer(rowXQue_, BUFFER_NUM, K * sizeof(T));
+    } else if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
+      pipe_->InitBuffer(dyQue3_, MAX_LOAD_BUFFERS, K * sizeof(T));
+      pipe_->InitBuffer(xQue3_, MAX_LOAD_BUFFERS, K * sizeof(T));
     } else {
       pipe_->InitBuffer(dyQue_, BUFFER_NUM, K * sizeof(T));
       pipe_->InitBuffer(xQue_, BUFFER_NUM, K * sizeof(T));
@@ -143,13 +159,26 @@ class KernelGroupNormGradMs {
       if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
       pipe_->InitBuffer(statQue_, 1, (SILU ? 2 : 1) * t_->statElems * sizeof(float));  // SILU: gamma and beta
       if (t_->needWorkspace != 0 && t_->mode != GNG_MODE_HW_ONE) {  // db, dg of a task on their way to the workspace
-        pipe_->InitBuffer(sumsQue_, BUFFER_NUM, 2 * t_->statElems * sizeof(float));
+        pipe_->InitBuffer(sumsQue_, t_->mode == GNG_MODE_GROUP_RESIDENT ? RESIDENT_SUMS_BUFFERS : BUFFER_NUM,
+                          2 * t_->statElems * sizeof(float));
       }
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
     }
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
+    if (t_->affineAhead != 0) {
+      // Two buffers: the next group's load needs no wait for the current one's cast. One with
+      // three (dy, x) loads in flight: every freed buffer of a VECIN queue holds a V -> MTE2
+      // event id until it is allocated again (kernel_tquebind_impl.h FreeBuffer), and the six
+      // load buffers, this one and statQue_ (GroupCoefficients' scratch) are the 8 ids.
+      if (t_->affineAhead == AFFINE_TABLE) {  // every group's: G rows of statElems
+        pipe_->InitBuffer(gammaQue_, 1, (SILU ? 2 : 1) * t_->G * t_->statElems * sizeof(U));
+      } else {
+        pipe_->InitBuffer(gammaQue_, t_->loadBuffers == MAX_LOAD_BUFFERS ? 1 : BUFFER_NUM,
+                          (SILU ? 2 : 1) * t_->statElems * sizeof(U));
+      }
+    }
     if (t_->mode == GNG_MODE_HW_ONE) {
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
@@ -176,23 +205,13 @@ class KernelGroupNormGradMs {
   __aicore__ inline LocalTensor<float> Ones() {
     return FloatBuf(t_->numFloatBufs - (t_->mode == GNG_MODE_HW_ONE ? 3 : 1));
   }
-  // SILU: gamma and beta of group g as fp32 arrays, readable by the scalar unit: both loads in
-  // one statQue_ buffer, so their DMA latencies overlap; nothing when they are already loaded
-  // (consecutive tasks, and the sums and dx passes of the channel split, mostly share a group).
-  __aicore__ inline void LoadAffine(int64_t g) {
-    if (g == affineGroup_) return;
-    affineGroup_ = g;
-    const int64_t P = t_->statElems;
-    LocalTensor<U> staging = statQue_.AllocTensor<U>();
-    LoadRow(staging, gammaGm_, g * t_->D, t_->D);
-    LoadRow(staging[P], betaGm_, g * t_->D, t_->D);
-    statQue_.EnQue(staging);
-    staging = statQue_.DeQue<U>();
-    RowAsFloat<U>(StatArray(2), staging, t_->D);
-    RowAsFloat<U>(BetaArray(), staging[P], t_->D);
-    statQue_.FreeTensor(staging);
-    Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
-  }
+  // SILU: gamma and beta of group g as fp32 arrays in StatArray(2) and BetaArray(), readable by
+  // the scalar unit, loaded now (nothing when they are there already); and, with affineAhead,
+  // a group's gamma (+ beta) issued a task ahead (g -1: every group's, AFFINE_TABLE) and taken
+  // (group_norm_grad_ms_stream.h).
+  __aicore__ inline void LoadAffine(int64_t g);
+  __aicore__ inline void IssueAffine(int64_t g);
+  __aicore__ inline void TakeAffine(int64_t g);
 
   __aicore__ inline LocalTensor<float> FloatBuf(int64_t i) { return floatBuf_.Get<float>()[i * t_->chunkElems]; }
   __aicore__ inline LocalTensor<float> StatArray(int64_t i) { return statBuf_.Get<float>()[i * t_->statElems]; }
@@ -228,45 +247,32 @@ class KernelGroupNormGradMs {
   }
 
   // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
-  // each of mean and rstd) the first time a group outside the current window is asked for:
-  // a core's groups are consecutive, so this is one load per core in all but huge launches.
-  // The window is issued ahead of the task's data loads (MTE2 runs its copies in order) and
-  // waited for by the first scalar read of it.
-  __aicore__ inline float Stat(bool isMean, int64_t i) {
-    if (i < statFirst_ || i >= statFirst_ + statCount_) IssueStatWindow(i);
-    if (statPending_) {
-      WaitFlag<HardEvent::MTE2_S>(statEvent_);  // the scalar reads of the window wait for both loads
-      pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
-      statPending_ = false;
-    }
-    return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
-  }
-  __aicore__ inline void IssueStatWindow(int64_t first) {
-    const int64_t groups = t_->N * t_->G;
-    statFirst_ = first;
-    statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
-    DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(U)), 0, 0, 0};
-    DataCopyPadExtParams<U> pad{false, 0, 0, U{}};
-    LocalTensor<U> window = statWindow_.Get<U>();
-    DataCopyPad(window, meanGm_[first], copy, pad);
-    DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
-    statEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until Stat has waited
-    SetFlag<HardEvent::MTE2_S>(statEvent_);
-    statPending_ = true;
-  }
+  // each of mean and rstd) the first time a group outside the current window is asked for
+  // (group_norm_grad_ms_stream.h).
+  __aicore__ inline float Stat(bool isMean, int64_t i);
+  __aicore__ inline void IssueStatWindow(int64_t first);
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
   // the free stat staging buffer, so db and dg may still be on their way to the workspace)
-  // and reductions, one V -> S hand-over for the two scalars.
+  // and reductions. D <= 64: each product is one repeat, which WholeReduceSum sums in the same
+  // lanes and tree as count-form ReduceSum (ReduceSum.md, ReduceRepeat.md), written by V, so
+  // one V -> S hand-over serves both (ReduceSum makes a V -> S -> V round trip each).
   __aicore__ inline void GroupCoefficients(const LocalTensor<float> &db, const LocalTensor<float> &dg,
                                            const LocalTensor<float> &gamma, float *c1, float *c2) {
     const int32_t D = static_cast<int32_t>(t_->D);
     LocalTensor<float> red = ReduceDst();
     LocalTensor<float> scratch = statQue_.AllocTensor<float>();
     Mul(scratch, gamma, db, D);
-    ReduceSum(red, scratch, ReduceWork(), D);
-    Mul(scratch, gamma, dg, D);
-    ReduceSum(red[1], scratch, ReduceWork(), D);
+    if (D <= 64) {
+      WholeReduceSum<float>(red, scratch, D, 1, 1, 1, 8);
+      Mul(scratch, gamma, dg, D);
+      WholeReduceSum<float>(red[1], scratch, D, 1, 1, 1, 8);
+      Sync<HardEvent::V_S>();  // the scalar reads of red[0], red[1]
+    } else {
+      ReduceSum(red, scratch, ReduceWork(), D);
+      Mul(scratch, gamma, dg, D);
+      ReduceSum(red[1], scratch, ReduceWork(), D);
+    }
     statQue_.FreeTensor(scratch);
     *c1 = red.GetValue(0) * invM_;
     *c2 = red.GetValue(1) * invM_;
@@ -274,9 +280,9 @@ class KernelGroupNormGradMs {
 
   // ------------------------------------------------------------------ the load stream
   // The (dy, x) loads of a core's tasks in the order the compute takes them: per task its
-  // sums pass, then (modes 1-2) its dx pass, over (channel, chunk) items. Two items are in
-  // flight ahead of the compute (the queues' two buffers), across pass and task boundaries:
-  // the load of item i + 2 is issued as soon as item i is taken, before item i is computed.
+  // sums pass, then (modes 1-2) its dx pass, over (channel, chunk) items. loadBuffers items
+  // (2, or 3 in modes 1-2) are in flight ahead of the compute (the queues' buffers), across pass
+  // and task boundaries: the load of item i + loadBuffers is issued as soon as item i is taken.
   // A channel's HxW is hwSlices slices of sliceElems (the last one shorter), each in chunks of
   // K = chunkElems; without the HxW split there is one slice, the whole channel.
   __aicore__ inline int64_t SliceLen(int64_t slice) const {
@@ -303,8 +309,14 @@ class KernelGroupNormGradMs {
                                      bool dxPassAfterAll = false);
   // The next item's GM offset, length and channel rows; false at the stream's end.
   __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows);
-  // Issues loads until BUFFER_NUM items are in flight.
+  // Issues loads until loadBuffers items are in flight.
   __aicore__ inline void Pump();
+  template <typename Q>
+  __aicore__ inline void PumpInto(Q &dyQ, Q &xQ);
+  // TakeItem's part with the queues (dyQue_/xQue_, or the depth-3 pair with loadBuffers 3).
+  template <typename Q>
+  __aicore__ inline void TakeLoaded(Q &dyQ, Q &xQ, int64_t index, int32_t len, float mean,
+                                    const LocalTensor<float> &dyF, const LocalTensor<float> &xF);
   // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
   // (x - mean) into xF; then refills the stream (held items: see group_norm_grad_ms_stream.h).
   __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
@@ -319,17 +331,19 @@ class KernelGroupNormGradMs {
   }
 
   // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
-  // dg[0..channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy
-  // and x - mean resident. SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
+  // dg[0..channels) = db[statElems..) (V writes, or S writes when a slice has several chunks).
+  // Mode 0 keeps dy and x - mean resident. SILU: affineIndex is channel c0's index in the
+  // loaded gamma/beta arrays.
   __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean,
-                                     float rstd, const LocalTensor<float> &db, const LocalTensor<float> &dg,
-                                     int64_t affineIndex);
+                                     float rstd, const LocalTensor<float> &db, int64_t affineIndex);
 
   // dx of slice `slice` of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with
-  // a_c = rstd * gamma_c.
+  // a_c = rstd * gamma_c. frontTaken: DxFront has run for the first item (modes 1-2).
   __aicore__ inline void ChannelDx(int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean,
                                    float rstd, const LocalTensor<float> &gamma, int64_t gammaIndex, float b,
-                                   float e);
+                                   float e, bool frontTaken = false);
+  __aicore__ inline void DxFront(int32_t len, float mean, float rstd, const LocalTensor<float> &gamma,
+                                 int64_t gammaIndex);
 
   __aicore__ inline LocalTensor<float> ResidentDy(int64_t local) {
     return residentBuf_.Get<float>()[local * t_->residentStride];
@@ -346,9 +360,11 @@ class KernelGroupNormGradMs {
 
   // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
   // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
-  __aicore__ inline void GroupAcrossNTask(int64_t g);
-  // Modes 0-2, one (n, g) group (group_norm_grad_ms_channels.h).
-  __aicore__ inline void GroupTask(int64_t task);
+  // more: the core's next task is group g + 1.
+  __aicore__ inline void GroupAcrossNTask(int64_t g, bool more);
+  // Modes 0-2, one (n, g) group (group_norm_grad_ms_channels.h); nextG: the group of the core's
+  // next task, -1 for none.
+  __aicore__ inline void GroupTask(int64_t task, int64_t nextG);
   __aicore__ inline LocalTensor<float> TakeSums();
   __aicore__ inline void StoreSums(LocalTensor<float> &db, int64_t cell, int64_t len);
 
@@ -357,9 +373,10 @@ class KernelGroupNormGradMs {
   __aicore__ inline ChannelTask DecodeChannelTask(int64_t task) const;
   __aicore__ inline void ChannelSumsTask(int64_t task);
   __aicore__ inline void ChannelDxTask(int64_t task);
-  // db, dg of channels [c0, c0 + D) of sample n: the hwSlices partial rows summed in slice order.
-  __aicore__ inline void CombineSlicePartials(int64_t n, int64_t c0, const LocalTensor<float> &db,
-                                              const LocalTensor<float> &dg, bool gamma);
+  // db, dg = db[statElems] of channels [c0, c0 + D) of sample n: the hwSlices partial rows
+  // loaded, then summed in slice order.
+  __aicore__ inline void IssueSlicePartials(int64_t n, int64_t c0, bool gamma);
+  __aicore__ inline void CombineSlicePartials(const LocalTensor<float> &db);
   // HxW split: dbeta and dgamma of group g (D values each) to GM.
   __aicore__ inline void StoreGroupStats(int64_t g, const LocalTensor<float> &db, const LocalTensor<float> &dg);
   __aicore__ inline void IssuePartialRows(const LocalTensor<float> &dst, int64_t row0, int64_t rows, int64_t c0);
@@ -396,6 +413,11 @@ class KernelGroupNormGradMs {
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
   int64_t gammaGroup_ = -1;   // the group whose gamma is in StatArray(2) (GroupTask, the HxW split)
+  bool affineUnsynced_ = false;  // SILU, affineAhead: TakeAffine's casts not yet ordered before scalar reads
+  bool affineTableTaken_ = false;  // AFFINE_TABLE: affineTable_ is dequeued (and kept)
+  LocalTensor<U> affineTable_;
+  int64_t tableFirst_ = 0;  // AFFINE_TABLE: the groups [tableFirst_, tableFirst_ + tableRows_) are loaded
+  int64_t tableRows_ = 0;
   float swishScale_ = 1.0f;
 
   // The TPipe lives in the kernel entry, not in this class: a TPipe member stops the compiler
@@ -403,6 +425,8 @@ class KernelGroupNormGradMs {
   TPipe *pipe_ = nullptr;
   TQue<QuePosition::VECIN, BUFFER_NUM> dyQue_;
   TQue<QuePosition::VECIN, BUFFER_NUM> xQue_;
+  TQue<QuePosition::VECIN, MAX_LOAD_BUFFERS> dyQue3_;  // loadBuffers 3 (a depth is a type: two pairs)
+  TQue<QuePosition::VECIN, MAX_LOAD_BUFFERS> xQue3_;
   TQue<QuePosition::VECOUT, 1> dxQue_;  // depth 1: a dx tensor is dequeued right after it is queued
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
@@ -416,7 +440,7 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> residentBuf_;
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
-  TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2 buffers)
+  TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
   TQue<QuePosition::VECIN, 1> ownerQue_;    // HxW split: the same for every sample (dgamma/dbeta)
   GroupNormGradMsStage2<U> stage2_;

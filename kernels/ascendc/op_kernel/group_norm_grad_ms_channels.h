@@ -11,14 +11,14 @@ namespace GroupNormGradMsKernel {
 // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
 // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64_t g) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64_t g, bool more) {
   const int32_t D = static_cast<int32_t>(t_->D);
   LocalTensor<float> accDb = StatArray(3);
   LocalTensor<float> accDg = StatArray(4);
   Duplicate(accDb, 0.0f, D);
   Duplicate(accDg, 0.0f, D);
   for (int64_t n = 0; n < t_->N; ++n) {
-    GroupTask(n * t_->G + g);
+    GroupTask(n * t_->G + g, n + 1 < t_->N ? g : (more ? g + 1 : -1));
     Add(accDb, accDb, StatArray(0), D);
     Add(accDg, accDg, StatArray(1), D);
   }
@@ -27,24 +27,33 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupAcrossNTask(int64
 }
 
 // Modes 0-2, one (n, g) group. gamma (and beta) stay in UB from one task to the next of the
-// same group (groupAcrossN runs group g for every n): loaded once per group, and issued before
-// the mean/rstd window is waited for, so the two loads' latencies overlap. With the workspace,
-// db and dg are a sumsQue_ tensor (see TakeSums).
+// same group (groupAcrossN runs group g for every n): loaded once per group. With affineAhead
+// the next group's are loaded while this task runs (the first task's by Process, ahead of the
+// stream), or (AFFINE_TABLE) the core's groups' all at once by Process and cast per group;
+// else issued before the mean/rstd window is waited for, so the two loads' latencies overlap.
+// With the workspace, db and dg are a sumsQue_ tensor (see TakeSums).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task, int64_t nextG) {
   const int64_t n = task / t_->G;
   const int64_t g = task % t_->G;
   const int64_t D = t_->D;
+  const bool ahead = t_->affineAhead != 0;
   BeginHeldScope();
   LocalTensor<float> db = TakeSums();
   LocalTensor<float> dg = db[t_->statElems];
   LocalTensor<float> gamma = StatArray(2);
-  const bool newGamma = !SILU && t_->dxRequired != 0 && g != gammaGroup_;
+  const bool table = t_->affineAhead == AFFINE_TABLE;
+  const bool newAffine = ahead && g != gammaGroup_;
+  if (newAffine) TakeAffine(g);
+  if (ahead && !table && nextG >= 0 && nextG != g) IssueAffine(nextG);  // before the stream's next loads
+  const bool newGamma = !SILU && !ahead && t_->dxRequired != 0 && g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, g * D, D, false);  // early: off the critical path
   const float mean = Stat(true, task);
   const float rstd = Stat(false, task);
-  if constexpr (SILU) LoadAffine(g);  // the sums pass needs gamma and beta already
-  ChannelSums(n, g * D, D, 0, mean, rstd, db, dg, 0);
+  if constexpr (SILU) {
+    if (!ahead) LoadAffine(g);  // the sums pass needs gamma and beta already
+  }
+  ChannelSums(n, g * D, D, 0, mean, rstd, db, 0);
   float c1 = 0.0f;
   float c2 = 0.0f;
   if (t_->dxRequired != 0) {
@@ -59,8 +68,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task
 }
 
 // db and dg of a task (dg statElems after db): a sumsQue_ tensor when they go to the workspace.
-// Its two buffers alternate between tasks, so a task waits (in AllocTensor) only for the
-// workspace copy of the task before the previous one, not for the one just issued.
+// Its buffers (two; three in mode 0, whose tasks are short) are taken in turn, so a task waits
+// (in AllocTensor) only for the workspace copy of the task two (three) back.
 template <typename T, typename U, bool SILU>
 __aicore__ inline LocalTensor<float> KernelGroupNormGradMs<T, U, SILU>::TakeSums() {
   return t_->needWorkspace != 0 ? sumsQue_.template AllocTensor<float>() : StatArray(0);
@@ -81,12 +90,14 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreSums(LocalTensor<
 }
 
 // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
-// dg[0..channels) (V writes, or S writes when a slice has several chunks). Mode 0 keeps dy and
-// x - mean resident (xhat with SILU). SILU: affineIndex is channel c0's index in the loaded gamma/beta arrays.
+// dg[0..channels) = db[statElems..statElems + channels) (V writes, or S writes when a slice has
+// several chunks). Mode 0 keeps dy and x - mean resident (xhat with SILU). SILU: affineIndex is
+// channel c0's index in the loaded gamma/beta arrays.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd, const LocalTensor<float> &db,
-    const LocalTensor<float> &dg, int64_t affineIndex) {
+    int64_t affineIndex) {
+  const LocalTensor<float> dg = db[t_->statElems];
   const int64_t chunks = SliceChunks(slice);
   const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
   const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
@@ -113,13 +124,28 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     LocalTensor<float> xhat = (resident && !SILU) ? tmp : xF;
     Muls(xhat, xF, XhatFactor(mean, rstd), span);
     if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); t in tmp
+      if (affineUnsynced_) {
+        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads
+        affineUnsynced_ = false;
+      }
       AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, swishScale_, rows, stride, len);
       SwishGradFromT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
     }
     Mul(tmp, dyF, xhat, span);
     if (chunks == 1) {
-      RowSums(db[local], dyF, rows, stride, len, ReduceWork());
-      RowSums(dg[local], tmp, rows, stride, len, ReduceWork());
+      // Each sum's partials in its own half of the work buffer where both fit, so dg's sums do
+      // not wait (a compiler V barrier) for db's to have read theirs. Modes 1-2: dy (FloatBuf(0))
+      // and the product (FloatBuf(2)) are two rows 2K apart, and dg is db[statElems]: one call.
+      const int64_t need = AlignUp((len + 63) / 64, FLOATS_PER_BLOCK);
+      const int64_t half = t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
+      const bool split = len > 64 && half >= need;
+      if (!resident && (len <= 64 || split)) {
+        RowSums(db[local], dyF, 2, 2 * t_->chunkElems, len, ReduceWork(), t_->reduceWorkElems, t_->statElems);
+        continue;
+      }
+      RowSums(db[local], dyF, rows, stride, len, ReduceWork(), split ? half : t_->reduceWorkElems);
+      RowSums(dg[local], tmp, rows, stride, len, split ? ReduceWork()[half] : ReduceWork(),
+              split ? half : t_->reduceWorkElems);
       continue;
     }
     ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)
@@ -141,7 +167,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd,
-    const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e) {
+    const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e, bool frontTaken) {
   const bool aligned = t_->copyAligned != 0;
   if (t_->mode == GNG_MODE_GROUP_RESIDENT) {  // items of channelsPerItem channels, one store each
     const int32_t L = static_cast<int32_t>(t_->HxW);
@@ -170,20 +196,32 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     const int64_t local = item / chunks;
     const int64_t chunk = item % chunks;
     const int32_t len = static_cast<int32_t>(ItemLen(slice, chunk));
-    TakeItem(len, mean, dyF, xF, true);
-    if constexpr (SILU) {  // the dx pass recomputes g from xhat as the sums pass did
-      Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
-      AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex + local, swishScale_, 1, 0, len);
-      SwishGradFromT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
-      Muls(xF, xF, b, len);
-    } else {
-      Muls(xF, xF, XhatFactor(mean, rstd) * b, len);  // rstd * (x - mean) * b = xhat * b
-    }
-    Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex + local), len);
+    if (!frontTaken || item > 0) DxFront(len, mean, rstd, gamma, gammaIndex + local);
+    // SILU: xF is xhat; else x - mean, and rstd * (x - mean) * b = xhat * b
+    Muls(xF, xF, SILU ? b : XhatFactor(mean, rstd) * b, len);
     Sub(dyF, dyF, xF, len);
     const int64_t start = slice * t_->sliceElems + chunk * t_->chunkElems;
     StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned);
   }
+}
+
+// The part of a dx item (modes 1-2) that needs no c1/c2: the next item taken, dy (SILU: the
+// swish gradient g, recomputed from xhat as the sums pass did) times a_c into FloatBuf(0),
+// x - mean (SILU: xhat) into FloatBuf(1). Element-wise, so running it early (the HxW split,
+// while the sums load) gives the same values.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, float mean, float rstd,
+                                                                  const LocalTensor<float> &gamma,
+                                                                  int64_t gammaIndex) {
+  LocalTensor<float> dyF = FloatBuf(0);
+  LocalTensor<float> xF = FloatBuf(1);
+  TakeItem(len, mean, dyF, xF, true);
+  if constexpr (SILU) {
+    Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
+    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, swishScale_, 1, 0, len);
+    SwishGradFromT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
+  }
+  Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex), len);
 }
 
 }  // namespace GroupNormGradMsKernel

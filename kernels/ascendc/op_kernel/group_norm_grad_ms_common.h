@@ -11,6 +11,12 @@ namespace GroupNormGradMsKernel {
 using namespace AscendC;
 
 constexpr int32_t BUFFER_NUM = 2;  // double buffering of every GM <-> UB queue
+constexpr int32_t MAX_LOAD_BUFFERS = 3;  // the (dy, x) queues with tiling loadBuffers 3
+// Mode 0's buffers of a task's db and dg on their way to the workspace: a task is about one
+// item, shorter than a DMA latency, so the store of the task two back may not have landed yet
+// (with up to 4 dx buffers, 7 of the 8 MTE3 -> V event ids once freed)
+constexpr int32_t RESIDENT_SUMS_BUFFERS = 3;
+constexpr int64_t AFFINE_TABLE = 2;  // tiling affineAhead: every group's gamma (+ beta) in UB at once
 constexpr int64_t FLOATS_PER_BLOCK = 8;
 
 __aicore__ inline int64_t AlignUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }

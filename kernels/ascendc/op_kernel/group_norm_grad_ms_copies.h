@@ -133,17 +133,24 @@ __aicore__ inline void StoreToWorkspace(const GlobalTensor<float> &dst, int64_t 
   DataCopyPad(dst[offset], src, copy);
 }
 
-// Mode 3: `rows` rows of D elements from GM (contiguous) to UB rows of D rounded up to 16.
-template <typename V, typename Que>
-__aicore__ inline void IssuePaddedRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows,
-                                       int64_t D) {
+// `rows` rows of D elements from GM (contiguous) to UB rows of D rounded up to 16 (one DMA).
+template <typename V>
+__aicore__ inline void LoadPaddedRows(const LocalTensor<V> &dst, const GlobalTensor<V> &src, int64_t offset,
+                                      int64_t rows, int64_t D) {
   const int64_t rowBytes = AlignUp(D * static_cast<int64_t>(sizeof(V)), 32);
   const int64_t pitchBytes = AlignUp(D, 16) * static_cast<int64_t>(sizeof(V));
-  LocalTensor<V> staging = que.template AllocTensor<V>();
   DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(D * sizeof(V)), 0,
                          static_cast<uint32_t>((pitchBytes - rowBytes) / 32), 0};
   DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
-  DataCopyPad(staging, src[offset], copy, pad);
+  DataCopyPad(dst, src[offset], copy, pad);
+}
+
+// Mode 3: the same into a buffer of `que`.
+template <typename V, typename Que>
+__aicore__ inline void IssuePaddedRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows,
+                                       int64_t D) {
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  LoadPaddedRows(staging, src, offset, rows, D);
   que.EnQue(staging);
 }
 
@@ -159,33 +166,56 @@ __aicore__ inline void StorePaddedRows(const GlobalTensor<V> &dst, int64_t offse
   DataCopyPad(dst[offset], src, copy);
 }
 
-// dst[r] = sum of src[r * stride, r * stride + len) for r < rows, written by the vector unit:
-// WholeReduceSum (one instruction per 255 rows when a row is one repeat of <= 64 floats,
-// else per row its 64-float repeats, the tail, then the partials: three instructions) instead
-// of count-form ReduceSum, whose every call is a V -> S -> V round trip with a scalar store.
-// Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of 16 elements;
-// `partial` holds ceil(len / 64) floats.
+// dst[r * dstStride] = sum of src[r * stride, r * stride + len) for r < rows, written by the
+// vector unit with WholeReduceSum (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/归约计算/
+// ReduceRepeat.md: per repeat the sum of its first `mask` elements; repeatTime <= 255, the strides
+// up to 2^16 - 1, dstRepStride in dst elements for a sum) instead of count-form ReduceSum, whose
+// every call is a V -> S -> V round trip with a scalar store. A row of <= 64 floats is one
+// repeat: one instruction per 255 rows. A longer row is summed in three steps, each over every
+// row at once where a stride allows it: its 64-float repeats (one instruction per row, or, when
+// a row has fewer repeats than there are rows, one per repeat column across the rows), its tail
+// (one instruction across the rows), then the partials of each row (one instruction across the
+// rows, P = the partials of a row rounded up to a block apart). Every row's partials and their
+// sum are the same values in the same lanes whichever way the instructions are cut, so the bits
+// do not depend on it. Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of
+// 8 elements; `partial` holds `partialElems` floats, at least ceil(len / 64) rounded up to 8
+// (rows go through it in batches of as many as fit).
 __aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
-                               int64_t stride, int32_t len, const LocalTensor<float> &partial) {
+                               int64_t stride, int32_t len, const LocalTensor<float> &partial,
+                               int64_t partialElems, int64_t dstStride = 1) {
   const int32_t repStride = static_cast<int32_t>(stride / 8);  // in 32-byte blocks
+  const int32_t dstRep = static_cast<int32_t>(dstStride);
   if (len <= 64) {
     for (int64_t r0 = 0; r0 < rows; r0 += 255) {
       const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
-      WholeReduceSum<float>(dst[r0], src[r0 * stride], len, n, 1, 1, repStride);
+      WholeReduceSum<float>(dst[r0 * dstStride], src[r0 * stride], len, n, dstRep, 1, repStride);
     }
     return;
   }
   const int32_t full = len / 64;
   const int32_t tail = len % 64;
-  for (int64_t r = 0; r < rows; ++r) {
-    LocalTensor<float> row = src[r * stride];
-    if (full + (tail > 0 ? 1 : 0) > 64) {
-      ReduceSum(dst[r], row, partial, len);
-      continue;
+  const int32_t parts = full + (tail > 0 ? 1 : 0);
+  if (parts > 64) {
+    for (int64_t r = 0; r < rows; ++r) ReduceSum(dst[r * dstStride], src[r * stride], partial, len);
+    return;
+  }
+  const int64_t P = AlignUp(parts, FLOATS_PER_BLOCK);
+  int64_t batch = partialElems / P;
+  if (batch > 255) batch = 255;
+  for (int64_t r0 = 0; r0 < rows; r0 += batch) {
+    const int32_t n = static_cast<int32_t>((rows - r0 < batch) ? rows - r0 : batch);
+    const LocalTensor<float> first = src[r0 * stride];
+    if (full < n) {  // a repeat column across the rows per instruction
+      for (int32_t j = 0; j < full; ++j) {
+        WholeReduceSum<float>(partial[j], first[j * 64], 64, n, static_cast<int32_t>(P), 1, repStride);
+      }
+    } else {  // a row's repeats per instruction
+      for (int32_t r = 0; r < n; ++r) WholeReduceSum<float>(partial[r * P], first[r * stride], 64, full, 1, 1, 8);
     }
-    WholeReduceSum<float>(partial, row, 64, full, 1, 1, 8);
-    if (tail > 0) WholeReduceSum<float>(partial[full], row[full * 64], tail, 1, 1, 1, 8);
-    WholeReduceSum<float>(dst[r], partial, full + (tail > 0 ? 1 : 0), 1, 1, 1, 8);
+    if (tail > 0) {
+      WholeReduceSum<float>(partial[full], first[full * 64], tail, n, static_cast<int32_t>(P), 1, repStride);
+    }
+    WholeReduceSum<float>(dst[r0 * dstStride], partial, parts, n, dstRep, 1, static_cast<int32_t>(P / 8));
   }
 }
 

@@ -28,12 +28,12 @@ template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_t task) {
   const ChannelTask k = DecodeChannelTask(task);
   LocalTensor<float> db = TakeSums();
-  LocalTensor<float> dg = db[t_->statElems];  // statElems apart: UB sources of a copy must be 32-byte aligned
+  // dg is db[statElems] (ChannelSums): statElems apart, as UB sources of a copy must be 32-byte aligned
   if constexpr (SILU) LoadAffine(k.g);
   // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way)
   const bool newGamma = !SILU && t_->hwSlices > 1 && t_->dxRequired != 0 && k.g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
-  ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, dg, k.c - k.g * t_->D);
+  ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
   StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, 1);
   if (newGamma) {
     TakeAsFloat<U>(statQue_, t_->D, StatArray(2));
@@ -49,10 +49,19 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
   LocalTensor<float> db = StatArray(0);
   LocalTensor<float> dg = StatArray(1);
   LocalTensor<float> gamma = StatArray(2);
+  const float rstd = Stat(false, k.group);
+  const float mean = Stat(true, k.group);
+  bool front = false;  // the task's first dx item is taken (DxFront) before the sums arrive
   if (k.group != cachedGroup_) {  // consecutive tasks mostly share a group
     if (t_->hwSlices > 1) {
       const bool newGamma = !SILU && g != gammaGroup_;  // mostly loaded before SyncAll
-      CombineSlicePartials(n, g * t_->D, db, dg, newGamma);
+      IssueSlicePartials(n, g * t_->D, newGamma);
+      if constexpr (SILU) LoadAffine(g);  // mostly still in UB from the sums pass
+      if (!newGamma && t_->dxRequired != 0) {  // what of it needs no sums, while they load
+        DxFront(ItemLen(k.slice, 0), mean, rstd, gamma, k.c - g * t_->D);
+        front = true;
+      }
+      CombineSlicePartials(db);  // and dg = db[statElems]
       if (newGamma) {
         TakeAsFloat<U>(statQue_, t_->D, gamma);
         gammaGroup_ = g;
@@ -69,13 +78,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
     GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
     cachedGroup_ = k.group;
   }
-  const float rstd = Stat(false, k.group);
-  ChannelDx(n, k.c, 1, k.slice, Stat(true, k.group), rstd, gamma, k.c - g * t_->D, rstd * cachedC2_,
-            rstd * cachedC1_);
+  ChannelDx(n, k.c, 1, k.slice, mean, rstd, gamma, k.c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_, front);
 }
 
-// Two strided DMAs (db rows, then dg rows) of `rows` workspace rows from `row0`, channels
-// [c0, c0 + D) of each: rows C floats apart in GM, statElems apart in UB (as stage 2 loads them).
+// Two strided DMAs (db rows, dg rows) of `rows` workspace rows from `row0`, channels [c0, c0 + D)
+// of each: rows C floats apart in GM; in UB interleaved, row r's db at dst[2 r P] and its dg
+// at dst[(2 r + 1) P] (P = statElems), so that one vector instruction of 2P adds a row's db and
+// dg to the sums db, dg = db[P] (StatArray(0) and (1)).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssuePartialRows(const LocalTensor<float> &dst,
                                                                            int64_t row0, int64_t rows, int64_t c0) {
@@ -83,34 +92,32 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssuePartialRows(const
   const int64_t rowUb = AlignUp(t_->D * static_cast<int64_t>(sizeof(float)), 32);
   DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(t_->D * sizeof(float)),
                          static_cast<uint32_t>((t_->C - t_->D) * sizeof(float)),
-                         static_cast<uint32_t>((P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
+                         static_cast<uint32_t>((2 * P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
   DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
   DataCopyPad(dst, wsDbGm_[row0 * t_->C + c0], copy, pad);
-  DataCopyPad(dst[rows * P], wsDgGm_[row0 * t_->C + c0], copy, pad);
+  DataCopyPad(dst[P], wsDgGm_[row0 * t_->C + c0], copy, pad);
 }
 
-// Sample n's hwSlices rows of db and dg for channels [c0, c0 + D), added to zero in slice order
-// on the vector unit.
+// Sample n's hwSlices rows of db and dg for channels [c0, c0 + D) are loaded (Issue...), then
+// added to zero in slice order on the vector unit, both in one instruction per slice (dg is
+// db[statElems]; the lanes past D add the rows' padding, which nothing reads).
 // gamma: also issue the load of the group's gamma (after the rows: they are on the critical path).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::CombineSlicePartials(int64_t n, int64_t c0,
-                                                                               const LocalTensor<float> &db,
-                                                                               const LocalTensor<float> &dg,
-                                                                               bool gamma) {
-  const int64_t S = t_->hwSlices;
-  const int64_t P = t_->statElems;
-  const int32_t D = static_cast<int32_t>(t_->D);
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueSlicePartials(int64_t n, int64_t c0, bool gamma) {
   LocalTensor<float> rows = partialQue_.AllocTensor<float>();
-  IssuePartialRows(rows, n * S, S, c0);
+  IssuePartialRows(rows, n * t_->hwSlices, t_->hwSlices, c0);
   partialQue_.EnQue(rows);
   if (gamma) IssueLoad(statQue_, gammaGm_, c0, t_->D, false);
-  rows = partialQue_.DeQue<float>();
-  Duplicate(db, 0.0f, D);
-  Duplicate(dg, 0.0f, D);
-  for (int64_t s = 0; s < S; ++s) {
-    Add(db, db, rows[s * P], D);
-    Add(dg, dg, rows[(S + s) * P], D);
-  }
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::CombineSlicePartials(const LocalTensor<float> &db) {
+  const int64_t S = t_->hwSlices;
+  const int64_t P = t_->statElems;
+  LocalTensor<float> rows = partialQue_.DeQue<float>();
+  const int32_t both = static_cast<int32_t>(P + t_->D);  // db's P lanes, then dg's D
+  Duplicate(db, 0.0f, both);
+  for (int64_t s = 0; s < S; ++s) Add(db, db, rows[2 * s * P], both);
   partialQue_.FreeTensor(rows);
 }
 
@@ -142,13 +149,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SlicedAfterSyncAll(int
       ownerQue_.EnQue(rows);
     }
     rows = ownerQue_.DeQue<float>();
-    const int32_t D = static_cast<int32_t>(t_->D);
     const int64_t P = t_->statElems;
-    for (int64_t r = 1; r < R; ++r) {
-      Add(rows, rows, rows[r * P], D);
-      Add(rows[R * P], rows[R * P], rows[(R + r) * P], D);
-    }
-    StoreGroupStats(g, rows, rows[R * P]);
+    const int32_t both = static_cast<int32_t>(P + t_->D);  // row 0's db and dg (interleaved rows)
+    for (int64_t r = 1; r < R; ++r) Add(rows, rows, rows[2 * r * P], both);
+    StoreGroupStats(g, rows, rows[P]);
     ownerQue_.FreeTensor(rows);
   }
 }

@@ -27,32 +27,33 @@ class GroupNormGradMsStage2 {
     wsDgGm_ = wsDg;
     const int64_t P = t_->stage2PieceElems;  // a multiple of 8: every UB row starts 32-byte aligned
     const int64_t R = t_->stage2RowsPerLoad;
-    pipe->InitBuffer(wsQue_, BUFFER_NUM, R * P * sizeof(float));
+    // width 2 (dbeta and dgamma): a load holds R samples' db and dg rows side by side (db at
+    // 2 r P, dg at (2 r + 1) P), so one Add of P + len lanes adds a sample to accDb and
+    // accDg = accDb[P] (the lanes between add the rows' padding, which nothing reads)
+    const int64_t W = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+    pipe->InitBuffer(wsQue_, BUFFER_NUM, R * W * P * sizeof(float));
     pipe->InitBuffer(accBuf_, 2 * P * sizeof(float));
     pipe->InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
     LocalTensor<float> accDb = accBuf_.Get<float>();
     LocalTensor<float> accDg = accBuf_.Get<float>()[P];
+    LocalTensor<float> acc = t_->dbetaRequired != 0 ? accDb : accDg;  // the first array of a row
     const int64_t sliceStart = block * t_->stage2SliceElems;
     const int64_t sliceEnd =
         (sliceStart + t_->stage2SliceElems < t_->C) ? sliceStart + t_->stage2SliceElems : t_->C;
-    const int64_t perLoad = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
     const int64_t batches = (t_->reduceRows + R - 1) / R;
     for (int64_t c0 = sliceStart; c0 < sliceEnd; c0 += P) {
       const int64_t len = (sliceEnd - c0 < P) ? sliceEnd - c0 : P;
-      Duplicate(accDb, 0.0f, static_cast<int32_t>(len));
-      Duplicate(accDg, 0.0f, static_cast<int32_t>(len));
-      // R workspace rows (samples) per strided DMA, streamed: load i + 1 is issued before
-      // load i is added; the rows are added in order n = 0..N-1
-      const int64_t items = batches * perLoad;
-      if (items > 0) IssueWorkspaceRows(c0, len, 0, perLoad);
-      for (int64_t item = 0; item < items; ++item) {
-        if (item + 1 < items) IssueWorkspaceRows(c0, len, item + 1, perLoad);
-        const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
-        const int64_t first = (item / perLoad) * R;
+      const int32_t lanes = static_cast<int32_t>((W - 1) * P + len);
+      Duplicate(acc, 0.0f, lanes);
+      // R workspace rows (samples) per load, streamed: load i + 1 is issued before load i is
+      // added; the rows are added in order n = 0..N-1
+      if (batches > 0) IssueWorkspaceRows(c0, len, 0, W);
+      for (int64_t batch = 0; batch < batches; ++batch) {
+        if (batch + 1 < batches) IssueWorkspaceRows(c0, len, batch + 1, W);
+        const int64_t first = batch * R;
         const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
         LocalTensor<float> loaded = wsQue_.DeQue<float>();
-        LocalTensor<float> acc = isDb ? accDb : accDg;
-        for (int64_t r = 0; r < rows; ++r) Add(acc, acc, loaded[r * P], static_cast<int32_t>(len));
+        for (int64_t r = 0; r < rows; ++r) Add(acc, acc, loaded[r * W * P], lanes);
         wsQue_.FreeTensor(loaded);
       }
       if (t_->dbetaRequired != 0) StoreStridedFromFloat(outQue_, dbeta, c0, len, accDb, 0.0f, false, 1, 0);
@@ -61,21 +62,22 @@ class GroupNormGradMsStage2 {
   }
 
  private:
-  // One DMA of up to R rows n of the db or dg workspace, channels [c0, c0 + len) of each: rows
-  // C floats apart in GM (srcStride in bytes), P floats apart in UB (dstStride in 32-byte blocks).
-  __aicore__ inline void IssueWorkspaceRows(int64_t c0, int64_t len, int64_t item, int64_t perLoad) {
+  // Up to R rows n of the db and (or) dg workspace, channels [c0, c0 + len) of each, into one
+  // buffer: a DMA per array, rows C floats apart in GM (srcStride in bytes), W x P floats apart
+  // in UB (dstStride in 32-byte blocks).
+  __aicore__ inline void IssueWorkspaceRows(int64_t c0, int64_t len, int64_t batch, int64_t W) {
     const int64_t R = t_->stage2RowsPerLoad;
     const int64_t P = t_->stage2PieceElems;
-    const int64_t first = (item / perLoad) * R;
+    const int64_t first = batch * R;
     const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
-    const bool isDb = t_->dbetaRequired != 0 && item % perLoad == 0;
     const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(float)), 32);
     LocalTensor<float> staging = wsQue_.AllocTensor<float>();
     DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(float)),
                            static_cast<uint32_t>((t_->C - len) * sizeof(float)),
-                           static_cast<uint32_t>((P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
+                           static_cast<uint32_t>((W * P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
     DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
-    DataCopyPad(staging, (isDb ? wsDbGm_ : wsDgGm_)[first * t_->C + c0], copy, pad);
+    if (t_->dbetaRequired != 0) DataCopyPad(staging, wsDbGm_[first * t_->C + c0], copy, pad);
+    if (t_->dgammaRequired != 0) DataCopyPad(staging[(W - 1) * P], wsDgGm_[first * t_->C + c0], copy, pad);
     wsQue_.EnQue(staging);
   }
 

@@ -1,7 +1,8 @@
 // Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h): the load stream, the
 // (dy, x) loads of a core's tasks in the order the compute takes them (see the class's
-// "the load stream" section for the item layout). Included by group_norm_grad_ms.h after the
-// class; not a header of its own.
+// "the load stream" section for the item layout), and the loads of mean/rstd and of a group's
+// gamma/beta.
+// Included by group_norm_grad_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_GRAD_MS_STREAM_H
 #define GROUP_NORM_GRAD_MS_STREAM_H
 
@@ -69,13 +70,23 @@ __aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::StreamNext(int64_t *of
 
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::Pump() {
+  if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
+    PumpInto(dyQue3_, xQue3_);
+  } else {
+    PumpInto(dyQue_, xQue_);
+  }
+}
+
+template <typename T, typename U, bool SILU>
+template <typename Q>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::PumpInto(Q &dyQ, Q &xQ) {
   const bool aligned = t_->copyAligned != 0;
   int64_t offset;
   int64_t len;
   int64_t rows;
-  while (inFlight_ < BUFFER_NUM && StreamNext(&offset, &len, &rows)) {
-    IssueLoad(dyQue_, dyGm_, offset, len, aligned, rows);
-    IssueLoad(xQue_, xGm_, offset, len, aligned, rows);
+  while (inFlight_ < t_->loadBuffers && StreamNext(&offset, &len, &rows)) {
+    IssueLoad(dyQ, dyGm_, offset, len, aligned, rows);
+    IssueLoad(xQ, xGm_, offset, len, aligned, rows);
     ++inFlight_;
   }
 }
@@ -89,26 +100,133 @@ template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
                                                                 const LocalTensor<float> &xF, bool dxPass) {
   const int64_t index = dxPass ? takeDx_++ : takeSums_++;
-  if (index >= t_->heldItems) {
-    TakeAsFloat<T>(dyQue_, len, dyF);
-    TakeCentredX<T>(xQue_, len, mean, xF);
-  } else if (dxPass) {
+  if (index < t_->heldItems && dxPass) {
     RowAsFloat<T>(dyF, HeldDy(index), len);
     CentredX<T>(HeldX(index), len, mean, xF);
     return;  // nothing was in flight for it
-  } else {  // UB -> UB copies run on the vector pipe (ops-nn rms_norm_whole_reduce_sum.h orders them with PIPE_V)
-    const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
-    LocalTensor<T> staging = dyQue_.template DeQue<T>();
-    DataCopy(HeldDy(index), staging, copy);
-    RowAsFloat<T>(dyF, staging, len);
-    dyQue_.FreeTensor(staging);
-    staging = xQue_.template DeQue<T>();
-    DataCopy(HeldX(index), staging, copy);
-    CentredX<T>(staging, len, mean, xF);
-    xQue_.FreeTensor(staging);
+  }
+  if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
+    TakeLoaded(dyQue3_, xQue3_, index, len, mean, dyF, xF);
+  } else {
+    TakeLoaded(dyQue_, xQue_, index, len, mean, dyF, xF);
   }
   --inFlight_;
   Pump();
+}
+
+template <typename T, typename U, bool SILU>
+template <typename Q>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeLoaded(Q &dyQ, Q &xQ, int64_t index, int32_t len,
+                                                                  float mean, const LocalTensor<float> &dyF,
+                                                                  const LocalTensor<float> &xF) {
+  if (index >= t_->heldItems) {
+    TakeAsFloat<T>(dyQ, len, dyF);
+    TakeCentredX<T>(xQ, len, mean, xF);
+    return;
+  }
+  // a held item's sums pass: UB -> UB copies run on the vector pipe (ops-nn
+  // rms_norm_whole_reduce_sum.h orders them with PIPE_V)
+  const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
+  LocalTensor<T> staging = dyQ.template DeQue<T>();
+  DataCopy(HeldDy(index), staging, copy);
+  RowAsFloat<T>(dyF, staging, len);
+  dyQ.FreeTensor(staging);
+  staging = xQ.template DeQue<T>();
+  DataCopy(HeldX(index), staging, copy);
+  CentredX<T>(staging, len, mean, xF);
+  xQ.FreeTensor(staging);
+}
+
+// mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for
+// each of mean and rstd) the first time a group outside the current window is asked for:
+// a core's groups are consecutive, so this is one load per core in all but huge launches.
+// The window is issued ahead of the task's data loads (MTE2 runs its copies in order) and
+// waited for by the first scalar read of it.
+template <typename T, typename U, bool SILU>
+__aicore__ inline float KernelGroupNormGradMs<T, U, SILU>::Stat(bool isMean, int64_t i) {
+  if (i < statFirst_ || i >= statFirst_ + statCount_) IssueStatWindow(i);
+  if (statPending_) {
+    WaitFlag<HardEvent::MTE2_S>(statEvent_);  // the scalar reads of the window wait for both loads
+    pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
+    statPending_ = false;
+  }
+  return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueStatWindow(int64_t first) {
+  const int64_t groups = t_->N * t_->G;
+  statFirst_ = first;
+  statCount_ = (groups - first < t_->statWindowElems) ? groups - first : t_->statWindowElems;
+  DataCopyExtParams copy{1, static_cast<uint32_t>(statCount_ * sizeof(U)), 0, 0, 0};
+  DataCopyPadExtParams<U> pad{false, 0, 0, U{}};
+  LocalTensor<U> window = statWindow_.Get<U>();
+  DataCopyPad(window, meanGm_[first], copy, pad);
+  DataCopyPad(window[t_->statWindowElems], rstdGm_[first], copy, pad);
+  statEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until Stat has waited
+  SetFlag<HardEvent::MTE2_S>(statEvent_);
+  statPending_ = true;
+}
+
+// SILU: gamma and beta of group g as fp32 arrays, readable by the scalar unit: both loads in
+// one statQue_ buffer, so their DMA latencies overlap; nothing when they are already loaded
+// (consecutive tasks, and the sums and dx passes of the channel split, mostly share a group).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::LoadAffine(int64_t g) {
+  if (g == affineGroup_) return;
+  affineGroup_ = g;
+  const int64_t P = t_->statElems;
+  LocalTensor<U> staging = statQue_.template AllocTensor<U>();
+  LoadRow(staging, gammaGm_, g * t_->D, t_->D);
+  LoadRow(staging[P], betaGm_, g * t_->D, t_->D);
+  statQue_.EnQue(staging);
+  staging = statQue_.template DeQue<U>();
+  RowAsFloat<U>(StatArray(2), staging, t_->D);
+  RowAsFloat<U>(BetaArray(), staging[P], t_->D);
+  statQue_.FreeTensor(staging);
+  Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue
+}
+
+// affineAhead: gamma (+ beta) of group g into a gammaQue_ buffer, issued a task ahead of its use
+// (Process, GroupTask) so that its DMA latency passes while the current task runs; g -1
+// (AFFINE_TABLE): those of the core's groups (tableFirst_, tableRows_), rows statElems apart,
+// once at the start of phase 1 (beta's G rows after gamma's).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffine(int64_t g) {
+  LocalTensor<U> staging = gammaQue_.template AllocTensor<U>();
+  if (g < 0) {
+    LoadPaddedRows(staging, gammaGm_, tableFirst_ * t_->D, tableRows_, t_->D);
+    if constexpr (SILU) {
+      LoadPaddedRows(staging[t_->G * t_->statElems], betaGm_, tableFirst_ * t_->D, tableRows_, t_->D);
+    }
+  } else {
+    LoadRow(staging, gammaGm_, g * t_->D, t_->D);
+    if constexpr (SILU) LoadRow(staging[t_->statElems], betaGm_, g * t_->D, t_->D);
+  }
+  gammaQue_.EnQue(staging);
+}
+
+// ... and taken as the fp32 arrays of group g. SILU: AffineT's scalar reads of them wait for
+// these casts (affineUnsynced_, in ChannelSums), after the task's first loads are issued.
+// AFFINE_TABLE: group g's rows of the table, dequeued at its first use and kept (never freed:
+// nothing allocates from gammaQue_ again).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeAffine(int64_t g) {
+  const int64_t P = t_->statElems;
+  if (t_->affineAhead == AFFINE_TABLE) {
+    if (!affineTableTaken_) affineTable_ = gammaQue_.template DeQue<U>();
+    affineTableTaken_ = true;
+    RowAsFloat<U>(StatArray(2), affineTable_[(g - tableFirst_) * P], t_->D);
+    if constexpr (SILU) RowAsFloat<U>(BetaArray(), affineTable_[(t_->G + g - tableFirst_) * P], t_->D);
+  } else {
+    LocalTensor<U> staging = gammaQue_.template DeQue<U>();
+    RowAsFloat<U>(StatArray(2), staging, t_->D);
+    if constexpr (SILU) RowAsFloat<U>(BetaArray(), staging[P], t_->D);
+    gammaQue_.FreeTensor(staging);
+  }
+  gammaGroup_ = g;
+  affineGroup_ = g;
+  affineUnsynced_ = SILU;
 }
 
 }  // namespace GroupNormGradMsKernel

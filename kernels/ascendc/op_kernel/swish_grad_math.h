@@ -25,16 +25,18 @@ using namespace AscendC;
 
 // t = k * (gamma_c * xhat + beta_c) for `rows` rows of `len` elements `stride` apart (one
 // channel each, the row's UB padding included so that every element of the span is defined
-// from xhat): gk = k * gamma_c and bk = k * beta_c, read by the scalar unit.
+// from xhat): gk = k * gamma_c and bk = k * beta_c, read by the scalar unit. Every row's Muls,
+// then every row's Adds: each Adds depends on its row's Muls, so in row order the compiler puts
+// a V barrier before every Adds; in this order one barrier serves them all (same values).
 __aicore__ inline void AffineT(const LocalTensor<float> &t, const LocalTensor<float> &xhat,
                                const LocalTensor<float> &gamma, const LocalTensor<float> &beta, int64_t index,
                                float k, int64_t rows, int64_t stride, int32_t len) {
   for (int64_t r = 0; r < rows; ++r) {
-    const int32_t count = r + 1 < rows ? static_cast<int32_t>(stride) : len;
-    const float gk = gamma.GetValue(index + r) * k;
-    const float bk = beta.GetValue(index + r) * k;
-    Muls(t[r * stride], xhat[r * stride], gk, count);
-    Adds(t[r * stride], t[r * stride], bk, count);
+    Muls(t[r * stride], xhat[r * stride], gamma.GetValue(index + r) * k,
+         r + 1 < rows ? static_cast<int32_t>(stride) : len);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    Adds(t[r * stride], t[r * stride], beta.GetValue(index + r) * k, r + 1 < rows ? static_cast<int32_t>(stride) : len);
   }
 }
 
