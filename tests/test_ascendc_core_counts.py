@@ -1,0 +1,70 @@
+"""The three AscendC operators give the same bits on every core count.
+
+The core count decides how the host tiling splits the work (group-resident or split by channel,
+HxW chunks sized with or without the workspace, groups across N, the HxW split for few tasks), so
+a sweep over core counts reaches every split a shape can take. The cases are shapes near those
+switches; each runs on the twin at every core count of CORE_COUNTS and must match the 1-core
+launch byte for byte. (Two such switches once changed the bits: see
+test_ascendc_twin.py, test_the_split_chosen_by_the_core_count_does_not_change_the_bits.)
+"""
+import numpy as np
+import pytest
+
+from ms_groupnorm import reference
+from ms_groupnorm.backends import twin as ascendc_twin
+
+CORE_COUNTS = (1, 2, 3, 5, 7, 16, 17, 47, 48)
+# (N, C, HxW, G, output mask); every case switches split at least once over CORE_COUNTS
+CASES = {
+    "resident_to_channel": (8, 8, 2000, 2, (True, True, True)),
+    "resident_to_channel_n47": (47, 2, 250, 1, (True, True, True)),
+    "chunks_to_channel_dx_only": (3, 16, 8200, 2, (True, False, False)),
+    # group-resident by (n, g), groups across N and split by channel, over the sweep
+    "resident_across_n_channel": (4, 8, 3000, 2, (True, True, True)),
+    "stats_only_across_n_to_channel": (2, 12, 3000, 2, (False, True, True)),
+}
+OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
+
+
+def launch(operator, arrays, G, mask, cores, dtype):
+    if operator == "GroupNormSiluMs":
+        y, mean, rstd, tiling = ascendc_twin.twin_forward(arrays["x"], arrays["gamma"], arrays["beta"], G,
+                                                          core_num=cores, param_dtype="float32")
+        return [y, mean, rstd], tiling
+    args = (arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"])
+    kwargs = dict(mask=mask, core_num=cores, data_dtype=dtype, stat_dtype="float32")
+    if operator == "GroupNormSiluGradMs":
+        *outputs, tiling = ascendc_twin.twin_silu_backward(*args, arrays["beta"], G, swish_scale=0.8, **kwargs)
+    else:
+        *outputs, tiling = ascendc_twin.twin_backward(*args, G, **kwargs)
+    return outputs, tiling
+
+
+def split_of(tiling):
+    return tuple(tiling.get(k) for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices", "chunkElems"))
+
+
+# fp32 data shows a rounding difference most often (in 16-bit, dx's rounding can hide it)
+@pytest.mark.default_sample(case=["resident_to_channel", "chunks_to_channel_dx_only"],
+                            operator=["GroupNormGradMs", "GroupNormSiluGradMs"], dtype=["float32", "float32"])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("operator", OPERATORS)
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_core_count_gives_the_bits_of_one_core(case, operator, dtype):
+    N, C, HxW, G, mask = CASES[case]
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((N, C, HxW)) * 1.5 + 0.75).astype(dtype)
+    arrays = {"x": x, "dy": rng.standard_normal((N, C, HxW)).astype(dtype),
+              "gamma": (rng.standard_normal(C) + 1.0).astype(np.float32),
+              "beta": rng.standard_normal(C).astype(np.float32)}
+    _, mean, rstd = reference.forward(x.astype(np.float64), None, None, G)
+    arrays["mean"], arrays["rstd"] = mean.astype(np.float32), rstd.astype(np.float32)
+    results, splits = {}, set()
+    for cores in CORE_COUNTS:
+        outputs, tiling = launch(operator, arrays, G, mask, cores, dtype)
+        results[cores] = [None if o is None else o.tobytes() for o in outputs]
+        splits.add(split_of(tiling))
+    if operator != "GroupNormSiluMs":  # the forward's tiling fields differ; its split may stay the same
+        assert len(splits) > 1, f"{case}: every core count took {splits}: the case no longer switches"
+    differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
+    assert not differ, f"{case}, {operator}: {differ} cores differ from 1 core"
