@@ -123,13 +123,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     // (it depends on the core count) gives the same bits.
     LocalTensor<float> xhat = (resident && !SILU) ? tmp : xF;
     Muls(xhat, xF, XhatFactor(mean, rstd), span);
-    if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); t in tmp
+    if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); -t in tmp
       if (affineUnsynced_) {
         Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads
         affineUnsynced_ = false;
       }
-      AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, swishScale_, rows, stride, len);
-      SwishGradFromT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
+      AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, -swishScale_, rows, stride, len);  // -t
+      SwishGradFromNegT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
     }
     Mul(tmp, dyF, xhat, span);
     if (chunks == 1) {
@@ -218,8 +218,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
   TakeItem(len, mean, dyF, xF, true);
   if constexpr (SILU) {
     Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
-    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, swishScale_, 1, 0, len);
-    SwishGradFromT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
+    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, 1, 0, len);  // -t
+    SwishGradFromNegT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
   }
   Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex), len);
 }

@@ -49,13 +49,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
     Adds(xF[j * P], xF[j * P], -mean * scale, d);
     Muls(xF[j * P], xF[j * P], XhatFactor(mean, Stat(false, group)), d);
   }
-  if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: t = k * (gamma * xhat + beta)
+  if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: -t = -k * (gamma * xhat + beta)
     TakeAsFloat<U>(gammaQue_, span, gF);
     TakeAsFloat<U>(betaQue_, span, sums);  // beta, until t is formed
     Mul(gdy, gF, xF, span);
     Add(gdy, gdy, sums, span);
-    Muls(gdy, gdy, swishScale_, span);
-    SwishGradFromT(dyF, gdy, sums, Ones(), span);
+    Muls(gdy, gdy, -swishScale_, span);  // -t
+    SwishGradFromNegT(dyF, gdy, sums, Ones(), span);
   }
   Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
   if (t_->needWorkspace != 0) {

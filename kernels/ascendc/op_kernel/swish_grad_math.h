@@ -3,8 +3,8 @@
 // The forward is z = y * sigmoid(t), t = k * y, y = gamma_c * xhat + beta_c (k = swish_scale;
 // k = 1 is SiLU). Its backward is GroupNorm's with dy replaced by
 //   g = dz * dz/dy = dz * s * (1 + t * (1 - s)),   s = sigmoid(t) = 1 / (1 + exp(-t)),
-// the form of the CPU kernels (kernels/cpu/silu_rows.h). The kernel class computes t from
-// xhat (AffineT) and g over dz (SwishGradFromT); everything is fp32 in UB.
+// the form of the CPU kernels (kernels/cpu/silu_rows.h). The kernel class computes -t from
+// xhat (AffineT with -k) and g over dz (SwishGradFromNegT); everything is fp32 in UB.
 //
 // Overflow: exp(-t) overflows to inf for t < about -88.7; then s = 1 / inf = 0, 1 - s = 1 and
 // g = (dz * 0) * (1 + t) = 0 with no inf / inf and no 0 * inf (1 - s is computed as 1 - s, not
@@ -23,7 +23,7 @@
 namespace GroupNormGradMsKernel {
 using namespace AscendC;
 
-// t = k * (gamma_c * xhat + beta_c) for `rows` rows of `len` elements `stride` apart (one
+// k * (gamma_c * xhat + beta_c) for `rows` rows (t, or -t with -k) of `len` elements `stride` apart (one
 // channel each, the row's UB padding included so that every element of the span is defined
 // from xhat): gk = k * gamma_c and bk = k * beta_c, read by the scalar unit. Every row's Muls,
 // then every row's Adds: each Adds depends on its row's Muls, so in row order the compiler puts
@@ -40,18 +40,20 @@ __aicore__ inline void AffineT(const LocalTensor<float> &t, const LocalTensor<fl
   }
 }
 
-// dz becomes g = dz * s * (1 + t (1 - s)), s = 1 / (1 + exp(-t)); `w` is scratch, `ones` holds
-// 1.0 in at least `count` elements. t is left unchanged.
-__aicore__ inline void SwishGradFromT(const LocalTensor<float> &dz, const LocalTensor<float> &t,
-                                      const LocalTensor<float> &w, const LocalTensor<float> &ones, int32_t count) {
-  Muls(w, t, -1.0f, count);
-  Exp(w, w, count);          // exp(-t), inf when -t > ~88.7
+// dz becomes g = dz * s * (1 + t (1 - s)), s = 1 / (1 + exp(-t)), from u = -t (the callers form
+// u directly: AffineT with -k, or mode 3's Muls by -k; negating the scale negates each rounded
+// product and sum exactly, so u is -t to the bit). `w` is scratch, `ones` holds 1.0 in at least
+// `count` elements. u is left unchanged. 8 instructions: with t itself, exp(-t) took a Muls by -1
+// first, and 1 + t (1 - s) is 1 - u (1 - s) with the same rounding (x - (-a) is x + a exactly).
+__aicore__ inline void SwishGradFromNegT(const LocalTensor<float> &dz, const LocalTensor<float> &u,
+                                         const LocalTensor<float> &w, const LocalTensor<float> &ones, int32_t count) {
+  Exp(w, u, count);          // exp(-t), inf when -t > ~88.7
   Adds(w, w, 1.0f, count);
   Div(w, ones, w, count);    // s
   Mul(dz, dz, w, count);     // dz * s
   Sub(w, ones, w, count);    // 1 - s (exactly 1 when s = 0)
-  Mul(w, w, t, count);       // t (1 - s)
-  Adds(w, w, 1.0f, count);
+  Mul(w, w, u, count);       // -t (1 - s)
+  Sub(w, ones, w, count);    // 1 + t (1 - s)
   Mul(dz, dz, w, count);     // g
 }
 
