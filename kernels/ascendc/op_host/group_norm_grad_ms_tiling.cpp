@@ -39,6 +39,7 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 // the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kMaxLoadBuffers = 3;  // MAX_LOAD_BUFFERS of the kernel
+constexpr int64_t kResidentSumsBuffers = 3;  // RESIDENT_SUMS_BUFFERS of the kernel
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
@@ -115,8 +116,8 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
   if (l.affineAhead) total += AffineBytes(l, statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
-  if (l.workspaceSums) {  // mode 0: RESIDENT_SUMS_BUFFERS of the kernel (its tasks are short)
-    total += (l.mode == GNG_MODE_GROUP_RESIDENT ? 3 : kBufferNum) * AlignBytes(2 * l.statElems * 4);
+  if (l.workspaceSums) {  // mode 0: more buffers (its tasks are short)
+    total += (l.mode == GNG_MODE_GROUP_RESIDENT ? kResidentSumsBuffers : kBufferNum) * AlignBytes(2 * l.statElems * 4);
   }
   if (l.ownerRows > 0) {
     total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
@@ -346,7 +347,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       Layout resident = withSilu(Layout{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow});
       // mode 0 always loads the next group's gamma (+ beta) ahead (a task is one DMA of its channels,
       // so a per-task load would be waited for): if that pushes it out of UB, mode 1 gives the
-      // same bits (test_the_mode_chosen_by_the_core_count_does_not_change_the_bits)
+      // same bits (test_the_split_chosen_by_the_core_count_does_not_change_the_bits)
       resident.affineAhead = in.dxRequired || in.silu;
       resident.rowSumsWork = true;
       Layout channel = withSilu(Layout{GNG_MODE_CHANNEL, Lp, 3, layout.statElems, 0, D, statWindow});

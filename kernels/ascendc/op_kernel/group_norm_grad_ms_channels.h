@@ -136,7 +136,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
       // Each sum's partials in its own half of the work buffer where both fit, so dg's sums do
       // not wait (a compiler V barrier) for db's to have read theirs. Modes 1-2: dy (FloatBuf(0))
       // and the product (FloatBuf(2)) are two rows 2K apart, and dg is db[statElems]: one call.
-      const int64_t need = AlignUp((len + 63) / 64, FLOATS_PER_BLOCK);
+      const int64_t need = RowPartialElems(len);
       const int64_t half = t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
       const bool split = len > 64 && half >= need;
       if (!resident && (len <= 64 || split)) {

@@ -166,6 +166,10 @@ __aicore__ inline void StorePaddedRows(const GlobalTensor<V> &dst, int64_t offse
   DataCopyPad(dst[offset], src, copy);
 }
 
+// The partials RowSums keeps per row of len > 64 floats: one per 64-float repeat and the tail,
+// rounded up to a block (rows of partials start 32-byte aligned).
+__aicore__ inline int64_t RowPartialElems(int32_t len) { return AlignUp((len + 63) / 64, FLOATS_PER_BLOCK); }
+
 // dst[r * dstStride] = sum of src[r * stride, r * stride + len) for r < rows, written by the
 // vector unit with WholeReduceSum (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/归约计算/
 // ReduceRepeat.md: per repeat the sum of its first `mask` elements; repeatTime <= 255, the strides
@@ -199,7 +203,7 @@ __aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<
     for (int64_t r = 0; r < rows; ++r) ReduceSum(dst[r * dstStride], src[r * stride], partial, len);
     return;
   }
-  const int64_t P = AlignUp(parts, FLOATS_PER_BLOCK);
+  const int64_t P = RowPartialElems(len);
   int64_t batch = partialElems / P;
   if (batch > 255) batch = 255;
   for (int64_t r0 = 0; r0 < rows; r0 += batch) {
