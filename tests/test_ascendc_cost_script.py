@@ -23,12 +23,16 @@ def run_script(*args):
     return [line for line in result.stdout.splitlines() if line.strip()]
 
 
-def over_bound_column(lines):
-    """est./bound of every table row (the column after 'bound µs')."""
+def column_of(lines, name):
+    """The table rows and the float values of their column `name`."""
     header = next(line for line in lines if line.startswith("| shape |"))
-    column = [c.strip() for c in header.split("|")].index("est./bound")
+    column = [c.strip() for c in header.split("|")].index(name)
     rows = [line for line in lines if line.startswith("| ") and not line.startswith(("| shape", "|---"))]
     return rows, [float(row.split("|")[column]) for row in rows]
+
+
+def over_bound_column(lines):
+    return column_of(lines, "est./bound")
 
 
 @pytest.mark.parametrize("flag", [None, "--forward", "--silu-grad"])
@@ -44,6 +48,10 @@ def test_each_table_ends_with_its_closing_line(flag):
     exact = math.exp(sum(map(math.log, ratios)) / len(ratios))
     assert abs(geomean - exact) <= 0.0051 + 0.005 * exact / min(ratios)
     assert sum(1 for line in lines if line.startswith("worst_over_bound=")) == 1
+    # the vector pipe's busy time is a floor of the core's time: never above the estimate, never zero
+    _, vector = column_of(lines, "vector µs")
+    _, estimate = column_of(lines, "est. µs")
+    assert all(0 < v <= e + 0.05 for v, e in zip(vector, estimate)), (vector, estimate)
 
 
 def test_an_unknown_anchor_is_refused():
