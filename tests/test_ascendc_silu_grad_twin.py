@@ -308,14 +308,15 @@ def with_library(library, fn):
      "  Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue\n", (1, 8, 9), 8,
      (True, False, False)),
     ("op_kernel/group_norm_grad_ms_channels.h",
-     "        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads\n", (2, 8, 9), 2,
+     "        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads\n", (2, 8, 81), 2,
      (True, True, True))],
     ids=["LoadAffine", "TakeAffine"])
 def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path, path, sync, shape, cores, mask):
     """LoadAffine (the channel split: 2 groups on 8 cores, dx only, so not groupAcrossN) or
-    TakeAffine's casts (modes 0-2 with affineAhead) without their V -> S synchronisation: the
-    scalar unit would read gamma/beta before the vector unit has written them. Only the fused
-    kernel has this path."""
+    TakeAffine's casts (modes 0-2 with affineAhead; mode 0 with rows longer than 64 floats, since
+    shorter ones read gamma/beta on the vector unit only, tiling bcastElems) without their V -> S
+    synchronisation: the scalar unit would read gamma/beta before the vector unit has written them.
+    Only the fused kernel has this path."""
     library = build_mutant(tmp_path, path, sync, "")
     arrays, _ = silu_inputs(shape, 2, "fp32")
 

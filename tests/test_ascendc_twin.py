@@ -305,6 +305,41 @@ def test_the_split_chosen_by_the_core_count_does_not_change_the_bits(case, dtype
     assert results[0] == results[1], f"{splits[0]} and {splits[1]} give different bits"
 
 
+# Mode 0 with rows of <= 64 floats and the group in one item: every row's gamma (and beta) broadcast
+# into a 32-byte block and one Mul (Add) over all the rows (tiling bcastElems) instead of a Muls (Adds)
+# per row. 4x1280x8x8 G32 is the anchor (40 rows of 64); 2x80x7x7 G8 has D = 10 (Brcb's last repeat
+# reads rows past the group) and rows of 49 in a stride of 64; 3x24x5x5 G3 rows of 25. The same launch
+# with bcastElems 0 takes the per-row path: the same bits, and both match the reference.
+@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@pytest.mark.parametrize("shape,G,dtype_key", [((4, 1280, 64), 32, "fp16_fp32"), ((2, 80, 49), 8, "bf16"),
+                                               ((3, 24, 25), 3, "fp32")], ids=["4x1280x8x8", "2x80x7x7", "3x24x5x5"])
+def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_key, silu):
+    N, C, HxW = shape
+    D = C // G
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
+    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, silu=silu, swish_scale=-0.5)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["channelsPerItem"] == D
+    assert tiling["bcastElems"] == (3 if silu else 1) * 8 * (-(-D // 8) * 8)  # (-k gamma, -k beta,) rstd gamma
+    assert ascendc_twin.twin_tiling(N, C, 81, G, silu=silu)["bcastElems"] == 0  # rows of 96 floats: per row
+
+    def launch(t):
+        outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
+        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+                                  beta], t, execution="deferred")
+        return outs
+
+    got = launch(tiling)
+    assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "bcastElems": 0})]
+    if silu:
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, -0.5)
+    else:
+        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    check_against_reference(got, want, dtype_key, (True, True, True))
+
+
 # The device's workspace is not cleared before a launch; the twin's starts as NaN. A kernel that
 # adds its per-slice sums into the workspace (atomic add) instead of storing them computes right
 # only on a zeroed workspace: on the twin its outputs are NaN.

@@ -5,7 +5,7 @@
 //            numFloatBufs fp32 work buffers of K elements; the ReduceSum dst + work buffer;
 //            mode 0-2: three per-group fp32 arrays (db, dg, gamma; + 2 accumulators with
 //            groupAcrossN; + beta with silu) + one VECIN staging buffer;
-//            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW');
+//            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW') (+ bcastElems);
 //            mode 3: a VECIN buffer for K gamma elements (+ one for K beta elements with silu).
 //   silu adds fp32 work buffers (see SiluExtraFloatBufs): t / scratch and the ones vector.
 //   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of R rows x P channels, 2 fp32
@@ -74,6 +74,7 @@ struct Layout {
   bool affineAhead = false;  // modes 0-2: a queue for the next group's gamma (+ beta), loaded ahead
   int64_t affineRows = 0;    // mode 0 (affineAhead): instead, every group's gamma (+ beta) at once
   int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
+  int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
 };
 
 // The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0: up
@@ -113,6 +114,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
     if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
+  total += AlignBytes(l.bcastElems * 4);  // mode 0: the rows' broadcast blocks (0 without)
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
   if (l.affineAhead) total += AffineBytes(l, statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
@@ -457,6 +459,13 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         l.dxBufs = bufs;
         if (fits(l)) layout = l;
       }
+      // Mode 0, rows of one repeat (<= 64 floats), the group (<= 255 rows) in one item: a block a row of -k gamma,
+      // -k beta (silu), rstd gamma (dx) (kernel BroadcastRows) in what is left at the end: no other field changes.
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && layout.residentStride <= 64 && t.channelsPerItem == D && D <= 255) {
+        Layout l = layout;
+        l.bcastElems = ((in.silu ? 2 : 0) + (in.dxRequired ? 1 : 0)) * 8 * AlignUp(D, 8);
+        if (fits(l)) layout = l;
+      }
     }
     t.mode = layout.mode;
     t.chunkElems = layout.K;
@@ -464,6 +473,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.dxBuffers = layout.dxBufs;
     t.affineAhead = !layout.affineAhead ? 0 : (layout.affineRows > 0 ? 2 : 1);
     t.loadBuffers = layout.loadBufs;
+    t.bcastElems = layout.bcastElems;
     t.statElems = layout.statElems;
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;

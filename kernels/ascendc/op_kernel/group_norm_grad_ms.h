@@ -165,6 +165,7 @@ class KernelGroupNormGradMs {
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
+      if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
     }
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
     if (t_->affineAhead != 0) {
@@ -351,6 +352,13 @@ class KernelGroupNormGradMs {
   __aicore__ inline LocalTensor<float> ResidentX(int64_t local) {
     return residentBuf_.Get<float>()[(t_->D + local) * t_->residentStride];
   }
+  // Mode 0 with bcastElems (rows of <= 64 floats, the group in one item): one 32-byte block per row
+  // of -k gamma_c (area 0) and -k beta_c (1) with SILU, and of rstd gamma_c (SILU 2, else 0), for
+  // the repeat forms of Mul/Add that replace a Muls (Adds) per row (group_norm_grad_ms_channels.h).
+  __aicore__ inline void BroadcastRows(float rstd);
+  __aicore__ inline LocalTensor<float> RowBlocks(int64_t area) {
+    return bcastBuf_.Get<float>()[area * FLOATS_PER_BLOCK * AlignUp(t_->D, FLOATS_PER_BLOCK)];
+  }
 
   // ------------------------------------------------------------------ phase-1 tasks
   // The (n, g) group index n * G + g of stream task t: t itself, or with groupAcrossN t = g * N + n.
@@ -438,6 +446,7 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
+  TBuf<QuePosition::VECCALC> bcastBuf_;  // mode 0, short rows: the rows' broadcast blocks (BroadcastRows)
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)

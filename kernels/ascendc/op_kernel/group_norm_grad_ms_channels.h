@@ -8,6 +8,16 @@
 
 namespace GroupNormGradMsKernel {
 
+// The repeat parameters of a Mul/Add over rows `stride` floats apart (<= 64: one repeat a row)
+// whose second source is a 32-byte block per row (BroadcastRows): that source's block stride 0
+// reads its row's block in each of the repeat's 8 DataBlocks, its repeat stride of one block
+// moves to the next row's (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/SIMD计算说明/
+// 高维切分.md: a source blkStride of 0 reuses the first DataBlock; the destination's is 1).
+__aicore__ inline BinaryRepeatParams RowBlockParams(int64_t stride) {
+  const uint8_t pitch = static_cast<uint8_t>(stride / FLOATS_PER_BLOCK);
+  return BinaryRepeatParams(1, 1, 0, pitch, pitch, 1);
+}
+
 // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
 // n = 0..N-1 (the order of stage 2, so the bits are the same) and are stored once.
 template <typename T, typename U, bool SILU>
@@ -104,6 +114,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   const int64_t items = (channels + cpi - 1) / cpi * chunks;
   const int64_t stride = t_->residentStride;
   LocalTensor<float> red = ReduceDst();
+  const bool bcast = resident && t_->bcastElems > 0;  // then the group is one item (channels == cpi)
+  if (bcast) BroadcastRows(rstd);  // needs only gamma (beta): V works on it while the item loads
   CascadeSum dbSum;
   CascadeSum dgSum;
   dbSum.Reset();
@@ -124,11 +136,18 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     LocalTensor<float> xhat = (resident && !SILU) ? tmp : xF;
     Muls(xhat, xF, XhatFactor(mean, rstd), span);
     if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); -t in tmp
-      if (affineUnsynced_) {
+      if (affineUnsynced_ && !bcast) {  // (the broadcast path reads gamma/beta on the vector unit only)
         Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads
         affineUnsynced_ = false;
       }
-      AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, -swishScale_, rows, stride, len);  // -t
+      if (bcast) {  // AffineT's products and sums, every row at once: each row's whole stride, as
+        // AffineT's rows but the last (whose padding it leaves: here computed too, in bounds, unused)
+        const uint8_t repeats = static_cast<uint8_t>(rows);
+        Mul(tmp, xF, RowBlocks(0), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+        Add(tmp, tmp, RowBlocks(1), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+      } else {
+        AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, -swishScale_, rows, stride, len);  // -t
+      }
       SwishGradFromNegT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
     }
     Mul(tmp, dyF, xhat, span);
@@ -178,8 +197,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
       const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
       const int32_t span = static_cast<int32_t>((rows - 1) * stride + L);
       LocalTensor<float> dyRes = ResidentDy(local);
-      for (int64_t r = 0; r < rows; ++r) {
-        Muls(dyRes[r * stride], dyRes[r * stride], rstd * gamma.GetValue(gammaIndex + local + r), L);
+      if (t_->bcastElems > 0) {  // the per-row Muls of the else branch at once (BroadcastRows)
+        Mul(dyRes, dyRes, RowBlocks(SILU ? 2 : 0), static_cast<uint64_t>(L), static_cast<uint8_t>(rows),
+            RowBlockParams(stride));
+      } else {
+        for (int64_t r = 0; r < rows; ++r) {
+          Muls(dyRes[r * stride], dyRes[r * stride], rstd * gamma.GetValue(gammaIndex + local + r), L);
+        }
       }
       // SILU: the resident x is xhat (the swish gradient needed it); else x - mean (ChannelSums).
       Muls(tmp, ResidentX(local), SILU ? b : XhatFactor(mean, rstd) * b, span);
@@ -203,6 +227,31 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     const int64_t start = slice * t_->sliceElems + chunk * t_->chunkElems;
     StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned);
   }
+}
+
+// Mode 0 with bcastElems: gamma_c (and beta_c) of the group's rows, from the fp32 arrays (the group
+// at index 0), broadcast into one 32-byte block per row (Brcb: a repeat writes 8 source elements
+// into 8 DataBlocks; asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/数据填充/Brcb.md, whose
+// dstBlkStride must not be 0 and whose source and destination must not overlap), then scaled: by
+// -k (both areas in one Muls) for AffineT's -k gamma_c and -k beta_c, by rstd for ChannelDx's
+// rstd gamma_c. Each block element is one fp32 product of the same two values as the scalar
+// products they replace (gamma_c * k, rstd * gamma_c: IEEE multiplication commutes exactly), so
+// the bits are the same; a Brcb repeat covers 8 rows (the rows past D are read but not used).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rstd) {
+  const int64_t rows8 = AlignUp(t_->D, FLOATS_PER_BLOCK);
+  const uint8_t repeats = static_cast<uint8_t>(rows8 / FLOATS_PER_BLOCK);
+  const int32_t areaElems = static_cast<int32_t>(FLOATS_PER_BLOCK * rows8);
+  const BrcbRepeatParams params(1, 8);  // 8 consecutive blocks a repeat, the next 8 after them
+  const bool dx = t_->dxRequired != 0;
+  if constexpr (SILU) {
+    Brcb(RowBlocks(0), StatArray(2), repeats, params);
+    Brcb(RowBlocks(1), BetaArray(), repeats, params);
+  }
+  if (dx) Brcb(RowBlocks(SILU ? 2 : 0), StatArray(2), repeats, params);
+  // the Muls after all Brcb: the compiler's V barrier before them comes once
+  if constexpr (SILU) Muls(RowBlocks(0), RowBlocks(0), -swishScale_, 2 * areaElems);
+  if (dx) Muls(RowBlocks(SILU ? 2 : 0), RowBlocks(SILU ? 2 : 0), rstd, areaElems);
 }
 
 // The part of a dx item (modes 1-2) that needs no c1/c2: the next item taken, dy (SILU: the

@@ -80,6 +80,10 @@ struct GroupNormGradMsTilingData {
   // modes 1-2 without the channel split: (dy, x) items in flight ahead of the compute (2 or 3);
   // a third where UB allows covers a DMA latency with the vector work of three items, not two
   int64_t loadBuffers;
+  // mode 0 with rows of at most 64 floats (residentStride) and a group in one item: the fp32
+  // elements of the buffer of the rows' broadcast gamma/beta blocks (see BroadcastRows), else 0;
+  // reserved last, where UB is left over, so no other field depends on it
+  int64_t bcastElems;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;

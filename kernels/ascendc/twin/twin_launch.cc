@@ -27,8 +27,8 @@ const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
     "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,"
-    "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,silu";
-constexpr int kTilingFieldCount = 41;
+    "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,bcastElems,silu";
+constexpr int kTilingFieldCount = 42;
 static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
               "update kTilingFields");
 
