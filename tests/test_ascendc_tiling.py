@@ -257,6 +257,20 @@ def test_two_pass_modes_hold_the_first_items_in_the_ub_left_over():
     assert tiling(8, 32, 64, 8, ub)["heldItems"] == 0
 
 
+def test_a_resident_group_of_short_items_gets_a_third_load_in_flight_unless_fused():
+    # 16x128x56x56 G32 in 16-bit: mode 0, items of one channel (2 x 6.1 KiB, under a DMA latency's
+    # 32 KiB), so a third (dy, x) load is in flight, ahead of the dx buffers (still four); the fused
+    # operator (vector-bound) keeps two loads and its dx buffers
+    ub = UB_SIZES["ub192k_910b"]
+    plain = tiling(16, 128, 3136, 32, ub, dtype="float16")
+    assert ascendc_twin.MODE_NAMES[plain["mode"]] == "group_resident"
+    assert (plain["loadBuffers"], plain["dxBuffers"]) == (3, 4)
+    fused = ascendc_twin.twin_tiling(16, 128, 3136, 32, "float16", None, ub, 48, (True, True, True), silu=True)
+    assert ascendc_twin.MODE_NAMES[fused["mode"]] == "group_resident" and fused["loadBuffers"] == 2
+    # in fp32 the resident group leaves no room for the third load's 2 x 12.25 KiB
+    assert tiling(16, 128, 3136, 32, ub)["loadBuffers"] == 2
+
+
 def test_dx_stores_get_up_to_four_buffers_in_what_is_left():
     ub = UB_SIZES["ub192k_910b"]
     # 16x128x56x56 G32 in 16-bit: the group stays resident and four dx buffers fit beside it;
