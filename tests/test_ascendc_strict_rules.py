@@ -203,6 +203,7 @@ def test_rows_scale_by_one_broadcast_block_each():
     ("strided_row_overrun", r"overrun the buffer"),
     ("brcb_misaligned_source", r"Brcb src: UB operand address .* is not 32-byte aligned"),
     ("brcb_dst_blk_stride_zero", r"Brcb: dstBlkStride 0 is undefined"),
+    ("brcb_overlapping_source", r"Brcb: source and destination overlap"),
 ])
 def test_repeat_stride_forms_keep_their_rules(name, message):
     init = np.zeros(16 + 80, np.float32)

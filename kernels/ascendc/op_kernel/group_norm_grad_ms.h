@@ -355,7 +355,7 @@ class KernelGroupNormGradMs {
   // Mode 0 with bcastElems (rows of <= 64 floats, the group in one item): one 32-byte block per row
   // of -k gamma_c (area 0) and -k beta_c (1) with SILU, and of rstd gamma_c (SILU 2, else 0), for
   // the repeat forms of Mul/Add that replace a Muls (Adds) per row (group_norm_grad_ms_channels.h).
-  __aicore__ inline void BroadcastRows(float rstd);
+  __aicore__ inline void BroadcastRows(float rstd, int64_t group);
   __aicore__ inline LocalTensor<float> RowBlocks(int64_t area) {
     return bcastBuf_.Get<float>()[area * FLOATS_PER_BLOCK * AlignUp(t_->D, FLOATS_PER_BLOCK)];
   }
@@ -421,6 +421,7 @@ class KernelGroupNormGradMs {
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
   int64_t gammaGroup_ = -1;   // the group whose gamma is in StatArray(2) (GroupTask, the HxW split)
+  int64_t bcastGroup_ = -1;   // the group whose -k gamma/beta blocks are in bcastBuf_ (BroadcastRows)
   bool affineUnsynced_ = false;  // SILU, affineAhead: TakeAffine's casts not yet ordered before scalar reads
   bool affineTableTaken_ = false;  // AFFINE_TABLE: affineTable_ is dequeued (and kept)
   LocalTensor<U> affineTable_;

@@ -115,7 +115,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   const int64_t stride = t_->residentStride;
   LocalTensor<float> red = ReduceDst();
   const bool bcast = resident && t_->bcastElems > 0;  // then the group is one item (channels == cpi)
-  if (bcast) BroadcastRows(rstd);  // needs only gamma (beta): V works on it while the item loads
+  if (bcast) BroadcastRows(rstd, c0 / t_->D);  // needs only gamma (beta): V works on it while the item loads
   CascadeSum dbSum;
   CascadeSum dgSum;
   dbSum.Reset();
@@ -237,20 +237,24 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
 // rstd gamma_c. Each block element is one fp32 product of the same two values as the scalar
 // products they replace (gamma_c * k, rstd * gamma_c: IEEE multiplication commutes exactly), so
 // the bits are the same; a Brcb repeat covers 8 rows (the rows past D are read but not used).
+// The -k areas depend on the group only: groupAcrossN's tasks (group g for n = 0..N-1) form them
+// once, at the group's first task (`group` is the task's group).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rstd) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rstd, int64_t group) {
   const int64_t rows8 = AlignUp(t_->D, FLOATS_PER_BLOCK);
   const uint8_t repeats = static_cast<uint8_t>(rows8 / FLOATS_PER_BLOCK);
   const int32_t areaElems = static_cast<int32_t>(FLOATS_PER_BLOCK * rows8);
   const BrcbRepeatParams params(1, 8);  // 8 consecutive blocks a repeat, the next 8 after them
   const bool dx = t_->dxRequired != 0;
-  if constexpr (SILU) {
+  const bool newGroup = SILU && group != bcastGroup_;
+  if (newGroup) {
     Brcb(RowBlocks(0), StatArray(2), repeats, params);
     Brcb(RowBlocks(1), BetaArray(), repeats, params);
+    bcastGroup_ = group;
   }
   if (dx) Brcb(RowBlocks(SILU ? 2 : 0), StatArray(2), repeats, params);
   // the Muls after all Brcb: the compiler's V barrier before them comes once
-  if constexpr (SILU) Muls(RowBlocks(0), RowBlocks(0), -swishScale_, 2 * areaElems);
+  if (newGroup) Muls(RowBlocks(0), RowBlocks(0), -swishScale_, 2 * areaElems);
   if (dx) Muls(RowBlocks(SILU ? 2 : 0), RowBlocks(SILU ? 2 : 0), rstd, areaElems);
 }
 

@@ -12,7 +12,8 @@
 // the first DataBlock, a destination blkStride of 0 is undefined (refused here). Brcb.md: repeat r
 // writes src[8r + j] into the whole DataBlock j of dst, and reads 8 source elements per repeat; its
 // pseudo-code reads a dstBlkStride of 0 as 1, but its constraints say 0 is not supported and may be
-// undefined, so it is refused here too. repeatTime is 0..255 (a uint8_t; 0 is a NOP on A2/A3). Every UB operand
+// undefined, so it is refused here too; its constraints also forbid a source and destination in the
+// same memory, so any overlap of the two spans is refused. repeatTime is 0..255 (a uint8_t; 0 is a NOP on A2/A3). Every UB operand
 // starts 32-byte aligned and stays inside its buffer; the costs are one cycle per repeat plus the
 // instruction's start, as for the count forms.
 #ifndef GNMS_TWIN_KERNEL_OPERATOR_STRIDED_H
@@ -133,12 +134,18 @@ void Brcb(const LocalTensor<T> &dst, const LocalTensor<T> &src, const uint8_t re
   const int64_t sSpan = 8 * static_cast<int64_t>(repeatTime);
   dst.Check("Brcb dst", static_cast<uint64_t>(dSpan), true);
   src.Check("Brcb src", static_cast<uint64_t>(sSpan), true);
+  const twin::UbRange d = dst.Range(dSpan);
+  const twin::UbRange s = src.Range(sSpan);
+  if (d.addr < s.addr + s.bytes && s.addr < d.addr + d.bytes) {
+    twin::Fail("Brcb: source and destination overlap (Brcb.md, constraints: the source and the destination "
+               "may not use the same memory)");
+  }
   float *out = dst.Data();
   const float *in = src.Data();
   const uint8_t repeats = repeatTime;
   Pipes().Issue(twin::kPipeV, "Brcb", {src.Range(sSpan)}, {dst.Range(dSpan)},
                 [out, in, repeats, blk, rep, sSpan] {
-                  const std::vector<float> values(in, in + sSpan);  // src and dst may overlap
+                  const std::vector<float> values(in, in + sSpan);
                   for (int64_t r = 0; r < repeats; ++r) {
                     for (int64_t j = 0; j < 8; ++j) {
                       for (int64_t lane = 0; lane < 8; ++lane) out[(r * rep + j * blk) * 8 + lane] = values[r * 8 + j];

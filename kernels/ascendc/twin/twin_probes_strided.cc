@@ -33,7 +33,8 @@ void RowScaleProbe(const ProbeArgs &a, int broken) {
   WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
   LocalTensor<float> scale = blocks.Get<float>();
   LocalTensor<float> shift = blocks.Get<float>()[64];
-  Brcb(scale, broken == 4 ? u[4] : u, 1, BrcbRepeatParams(1, 8));  // 4: a source off its 32-byte alignment
+  Brcb(scale, broken == 4 ? u[4] : (broken == 6 ? scale[56] : u), 1, BrcbRepeatParams(1, 8));  // 4: a source off
+  // its 32-byte alignment; 6: a source inside the destination's span
   Brcb(shift, u[8], 1, BrcbRepeatParams(broken == 5 ? 0 : 1, 8));  // 5: dstBlkStride 0
   TBuf<QuePosition::VECOUT> out;
   pipe.InitBuffer(out, kRows * kPitch * sizeof(float));
@@ -60,6 +61,7 @@ void AddStridedProbes(ProbeMap *probes) {
       {"strided_row_overrun", [](const ProbeArgs &a) { RowScaleProbe(a, 3); }},
       {"brcb_dst_blk_stride_zero", [](const ProbeArgs &a) { RowScaleProbe(a, 5); }},
       {"brcb_misaligned_source", [](const ProbeArgs &a) { RowScaleProbe(a, 4); }},
+      {"brcb_overlapping_source", [](const ProbeArgs &a) { RowScaleProbe(a, 6); }},
   });
 }
 
