@@ -1,18 +1,7 @@
 // Host tiling of GroupNormGradMs (see group_norm_grad_ms_tiling.h).
-//
-// The kernel allocates, in this order, with every buffer rounded up to 32 bytes:
-//   phase 1: dy, x (VECIN) and dx (VECOUT) queues of 2 x K data elements each;
-//            numFloatBufs fp32 work buffers of K elements; the ReduceSum dst + work buffer;
-//            mode 0-2: three per-group fp32 arrays (db, dg, gamma; + 2 accumulators with
-//            groupAcrossN; + beta with silu) + one VECIN staging buffer;
-//            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW') (+ bcastElems);
-//            mode 3: a VECIN buffer for K gamma elements (+ one for K beta elements with silu).
-//   silu adds fp32 work buffers (see SiluExtraFloatBufs): t / scratch and the ones vector.
-//   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of R rows x P channels, 2 fp32
-//            accumulators, 2 output staging buffers of P statistics elements.
-// Phase1Bytes / Stage2Bytes below mirror that order exactly; the CPU twin checks the
-// kernel's real InitBuffer calls against the configured UB size.
+// The UB each layout needs is in group_norm_grad_ms_ub.h.
 #include "group_norm_grad_ms_tiling.h"
+#include "group_norm_grad_ms_ub.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,10 +10,7 @@
 namespace gnms {
 namespace {
 
-constexpr int64_t kBlockBytes = 32;
-constexpr int64_t kBufferNum = 2;        // double-buffered queues
 constexpr int64_t kElemAlign = 16;       // 16 elements are 32 bytes of fp16/bf16 and 64 bytes of fp32
-constexpr int64_t kReduceDstFloats = 8;  // one 32-byte block receives the ReduceSum result
 constexpr int64_t kMinUbBytes = 16 * 1024;
 constexpr int64_t kStatWindowGroups = 256;  // 2 KiB of fp32 mean/rstd
 constexpr int64_t kAcrossNMaxExtraBytes = 128 * 1024;  // about 4 us of one core's HBM share
@@ -38,104 +24,11 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 // allocated again (kernel_tquebind_impl.h), and with the two of sumsQue_ and of outQue_ that is
 // the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
 constexpr int64_t kMaxDxBuffers = 4;
-constexpr int64_t kMaxLoadBuffers = 3;  // MAX_LOAD_BUFFERS of the kernel
-constexpr int64_t kResidentSumsBuffers = 3;  // RESIDENT_SUMS_BUFFERS of the kernel
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
-int64_t AlignBytes(int64_t bytes) { return AlignUp(bytes, kBlockBytes); }
-
 int64_t BytesOf(ScalarType t) { return t == ScalarType::kFloat32 ? 4 : 2; }
-
-int64_t ReduceWorkElems(int64_t maxCount) {
-  // ReduceSum keeps one fp32 partial per 64-element repeat, rounded up to a block.
-  return AlignUp(std::max<int64_t>(CeilDiv(maxCount, 64), 1), 8);
-}
-
-struct Layout {
-  int64_t mode;
-  int64_t K;
-  int64_t numFloatBufs;
-  int64_t statElems;
-  int64_t residentStride;
-  int64_t D;
-  int64_t statWindow;  // groups of mean/rstd in UB at once
-  bool acrossN = false;  // groupAcrossN: dgamma/dbeta accumulators and their output staging
-  bool silu = false;     // GroupNormSiluGradMs: a beta array (modes 0-2) or beta staging (mode 3)
-  int64_t slices = 1;    // HxW split: a group's per-slice db and dg rows are loaded at once
-  int64_t ownerRows = 0; // HxW split with dgamma/dbeta: N * slices rows of a group, and the stores
-  bool workspaceSums = false;  // modes 0-2 with the workspace: two buffers of a task's db and dg
-  int64_t held = 0;      // modes 1-2: (dy, x) items of K data elements kept from the sums to the dx pass
-  int64_t dxBufs = kBufferNum;  // buffers of the dx store queue
-  bool rowSumsWork = false;  // the fp32 work of RowSumsWork beyond ReduceWorkElems(K)
-  bool affineAhead = false;  // modes 0-2: a queue for the next group's gamma (+ beta), loaded ahead
-  int64_t affineRows = 0;    // mode 0 (affineAhead): instead, every group's gamma (+ beta) at once
-  int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
-  int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
-};
-
-// The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0: up
-// to 255 channels; modes 1-2: one) x ceil(Lp / 64) partials rounded to a block. Mode 0 always (mode 1
-// gives the same bits); modes 1-2 from what their layout leaves (the kernel batches the rows).
-int64_t RowSumsWork(const Layout &l) {
-  if (!l.rowSumsWork || (l.mode != GNG_MODE_GROUP_RESIDENT && l.mode != GNG_MODE_CHANNEL)) return 0;
-  const int64_t rowLen = l.mode == GNG_MODE_GROUP_RESIDENT ? l.residentStride : l.K;
-  const int64_t rows = l.mode == GNG_MODE_GROUP_RESIDENT ? std::min<int64_t>(l.K / rowLen, 255) : 1;
-  return 2 * rows * ReduceWorkElems(rowLen);
-}
-
-// The next group's gamma (+ beta) queue: two buffers (a load waits for no cast); one with three loads
-// in flight (six load buffers, it and statQue_ each hold a V -> MTE2 id once freed: 8).
-int64_t AffineBuffers(const Layout &l) { return l.loadBufs == kMaxLoadBuffers ? 1 : kBufferNum; }
-
-// The gamma (+ beta) staging of affineAhead: the next group's buffers, or the table of all groups.
-int64_t AffineBytes(const Layout &l, int64_t statBytes) {
-  const int64_t arrays = l.silu ? 2 : 1;
-  if (l.affineRows > 0) return AlignBytes(arrays * l.affineRows * l.statElems * statBytes);
-  return AffineBuffers(l) * AlignBytes(arrays * l.statElems * statBytes);
-}
-
-// fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
-// 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 the ones
-// vector (t and the scratch reuse the gamma*dy and sums buffers).
-int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 2; }
-
-int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
-  int64_t total = (2 * l.loadBufs + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues
-  total += AlignBytes(l.numFloatBufs * l.K * 4);
-  total += AlignBytes((kReduceDstFloats + std::max(ReduceWorkElems(l.K), RowSumsWork(l))) * 4);
-  if (l.statElems > 0) {
-    // db, dg, gamma (+ the 2 accumulators across N) (+ beta)
-    total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);
-    total += AlignBytes((l.silu ? 2 : 1) * l.statElems * 4);      // staging for gamma (+ beta) / workspace rows
-    if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
-  }
-  if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
-  total += AlignBytes(l.bcastElems * 4);  // mode 0: the rows' broadcast blocks (0 without)
-  if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
-  if (l.affineAhead) total += AffineBytes(l, statBytes);
-  if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
-  if (l.workspaceSums) {  // mode 0: more buffers (its tasks are short)
-    total += (l.mode == GNG_MODE_GROUP_RESIDENT ? kResidentSumsBuffers : kBufferNum) * AlignBytes(2 * l.statElems * 4);
-  }
-  if (l.ownerRows > 0) {
-    total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
-  }
-  total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
-  if (l.held > 0) total += AlignBytes(2 * l.held * l.K * dataBytes);  // the held items, as loaded
-  return total;
-}
-
-// Stage 2: two loads of `rows` workspace rows of width x P floats (width 2: a sample's db and dg
-// rows side by side, when both dbeta and dgamma are asked for), two fp32 accumulators, two
-// output staging buffers.
-int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes, int64_t width) {
-  return kBufferNum * AlignBytes(rows * width * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
-         kBufferNum * AlignBytes(pieceElems * statBytes);
-}
 
 // Slices per channel of the HxW split (1: no split), from the shape only (see kSliceTargetTasks).
 int64_t HwSlices(int64_t N, int64_t C, int64_t L) {
