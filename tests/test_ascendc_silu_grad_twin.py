@@ -337,7 +337,7 @@ def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path, path, sync, shape
 def test_a_tiling_that_forgets_the_beta_array_overflows_the_ub(tmp_path):
     """Phase1Bytes without the fused variant's beta array: the host plans less UB than the
     kernel's InitBuffer calls take, and in a layout that fills the UB the twin refuses it."""
-    library = build_mutant(tmp_path, "op_host/group_norm_grad_ms_tiling.cpp",
+    library = build_mutant(tmp_path, "op_host/group_norm_grad_ms_ub.h",
                            "((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4",
                            "(l.acrossN ? 5 : 3) * l.statElems * 4")
     shape, G, ub = (1, 512, 3000), 1, 65536
