@@ -31,17 +31,13 @@ def column_of(lines, name):
     return rows, [float(row.split("|")[column]) for row in rows]
 
 
-def over_bound_column(lines):
-    return column_of(lines, "est./bound")
-
-
 @pytest.mark.parametrize("flag", [None, "--forward", "--silu-grad"])
 def test_each_table_ends_with_its_closing_line(flag):
     lines = run_script(*([flag] if flag else []), "--shapes", "3x60x17x19:6,2x64x32x32:32", "--dtypes", "fp32")
     match = CLOSING.match(lines[-1])
     assert match, lines[-1]
     worst, shape, dtype, geomean = float(match[1]), match[2], match[3], float(match[4])
-    rows, ratios = over_bound_column(lines)
+    rows, ratios = column_of(lines, "est./bound")
     assert len(rows) == 2 and dtype == "fp32"
     assert worst == max(ratios) and shape in rows[ratios.index(worst)]
     # two decimals: the line's own rounding, and each row's (0.005 / r relative, averaged in the geomean)
