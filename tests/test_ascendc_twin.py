@@ -340,6 +340,82 @@ def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_
     check_against_reference(got, want, dtype_key, (True, True, True))
 
 
+# Stage 2 with C a multiple of 8 and at most 64 (tiling stage2WholeRows): one block loads whole
+# workspace rows, one burst per array, and adds both arrays with one two-repeat Add per sample,
+# where slices of 8 channels on C / 8 blocks load a burst per sample and array. 32x32x28x28 G8 is
+# the anchor; 300x16x5x5 G4 has more samples than a load holds (255 x 8 / C = 127: three loads,
+# the last short). The same launch with the sliced stage 2 gives the same bits, for each output
+# mask (one array or both), and both match the reference.
+@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@pytest.mark.parametrize("mask", [(True, True, True), (False, True, False), (True, False, True)],
+                         ids=["all", "dgamma", "dx_dbeta"])
+@pytest.mark.parametrize("shape,G,dtype_key", [((32, 32, 784), 8, "fp16"), ((300, 16, 25), 4, "fp32")],
+                         ids=["32x32x28x28", "300x16x5x5"])
+def test_short_channel_rows_reach_stage2_whole_with_the_sliced_bits(shape, G, dtype_key, mask, silu):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 6)
+    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, silu=silu)
+    assert (tiling["stage2WholeRows"], tiling["stage2Cores"], tiling["stage2PieceElems"]) == (1, 1, C)
+    assert tiling["stage2RowsPerLoad"] == min(N, 255 * 8 // C) and not tiling["groupAcrossN"]
+    for other_c, why in ((72, "C > 64"), (36, "C not a multiple of 8")):
+        other = ascendc_twin.twin_tiling(N, other_c, HxW, other_c // 4)
+        assert other["stage2Cores"] > 1 and other["stage2WholeRows"] == 0, why
+    sliced = {**tiling, "stage2WholeRows": 0, "stage2SliceElems": 8, "stage2Cores": C // 8, "stage2PieceElems": 8}
+
+    def launch(t):
+        outs = [np.full_like(arrays[name], 0x7F) if wanted else None
+                for name, wanted in zip(("x", "gamma", "gamma"), mask)]  # garbage to overwrite
+        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+                                  beta], t, execution="deferred")
+        return outs
+
+    got = launch(tiling)
+    assert [None if o is None else o.tobytes() for o in got] == \
+        [None if o is None else o.tobytes() for o in launch(sliced)]
+    if silu:
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, 1.0)
+    else:
+        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    check_against_reference(got, want, dtype_key, mask)
+
+
+# Modes 1-2 hold a task's first items in UB from its sums pass to its dx pass; the dx pass takes
+# them in turn with the loaded ones (then the rest), so the load buffers free while it converts a
+# held item. 2x100x64x64 G10 holds 4 of 10 items (loaded items left over), 2x24x64x64 G8 (fused)
+# 2 of 3 (held items left over), 2x100x50x50 G10 (fused) 3 of 10. The same launch holding nothing
+# takes its dx items in order, from GM: the same bits, and both match the reference.
+@pytest.mark.parametrize("shape,G,dtype_key,silu,held", [((2, 100, 4096), 10, "fp16", False, 4),
+                                                          ((2, 24, 4096), 8, "fp16", True, 2),
+                                                          ((2, 100, 2500), 10, "fp32", True, 3)],
+                         ids=["2x100x64x64", "2x24x64x64-fused", "2x100x50x50-fused"])
+def test_held_items_interleaved_in_the_dx_pass_keep_the_in_order_bits(shape, G, dtype_key, silu, held):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 7)
+    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=8, silu=silu)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "channel_two_pass" and not tiling["splitByChannel"]
+    assert tiling["heldItems"] == held
+
+    def launch(t):
+        outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
+        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+                                  beta], t, core_num=8, execution="deferred")
+        return outs
+
+    got = launch(tiling)
+    assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "heldItems": 0})]
+    if silu:
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, 1.0)
+    else:
+        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    check_against_reference(got, want, dtype_key, (True, True, True))
+
+
 # The device's workspace is not cleared before a launch; the twin's starts as NaN. A kernel that
 # adds its per-slice sums into the workspace (atomic add) instead of storing them computes right
 # only on a zeroed workspace: on the twin its outputs are NaN.

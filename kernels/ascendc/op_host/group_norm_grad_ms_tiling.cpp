@@ -379,15 +379,23 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   // stage 2 unless dgamma/dbeta come from the group-across-N cores or the HxW split's group owners
   if (wantsStats && in.C > 0 && !t.groupAcrossN && t.hwSlices == 1) {
     t.reduceRows = empty ? 0 : in.N * t.hwSlices;  // workspace rows (n, slice), added in that order
-    t.stage2SliceElems = AlignUp(CeilDiv(in.C, in.coreNum), 8);
-    t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
     const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;
+    // Whole rows: where C is a multiple of 8 and at most 64 (one fp32 repeat), one block reads
+    // every channel, so its rows are contiguous in GM and in UB: one burst per array and load,
+    // where slices of 8 channels would take a 32-byte burst per sample and array on each of
+    // C / 8 blocks (the stage-2 rows' DMA, not their bytes, is then what costs).
+    const bool wholeRows = in.C % 8 == 0 && in.C <= 64 && Stage2Bytes(in.C, 1, statBytes, width) <= ubUsable;
+    t.stage2WholeRows = wholeRows ? 1 : 0;
+    t.stage2SliceElems = wholeRows ? in.C : AlignUp(CeilDiv(in.C, in.coreNum), 8);
+    t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
       return Stage2Bytes(p, 1, statBytes, width) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
-    // as many samples per strided DMA as fit (a DMA has at most 4095 rows)
-    const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, 4095));
+    // as many samples per DMA as fit (a strided DMA has at most 4095 rows; whole rows are added
+    // by a repeat-form Add whose source repeat stride, the rows of a load, is at most 255 blocks)
+    const int64_t rowLimit = wholeRows ? 255 * 8 / in.C : 4095;
+    const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, rowLimit));
     t.stage2RowsPerLoad = std::max<int64_t>(1, LargestFitting(maxRows, 1, [&](int64_t r) {
       return Stage2Bytes(t.stage2PieceElems, r, statBytes, width) <= ubUsable;
     }));

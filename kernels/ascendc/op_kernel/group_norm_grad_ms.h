@@ -320,8 +320,10 @@ class KernelGroupNormGradMs {
                                     const LocalTensor<float> &dyF, const LocalTensor<float> &xF);
   // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
   // (x - mean) into xF; then refills the stream (held items: see group_norm_grad_ms_stream.h).
+  // dxItem: the dx pass's item index within the held scope where the compute says it (its held
+  // items last), else -1 (the next, in order).
   __aicore__ inline void TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
-                                  const LocalTensor<float> &xF, bool dxPass = false);
+                                  const LocalTensor<float> &xF, bool dxPass = false, int64_t dxItem = -1);
   __aicore__ inline LocalTensor<T> HeldDy(int64_t i) { return heldBuf_.Get<T>()[2 * i * t_->chunkElems]; }
   __aicore__ inline LocalTensor<T> HeldX(int64_t i) { return heldBuf_.Get<T>()[(2 * i + 1) * t_->chunkElems]; }
   // A task of modes 1-2 without the channel split holds its own first items (the stream side
@@ -344,7 +346,7 @@ class KernelGroupNormGradMs {
                                    float rstd, const LocalTensor<float> &gamma, int64_t gammaIndex, float b,
                                    float e, bool frontTaken = false);
   __aicore__ inline void DxFront(int32_t len, float mean, float rstd, const LocalTensor<float> &gamma,
-                                 int64_t gammaIndex);
+                                 int64_t gammaIndex, int64_t dxItem = -1);
 
   __aicore__ inline LocalTensor<float> ResidentDy(int64_t local) {
     return residentBuf_.Get<float>()[local * t_->residentStride];

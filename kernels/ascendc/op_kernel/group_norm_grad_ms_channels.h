@@ -162,9 +162,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
         RowSums(db[local], dyF, 2, 2 * t_->chunkElems, len, ReduceWork(), t_->reduceWorkElems, t_->statElems);
         continue;
       }
-      RowSums(db[local], dyF, rows, stride, len, ReduceWork(), split ? half : t_->reduceWorkElems);
-      RowSums(dg[local], tmp, rows, stride, len, split ? ReduceWork()[half] : ReduceWork(),
-              split ? half : t_->reduceWorkElems);
+      if (split || len <= 64) {  // each step of both sums in turn (RowSums): one V barrier per step, not two
+        const RowSumOperands both[2] = {{db[local], dyF, ReduceWork()}, {dg[local], tmp, ReduceWork()[half]}};
+        RowSums(both, 2, rows, stride, len, half);
+        continue;
+      }
+      RowSums(db[local], dyF, rows, stride, len, ReduceWork(), t_->reduceWorkElems);
+      RowSums(dg[local], tmp, rows, stride, len, ReduceWork(), t_->reduceWorkElems);
       continue;
     }
     ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)
@@ -216,11 +220,23 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
   const int64_t items = channels * chunks;
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
-  for (int64_t item = 0; item < items; ++item) {
+  // A task that holds its first items (not the channel split, whose held items span its tasks)
+  // takes them in turn with its loaded items, then the rest: each loaded item taken frees a load
+  // buffer, so the next load (of this pass, then of the next task) runs while a held item
+  // converts. (All held items first left the buffers full meanwhile; all last, full of the next
+  // task's items.) Each item's dx is its own, so the order changes no value.
+  const int64_t heldFirst = (t_->splitByChannel == 0 && !frontTaken)
+                                ? (t_->heldItems < items ? t_->heldItems : items) : 0;
+  const int64_t loaded = items - heldFirst;
+  const int64_t pairs = heldFirst < loaded ? heldFirst : loaded;
+  for (int64_t k = 0; k < items; ++k) {
+    // loaded and held items in turn, then the rest
+    const int64_t item = k < 2 * pairs ? ((k % 2 == 0) ? heldFirst + k / 2 : k / 2)
+                                       : (heldFirst < loaded ? heldFirst + k - pairs : k - pairs);
     const int64_t local = item / chunks;
     const int64_t chunk = item % chunks;
     const int32_t len = static_cast<int32_t>(ItemLen(slice, chunk));
-    if (!frontTaken || item > 0) DxFront(len, mean, rstd, gamma, gammaIndex + local);
+    if (!frontTaken || item > 0) DxFront(len, mean, rstd, gamma, gammaIndex + local, heldFirst > 0 ? item : -1);
     // SILU: xF is xhat; else x - mean, and rstd * (x - mean) * b = xhat * b
     Muls(xF, xF, SILU ? b : XhatFactor(mean, rstd) * b, len);
     Sub(dyF, dyF, xF, len);
@@ -265,10 +281,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rs
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, float mean, float rstd,
                                                                   const LocalTensor<float> &gamma,
-                                                                  int64_t gammaIndex) {
+                                                                  int64_t gammaIndex, int64_t dxItem) {
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
-  TakeItem(len, mean, dyF, xF, true);
+  TakeItem(len, mean, dyF, xF, true, dxItem);
   if constexpr (SILU) {
     Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
     AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, 1, 0, len);  // -t

@@ -170,29 +170,41 @@ __aicore__ inline void StorePaddedRows(const GlobalTensor<V> &dst, int64_t offse
 // rounded up to a block (rows of partials start 32-byte aligned).
 __aicore__ inline int64_t RowPartialElems(int32_t len) { return AlignUp((len + 63) / 64, FLOATS_PER_BLOCK); }
 
-// dst[r * dstStride] = sum of src[r * stride, r * stride + len) for r < rows, written by the
-// vector unit with WholeReduceSum (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/归约计算/
-// ReduceRepeat.md: per repeat the sum of its first `mask` elements; repeatTime <= 255, the strides
-// up to 2^16 - 1, dstRepStride in dst elements for a sum) instead of count-form ReduceSum, whose
-// every call is a V -> S -> V round trip with a scalar store. A row of <= 64 floats is one
-// repeat: one instruction per 255 rows. A longer row is summed in three steps, each over every
-// row at once where a stride allows it: its 64-float repeats (one instruction per row, or, when
-// a row has fewer repeats than there are rows, one per repeat column across the rows), its tail
-// (one instruction across the rows), then the partials of each row (one instruction across the
-// rows, P = the partials of a row rounded up to a block apart). Every row's partials and their
-// sum are the same values in the same lanes whichever way the instructions are cut, so the bits
-// do not depend on it. Rows longer than 64 x 64 floats use ReduceSum. `stride` is a multiple of
-// 8 elements; `partial` holds `partialElems` floats, at least ceil(len / 64) rounded up to 8
-// (rows go through it in batches of as many as fit).
-__aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
-                               int64_t stride, int32_t len, const LocalTensor<float> &partial,
-                               int64_t partialElems, int64_t dstStride = 1) {
+// One array of RowSums: the sums of its rows go to dst[r * dstStride], the rows are
+// src[r * stride, r * stride + len), and `partial` is its work buffer.
+struct RowSumOperands {
+  LocalTensor<float> dst;
+  LocalTensor<float> src;
+  LocalTensor<float> partial;
+};
+
+// dst[r * dstStride] = sum of src[r * stride, r * stride + len) for r < rows, for each of `count`
+// arrays of the same row geometry, written by the vector unit with WholeReduceSum (asc-devkit
+// docs/zh/api/SIMD-API/基础API/Memory矢量计算/归约计算/ReduceRepeat.md: per repeat the sum of its
+// first `mask` elements; repeatTime <= 255, the strides up to 2^16 - 1, dstRepStride in dst
+// elements for a sum) instead of count-form ReduceSum, whose every call is a V -> S -> V round
+// trip with a scalar store. A row of <= 64 floats is one repeat: one instruction per 255 rows. A
+// longer row is summed in three steps, each over every row at once where a stride allows it: its
+// 64-float repeats (one instruction per row, or, when a row has fewer repeats than there are
+// rows, one per repeat column across the rows), its tail (one instruction across the rows), then
+// the partials of each row (one instruction across the rows, P = the partials of a row rounded up
+// to a block apart). Every row's partials and their sum are the same values in the same lanes
+// whichever way the instructions are cut, so the bits do not depend on it. Each instruction is
+// issued for every array before the next: arrays with partials of their own do not depend on each
+// other, so two arrays share the V barrier the compiler puts between an instruction and the next
+// one over the same partials. Rows longer than 64 x 64 floats use ReduceSum. `stride` is a
+// multiple of 8 elements; each `partial` holds `partialElems` floats, at least ceil(len / 64)
+// rounded up to 8 (rows go through it in batches of as many as fit).
+__aicore__ inline void RowSums(const RowSumOperands *arrays, int32_t count, int64_t rows, int64_t stride,
+                               int32_t len, int64_t partialElems, int64_t dstStride = 1) {
   const int32_t repStride = static_cast<int32_t>(stride / 8);  // in 32-byte blocks
   const int32_t dstRep = static_cast<int32_t>(dstStride);
   if (len <= 64) {
     for (int64_t r0 = 0; r0 < rows; r0 += 255) {
       const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
-      WholeReduceSum<float>(dst[r0 * dstStride], src[r0 * stride], len, n, dstRep, 1, repStride);
+      for (int32_t a = 0; a < count; ++a) {
+        WholeReduceSum<float>(arrays[a].dst[r0 * dstStride], arrays[a].src[r0 * stride], len, n, dstRep, 1, repStride);
+      }
     }
     return;
   }
@@ -200,7 +212,11 @@ __aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<
   const int32_t tail = len % 64;
   const int32_t parts = full + (tail > 0 ? 1 : 0);
   if (parts > 64) {
-    for (int64_t r = 0; r < rows; ++r) ReduceSum(dst[r * dstStride], src[r * stride], partial, len);
+    for (int32_t a = 0; a < count; ++a) {
+      for (int64_t r = 0; r < rows; ++r) {
+        ReduceSum(arrays[a].dst[r * dstStride], arrays[a].src[r * stride], arrays[a].partial, len);
+      }
+    }
     return;
   }
   const int64_t P = RowPartialElems(len);
@@ -208,19 +224,37 @@ __aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<
   if (batch > 255) batch = 255;
   for (int64_t r0 = 0; r0 < rows; r0 += batch) {
     const int32_t n = static_cast<int32_t>((rows - r0 < batch) ? rows - r0 : batch);
-    const LocalTensor<float> first = src[r0 * stride];
     if (full < n) {  // a repeat column across the rows per instruction
       for (int32_t j = 0; j < full; ++j) {
-        WholeReduceSum<float>(partial[j], first[j * 64], 64, n, static_cast<int32_t>(P), 1, repStride);
+        for (int32_t a = 0; a < count; ++a) {
+          WholeReduceSum<float>(arrays[a].partial[j], arrays[a].src[r0 * stride + j * 64], 64, n,
+                                static_cast<int32_t>(P), 1, repStride);
+        }
       }
     } else {  // a row's repeats per instruction
-      for (int32_t r = 0; r < n; ++r) WholeReduceSum<float>(partial[r * P], first[r * stride], 64, full, 1, 1, 8);
+      for (int32_t r = 0; r < n; ++r) {
+        for (int32_t a = 0; a < count; ++a) {
+          WholeReduceSum<float>(arrays[a].partial[r * P], arrays[a].src[(r0 + r) * stride], 64, full, 1, 1, 8);
+        }
+      }
     }
-    if (tail > 0) {
-      WholeReduceSum<float>(partial[full], first[full * 64], tail, n, static_cast<int32_t>(P), 1, repStride);
+    for (int32_t a = 0; a < count && tail > 0; ++a) {
+      WholeReduceSum<float>(arrays[a].partial[full], arrays[a].src[r0 * stride + full * 64], tail, n,
+                            static_cast<int32_t>(P), 1, repStride);
     }
-    WholeReduceSum<float>(dst[r0 * dstStride], partial, parts, n, dstRep, 1, static_cast<int32_t>(P / 8));
+    for (int32_t a = 0; a < count; ++a) {
+      WholeReduceSum<float>(arrays[a].dst[r0 * dstStride], arrays[a].partial, parts, n, dstRep, 1,
+                            static_cast<int32_t>(P / 8));
+    }
   }
+}
+
+// RowSums of one array.
+__aicore__ inline void RowSums(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
+                               int64_t stride, int32_t len, const LocalTensor<float> &partial,
+                               int64_t partialElems, int64_t dstStride = 1) {
+  const RowSumOperands one{dst, src, partial};
+  RowSums(&one, 1, rows, stride, len, partialElems, dstStride);
 }
 
 }  // namespace GroupNormGradMsKernel

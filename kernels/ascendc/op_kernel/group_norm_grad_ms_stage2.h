@@ -29,8 +29,13 @@ class GroupNormGradMsStage2 {
     const int64_t R = t_->stage2RowsPerLoad;
     // width 2 (dbeta and dgamma): a load holds R samples' db and dg rows side by side (db at
     // 2 r P, dg at (2 r + 1) P), so one Add of P + len lanes adds a sample to accDb and
-    // accDg = accDb[P] (the lanes between add the rows' padding, which nothing reads)
+    // accDg = accDb[P] (the lanes between add the rows' padding, which nothing reads). With
+    // whole rows (P == C) the db rows come first, then the dg rows (db at r P, dg at (R + r) P),
+    // each array one burst, and one Add of two repeats adds a sample to both accumulators.
     const int64_t W = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+    const bool whole = t_->stage2WholeRows != 0;
+    const BinaryRepeatParams bothRows(1, 1, 1, static_cast<uint8_t>(P / 8), static_cast<uint8_t>(P / 8),
+                                      static_cast<uint8_t>(R * P / 8));
     pipe->InitBuffer(wsQue_, BUFFER_NUM, R * W * P * sizeof(float));
     pipe->InitBuffer(accBuf_, 2 * P * sizeof(float));
     pipe->InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
@@ -53,7 +58,13 @@ class GroupNormGradMsStage2 {
         const int64_t first = batch * R;
         const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
         LocalTensor<float> loaded = wsQue_.DeQue<float>();
-        for (int64_t r = 0; r < rows; ++r) Add(acc, acc, loaded[r * W * P], lanes);
+        for (int64_t r = 0; r < rows; ++r) {
+          if (whole) {
+            Add(acc, acc, loaded[r * P], static_cast<uint64_t>(P), static_cast<uint8_t>(W), bothRows);
+          } else {
+            Add(acc, acc, loaded[r * W * P], lanes);
+          }
+        }
         wsQue_.FreeTensor(loaded);
       }
       if (t_->dbetaRequired != 0) StoreStridedFromFloat(outQue_, dbeta, c0, len, accDb, 0.0f, false, 1, 0);
@@ -64,7 +75,8 @@ class GroupNormGradMsStage2 {
  private:
   // Up to R rows n of the db and (or) dg workspace, channels [c0, c0 + len) of each, into one
   // buffer: a DMA per array, rows C floats apart in GM (srcStride in bytes), W x P floats apart
-  // in UB (dstStride in 32-byte blocks).
+  // in UB (dstStride in 32-byte blocks); with whole rows, each array's rows as one burst, the
+  // arrays R x P floats apart.
   __aicore__ inline void IssueWorkspaceRows(int64_t c0, int64_t len, int64_t batch, int64_t W) {
     const int64_t R = t_->stage2RowsPerLoad;
     const int64_t P = t_->stage2PieceElems;
@@ -72,12 +84,15 @@ class GroupNormGradMsStage2 {
     const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
     const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(float)), 32);
     LocalTensor<float> staging = wsQue_.AllocTensor<float>();
+    const bool whole = t_->stage2WholeRows != 0;
     DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(float)),
                            static_cast<uint32_t>((t_->C - len) * sizeof(float)),
                            static_cast<uint32_t>((W * P * static_cast<int64_t>(sizeof(float)) - rowUb) / 32), 0};
+    if (whole) copy = DataCopyExtParams{1, static_cast<uint32_t>(rows * P * sizeof(float)), 0, 0, 0};
     DataCopyPadExtParams<float> pad{false, 0, 0, 0.0f};
+    const int64_t second = whole ? R * P : P;  // where the dg rows start when both arrays load
     if (t_->dbetaRequired != 0) DataCopyPad(staging, wsDbGm_[first * t_->C + c0], copy, pad);
-    if (t_->dgammaRequired != 0) DataCopyPad(staging[(W - 1) * P], wsDgGm_[first * t_->C + c0], copy, pad);
+    if (t_->dgammaRequired != 0) DataCopyPad(staging[(W - 1) * second], wsDgGm_[first * t_->C + c0], copy, pad);
     wsQue_.EnQue(staging);
   }
 

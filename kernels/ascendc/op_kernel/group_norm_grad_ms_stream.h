@@ -98,8 +98,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::PumpInto(Q &dyQ, Q &xQ
 // instructions on the same values, so holding changes the GM traffic, never the results.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeItem(int32_t len, float mean, const LocalTensor<float> &dyF,
-                                                                const LocalTensor<float> &xF, bool dxPass) {
-  const int64_t index = dxPass ? takeDx_++ : takeSums_++;
+                                                                const LocalTensor<float> &xF, bool dxPass,
+                                                                int64_t dxItem) {
+  const int64_t index = !dxPass ? takeSums_++ : (dxItem >= 0 ? dxItem : takeDx_++);
   if (index < t_->heldItems && dxPass) {
     RowAsFloat<T>(dyF, HeldDy(index), len);
     CentredX<T>(HeldX(index), len, mean, xF);

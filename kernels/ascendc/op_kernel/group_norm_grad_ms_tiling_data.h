@@ -60,6 +60,10 @@ struct GroupNormGradMsTilingData {
   int64_t stage2Cores;
   int64_t stage2PieceElems;  // channels per UB load in stage 2 (a multiple of 8)
   int64_t stage2RowsPerLoad; // workspace rows (samples, or sample slices) per strided DMA in stage 2
+  // 1: one block sums every channel (C a multiple of 8, at most 64: stage2PieceElems == C), its
+  // rows contiguous in GM and in UB: one DMA burst per array and load, and one repeat-form Add per
+  // row for both arrays (their rows stage2RowsPerLoad x C floats apart)
+  int64_t stage2WholeRows;
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;
