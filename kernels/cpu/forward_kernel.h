@@ -25,6 +25,10 @@ struct RowOutput {
                Arg arg);
   void (*wide_row)(const T *x, T *out, int64_t hxw, double mu, double scale, double shift, Arg arg);
   Arg arg;
+  // HxW = 1: `count` points with per-point mean, scale and shift, each point as `rows` would
+  // write its one-element row; nullptr where the operator has none (then the group-wise
+  // schedule runs).
+  void (*points)(const T *x, T *out, int64_t count, const float *mu, const float *scale, const float *shift);
 };
 
 template <typename T, typename U, typename Arg>
@@ -34,19 +38,56 @@ class ForwardKernel {
                 RowOutput<T, Arg> op)
       : x_(x), gamma_(gamma), out_(out), s_(sizes), op_(op), scratch_(ScratchBytes(sizes)),
         stats_(x, mean, rstd, sizes, eps, scratch_), scale_(scratch_.Take<float>(sizes.N * sizes.C)),
-        shift_(scratch_.Take<float>(sizes.C)) {
+        shift_(scratch_.Take<float>(sizes.C)), gamma_float_(scratch_.Take<float>(sizes.C)) {
     for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta, c);
+    for (int64_t c = 0; c < s_.C; ++c) gamma_float_[c] = GammaAt(gamma, c);
   }
 
   void Run() {
-    stats_.Run([this](int64_t n, int64_t c_first, int64_t rows) { Output(n, c_first, rows); });
+    if (op_.points != nullptr && stats_.BySample()) {
+      stats_.RunBySample([this](int64_t n) { SampleOutput(n); });
+    } else {
+      stats_.Run([this](int64_t n, int64_t c_first, int64_t rows) { Output(n, c_first, rows); });
+    }
   }
 
  private:
   static size_t ScratchBytes(const GroupNormSizes &s) {
     return GroupStatistics<T, U>::ScratchBytes(s) + CallScratch::Bytes<float>(s.N * s.C) +
-           CallScratch::Bytes<float>(s.C);
+           2 * CallScratch::Bytes<float>(s.C);
   }
+
+  // HxW = 1: sample n's C points in one call, with the mean and scale Output uses, spread per
+  // point (the scale in scale_'s row n, the mean in mean_room, the thread's C floats); a
+  // sample with a group from the double loops is written group by group by Output.
+  void SampleOutput(int64_t n) {
+    const int64_t C = s_.C, G = s_.G, D = s_.D();
+    float *scale = &scale_[n * C];
+    float mean_room[kPointChunk];
+    for (int64_t g = 0; g < G; ++g) {
+      if (stats_.Wide(n * G + g)) {
+        for (int64_t h = 0; h < G; ++h) Output(n, h * D, D);
+        return;
+      }
+      for (int64_t c = g * D; c < (g + 1) * D; ++c) scale[c] = stats_.Rstd(n * G + g) * gamma_float_[c];
+    }
+    // the points in chunks, so that the spread means fit on the stack
+    int64_t start = 0, filled = 0;
+    auto flush = [&] {
+      op_.points(x_ + n * C + start, out_ + n * C + start, filled, mean_room, scale + start, shift_ + start);
+      start += filled;
+      filled = 0;
+    };
+    for (int64_t g = 0; g < G; ++g) {
+      const float mu = stats_.Mean(n * G + g);
+      for (int64_t d = 0; d < D; ++d) {
+        mean_room[filled++] = mu;
+        if (filled == kPointChunk) flush();
+      }
+    }
+    if (filled > 0) flush();
+  }
+  static constexpr int64_t kPointChunk = 1024;
 
   // The output uses the float32 statistics; only the stored copies are rounded to U.
   void Output(int64_t n, int64_t c_first, int64_t rows) {
@@ -73,6 +114,7 @@ class ForwardKernel {
   GroupStatistics<T, U> stats_;
   float *scale_;  // (N, C) rstd * gamma
   float *shift_;  // (C,) beta as float
+  float *gamma_float_;  // (C,) gamma as float
 };
 
 }  // namespace detail

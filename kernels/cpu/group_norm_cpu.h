@@ -36,6 +36,7 @@
 // bytes per fp32 element instead of 20 for two streaming passes.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -64,10 +65,49 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : in_{dy, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask),
         need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()),
-        schedule_(sizes), scratch_(ScratchBytes(sizes)), sums_(sizes, mask, rstd, dgamma, dbeta, scratch_),
-        a_(scratch_.Take<float>(sizes.N * sizes.C)) {}
+        schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
+        scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
+        sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
+        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)) {}
 
-  void Run() { schedule_.Run(*this, mask_, nullptr, 0); }
+  void Run() { schedule_.Run(*this, mask_, room_, room_floats_); }
+
+  // HxW = 1, sample n (the by-sample schedule): Reduce, GroupCoefficients and InputGrad of
+  // its G groups, with one point-loop call for the C sums and one for the C dx values. Each
+  // point gets the bits its one-element row gets in Reduce and InputGrad (point_rows_impl.h);
+  // a sample with a group for the double loops takes those steps group by group instead.
+  // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients).
+  void Sample(int64_t n, float *room) {
+    const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C;
+    float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
+    bool any_wide = false;
+    for (int64_t g = 0; g < G; ++g) {
+      any_wide = any_wide || wide::RstdOutsideFloatRange(ToFloat(in_.rstd[n * G + g]));
+      std::fill(mu + g * D, mu + (g + 1) * D, ToFloat(in_.mean[n * G + g]));
+    }
+    if (any_wide) {
+      for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);
+    } else {
+      rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, C, &sums_.db[nc], need_ds_ ? &sums_.ds[nc] : nullptr);
+    }
+    for (int64_t g = 0; g < G; ++g) GroupCoefficients(n * G + g);
+    if (!mask_.dx) return;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t ng = n * G + g;
+      const double r = ToFloat(in_.rstd[ng]), b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
+      any_wide = any_wide || wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b_wide) || wide::LostInFloat(c0_wide);
+      for (int64_t c = g * D; c < (g + 1) * D; ++c) {
+        a[c] = static_cast<float>(r * GammaAt(in_.gamma, c));  // as InputGrad
+        b[c] = static_cast<float>(b_wide);
+        c0[c] = static_cast<float>(c0_wide);
+      }
+    }
+    if (any_wide) {
+      for (int64_t g = 0; g < G; ++g) InputGrad(n, g * D, D, nullptr);
+    } else {
+      rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
+    }
+  }
 
   // db[n, c] and (when needed) ds[n, c] for `rows` channels of one group from c_first; every
   // channel of a group whose rstd is outside the float32 path's range is summed in double
@@ -132,11 +172,16 @@ class BackwardKernel {
                       static_cast<float>(c0), stream_);
   }
 
-  void ReduceOverBatch(int64_t g) { sums_.ReduceOverBatch(g); }
+  void ReduceOverBatch(int64_t c_begin, int64_t c_end) { sums_.ReduceOverBatch(c_begin, c_end); }
 
  private:
-  static size_t ScratchBytes(const GroupNormSizes &s) {
-    return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(s.N * s.C);
+  static constexpr int64_t kPointArrays = 4;  // Sample's mu, a, b, c0
+  static int64_t ACount(const GroupNormSizes &s, const BackwardSchedule &schedule) {
+    return schedule.by_sample() ? 0 : s.N * s.C;  // Sample keeps a sample's a in its room
+  }
+  static size_t ScratchBytes(const GroupNormSizes &s, const BackwardSchedule &schedule, int64_t room_floats) {
+    return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(ACount(s, schedule)) +
+           CallScratch::Bytes<float>(schedule.threads() * room_floats);
   }
 
   void WideReduce(int64_t n, int64_t c, float mu) {
@@ -175,9 +220,11 @@ class BackwardKernel {
   bool stream_;
   const RowKernels<T> &rows_;
   BackwardSchedule schedule_;
+  int64_t room_floats_;  // per thread, for Sample (0 in the other schedules)
   CallScratch scratch_;  // everything below lives in it: O(N*C), nothing full-size
   BackwardSums<U> sums_;
-  float *a_;  // (N, C) dx coefficients rstd * gamma
+  float *a_;     // (N, C) dx coefficients rstd * gamma (none by sample)
+  float *room_;  // (threads, room_floats_)
 };
 
 // ------------------------------------------------------------------ forward
@@ -211,8 +258,9 @@ void GroupNormForward(const T *x, const U *gamma, const U *beta, T *y, U *mean, 
     static_assert(std::is_same_v<U, double>, "float64 data takes float64 statistics");
     detail::ForwardFloat64(x, gamma, beta, y, mean, rstd, sizes, static_cast<double>(eps));
   } else {
-    const detail::RowOutput<T, bool> output{ActiveRowKernels().For<T>().normalize, &detail::WideNormalizeRow<T>,
-                                            detail::StreamOutput<T>(sizes)};
+    const RowKernels<T> &rows = ActiveRowKernels().For<T>();
+    const detail::RowOutput<T, bool> output{rows.normalize, &detail::WideNormalizeRow<T>,
+                                            detail::StreamOutput<T>(sizes), rows.point_normalize};
     detail::ForwardKernel<T, U, bool>(x, gamma, beta, y, mean, rstd, sizes, eps, output).Run();
   }
 }

@@ -68,6 +68,21 @@ class GroupStatistics {
     });
   }
 
+  // HxW = 1 with enough samples (SplitBySample): sample by sample, the statistics of its G
+  // groups (as the group-wise schedule computes them), then output(n) for its C points.
+  bool BySample() const { return SplitBySample(s_, ThreadsFor(s_.N * s_.C * s_.HxW)); }
+  template <typename Output>
+  void RunBySample(Output &&output) {
+    const int64_t G = s_.G;
+    InOneRegion(ThreadsFor(s_.N * s_.C * s_.HxW), [&] {
+#pragma omp for schedule(static)
+      for (int64_t n = 0; n < s_.N; ++n) {
+        for (int64_t ng = n * G; ng < (n + 1) * G; ++ng) ForGroup(ng);
+        output(n);
+      }
+    });
+  }
+
   // The float32 statistics y is computed with (before rounding to U; see GroupMean).
   float Mean(int64_t ng) const { return group_mean_[ng]; }
   float Rstd(int64_t ng) const { return group_rstd_[ng]; }

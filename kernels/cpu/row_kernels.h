@@ -66,6 +66,16 @@ struct RowKernels {
                     bool stream);
   // sums[r] = sum_i (x[r][i] - mu)
   void (*centered_sum)(const T *x, float mu, int64_t hxw, int64_t rows, double *sums);
+  // HxW = 1 (point_rows_impl.h): `count` points with per-point mean and coefficients,
+  // giving each point the bits of the one-element row above.
+  // db[i] = sum of the row dy[i]; ds[i] (unless nullptr) = sum of dy[i] * (x[i] - mu[i])
+  void (*point_grad_sums)(const T *dy, const T *x, const float *mu, int64_t count, double *db, double *ds);
+  // dx[i] = (a[i] * dy[i] + b[i] * (x[i] - mu[i])) + c[i]
+  void (*point_affine_grad)(const T *dy, const T *x, T *dx, int64_t count, const float *a, const float *b,
+                            const float *mu, const float *c);
+  // y[i] = (x[i] - mu[i]) * scale[i] + shift[i]
+  void (*point_normalize)(const T *x, T *y, int64_t count, const float *mu, const float *scale,
+                          const float *shift);
 };
 
 // One build's loops for each storage type, chosen by For<T>(); shared by the row loops

@@ -27,6 +27,7 @@ static_assert(kRegs % 2 == 0, "the sums load their lanes in pairs of registers")
 static_assert(kBlock % kLanes == 0, "blocks hold whole lane rows");
 
 #include "lane_folds_impl.h"
+#include "point_rows_impl.h"
 
 // The two sums of elements [start, end) of one block (end - start <= kBlock), each
 // folded into a double. Always inlined: for short rows (8x8 = 64 elements) a call per
@@ -255,5 +256,6 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
 
 template <typename T>
 RowKernels<T> MakeRowKernels() {
-  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>, &CenteredSum<T>};
+  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>, &CenteredSum<T>,
+                       &PointGradSums<T>, &PointAffineGrad<T>, &PointNormalize<T>};
 }
