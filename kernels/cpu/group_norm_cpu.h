@@ -68,7 +68,9 @@ class BackwardKernel {
         schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
         sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
-        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)) {}
+        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<float>(sizes.C)) {
+    for (int64_t c = 0; c < s_.C; ++c) gamma_[c] = GammaAt(gamma, c);
+  }
 
   void Run() { schedule_.Run(*this, mask_, room_, room_floats_); }
 
@@ -97,7 +99,7 @@ class BackwardKernel {
       const double r = ToFloat(in_.rstd[ng]), b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
       any_wide = any_wide || wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b_wide) || wide::LostInFloat(c0_wide);
       for (int64_t c = g * D; c < (g + 1) * D; ++c) {
-        a[c] = static_cast<float>(r * GammaAt(in_.gamma, c));  // as InputGrad
+        a[c] = static_cast<float>(r * gamma_[c]);  // as InputGrad
         b[c] = static_cast<float>(b_wide);
         c0[c] = static_cast<float>(c0_wide);
       }
@@ -167,7 +169,7 @@ class BackwardKernel {
       return;
     }
     float *a = &a_[n * s_.C + c_first];
-    for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * GammaAt(in_.gamma, c_first + k));
+    for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * gamma_[c_first + k]);
     rows_.affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, s_.HxW, rows, a, static_cast<float>(b), mu,
                       static_cast<float>(c0), stream_);
   }
@@ -181,7 +183,7 @@ class BackwardKernel {
   }
   static size_t ScratchBytes(const GroupNormSizes &s, const BackwardSchedule &schedule, int64_t room_floats) {
     return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(ACount(s, schedule)) +
-           CallScratch::Bytes<float>(schedule.threads() * room_floats);
+           CallScratch::Bytes<float>(schedule.threads() * room_floats) + CallScratch::Bytes<float>(s.C);
   }
 
   void WideReduce(int64_t n, int64_t c, float mu) {
@@ -200,7 +202,7 @@ class BackwardKernel {
     double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
     const double *db = &sums_.db[n * s_.C + g * D], *ds = &sums_.ds[n * s_.C + g * D];
     auto add = [&](int64_t d, int k) {
-      const double gamma = GammaAt(in_.gamma, g * D + d);
+      const double gamma = gamma_[g * D + d];
       s1_chain[k] += gamma * db[d];
       if (need_ds_) t2_chain[k] += gamma * ds[d];
     };
@@ -225,6 +227,7 @@ class BackwardKernel {
   BackwardSums<U> sums_;
   float *a_;     // (N, C) dx coefficients rstd * gamma (none by sample)
   float *room_;  // (threads, room_floats_)
+  float *gamma_;  // (C,) gamma as float, converted once (a half-precision gamma per point was slow)
 };
 
 // ------------------------------------------------------------------ forward
