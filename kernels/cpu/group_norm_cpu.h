@@ -104,8 +104,8 @@ class BackwardKernel {
         c0[c] = static_cast<float>(c0_wide);
       }
     }
-    if (any_wide) {
-      for (int64_t g = 0; g < G; ++g) InputGrad(n, g * D, D, nullptr);
+    if (any_wide) {  // a's room for the groups on the float32 path (a_ is empty by sample)
+      for (int64_t g = 0; g < G; ++g) GroupInputGrad(n, g * D, D, a + g * D);
     } else {
       rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
     }
@@ -154,6 +154,12 @@ class BackwardKernel {
 
   // dx = a_c * dy + b * (x - mu) + c0 with a_c = rstd * gamma_c and the group's b and c0.
   void InputGrad(int64_t n, int64_t c_first, int64_t rows, float * /*kept*/) {
+    GroupInputGrad(n, c_first, rows, &a_[n * s_.C + c_first]);
+  }
+
+  // InputGrad with the room for the rows' a_c given: a_'s slots, or (by sample, where a_ is
+  // empty) the thread's own room.
+  void GroupInputGrad(int64_t n, int64_t c_first, int64_t rows, float *a) {
     const int64_t ng = n * s_.G + c_first / s_.D();
     const double r = ToFloat(in_.rstd[ng]), b = sums_.b[ng], c0 = sums_.c0[ng];
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
@@ -168,7 +174,6 @@ class BackwardKernel {
       }
       return;
     }
-    float *a = &a_[n * s_.C + c_first];
     for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * gamma_[c_first + k]);
     rows_.affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, s_.HxW, rows, a, static_cast<float>(b), mu,
                       static_cast<float>(c0), stream_);
