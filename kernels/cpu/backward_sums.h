@@ -50,21 +50,35 @@ class BackwardSums {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
     for (int64_t n = 0; n < N; ++n) {
       const double *db_row = db + n * C, *ds_row = ds + n * C;
+      // row 0 apart, so that the loops over channels are plain vector loops
+      if (n == 0) {
+        for (int64_t k = c_begin; k < c_end; ++k) dbeta_sum_[k] = 0.0 + db_row[k];
+      } else {
+        for (int64_t k = c_begin; k < c_end; ++k) dbeta_sum_[k] += db_row[k];
+      }
+      if (!mask_.dgamma) continue;
+      const U *rstd_row = rstd_ + n * G;
+      if (D < kShortGroup) {
+        // a few channels per group (2-D inputs with many groups): one loop over the run with
+        // a counter to the next group, not a loop per group
+        int64_t g = c_begin / D, left = (g + 1) * D - c_begin;
+        double r = ToFloat(rstd_row[g]);
+        for (int64_t k = c_begin; k < c_end; ++k, --left) {
+          if (left == 0) {
+            r = ToFloat(rstd_row[++g]);
+            left = D;
+          }
+          dgamma_sum_[k] = (n == 0 ? 0.0 : dgamma_sum_[k]) + r * ds_row[k];
+        }
+        continue;
+      }
       for (int64_t g = c_begin / D, c = c_begin; c < c_end; ++g) {
         const int64_t stop = std::min(c_end, (g + 1) * D);
-        // row 0 apart, so that the loops over channels are plain vector loops
-        if (mask_.dgamma) {
-          const double r = ToFloat(rstd_[n * G + g]);
-          if (n == 0) {
-            for (int64_t k = c; k < stop; ++k) dgamma_sum_[k] = 0.0 + r * ds_row[k];
-          } else {
-            for (int64_t k = c; k < stop; ++k) dgamma_sum_[k] += r * ds_row[k];
-          }
-        }
+        const double r = ToFloat(rstd_row[g]);
         if (n == 0) {
-          for (int64_t k = c; k < stop; ++k) dbeta_sum_[k] = 0.0 + db_row[k];
+          for (int64_t k = c; k < stop; ++k) dgamma_sum_[k] = 0.0 + r * ds_row[k];
         } else {
-          for (int64_t k = c; k < stop; ++k) dbeta_sum_[k] += db_row[k];
+          for (int64_t k = c; k < stop; ++k) dgamma_sum_[k] += r * ds_row[k];
         }
         c = stop;
       }
@@ -76,6 +90,7 @@ class BackwardSums {
   }
 
  private:
+  static constexpr int64_t kShortGroup = 8;  // channels per group below which ReduceOverBatch counts
   GroupNormSizes s_;
   OutputMask mask_;
   const U *rstd_;

@@ -68,7 +68,8 @@ class BackwardKernel {
         schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
         sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
-        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<float>(sizes.C)) {
+        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<float>(sizes.C)),
+        inv_m_(1.0 / static_cast<double>(sizes.D() * sizes.HxW)) {
     for (int64_t c = 0; c < s_.C; ++c) gamma_[c] = GammaAt(gamma, c);
   }
 
@@ -80,30 +81,36 @@ class BackwardKernel {
   // a sample with a group for the double loops takes those steps group by group instead.
   // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients).
   void Sample(int64_t n, float *room) {
-    const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C;
+    const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C, ng0 = n * G;
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
+    // one pass over the groups before the sums and one after them, each group's steps
+    // inlined: with a few channels per group the per-group loops and calls cost more than
+    // the points (8000 x 64, G = 32)
     bool any_wide = false;
-    for (int64_t g = 0; g < G; ++g) {
-      any_wide = any_wide || wide::RstdOutsideFloatRange(ToFloat(in_.rstd[n * G + g]));
-      std::fill(mu + g * D, mu + (g + 1) * D, ToFloat(in_.mean[n * G + g]));
+    for (int64_t g = 0, c = 0; g < G; ++g) {
+      const float m = ToFloat(in_.mean[ng0 + g]);
+      any_wide |= wide::RstdOutsideFloatRange(ToFloat(in_.rstd[ng0 + g]));
+      for (const int64_t end = c + D; c < end; ++c) mu[c] = m;
     }
     if (any_wide) {
       for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);
     } else {
       rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, C, &sums_.db[nc], need_ds_ ? &sums_.ds[nc] : nullptr);
     }
-    for (int64_t g = 0; g < G; ++g) GroupCoefficients(n * G + g);
-    if (!mask_.dx) return;
-    for (int64_t g = 0; g < G; ++g) {
-      const int64_t ng = n * G + g;
+    for (int64_t g = 0, c = 0; g < G; ++g) {
+      const int64_t ng = ng0 + g;
+      GroupCoefficients(ng);
+      if (!mask_.dx) continue;
       const double r = ToFloat(in_.rstd[ng]), b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
-      any_wide = any_wide || wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b_wide) || wide::LostInFloat(c0_wide);
-      for (int64_t c = g * D; c < (g + 1) * D; ++c) {
+      any_wide |= wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b_wide) || wide::LostInFloat(c0_wide);
+      const float b_group = static_cast<float>(b_wide), c0_group = static_cast<float>(c0_wide);
+      for (const int64_t end = c + D; c < end; ++c) {
         a[c] = static_cast<float>(r * gamma_[c]);  // as InputGrad
-        b[c] = static_cast<float>(b_wide);
-        c0[c] = static_cast<float>(c0_wide);
+        b[c] = b_group;
+        c0[c] = c0_group;
       }
     }
+    if (!mask_.dx) return;
     if (any_wide) {  // a's room for the groups on the float32 path (a_ is empty by sample)
       for (int64_t g = 0; g < G; ++g) GroupInputGrad(n, g * D, D, a + g * D);
     } else {
@@ -133,7 +140,9 @@ class BackwardKernel {
   // they are finite exactly when every db (and ds) of the group is (gamma times inf is inf or
   // NaN), so a channel whose float32 lanes overflowed is found here at no cost and summed
   // again in double before b and c0 are formed.
-  void GroupCoefficients(int64_t ng) {
+  // Inlined into Sample: with HxW = 1 and a few channels per group, a call per group was a
+  // third of the backward (8000 x 64, G = 32).
+  [[gnu::always_inline]] inline void GroupCoefficients(int64_t ng) {
     double s1, t2;
     GroupSums(ng, &s1, &t2);
     if (!std::isfinite(s1) || !std::isfinite(t2)) {
@@ -147,9 +156,8 @@ class BackwardKernel {
       GroupSums(ng, &s1, &t2);
     }
     const double r = ToFloat(in_.rstd[ng]);
-    const double inv_m = 1.0 / static_cast<double>(s_.D() * s_.HxW);
-    sums_.b[ng] = -r * r * r * t2 * inv_m;
-    sums_.c0[ng] = -r * s1 * inv_m;
+    sums_.b[ng] = -r * r * r * t2 * inv_m_;
+    sums_.c0[ng] = -r * s1 * inv_m_;
   }
 
   // dx = a_c * dy + b * (x - mu) + c0 with a_c = rstd * gamma_c and the group's b and c0.
@@ -202,11 +210,12 @@ class BackwardKernel {
   // (0 + 1) + (2 + 3)): one serial chain of double adds was a tenth of the whole backward
   // for 40 channels of 8x8.
   static constexpr int kChainsOverChannels = 4;
-  void GroupSums(int64_t ng, double *s1, double *t2) const {
+  [[gnu::always_inline]] inline void GroupSums(int64_t ng, double *s1, double *t2) const {
     const int64_t D = s_.D(), n = ng / s_.G, g = ng % s_.G;
     double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
     const double *db = &sums_.db[n * s_.C + g * D], *ds = &sums_.ds[n * s_.C + g * D];
-    auto add = [&](int64_t d, int k) {
+    // inlined into the loop (a call per channel was a fifth of 8000 x 64, G = 32)
+    auto add = [&](int64_t d, int k) __attribute__((always_inline)) {
       const double gamma = gamma_[g * D + d];
       s1_chain[k] += gamma * db[d];
       if (need_ds_) t2_chain[k] += gamma * ds[d];
@@ -233,6 +242,7 @@ class BackwardKernel {
   float *a_;     // (N, C) dx coefficients rstd * gamma (none by sample)
   float *room_;  // (threads, room_floats_)
   float *gamma_;  // (C,) gamma as float, converted once (a half-precision gamma per point was slow)
+  double inv_m_;  // 1 / (D * HxW), the reciprocal of a group's element count
 };
 
 // ------------------------------------------------------------------ forward
