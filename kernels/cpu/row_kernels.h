@@ -76,6 +76,9 @@ struct RowKernels {
   // y[i] = (x[i] - mu[i]) * scale[i] + shift[i]
   void (*point_normalize)(const T *x, T *y, int64_t count, const float *mu, const float *scale,
                           const float *shift);
+  // centered_sum and centered_squares of `rows` rows with a mean per row, mu[r]
+  void (*centered_sum_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
+  void (*centered_squares_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
 };
 
 // One build's loops for each storage type, chosen by For<T>(); shared by the row loops

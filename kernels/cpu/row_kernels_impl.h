@@ -168,6 +168,19 @@ void CenteredSquares(const T *x, float mu, int64_t hxw, int64_t rows, double *su
   for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_add, scalar_add);
 }
 
+// CenteredSum and CenteredSquares with a mean per row, mu[r]: the forward's statistics of
+// many small groups (HxW = 1, a few channels per group) in one call, each row summed exactly
+// as the one-row call with mu[r] sums it.
+template <typename T>
+void CenteredSumEach(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums) {
+  for (int64_t r = 0; r < rows; ++r) CenteredSum(x + r * hxw, mu[r], hxw, 1, sums + r);
+}
+
+template <typename T>
+void CenteredSquaresEach(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums) {
+  for (int64_t r = 0; r < rows; ++r) CenteredSquares(x + r * hxw, mu[r], hxw, 1, sums + r);
+}
+
 // Scalar elements before the first aligned vector store (streaming needs alignment).
 template <typename T>
 inline int64_t UnalignedHead(const T *out, int64_t n, bool stream) {
@@ -257,5 +270,6 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
 template <typename T>
 RowKernels<T> MakeRowKernels() {
   return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>, &CenteredSum<T>,
-                       &PointGradSums<T>, &PointAffineGrad<T>, &PointNormalize<T>};
+                       &PointGradSums<T>, &PointAffineGrad<T>, &PointNormalize<T>, &CenteredSumEach<T>,
+                       &CenteredSquaresEach<T>};
 }
