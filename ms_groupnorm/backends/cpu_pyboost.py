@@ -103,11 +103,29 @@ def build():
         ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}")
 
 
+def differentiable_backward(name, tensors, attrs, mask):
+    """What a fast-path autograd node's Backward runs while it is itself differentiated
+    (second-order gradients; see _native/cpu_pyboost_common.h): the aot backward op of
+    operator ``name``, run as a PyNative op that the outer gradient records, whose bprop
+    (ops.double_backward) treats mean/rstd as x's statistics, as the node saved them."""
+    from ..ops import double_backward, routing  # routing imports this module
+
+    mask = tuple(bool(m) for m in mask)
+    if name == "group_norm":
+        op = routing._backward_op(int(attrs[0]), mask, "cpu", double_backward.OF_X)  # pylint: disable=protected-access
+    else:
+        op = routing._silu_backward_op(int(attrs[0]), float(attrs[1]), mask, "cpu",  # pylint: disable=protected-access
+                                       double_backward.OF_X)
+    return tuple(op(*tensors))
+
+
 @functools.lru_cache(maxsize=None)
 def module():
     """The loaded module, or None (one warning) when it cannot be built."""
     try:
-        return build()
+        loaded = build()
+        loaded.set_differentiable_backward(differentiable_backward)
+        return loaded
     except Exception as error:  # any failure: fall back to the aot ops
         logger.warning("ms_groupnorm: the PyNative fast path is unavailable, using the aot ops instead (set $%s=0 "
                        "to silence this): %s: %s", ENABLE_ENV, type(error).__name__, str(error).strip()[:2000])
