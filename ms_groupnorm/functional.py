@@ -31,13 +31,14 @@ FULL_MASK = routing.FULL_MASK
 
 @constexpr(check=False)  # runs in Python, also while a graph compiles (unknown dims arrive as None)
 def _check_group_norm(shape, dtype, weight_spec, bias_spec, num_groups, eps):
-    """Checks group_norm's arguments; returns the dtype of the statistics (see _run_group_norm)."""
+    """Checks group_norm's arguments; returns the dtype of the statistics (see _run_group_norm)
+    and whether C is known (a graph with a dynamic shape knows it only when it runs)."""
     stat_dtype, is_float64 = checks.check_group_norm((None if shape is None else tuple(shape), dtype), weight_spec,
                                                       bias_spec, num_groups, eps)
     if is_float64 and routing.backend_name() != "cpu":
         raise ParamTypeError(f"input has dtype Float64, which only the CPU kernels support (this backend is "
                              f"{routing.backend_name()!r}); use float32")
-    return stat_dtype
+    return stat_dtype, shape is not None and shape[1] is not None and shape[1] >= 0
 
 
 @constexpr(check=False)
@@ -71,8 +72,8 @@ def _run_group_norm(input, num_groups, weight, bias, eps, mask, stat_dtype):
 
 def _check_groups_divide(input, num_groups):  # pylint: disable=redefined-builtin
     """num_groups divides C where only the run knows C (a graph with a dynamic shape): the
-    eager call's ValueError (ParamInvalidError) naming num_groups, not the kernel's status.
-    Folds away where C is known (the checks above have seen it)."""
+    eager call's ValueError naming num_groups, not the kernel's status. Where C is known the
+    checks above have seen it, and it is not called."""
     channels = input.shape[1]
     if channels % num_groups != 0:
         raise ValueError(f"ms_groupnorm: C={channels} (the input's dimension 1) is not divisible by "
@@ -125,9 +126,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint:
     # whose check refuses num_groups=None), and is True in PyNative (~0.2 us).
     if F.isconstant(num_groups):
         if F.isconstant(eps):
-            stat_dtype = _check_group_norm(input.shape, input.dtype, param_spec(weight), param_spec(bias),
-                                           num_groups, eps)
-            _check_groups_divide(input, num_groups)
+            stat_dtype, c_known = _check_group_norm(input.shape, input.dtype, param_spec(weight),
+                                                    param_spec(bias), num_groups, eps)
+            if not c_known:  # a dynamic C: checked when the graph runs
+                _check_groups_divide(input, num_groups)
             return _run_group_norm(input, num_groups, weight, bias, eps,
                                    (True, weight is not None, bias is not None), stat_dtype)
     return _group_norm_graph_variables(input, num_groups, weight, bias, eps)

@@ -116,8 +116,8 @@ def check(form, shape, groups, dtype, param_dtype, affine):
     assert scale > 1e-3, "a reference this small cannot tell zeros from the answer"
     tol = TOLERANCE[dtype] if dtype != "float16" or param_dtype != "float16" else 5e-2
     err = np.abs(ours - expected).max() / scale
-    assert err <= tol, f"{form} {shape} {dtype}: max error {err:.3g} of the largest {scale:.3g} (ours {ours.ravel()[:4]}, " \
-                       f"float64 {expected.ravel()[:4]})"
+    assert err <= tol, (f"{form} {shape} {dtype}: max error {err:.3g} of the largest {scale:.3g} "
+                        f"(ours {ours.ravel()[:4]}, float64 {expected.ravel()[:4]})")
 
 
 @pytest.mark.default_sample(case=[0, 2, 4, 5])

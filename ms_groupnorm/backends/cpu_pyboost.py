@@ -36,7 +36,9 @@ from pathlib import Path
 
 from . import cpu_kernels
 from .native_build import (CACHE_ENV, ENABLE_ENV, NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root,
-                           enabled, logger, missing_tools)
+                           enabled, logger, missing_tools, once)
+
+OP_CACHE_SIZE = 256  # bound functions kept per getter, as ops.routing.OP_CACHE_SIZE
 
 MODULE_PREFIX = "ms_groupnorm_pyboost"  # + the build key
 SOURCE = NATIVE_DIR / "cpu_pyboost.cc"  # the module's one translation unit
@@ -119,7 +121,7 @@ def differentiable_backward(name, tensors, attrs, mask):
     return tuple(op(*tensors))
 
 
-@functools.lru_cache(maxsize=None)
+@once
 def module():
     """The loaded module, or None (one warning) when it cannot be built."""
     try:
@@ -139,7 +141,7 @@ def _bind(function, attrs):
     return bound
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=OP_CACHE_SIZE)  # bounded: eps is part of attrs
 def forwards(name, attrs):
     """(plain, differentiable) ``(x, gamma, beta) -> (out, mean, rstd)`` of operator ``name``
     with its attributes ``attrs`` bound, or None. The plain one is not differentiable by
@@ -152,7 +154,7 @@ def forwards(name, attrs):
     return _bind(getattr(mod, name), attrs), _bind(getattr(mod, f"{name}_autograd"), attrs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=OP_CACHE_SIZE)
 def backward(name, attrs, mask):
     """``(dy, x, mean, rstd, gamma[, beta]) -> (dx, dgamma, dbeta)`` of operator ``name``, or
     None. Masked-off outputs are empty (0,), as in the aot op."""

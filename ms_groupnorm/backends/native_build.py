@@ -10,6 +10,7 @@ it). ``$MS_GROUPNORM_PYBOOST=0`` opts out of the CPU fast path.
 """
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import logging
@@ -64,6 +65,32 @@ def build_key(*parts):
         digest.update(part if isinstance(part, bytes) else str(part).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:16]
+
+
+def once(function):
+    """``function()``, computed once per process also when several threads ask at the same
+    time (``functools.lru_cache`` alone may run it in each), then read without the lock.
+    ``cache_clear()`` forgets the value."""
+    lock = threading.Lock()
+    unset = object()
+    state = [unset]
+
+    @functools.wraps(function)
+    def cached():
+        value = state[0]
+        if value is unset:
+            with lock:
+                if state[0] is unset:
+                    state[0] = function()
+                value = state[0]
+        return value
+
+    def cache_clear():
+        with lock:
+            state[0] = unset
+
+    cached.cache_clear = cache_clear
+    return cached
 
 
 def _load_extension(module_name, path):
