@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
 from .cann_env import check_cann_environment
-from .native_build import NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root, missing_tools
+from .native_build import NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root, missing_tools, once
 
 SOURCE = NATIVE_DIR / "group_norm_ascend_pyboost.cc"
 GRAD_OP_TYPE = GROUP_NORM_GRAD_MS.op_type
@@ -114,7 +114,7 @@ def build():
                         backend="Ascend", include_paths=sorted({str(h.parent) for h in headers}))
 
 
-@functools.lru_cache(maxsize=None)
+@once
 def module():
     """The loaded module (built on first use); raises when it cannot be built."""
     return build()

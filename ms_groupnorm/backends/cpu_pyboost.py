@@ -36,7 +36,9 @@ from pathlib import Path
 
 from . import cpu_kernels
 from .native_build import (CACHE_ENV, ENABLE_ENV, NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root,
-                           enabled, logger, missing_tools)
+                           enabled, logger, missing_tools, once)
+
+OP_CACHE_SIZE = 256  # bound functions kept per getter, as ops.routing.OP_CACHE_SIZE
 
 MODULE_PREFIX = "ms_groupnorm_pyboost"  # + the build key
 SOURCE = NATIVE_DIR / "cpu_pyboost.cc"  # the module's one translation unit
@@ -103,11 +105,29 @@ def build():
         ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}")
 
 
-@functools.lru_cache(maxsize=None)
+def differentiable_backward(name, tensors, attrs, mask):
+    """What a fast-path autograd node's Backward runs while it is itself differentiated
+    (second-order gradients; see _native/cpu_pyboost_common.h): the aot backward op of
+    operator ``name``, run as a PyNative op that the outer gradient records, whose bprop
+    (ops.double_backward) treats mean/rstd as x's statistics, as the node saved them."""
+    from ..ops import double_backward, routing  # routing imports this module
+
+    mask = tuple(bool(m) for m in mask)
+    if name == "group_norm":
+        op = routing._backward_op(int(attrs[0]), mask, "cpu", double_backward.OF_X)  # pylint: disable=protected-access
+    else:
+        op = routing._silu_backward_op(int(attrs[0]), float(attrs[1]), mask, "cpu",  # pylint: disable=protected-access
+                                       double_backward.OF_X)
+    return tuple(op(*tensors))
+
+
+@once
 def module():
     """The loaded module, or None (one warning) when it cannot be built."""
     try:
-        return build()
+        loaded = build()
+        loaded.set_differentiable_backward(differentiable_backward)
+        return loaded
     except Exception as error:  # any failure: fall back to the aot ops
         logger.warning("ms_groupnorm: the PyNative fast path is unavailable, using the aot ops instead (set $%s=0 "
                        "to silence this): %s: %s", ENABLE_ENV, type(error).__name__, str(error).strip()[:2000])
@@ -121,7 +141,7 @@ def _bind(function, attrs):
     return bound
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=OP_CACHE_SIZE)  # bounded: eps is part of attrs
 def forwards(name, attrs):
     """(plain, differentiable) ``(x, gamma, beta) -> (out, mean, rstd)`` of operator ``name``
     with its attributes ``attrs`` bound, or None. The plain one is not differentiable by
@@ -134,7 +154,7 @@ def forwards(name, attrs):
     return _bind(getattr(mod, name), attrs), _bind(getattr(mod, f"{name}_autograd"), attrs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=OP_CACHE_SIZE)
 def backward(name, attrs, mask):
     """``(dy, x, mean, rstd, gamma[, beta]) -> (dx, dgamma, dbeta)`` of operator ``name``, or
     None. Masked-off outputs are empty (0,), as in the aot op."""

@@ -33,9 +33,16 @@ from .. import _compat
 from .._compat import evaluated_by_graph_compiler, recording_gradient  # noqa: F401 (used by callers)
 from ..backends import ascend, ascend_pyboost, cpu_aot, cpu_pyboost
 from ..backends.cpu_aot import PynativeForward  # noqa: F401 (the fast path's forward op class)
+from . import double_backward
 from .descriptions import GROUP_NORM, GROUP_NORM_SILU
 
 FULL_MASK = (True, True, True)
+# How many ops each getter keeps (least recently used dropped first): one per configuration
+# (group, eps, swish_scale, mask, backend), ~13 KiB each. Bounded so that a computed or
+# annealed eps cannot grow the cache without end; a dropped op is created again when asked
+# for (a Cell looks its op up per call, a compiled graph keeps its own).
+OP_CACHE_SIZE = 256
+op_cache = functools.lru_cache(maxsize=OP_CACHE_SIZE)
 BACKEND_ENV = "MS_GROUPNORM_BACKEND"
 CPU_BACKENDS = ("cpu", "ascendc_twin")
 BACKENDS = CPU_BACKENDS + ("ascend",)
@@ -126,8 +133,16 @@ _BOOL_TRIPLES = {(a, b, c): (a, b, c) for a in (False, True) for b in (False, Tr
 
 
 # ---------------------------------------------------------------- one op per backend
-def _backward(description, attrs, mask, backend):
-    """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``."""
+def _double_backward_bprop(description, attrs, mask, statistics):
+    """The backward op's own bprop (second-order gradients, ``ops.double_backward``)."""
+    if description is GROUP_NORM.backward:
+        return double_backward.group_norm_backward_bprop(*attrs, mask, statistics)
+    return double_backward.group_norm_silu_backward_bprop(*attrs, mask, statistics)
+
+
+def _backward(description, attrs, mask, backend, statistics=double_backward.PARTIAL):
+    """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``;
+    ``statistics`` says how its bprop treats mean/rstd (``ops.double_backward``)."""
     if backend == PYBOOST_BACKEND:
         return cpu_pyboost.backward(description.name, attrs, mask)
     if backend == ASCEND_PYBOOST_BACKEND:
@@ -137,7 +152,8 @@ def _backward(description, attrs, mask, backend):
         if description is GROUP_NORM.backward:
             return ascend.AscendBackward(*attrs, mask)
         return ascend.AscendSiluBackward(*attrs, mask)
-    return cpu_aot.backward_op(description, backend, attrs + mask)
+    return cpu_aot.backward_op(description, backend, attrs + mask,
+                               _double_backward_bprop(description, attrs, mask, statistics))
 
 
 def _forward(description, attrs, mask, backend, backward):
@@ -169,12 +185,17 @@ def _aot_backend(backend):
 def backward_op(group, mask=FULL_MASK):
     """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
     ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
-    return _backward_op(int(group), _bool_triple(mask), _op_backend())
+    backend = _op_backend()
+    if backend == PYBOOST_BACKEND and recording_gradient():
+        # The module's backward function records nothing for autograd, and a gradient
+        # through it would silently be zero: the aot op, whose bprop differentiates it.
+        backend = "cpu"
+    return _backward_op(int(group), _bool_triple(mask), backend)
 
 
-@functools.lru_cache(maxsize=None)
-def _backward_op(group, mask, backend):
-    return _backward(GROUP_NORM.backward, (group,), mask, backend)
+@op_cache
+def _backward_op(group, mask, backend, statistics=double_backward.PARTIAL):
+    return _backward(GROUP_NORM.backward, (group,), mask, backend, statistics)
 
 
 @evaluated_by_graph_compiler
@@ -186,10 +207,10 @@ def forward_op(group, eps, mask=FULL_MASK):
     return _forward_op(int(group), float(eps), _bool_triple(mask), _op_backend())
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _forward_op(group, eps, mask, backend):
     backward = None if backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed() else \
-        _backward_op(group, mask, _aot_backend(backend))
+        _backward_op(group, mask, _aot_backend(backend), double_backward.OF_X)
     return _forward(GROUP_NORM, (group, eps), mask, backend, backward)
 
 
@@ -201,9 +222,9 @@ def silu_backward_op(group, swish_scale=1.0, mask=FULL_MASK):
                              _silu_op_backend(fast_path=False))
 
 
-@functools.lru_cache(maxsize=None)
-def _silu_backward_op(group, swish_scale, mask, backend):
-    return _backward(GROUP_NORM_SILU.backward, (group, swish_scale), mask, backend)
+@op_cache
+def _silu_backward_op(group, swish_scale, mask, backend, statistics=double_backward.PARTIAL):
+    return _backward(GROUP_NORM_SILU.backward, (group, swish_scale), mask, backend, statistics)
 
 
 @evaluated_by_graph_compiler
@@ -214,12 +235,12 @@ def silu_forward_op(group, eps, swish_scale=1.0, mask=FULL_MASK):
                             _silu_op_backend())
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _silu_forward_op(group, eps, swish_scale, mask, backend):
     # In PyNative the fast path's eager calls record the module's own backward node, and
     # graphs (@ms.jit) run the bprop.
     backward = None if backend == ASCEND_PYBOOST_BACKEND else \
-        _silu_backward_op(group, swish_scale, mask, _aot_backend(backend))
+        _silu_backward_op(group, swish_scale, mask, _aot_backend(backend), double_backward.OF_X)
     return _forward(GROUP_NORM_SILU, (group, eps, swish_scale), mask, backend, backward)
 
 
@@ -230,7 +251,7 @@ def runtime_group_backward_op(mask=FULL_MASK):
     return _runtime_group_backward_op(tuple(bool(m) for m in mask))
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _runtime_group_backward_op(mask):
     return cpu_aot.runtime_group_backward_op(mask)
 
@@ -242,6 +263,6 @@ def runtime_group_forward_op(mask=FULL_MASK):
     return _runtime_group_forward_op(tuple(bool(m) for m in mask))
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _runtime_group_forward_op(mask):
     return cpu_aot.runtime_group_forward_op(_runtime_group_backward_op(mask))
