@@ -11,6 +11,7 @@ from mindspore import nn
 
 from ms_groupnorm import reference
 from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import double_backward
 from ms_groupnorm.backends import ascend
 from ms_groupnorm.backends import twin as ascendc_twin
 
@@ -130,7 +131,8 @@ def test_ascend_adapter_reorders_fills_gamma_and_masks(mask, with_gamma):
     _, mean, rstd = reference.forward(x, None, None, G)
     gamma = rng.standard_normal(C).astype(np.float32) if with_gamma else None
     calls = []
-    cell = ascend.AscendBackward(G, mask, op=TwinInCannOrder(G, calls))
+    cell = ascend.AscendBackward(G, mask, double_backward.group_norm_backward_bprop(G, mask, double_backward.PARTIAL),
+                                 op=TwinInCannOrder(G, calls))
     gamma_in = ms.Tensor(gamma) if with_gamma else ms.Tensor(np.zeros((0,), np.float32))
     dx, dgamma, dbeta = cell(ms.Tensor(dy), ms.Tensor(x), ms.Tensor(mean.astype(np.float32)),
                              ms.Tensor(rstd.astype(np.float32)), gamma_in)

@@ -118,15 +118,31 @@ def ascend_forward_custom(group):
 def _real_params(x, gamma, beta, dtype):
     """gamma/beta as the operators take them: ones/zeros of C elements for an empty "none".
     (Also compiled inside the GRAPH_MODE Cells below.)"""
-    channels = x.shape[1]
-    gamma = ops.ones((channels,), dtype) if gamma.shape[0] == 0 else gamma.astype(dtype)
-    beta = ops.zeros((channels,), dtype) if beta.shape[0] == 0 else beta.astype(dtype)
-    return gamma, beta
+    return _or_filled(gamma, x.shape[1], _ONES, dtype), _or_filled(beta, x.shape[1], _ZEROS, dtype)
 
 
 def _real_gamma(x, gamma, dtype):
     """An empty "none" gamma becomes ones, as aclnnGroupNormBackward treats a null gamma."""
-    return ops.ones((x.shape[1],), dtype) if gamma.shape[0] == 0 else gamma
+    return _or_filled(gamma, x.shape[1], _ONES, dtype)
+
+
+def _or_filled(param, channels, fill, dtype):
+    """``param`` (C,) in ``dtype``, or ``fill`` (ones or zeros) for the empty "none" (0,), chosen
+    without a branch: MindSpore 2.10 fails to compile a second-order gradient in GRAPH_MODE
+    through a branch here, even on a constant ("The func graph is empty")."""
+    return _CONCAT((param.astype(dtype), fill((channels,), dtype)))[:channels]
+
+
+_ONES, _ZEROS, _CONCAT = ops.Ones(), ops.Zeros(), ops.Concat()
+
+
+def _kept(grad):
+    return grad
+
+
+def _dropped(grad):
+    """A masked-off output: the operators write all three, ours returns (0,) there."""
+    return _ZEROS((0,), grad.dtype)
 
 
 def _masked(outputs, mask, x_dtype, stat_dtype):
@@ -154,37 +170,73 @@ class _StatisticsBprop(nn.Cell):
 class AscendBackward(nn.Cell):
     """``(dy, x, mean, rstd, gamma) -> (dx, dgamma, dbeta)`` on GroupNormGradMs, like the CPU
     op: reordered to CANN's (dy, mean, rstd, x, gamma); an empty "none" gamma becomes ones;
-    masked-off outputs come back as (0,) (the operator always writes full-size outputs)."""
+    masked-off outputs come back as (0,) (the operator always writes full-size outputs).
+    ``second_order`` (ops.double_backward) is the operator's bprop: gradients of gradients."""
 
-    def __init__(self, group, mask, op=None):
+    def __init__(self, group, mask, second_order, op=None):
         super().__init__()
-        self.group = int(group)
         self.mask = tuple(bool(m) for m in mask)
-        self.op = op if op is not None else backward_custom()
+        # Chosen here, not by a branch in construct (see _or_filled for why).
+        self.finish_dx, self.finish_dgamma, self.finish_dbeta = (_kept if m else _dropped for m in self.mask)
+        self.grad = _GradInCannOrder(op if op is not None else backward_custom(), int(group), self.mask,
+                                     second_order)
 
     def construct(self, dy, x, mean, rstd, gamma):
         gamma = _real_gamma(x, gamma, mean.dtype)
-        outputs = self.op(dy, mean, rstd, x, gamma, self.group, self.mask[0], self.mask[1], self.mask[2])
-        return _masked(outputs, self.mask, x.dtype, mean.dtype)
+        dx, dgamma, dbeta = self.grad(dy, mean, rstd, x, gamma)
+        return self.finish_dx(dx), self.finish_dgamma(dgamma), self.finish_dbeta(dbeta)
 
 
 class AscendSiluBackward(nn.Cell):
     """``(dz, x, mean, rstd, gamma, beta) -> (dx, dgamma, dbeta)`` on GroupNormSiluGradMs,
     reordered to CANN's (dy, mean, rstd, x, gamma, beta); an empty "none" gamma/beta
-    becomes ones/zeros in mean's dtype; masked-off outputs come back as (0,)."""
+    becomes ones/zeros in mean's dtype; masked-off outputs come back as (0,).
+    ``second_order`` as for AscendBackward."""
 
-    def __init__(self, group, swish_scale, mask, op=None):
+    def __init__(self, group, swish_scale, mask, second_order, op=None):
         super().__init__()
-        self.group = int(group)
         self.swish_scale = float(swish_scale)
         self.mask = tuple(bool(m) for m in mask)
-        self.op = op if op is not None else silu_backward_custom()
+        # Chosen here, not by a branch in construct (see _or_filled for why).
+        self.finish_dx, self.finish_dgamma, self.finish_dbeta = (_kept if m else _dropped for m in self.mask)
+        self.grad = _SiluGradInCannOrder(op if op is not None else silu_backward_custom(), int(group),
+                                         self.swish_scale, self.mask, second_order)
 
     def construct(self, dz, x, mean, rstd, gamma, beta):
         gamma, beta = _real_params(x, gamma, beta, mean.dtype)
-        outputs = self.op(dz, mean, rstd, x, gamma, beta, self.group, self.swish_scale, self.mask[0],
-                          self.mask[1], self.mask[2])
-        return _masked(outputs, self.mask, x.dtype, mean.dtype)
+        dx, dgamma, dbeta = self.grad(dz, mean, rstd, x, gamma, beta)
+        return self.finish_dx(dx), self.finish_dgamma(dgamma), self.finish_dbeta(dbeta)
+
+
+# The operator calls themselves, with their bprop. A Cell of its own without control flow:
+# MindSpore 2.10 fails to compile a second-order gradient through a bprop Cell whose
+# construct branches, even on constants ("The func graph is empty" for the branch).
+class _GradInCannOrder(nn.Cell):
+    def __init__(self, op, group, mask, second_order):
+        super().__init__()
+        self.op, self.group, self.mask, self.second_order = op, group, mask, second_order
+
+    def construct(self, dy, mean, rstd, x, gamma):
+        return self.op(dy, mean, rstd, x, gamma, self.group, self.mask[0], self.mask[1], self.mask[2])
+
+    def bprop(self, dy, mean, rstd, x, gamma, out, dout):
+        g_dy, g_x, g_mean, g_rstd, g_gamma = self.second_order(dy, x, mean, rstd, gamma, out, dout)
+        return g_dy, g_mean, g_rstd, g_x, g_gamma
+
+
+class _SiluGradInCannOrder(nn.Cell):
+    def __init__(self, op, group, swish_scale, mask, second_order):
+        super().__init__()
+        self.op, self.group, self.swish_scale, self.mask = op, group, swish_scale, mask
+        self.second_order = second_order
+
+    def construct(self, dz, mean, rstd, x, gamma, beta):
+        return self.op(dz, mean, rstd, x, gamma, beta, self.group, self.swish_scale, self.mask[0], self.mask[1],
+                       self.mask[2])
+
+    def bprop(self, dz, mean, rstd, x, gamma, beta, out, dout):
+        g_dz, g_x, g_mean, g_rstd, g_gamma, g_beta = self.second_order(dz, x, mean, rstd, gamma, beta, out, dout)
+        return g_dz, g_mean, g_rstd, g_x, g_gamma, g_beta
 
 
 class AscendForward(_StatisticsBprop):
@@ -242,20 +294,54 @@ class PynativeAscendBackward:
     """``(dy, x, mean, rstd, gamma[, beta]) -> (dx, dgamma, dbeta)`` in PYNATIVE_MODE on
     Ascend: the Ascend module's ``group_norm_grad`` or ``group_norm_silu_grad`` (``function``;
     the module reorders to CANN's order) with the attributes ``attrs`` (group[, swish_scale])
-    and the mask. "none" gamma/beta become ones/zeros in mean's dtype; masked-off outputs (0,)."""
+    and the mask. "none" gamma/beta become ones/zeros in mean's dtype; masked-off outputs (0,).
 
-    def __init__(self, function, attrs, mask):
+    While autograd records (a gradient of this gradient: the public backward functions, or
+    an autograd node's Backward run under an outer gradient), the call goes through a Cell
+    whose bprop is ``second_order`` (ops.double_backward): the module's function records
+    nothing, and that gradient would silently be zero."""
+
+    def __init__(self, function, attrs, mask, second_order):
         self.grad = function
         self.mask = tuple(bool(m) for m in mask)
         self.scalars = tuple(attrs) + self.mask
+        recorded = _RecordedFusedBackward if len(attrs) == 2 else _RecordedBackward
+        self.recorded = recorded(self.run, second_order)
 
     def __call__(self, dy, x, mean, rstd, gamma, beta=None):
+        inputs = (dy, x, mean, rstd, gamma) if beta is None else (dy, x, mean, rstd, gamma, beta)
+        return self.recorded(*inputs) if recording_gradient() else self.run(*inputs)
+
+    def run(self, dy, x, mean, rstd, gamma, beta=None):
         if beta is None:
             params = (_real_gamma(x, gamma, mean.dtype),)
         else:
             params = _real_params(x, gamma, beta, mean.dtype)
         outputs = self.grad(dy, x, mean, rstd, *params, *self.scalars)
         return _masked(outputs, self.mask, x.dtype, mean.dtype)
+
+
+class _RecordedBackward(nn.Cell):
+    """A PyNative backward call that autograd records with ``second_order`` as its bprop
+    (one Cell per arity: a bprop takes the construct's inputs, then out and dout)."""
+
+    def __init__(self, run, second_order):
+        super().__init__()
+        self.run, self.second_order = run, second_order
+
+    def construct(self, dy, x, mean, rstd, gamma):
+        return self.run(dy, x, mean, rstd, gamma)
+
+    def bprop(self, dy, x, mean, rstd, gamma, out, dout):
+        return self.second_order(dy, x, mean, rstd, gamma, out, dout)
+
+
+class _RecordedFusedBackward(_RecordedBackward):
+    def construct(self, dz, x, mean, rstd, gamma, beta):  # pylint: disable=arguments-differ
+        return self.run(dz, x, mean, rstd, gamma, beta)
+
+    def bprop(self, dz, x, mean, rstd, gamma, beta, out, dout):  # pylint: disable=arguments-differ
+        return self.second_order(dz, x, mean, rstd, gamma, beta, out, dout)
 
 
 class PynativeAscendForward:

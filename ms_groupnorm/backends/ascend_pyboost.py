@@ -24,7 +24,8 @@ from pathlib import Path
 
 from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
 from .cann_env import check_cann_environment
-from .native_build import NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root, missing_tools, once
+from .native_build import (NATIVE_DIR, ORDERING_HEADER, SECOND_ORDER_HEADER, build_key, build_module, cache_root,
+                           missing_tools, once, SecondOrderHook)
 
 SOURCE = NATIVE_DIR / "group_norm_ascend_pyboost.cc"
 GRAD_OP_TYPE = GROUP_NORM_GRAD_MS.op_type
@@ -106,7 +107,8 @@ def build():
     missing = missing_tools()
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the Ascend PyNative module needs {', '.join(missing)} on PATH")
-    key = build_key(SOURCE.read_bytes(), ORDERING_HEADER.read_bytes(), *[h.read_bytes() for h in headers])
+    key = build_key(SOURCE.read_bytes(), ORDERING_HEADER.read_bytes(), SECOND_ORDER_HEADER.read_bytes(),
+                    *[h.read_bytes() for h in headers])
     build_dir = cache_root() / "ascend_pyboost" / key
     return build_module(f"ms_groupnorm_ascend_{key}", [SOURCE], build_dir,
                         f"ms_groupnorm: compiling the Ascend PyNative module once (cached in {build_dir})...",
@@ -114,7 +116,12 @@ def build():
                         backend="Ascend", include_paths=sorted({str(h.parent) for h in headers}))
 
 
+second_order_hook = SecondOrderHook()  # set by ops.routing
+
+
 @once
 def module():
     """The loaded module (built on first use); raises when it cannot be built."""
-    return build()
+    loaded = build()
+    loaded.set_differentiable_backward(second_order_hook)
+    return loaded

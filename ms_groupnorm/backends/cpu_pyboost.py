@@ -35,8 +35,8 @@ import functools
 from pathlib import Path
 
 from . import cpu_kernels
-from .native_build import (CACHE_ENV, ENABLE_ENV, NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root,
-                           enabled, logger, missing_tools, once)
+from .native_build import (CACHE_ENV, ENABLE_ENV, NATIVE_DIR, ORDERING_HEADER, SECOND_ORDER_HEADER, build_key,
+                           build_module, cache_root, enabled, logger, missing_tools, once, SecondOrderHook)
 
 OP_CACHE_SIZE = 256  # bound functions kept per getter, as ops.routing.OP_CACHE_SIZE
 
@@ -57,7 +57,7 @@ def source(name):
 # (measured on 2.7.1). The fast path is off on such a wheel; the aot ops run instead.
 FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "include", "pynative", "backward", "function.h")
 EARLIER_FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "pynative", "backward", "function.h")
-SHARED_HEADERS = (ORDERING_HEADER, NATIVE_DIR / "cpu_pyboost_common.h")  # part of the build key
+SHARED_HEADERS = (ORDERING_HEADER, SECOND_ORDER_HEADER, NATIVE_DIR / "cpu_pyboost_common.h")  # part of the build key
 
 
 def off_reason():
@@ -105,20 +105,7 @@ def build():
         ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}")
 
 
-def differentiable_backward(name, tensors, attrs, mask):
-    """What a fast-path autograd node's Backward runs while it is itself differentiated
-    (second-order gradients; see _native/cpu_pyboost_common.h): the aot backward op of
-    operator ``name``, run as a PyNative op that the outer gradient records, whose bprop
-    (ops.double_backward) treats mean/rstd as x's statistics, as the node saved them."""
-    from ..ops import double_backward, routing  # routing imports this module
-
-    mask = tuple(bool(m) for m in mask)
-    if name == "group_norm":
-        op = routing._backward_op(int(attrs[0]), mask, "cpu", double_backward.OF_X)  # pylint: disable=protected-access
-    else:
-        op = routing._silu_backward_op(int(attrs[0]), float(attrs[1]), mask, "cpu",  # pylint: disable=protected-access
-                                       double_backward.OF_X)
-    return tuple(op(*tensors))
+second_order_hook = SecondOrderHook()  # set by ops.routing
 
 
 @once
@@ -126,7 +113,7 @@ def module():
     """The loaded module, or None (one warning) when it cannot be built."""
     try:
         loaded = build()
-        loaded.set_differentiable_backward(differentiable_backward)
+        loaded.set_differentiable_backward(second_order_hook)
         return loaded
     except Exception as error:  # any failure: fall back to the aot ops
         logger.warning("ms_groupnorm: the PyNative fast path is unavailable, using the aot ops instead (set $%s=0 "

@@ -26,6 +26,8 @@ CACHE_ENV = "MS_GROUPNORM_CACHE"
 NATIVE_DIR = Path(__file__).resolve().parent.parent / "_native"  # shipped as package data
 # Included by every module's source (found next to it); part of every build key.
 ORDERING_HEADER = NATIVE_DIR / "pyboost_ordering.h"
+# Included by every module's source too: second-order gradients through its autograd nodes.
+SECOND_ORDER_HEADER = NATIVE_DIR / "second_order.h"
 # How long a process waits for another one's build before it says so on stderr.
 WAIT_NOTICE_SECONDS = 2.0
 LOCK_NAME = "ms_groupnorm.lock"  # ours, next to MindSpore's build.lock
@@ -91,6 +93,22 @@ def once(function):
 
     cached.cache_clear = cache_clear
     return cached
+
+
+class SecondOrderHook:
+    """What a module's autograd node's Backward calls while it is itself differentiated
+    (second-order gradients; _native/second_order.h): ``function(name, tensors, attrs,
+    mask) -> (dx, dgamma, dbeta)``, set by ops.routing, which knows the operators (backends
+    do not import ops)."""
+
+    def __init__(self):
+        self.function = None
+
+    def __call__(self, name, tensors, attrs, mask):
+        if self.function is None:
+            raise RuntimeError(f"ms_groupnorm: a gradient of {name}'s gradient needs the hook ms_groupnorm.ops.routing "
+                               "sets; import ms_groupnorm first")
+        return self.function(name, tensors, attrs, mask)
 
 
 def _load_extension(module_name, path):

@@ -145,15 +145,16 @@ def _backward(description, attrs, mask, backend, statistics=double_backward.PART
     ``statistics`` says how its bprop treats mean/rstd (``ops.double_backward``)."""
     if backend == PYBOOST_BACKEND:
         return cpu_pyboost.backward(description.name, attrs, mask)
+    second_order = _double_backward_bprop(description, attrs, mask, statistics)
     if backend == ASCEND_PYBOOST_BACKEND:
-        return ascend.PynativeAscendBackward(getattr(ascend_pyboost.module(), description.pyboost), attrs, mask)
+        return ascend.PynativeAscendBackward(getattr(ascend_pyboost.module(), description.pyboost), attrs, mask,
+                                             second_order)
     if backend == "ascend":
         # The AscendC operators take CANN's order (dy, mean, rstd, x, ...); the Cells adapt.
         if description is GROUP_NORM.backward:
-            return ascend.AscendBackward(*attrs, mask)
-        return ascend.AscendSiluBackward(*attrs, mask)
-    return cpu_aot.backward_op(description, backend, attrs + mask,
-                               _double_backward_bprop(description, attrs, mask, statistics))
+            return ascend.AscendBackward(*attrs, mask, second_order)
+        return ascend.AscendSiluBackward(*attrs, mask, second_order)
+    return cpu_aot.backward_op(description, backend, attrs + mask, second_order)
 
 
 def _forward(description, attrs, mask, backend, backward):
@@ -242,6 +243,28 @@ def _silu_forward_op(group, eps, swish_scale, mask, backend):
     backward = None if backend == ASCEND_PYBOOST_BACKEND else \
         _silu_backward_op(group, swish_scale, mask, _aot_backend(backend), double_backward.OF_X)
     return _forward(GROUP_NORM_SILU, (group, eps, swish_scale), mask, backend, backward)
+
+
+# ---------------------------------------------------------------- second order through the PyNative modules
+def _module_second_order(backend):
+    """What a PyNative module's autograd node runs while it is itself differentiated
+    (_native/second_order.h): the backward op of ``backend`` for operator ``name``, recorded
+    with a bprop that treats mean/rstd as x's statistics, as the node saved them. The CPU
+    module takes the aot op (its own functions record nothing); the Ascend module's backward
+    records itself through ascend.PynativeAscendBackward."""
+    def run(name, tensors, attrs, mask):
+        mask = _bool_triple(tuple(mask))
+        if name == GROUP_NORM.name:
+            op = _backward_op(int(attrs[0]), mask, backend, double_backward.OF_X)
+        else:
+            op = _silu_backward_op(int(attrs[0]), float(attrs[1]), mask, backend, double_backward.OF_X)
+        return tuple(op(*tensors))
+
+    return run
+
+
+cpu_pyboost.second_order_hook.function = _module_second_order("cpu")
+ascend_pyboost.second_order_hook.function = _module_second_order(ASCEND_PYBOOST_BACKEND)
 
 
 # ---------------------------------------------------------------- num_groups / eps as graph variables
