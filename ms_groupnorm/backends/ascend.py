@@ -30,14 +30,14 @@ from mindspore import dtype as mstype
 from mindspore import nn, ops
 from mindspore.ops.auto_generate import group_norm_op
 
-from .._compat import recording_gradient
+from .._compat import compiling_graph, recording_gradient
+from .ascend_jit import refuse_o2
 from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
 from .cann_env import check_cann_environment
 
 # GRAPH_MODE on Ascend: MindSpore runs aclnn custom operators as kernels at jit_level O0
-# (or O1); its documentation and tests of Ascend C custom ops set exactly this. At O2
-# (whole-graph sink) the custom op would have to take only tensors, and ours pass
-# num_groups and the output mask as scalar arguments.
+# (or O1); its documentation and tests of Ascend C custom ops set exactly this. O2 is
+# refused however it is asked for (ascend_jit).
 GRAPH_JIT_CONFIG = {"jit_level": "O0"}
 COMPILER_CACHE_ENV = "MS_COMPILER_CACHE_PATH"
 
@@ -59,16 +59,17 @@ def reg_info(operator):
     return reg.target("Ascend").get_op_info()
 
 
-def check_graph_jit_level(operator=GROUP_NORM_GRAD_MS):
-    """Raises when GRAPH_MODE is set with jit_level O2, where the operator cannot run."""
+def check_graph_jit_level(operator=None):
+    """Raises ``ascend_jit.GraphJitLevelError`` when a graph that would run ``operator`` is
+    compiled at jit_level O2 / with the GE backend, whichever way that was asked for (see
+    ``ascend_jit``). Called where the ops are created and by the op getters at every graph
+    compile, so a Cell built at O0 and compiled later at O2 is refused too. ``operator``
+    None: all of ours (the getters' check)."""
     import mindspore as ms
 
-    level = (ms.get_context("jit_config") or {}).get("jit_level", "")
-    if ms.get_context("mode") == ms.GRAPH_MODE and level == "O2":
-        raise RuntimeError(
-            f"ms_groupnorm: the AscendC operator {operator.aclnn_func} needs jit_level O0 or O1 in GRAPH_MODE (it "
-            f"takes num_groups and the output mask as scalar arguments, which O2 does not pass to aclnn custom "
-            f"operators); call ms.set_context(jit_config={GRAPH_JIT_CONFIG!r}) or use PYNATIVE_MODE.")
+    if ms.get_context("mode") == ms.GRAPH_MODE or compiling_graph():
+        refuse_o2("ms_groupnorm's AscendC operators" if operator is None else
+                  f"the AscendC operator {operator.aclnn_func}")
 
 
 def absolute_compiler_cache():

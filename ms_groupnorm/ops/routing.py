@@ -31,7 +31,7 @@ from mindspore import context
 
 from .. import _compat
 from .._compat import evaluated_by_graph_compiler, recording_gradient  # noqa: F401 (used by callers)
-from ..backends import ascend, ascend_pyboost, cpu_aot, cpu_pyboost
+from ..backends import ascend, ascend_jit, ascend_pyboost, cpu_aot, cpu_pyboost
 from ..backends.cpu_aot import PynativeForward  # noqa: F401 (the fast path's forward op class)
 from .descriptions import GROUP_NORM, GROUP_NORM_SILU
 
@@ -82,8 +82,13 @@ def _mode_backend(backend, fast_path=True):
     decides. In GRAPH_MODE this runs at compile time and picks the aot op; under @ms.jit in
     PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs there
     (tests/test_pyboost.py checks the results stay bitwise equal)."""
-    if backend == "ascend" and eager_pynative():
-        return ASCEND_PYBOOST_BACKEND
+    if backend == "ascend":
+        if eager_pynative():
+            return ASCEND_PYBOOST_BACKEND
+        # A graph is compiling (this getter runs inside it): refuse O2/GE however it was asked
+        # for, at every compile, not only when the op was first created.
+        ascend_jit.refuse_o2()
+        return backend
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
     if (fast_path and backend == "cpu" and cpu_pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
