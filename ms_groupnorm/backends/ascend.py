@@ -31,6 +31,8 @@ from mindspore import nn, ops
 from mindspore.ops.auto_generate import group_norm_op
 
 from .._compat import compiling_graph, recording_gradient
+from . import ascend_pyboost
+from .ascend_chip import check_chip
 from .ascend_jit import refuse_o2
 from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
 from .cann_env import check_cann_environment
@@ -72,6 +74,13 @@ def check_graph_jit_level(operator=None):
                   f"the AscendC operator {operator.aclnn_func}")
 
 
+def check_chip_before_launch(operator):
+    """The chip check (``ascend_chip``) against the package that holds ``operator`` (where it
+    is installed; otherwise against our list only, and the missing operator is reported later)."""
+    header = ascend_pyboost.installed_header(operator.op_type)
+    check_chip(None if header is None else ascend_pyboost.vendor_dir(header))
+
+
 def absolute_compiler_cache():
     """Makes $MS_COMPILER_CACHE_PATH absolute (default: ./custom_kernel_meta, made absolute).
 
@@ -90,6 +99,7 @@ def backward_custom(operator=GROUP_NORM_GRAD_MS):
     GRAPH_MODE takes dynamic shapes and ranks). Needs CANN's environment and
     ASCEND_CUSTOM_OPP_PATH."""
     check_graph_jit_level(operator)
+    check_chip_before_launch(operator)
     check_cann_environment("GRAPH_MODE on Ascend")
     absolute_compiler_cache()
     return ops.Custom(f"{operator.infer_source}:{operator.aclnn_func}", out_shape=None, out_dtype=None,
@@ -106,6 +116,7 @@ def ascend_forward_custom(group):
     for this ``group`` (mean/rstd are (N, group); see group_norm_silu_ascend_infer.cc)."""
     operator = GROUP_NORM_SILU_MS
     check_graph_jit_level(operator)
+    check_chip_before_launch(operator)
     check_cann_environment("GRAPH_MODE on Ascend")
     source = Path(absolute_compiler_cache()) / "ms_groupnorm" / f"group_norm_silu_infer_g{int(group)}.cc"
     source.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ import os
 import re
 from pathlib import Path
 
+from .ascend_chip import check_chip
 from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
 from .cann_env import check_cann_environment
 from .native_build import NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root, missing_tools
@@ -56,6 +57,12 @@ def installed_header(op_type):
     return None
 
 
+def vendor_dir(header):
+    """The vendor directory (the $ASCEND_CUSTOM_OPP_PATH entry) of an installed
+    ``<vendor>/op_api/include/aclnn_<op>.h``."""
+    return Path(header).parents[2]
+
+
 def forward_installed():
     """True when our GroupNormSiluMs forward operator is installed too."""
     return installed_header(FORWARD_OP_TYPE) is not None
@@ -84,12 +91,14 @@ def check_environment():
     Returns the installed operator headers (grad first, then those of GroupNormSiluMs and
     GroupNormSiluGradMs where installed: they are part of the build key, so installing one
     later rebuilds the module against it)."""
+    check_chip()  # the chip first: on a chip we do not run on, that is the news
     check_cann_environment("the Ascend PyNative module")
     grad = installed_header(GRAD_OP_TYPE)
     if grad is None:
         searched = ", ".join(str(e) for e in custom_opp_entries()) or "$ASCEND_CUSTOM_OPP_PATH is unset"
         raise RuntimeError(f"ms_groupnorm: the AscendC operator {GRAD_OP_TYPE} is not installed (no "
                            f"op_api/include/{aclnn_header_name(GRAD_OP_TYPE)} in: {searched}); {_HINT}")
+    check_chip(vendor_dir(grad))  # and the SoCs the installed package was built for
     headers = [grad]
     for op_type in (FORWARD_OP_TYPE, SILU_GRAD_OP_TYPE):
         header = installed_header(op_type)
