@@ -31,10 +31,9 @@ from mindspore import nn, ops
 from mindspore.ops.auto_generate import group_norm_op
 
 from .._compat import compiling_graph, recording_gradient
-from . import ascend_pyboost
 from .ascend_chip import check_chip
 from .ascend_jit import refuse_o2
-from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
+from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS, installed_header, vendor_dir
 from .cann_env import check_cann_environment
 
 # GRAPH_MODE on Ascend: MindSpore runs aclnn custom operators as kernels at jit_level O0
@@ -77,8 +76,8 @@ def check_graph_jit_level(operator=None):
 def check_chip_before_launch(operator):
     """The chip check (``ascend_chip``) against the package that holds ``operator`` (where it
     is installed; otherwise against our list only, and the missing operator is reported later)."""
-    header = ascend_pyboost.installed_header(operator.op_type)
-    check_chip(None if header is None else ascend_pyboost.vendor_dir(header))
+    header = installed_header(operator.op_type)
+    check_chip(None if header is None else vendor_dir(header))
 
 
 def absolute_compiler_cache():

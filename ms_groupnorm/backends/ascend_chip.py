@@ -26,7 +26,7 @@ CONFIG_DIR = Path("op_impl") / "ai_core" / "tbe" / "config"
 
 SUPPORTED = {
     "ascend910b": "Atlas A2 training / inference series (Ascend 910B)",
-    "ascend910_93": "Atlas A3 training / inference series (Ascend 910C)",
+    "ascend910_93": "Atlas A3 training / inference series",
 }
 UNVERIFIED = {
     "ascend950": ("Ascend 950PR/950DT: the package is built for it where CANN knows it, and the kernels are "
