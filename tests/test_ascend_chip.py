@@ -126,3 +126,48 @@ def test_package_chips_reads_the_config_directories(tmp_path):
         (tmp_path / ascend_chip.CONFIG_DIR / soc).mkdir(parents=True)
     (tmp_path / ascend_chip.CONFIG_DIR / "README").write_text("not a SoC")
     assert ascend_chip.package_chips(tmp_path) == ["ascend910b", "ascend950"]
+
+
+# ---- $MS_GROUPNORM_ASCEND_FALLBACK=mindspore: MindSpore's own GroupNorm on a refused chip
+@pytest.fixture
+def fallback(monkeypatch):
+    from ms_groupnorm.ops import routing
+    monkeypatch.setenv(ascend.FALLBACK_ENV, ascend.FALLBACK_VALUE)
+    caches = (ascend._fallback_to_mindspore, routing._forward_op, routing._backward_op)  # pylint: disable=protected-access
+    for cache in caches:
+        cache.cache_clear()
+    yield routing
+    for cache in caches:
+        cache.cache_clear()
+
+
+def test_fallback_runs_mindspores_groupnorm_on_a_refused_chip(simulated, chip, fallback):
+    """On a 910 with the fallback asked for: one warning naming the chip, then MindSpore's
+    GroupNorm forward and backward (nothing reaches our module), gradients as the reference."""
+    module = simulated()
+    chip("ascend910")
+    with pytest.warns(UserWarning, match=r"'ascend910'.*running MindSpore's own GroupNorm"):
+        _training_step(ms.float32, 1e-5)
+    assert module.builders == [] and module.calls == []
+    assert type(fallback.forward_op(3, 1e-5)).__name__ == "BuiltinForward"
+    with pytest.raises(UnsupportedChipError, match="ascend910"):  # the functional backward has no kernel
+        fallback.backward_op(3)
+    assert fallback.fused_backend() is None  # the fused layers run GroupNorm then SiLU
+    ms.set_context(mode=ms.GRAPH_MODE)  # and in a graph (the fixture sets PYNATIVE_MODE back)
+    _training_step(ms.float32, 1e-5)
+    assert module.builders == [] and module.calls == []
+
+
+def test_fallback_is_not_taken_on_a_supported_chip(simulated, chip, fallback):
+    module = simulated()
+    chip("ascend910b")
+    _training_step(ms.float32, 1e-5)
+    assert any(c[0] == "group_norm_grad" for c in module.calls)  # our operators ran
+
+
+def test_fallback_takes_one_documented_value(simulated, chip, fallback, monkeypatch):
+    simulated()
+    chip("ascend910")
+    monkeypatch.setenv(ascend.FALLBACK_ENV, "builtin")
+    with pytest.raises(ValueError, match=r"MS_GROUPNORM_ASCEND_FALLBACK must be unset or 'mindspore'"):
+        _pynative_call(grad=False)

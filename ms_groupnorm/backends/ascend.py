@@ -23,7 +23,9 @@ OpDef's five (data, statistics) columns.
 tests intercept what would reach the device). The CPU twins that run the kernel source on
 this machine are ``twin``.
 """
+import functools
 import os
+import warnings
 from pathlib import Path
 
 from mindspore import dtype as mstype
@@ -31,7 +33,7 @@ from mindspore import nn, ops
 from mindspore.ops.auto_generate import group_norm_op
 
 from .._compat import compiling_graph, recording_gradient
-from .ascend_chip import check_chip
+from .ascend_chip import UnsupportedChipError, check_chip
 from .ascend_jit import refuse_o2
 from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS, installed_header, vendor_dir
 from .cann_env import check_cann_environment
@@ -78,6 +80,34 @@ def check_chip_before_launch(operator):
     is installed; otherwise against our list only, and the missing operator is reported later)."""
     header = installed_header(operator.op_type)
     check_chip(None if header is None else vendor_dir(header))
+
+
+FALLBACK_ENV = "MS_GROUPNORM_ASCEND_FALLBACK"
+FALLBACK_VALUE = "mindspore"
+
+
+def fallback_to_mindspore():
+    """True when ``$MS_GROUPNORM_ASCEND_FALLBACK=mindspore`` and the chip check refuses this
+    chip (or the installed package): then GroupNorm runs MindSpore's own primitive, forward and
+    backward (``BuiltinForward``), with one warning naming the chip. Unset: the check raises.
+    Read per op request, cached per value (the chip does not change within a process)."""
+    return _fallback_to_mindspore(os.environ.get(FALLBACK_ENV, ""))
+
+
+@functools.lru_cache(maxsize=4)
+def _fallback_to_mindspore(value):
+    if value not in ("", FALLBACK_VALUE):
+        raise ValueError(f"ms_groupnorm: ${FALLBACK_ENV} must be unset or {FALLBACK_VALUE!r}, got {value!r}")
+    if not value:
+        return False
+    try:
+        check_chip_before_launch(GROUP_NORM_GRAD_MS)
+    except UnsupportedChipError as error:
+        warnings.warn(f"{error} ${FALLBACK_ENV}={FALLBACK_VALUE}: running MindSpore's own GroupNorm (forward "
+                      f"and backward) instead; the fused GroupNorm + SiLU runs as GroupNorm then SiLU, and "
+                      f"group_norm_backward / group_norm_silu_backward have no kernel.", stacklevel=2)
+        return True
+    return False
 
 
 def absolute_compiler_cache():
@@ -246,6 +276,22 @@ class AscendSiluForward(AscendOwnForward):
 
     def __init__(self, group, eps, swish_scale, backward, op=None):
         super().__init__(group, eps, backward, op, activate_silu=True, swish_scale=swish_scale)
+
+
+class BuiltinForward(nn.Cell):
+    """GroupNorm as MindSpore itself runs it: its GroupNorm primitive, and through autograd its
+    own backward (no bprop here), for a chip our operators do not run on when the user asks
+    for that (``fallback_to_mindspore``). gamma/beta in x's dtype; an empty "none" stays none."""
+
+    def __init__(self, group, eps):
+        super().__init__()
+        self.group = int(group)
+        self.eps = float(eps)
+
+    def construct(self, x, gamma, beta):
+        weight = None if gamma.shape[0] == 0 else gamma.astype(x.dtype)
+        bias = None if beta.shape[0] == 0 else beta.astype(x.dtype)
+        return group_norm_op(x, self.group, weight, bias, self.eps)
 
 
 # ---------------------------------------------------------------- PYNATIVE_MODE

@@ -42,7 +42,8 @@ REFUSED = {
     "ascend310b": "Atlas 200I/500 A2 (Ascend 310B) is not a target of these training kernels",
 }
 WHAT_TO_DO = ("use MindSpore's own GroupNorm (mindspore.nn.GroupNorm / mindspore.mint.nn.functional.group_norm), "
-              "or run on an Atlas A2/A3 machine")
+              "or set MS_GROUPNORM_ASCEND_FALLBACK=mindspore to have ms_groupnorm's layers and functions run it "
+              "here, or run on an Atlas A2/A3 machine")
 
 
 class UnsupportedChipError(RuntimeError):

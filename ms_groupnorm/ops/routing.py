@@ -19,6 +19,9 @@ backend             mode              runs
 "ascendc_twin"      both              ``backends.cpu_aot`` on ``backends.twin``'s aot shims
 "ascend"            GRAPH_MODE        ``backends.ascend`` Cells on the AscendC operators
 "ascend_pyboost"    PYNATIVE_MODE     ``backends.ascend`` through ``backends.ascend_pyboost``
+"ascend_builtin"    both              MindSpore's own GroupNorm (``backends.ascend.BuiltinForward``):
+                                      only on a chip the check refuses, with
+                                      ``$MS_GROUPNORM_ASCEND_FALLBACK=mindspore``
 ==================  ================  =====================================================
 
 On Ascend without our fused operators installed, ``fused_backend()`` is None and the
@@ -41,6 +44,7 @@ CPU_BACKENDS = ("cpu", "ascendc_twin")
 BACKENDS = CPU_BACKENDS + ("ascend",)
 PYBOOST_BACKEND = "cpu_pyboost"
 ASCEND_PYBOOST_BACKEND = "ascend_pyboost"
+ASCEND_BUILTIN_BACKEND = "ascend_builtin"  # MindSpore's own GroupNorm, asked for on a refused chip
 FUSED_BACKENDS = ("cpu", "ascend", "ascendc_twin")
 
 
@@ -83,6 +87,8 @@ def _mode_backend(backend, fast_path=True):
     PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs there
     (tests/test_pyboost.py checks the results stay bitwise equal)."""
     if backend == "ascend":
+        if ascend.fallback_to_mindspore():
+            return ASCEND_BUILTIN_BACKEND
         if eager_pynative():
             return ASCEND_PYBOOST_BACKEND
         # A graph is compiling (this getter runs inside it): refuse O2/GE however it was asked
@@ -107,8 +113,8 @@ def fused_backend():
     two fused operators installed), None where the callers fall back to the unfused pair
     (Ascend without them)."""
     backend = backend_name()
-    if backend == "ascend" and not ascend_pyboost.fused_installed():
-        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed: the unfused pair
+    if backend == "ascend" and (not ascend_pyboost.fused_installed() or ascend.fallback_to_mindspore()):
+        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed or not run here: the unfused pair
     return backend if backend in FUSED_BACKENDS else None
 
 
@@ -133,6 +139,8 @@ _BOOL_TRIPLES = {(a, b, c): (a, b, c) for a in (False, True) for b in (False, Tr
 # ---------------------------------------------------------------- one op per backend
 def _backward(description, attrs, mask, backend):
     """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``."""
+    if backend == ASCEND_BUILTIN_BACKEND:  # no kernel of ours here: say why
+        ascend.check_chip_before_launch(ascend.GROUP_NORM_GRAD_MS)
     if backend == PYBOOST_BACKEND:
         return cpu_pyboost.backward(description.name, attrs, mask)
     if backend == ASCEND_PYBOOST_BACKEND:
@@ -147,6 +155,8 @@ def _backward(description, attrs, mask, backend):
 
 def _forward(description, attrs, mask, backend, backward):
     """The forward op of ``description`` on ``backend``, its bprop running ``backward``."""
+    if backend == ASCEND_BUILTIN_BACKEND:
+        return ascend.BuiltinForward(*attrs)
     if backend == ASCEND_PYBOOST_BACKEND and (ascend_pyboost.forward_installed() or description.activate_silu):
         module = ascend_pyboost.module()
         return ascend.PynativeAscendForward(getattr(module, description.pyboost),
@@ -193,7 +203,8 @@ def forward_op(group, eps, mask=FULL_MASK):
 
 @functools.lru_cache(maxsize=None)
 def _forward_op(group, eps, mask, backend):
-    backward = None if backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed() else \
+    backward = None if backend == ASCEND_BUILTIN_BACKEND or (
+        backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed()) else \
         _backward_op(group, mask, _aot_backend(backend))
     return _forward(GROUP_NORM, (group, eps), mask, backend, backward)
 
