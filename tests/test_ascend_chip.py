@@ -171,3 +171,14 @@ def test_fallback_takes_one_documented_value(simulated, chip, fallback, monkeypa
     monkeypatch.setenv(ascend.FALLBACK_ENV, "builtin")
     with pytest.raises(ValueError, match=r"MS_GROUPNORM_ASCEND_FALLBACK must be unset or 'mindspore'"):
         _pynative_call(grad=False)
+
+
+def test_the_supported_list_names_ascend950_only_once_opted_in(chip, monkeypatch):
+    chip("ascend310p")
+    with pytest.raises(UnsupportedChipError) as info:
+        ascend_chip.check_chip()
+    assert info.value.supported == ("ascend910b", "ascend910_93")
+    monkeypatch.setenv(ascend_chip.ALLOW_UNVERIFIED_ENV, "ascend950")
+    with pytest.raises(UnsupportedChipError) as info:
+        ascend_chip.check_chip()
+    assert info.value.supported == ("ascend910b", "ascend910_93", "ascend950")

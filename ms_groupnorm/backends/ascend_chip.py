@@ -98,11 +98,13 @@ def _check_chip(chip, on_device, vendor_dir, allowed):
                                        "than the chip? MindSpore 2.7-2.8 do not know ascend950)")
         return chip
     built = package_chips(vendor_dir) if vendor_dir is not None else None
-    runnable = [soc for soc in (*SUPPORTED, *UNVERIFIED) if built is None or soc in built]
+    # what would run here: our chips, the unverified ones only where the user opted in, and
+    # (where the package is located) only those it was built for
+    runnable = [soc for soc in (*SUPPORTED, *(s for s in UNVERIFIED if s in allowed)) if built is None or soc in built]
     if chip in REFUSED:
         raise UnsupportedChipError(chip, runnable, REFUSED[chip])
     if chip in UNVERIFIED and chip not in allowed:
-        raise UnsupportedChipError(chip, [s for s in runnable if s in SUPPORTED],
+        raise UnsupportedChipError(chip, runnable,
                                    f"{UNVERIFIED[chip]}; set {ALLOW_UNVERIFIED_ENV}={chip} to run them there anyway")
     if chip not in SUPPORTED and chip not in UNVERIFIED:
         raise UnsupportedChipError(chip, runnable, "this SoC is not one the operators are written for")
