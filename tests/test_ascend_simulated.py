@@ -203,14 +203,14 @@ class _FunctionStandIn(nn.Cell):
 @pytest.fixture
 def simulated(tmp_path, monkeypatch):
     """Returns a function installing the simulation; with_forward also installs GroupNormSiluMs,
-    with_silu_grad GroupNormSiluGradMs (the fused backward)."""
-    def install(with_forward=False, with_silu_grad=False):
+    with_silu_grad GroupNormSiluGradMs (the fused backward); socs: the SoCs the package lists."""
+    def install(with_forward=False, with_silu_grad=False, socs=ascend_fake_cann.BUILT_FOR):
         ops_defs = ascend_fake_cann.op_definitions()
         if not with_forward:
             del ops_defs["forward"]
         if not with_silu_grad:
             del ops_defs["silu_grad"]
-        cann_root, vendor = ascend_fake_cann.make(tmp_path / "tree", ops_defs)
+        cann_root, vendor = ascend_fake_cann.make(tmp_path / "tree", ops_defs, socs)
         monkeypatch.setenv("ASCEND_OPP_PATH", str(cann_root / "opp"))
         monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(vendor))
         monkeypatch.setenv("MS_COMPILER_CACHE_PATH", str(tmp_path / "kernel_meta"))

@@ -23,21 +23,24 @@ OpDef's five (data, statistics) columns.
 tests intercept what would reach the device). The CPU twins that run the kernel source on
 this machine are ``twin``.
 """
+import functools
 import os
+import warnings
 from pathlib import Path
 
 from mindspore import dtype as mstype
 from mindspore import nn, ops
 from mindspore.ops.auto_generate import group_norm_op
 
-from .._compat import recording_gradient
-from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
+from .._compat import compiling_graph, recording_gradient
+from .ascend_chip import UnsupportedChipError, check_chip
+from .ascend_jit import refuse_o2
+from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS, installed_header, vendor_dir
 from .cann_env import check_cann_environment
 
 # GRAPH_MODE on Ascend: MindSpore runs aclnn custom operators as kernels at jit_level O0
-# (or O1); its documentation and tests of Ascend C custom ops set exactly this. At O2
-# (whole-graph sink) the custom op would have to take only tensors, and ours pass
-# num_groups and the output mask as scalar arguments.
+# (or O1); its documentation and tests of Ascend C custom ops set exactly this. O2 is
+# refused however it is asked for (ascend_jit).
 GRAPH_JIT_CONFIG = {"jit_level": "O0"}
 COMPILER_CACHE_ENV = "MS_COMPILER_CACHE_PATH"
 
@@ -59,16 +62,52 @@ def reg_info(operator):
     return reg.target("Ascend").get_op_info()
 
 
-def check_graph_jit_level(operator=GROUP_NORM_GRAD_MS):
-    """Raises when GRAPH_MODE is set with jit_level O2, where the operator cannot run."""
+def check_graph_jit_level(operator=None):
+    """Raises ``ascend_jit.GraphJitLevelError`` when a graph that would run ``operator`` is
+    compiled at jit_level O2 / with the GE backend, whichever way that was asked for (see
+    ``ascend_jit``). Called where the ops are created and by the op getters at every graph
+    compile, so a Cell built at O0 and compiled later at O2 is refused too. ``operator``
+    None: all of ours (the getters' check)."""
     import mindspore as ms
 
-    level = (ms.get_context("jit_config") or {}).get("jit_level", "")
-    if ms.get_context("mode") == ms.GRAPH_MODE and level == "O2":
-        raise RuntimeError(
-            f"ms_groupnorm: the AscendC operator {operator.aclnn_func} needs jit_level O0 or O1 in GRAPH_MODE (it "
-            f"takes num_groups and the output mask as scalar arguments, which O2 does not pass to aclnn custom "
-            f"operators); call ms.set_context(jit_config={GRAPH_JIT_CONFIG!r}) or use PYNATIVE_MODE.")
+    if ms.get_context("mode") == ms.GRAPH_MODE or compiling_graph():
+        refuse_o2("ms_groupnorm's AscendC operators" if operator is None else
+                  f"the AscendC operator {operator.aclnn_func}")
+
+
+def check_chip_before_launch(operator):
+    """The chip check (``ascend_chip``) against the package that holds ``operator`` (where it
+    is installed; otherwise against our list only, and the missing operator is reported later)."""
+    header = installed_header(operator.op_type)
+    check_chip(None if header is None else vendor_dir(header))
+
+
+FALLBACK_ENV = "MS_GROUPNORM_ASCEND_FALLBACK"
+FALLBACK_VALUE = "mindspore"
+
+
+def fallback_to_mindspore():
+    """True when ``$MS_GROUPNORM_ASCEND_FALLBACK=mindspore`` and the chip check refuses this
+    chip (or the installed package): then GroupNorm runs MindSpore's own primitive, forward and
+    backward (``BuiltinForward``), with one warning naming the chip. Unset: the check raises.
+    Read per op request, cached per value (the chip does not change within a process)."""
+    return _fallback_to_mindspore(os.environ.get(FALLBACK_ENV, ""))
+
+
+@functools.lru_cache(maxsize=4)
+def _fallback_to_mindspore(value):
+    if value not in ("", FALLBACK_VALUE):
+        raise ValueError(f"ms_groupnorm: ${FALLBACK_ENV} must be unset or {FALLBACK_VALUE!r}, got {value!r}")
+    if not value:
+        return False
+    try:
+        check_chip_before_launch(GROUP_NORM_GRAD_MS)
+    except UnsupportedChipError as error:
+        warnings.warn(f"{error} ${FALLBACK_ENV}={FALLBACK_VALUE}: running MindSpore's own GroupNorm (forward "
+                      f"and backward) instead; the fused GroupNorm + SiLU runs as GroupNorm then SiLU, and "
+                      f"group_norm_backward / group_norm_silu_backward have no kernel.", stacklevel=2)
+        return True
+    return False
 
 
 def absolute_compiler_cache():
@@ -89,6 +128,7 @@ def backward_custom(operator=GROUP_NORM_GRAD_MS):
     GRAPH_MODE takes dynamic shapes and ranks). Needs CANN's environment and
     ASCEND_CUSTOM_OPP_PATH."""
     check_graph_jit_level(operator)
+    check_chip_before_launch(operator)
     check_cann_environment("GRAPH_MODE on Ascend")
     absolute_compiler_cache()
     return ops.Custom(f"{operator.infer_source}:{operator.aclnn_func}", out_shape=None, out_dtype=None,
@@ -105,6 +145,7 @@ def ascend_forward_custom(group):
     for this ``group`` (mean/rstd are (N, group); see group_norm_silu_ascend_infer.cc)."""
     operator = GROUP_NORM_SILU_MS
     check_graph_jit_level(operator)
+    check_chip_before_launch(operator)
     check_cann_environment("GRAPH_MODE on Ascend")
     source = Path(absolute_compiler_cache()) / "ms_groupnorm" / f"group_norm_silu_infer_g{int(group)}.cc"
     source.parent.mkdir(parents=True, exist_ok=True)
@@ -287,6 +328,22 @@ class AscendSiluForward(AscendOwnForward):
 
     def __init__(self, group, eps, swish_scale, backward, op=None):
         super().__init__(group, eps, backward, op, activate_silu=True, swish_scale=swish_scale)
+
+
+class BuiltinForward(nn.Cell):
+    """GroupNorm as MindSpore itself runs it: its GroupNorm primitive, and through autograd its
+    own backward (no bprop here), for a chip our operators do not run on when the user asks
+    for that (``fallback_to_mindspore``). gamma/beta in x's dtype; an empty "none" stays none."""
+
+    def __init__(self, group, eps):
+        super().__init__()
+        self.group = int(group)
+        self.eps = float(eps)
+
+    def construct(self, x, gamma, beta):
+        weight = None if gamma.shape[0] == 0 else gamma.astype(x.dtype)
+        bias = None if beta.shape[0] == 0 else beta.astype(x.dtype)
+        return group_norm_op(x, self.group, weight, bias, self.eps)
 
 
 # ---------------------------------------------------------------- PYNATIVE_MODE

@@ -19,6 +19,9 @@ backend             mode              runs
 "ascendc_twin"      both              ``backends.cpu_aot`` on ``backends.twin``'s aot shims
 "ascend"            GRAPH_MODE        ``backends.ascend`` Cells on the AscendC operators
 "ascend_pyboost"    PYNATIVE_MODE     ``backends.ascend`` through ``backends.ascend_pyboost``
+"ascend_builtin"    both              MindSpore's own GroupNorm (``backends.ascend.BuiltinForward``):
+                                      only on a chip the check refuses, with
+                                      ``$MS_GROUPNORM_ASCEND_FALLBACK=mindspore``
 ==================  ================  =====================================================
 
 On Ascend without our fused operators installed, ``fused_backend()`` is None and the
@@ -31,7 +34,7 @@ from mindspore import context
 
 from .. import _compat
 from .._compat import evaluated_by_graph_compiler, recording_gradient  # noqa: F401 (used by callers)
-from ..backends import ascend, ascend_pyboost, cpu_aot, cpu_pyboost
+from ..backends import ascend, ascend_jit, ascend_pyboost, cpu_aot, cpu_pyboost
 from ..backends.cpu_aot import PynativeForward  # noqa: F401 (the fast path's forward op class)
 from . import double_backward
 from .descriptions import GROUP_NORM, GROUP_NORM_SILU
@@ -48,6 +51,7 @@ CPU_BACKENDS = ("cpu", "ascendc_twin")
 BACKENDS = CPU_BACKENDS + ("ascend",)
 PYBOOST_BACKEND = "cpu_pyboost"
 ASCEND_PYBOOST_BACKEND = "ascend_pyboost"
+ASCEND_BUILTIN_BACKEND = "ascend_builtin"  # MindSpore's own GroupNorm, asked for on a refused chip
 FUSED_BACKENDS = ("cpu", "ascend", "ascendc_twin")
 
 
@@ -89,8 +93,15 @@ def _mode_backend(backend, fast_path=True):
     decides. In GRAPH_MODE this runs at compile time and picks the aot op; under @ms.jit in
     PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs there
     (tests/test_pyboost.py checks the results stay bitwise equal)."""
-    if backend == "ascend" and eager_pynative():
-        return ASCEND_PYBOOST_BACKEND
+    if backend == "ascend":
+        if ascend.fallback_to_mindspore():
+            return ASCEND_BUILTIN_BACKEND
+        if eager_pynative():
+            return ASCEND_PYBOOST_BACKEND
+        # A graph is compiling (this getter runs inside it): refuse O2/GE however it was asked
+        # for, at every compile, not only when the op was first created.
+        ascend_jit.refuse_o2()
+        return backend
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
     if (fast_path and backend == "cpu" and cpu_pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
@@ -109,8 +120,8 @@ def fused_backend():
     two fused operators installed), None where the callers fall back to the unfused pair
     (Ascend without them)."""
     backend = backend_name()
-    if backend == "ascend" and not ascend_pyboost.fused_installed():
-        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed: the unfused pair
+    if backend == "ascend" and (not ascend_pyboost.fused_installed() or ascend.fallback_to_mindspore()):
+        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed or not run here: the unfused pair
     return backend if backend in FUSED_BACKENDS else None
 
 
@@ -143,6 +154,8 @@ def _double_backward_bprop(description, attrs, mask, statistics):
 def _backward(description, attrs, mask, backend, statistics=double_backward.PARTIAL):
     """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``;
     ``statistics`` says how its bprop treats mean/rstd (``ops.double_backward``)."""
+    if backend == ASCEND_BUILTIN_BACKEND:  # no kernel of ours here: say why
+        ascend.check_chip_before_launch(ascend.GROUP_NORM_GRAD_MS)
     if backend == PYBOOST_BACKEND:
         return cpu_pyboost.backward(description.name, attrs, mask)
     second_order = _double_backward_bprop(description, attrs, mask, statistics)
@@ -159,6 +172,8 @@ def _backward(description, attrs, mask, backend, statistics=double_backward.PART
 
 def _forward(description, attrs, mask, backend, backward):
     """The forward op of ``description`` on ``backend``, its bprop running ``backward``."""
+    if backend == ASCEND_BUILTIN_BACKEND:
+        return ascend.BuiltinForward(*attrs)
     if backend == ASCEND_PYBOOST_BACKEND and (ascend_pyboost.forward_installed() or description.activate_silu):
         module = ascend_pyboost.module()
         return ascend.PynativeAscendForward(getattr(module, description.pyboost),
@@ -210,7 +225,8 @@ def forward_op(group, eps, mask=FULL_MASK):
 
 @op_cache
 def _forward_op(group, eps, mask, backend):
-    backward = None if backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed() else \
+    backward = None if backend == ASCEND_BUILTIN_BACKEND or (
+        backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed()) else \
         _backward_op(group, mask, _aot_backend(backend), double_backward.OF_X)
     return _forward(GROUP_NORM, (group, eps), mask, backend, backward)
 
