@@ -15,6 +15,7 @@ from mindspore.common.initializer import initializer
 from mindspore.ops.primitive import constexpr
 
 # absolute: MindSpore amp O1 re-imports layer files as top-level modules
+from ms_groupnorm import _compat
 from ms_groupnorm.ops import routing
 from ms_groupnorm.ops.checks import as_float32_number, as_int, check_layer_input
 
@@ -108,7 +109,16 @@ class PynativeMixedPrecision:
             args = tuple(_cast_float(arg, target) for arg in args)
             if kwargs:  # layer(x=t), mint's layer(input=t): cast as the positional ones are
                 kwargs = {name: _cast_float(arg, target) for name, arg in kwargs.items()}
-        return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception:
+            # MindSpore (2.10) sets the cell's to_float type for every op run in the call and
+            # resets it only when construct returns: after one of our argument errors every
+            # later op of the process, anywhere, would run in float16. Reset it as the normal
+            # exit does.
+            if target is not None and context._get_mode() == context.PYNATIVE_MODE:
+                _compat.reset_mixed_precision()
+            raise
 
 
 def _cast_float(arg, target):
