@@ -311,9 +311,25 @@ class TBuf {
   detail::Slot *slot_ = nullptr;
 };
 
+namespace detail {
+// The block's current TPipe, what asc-devkit's GetTPipePtr() returns: the TPipe constructor
+// registers itself (kernel_tpipe_impl.h, g_tPipePtr = this) and library code reaches the pipe's
+// event-id pool through it. Blocks are threads, so the pointer is per thread.
+inline class TPipe *&CurrentPipe() {
+  static thread_local class TPipe *pipe = nullptr;
+  return pipe;
+}
+}  // namespace detail
+
 // Hands out UB in 32-byte-aligned pieces and refuses to exceed the configured UB size.
 class TPipe {
  public:
+  TPipe() { detail::CurrentPipe() = this; }
+  ~TPipe() {
+    if (detail::CurrentPipe() == this) detail::CurrentPipe() = nullptr;
+  }
+  TPipe(const TPipe &) = delete;
+  TPipe &operator=(const TPipe &) = delete;
   template <QuePosition pos, int32_t depth>
   void InitBuffer(TQue<pos, depth> &que, int32_t num, uint32_t len) {
     for (detail::Slot *s : que.slots_) {

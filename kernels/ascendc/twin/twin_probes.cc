@@ -20,6 +20,7 @@ const ProbeMap &Probes() {
     twin_probes::AddSyncProbes(&all);
     twin_probes::AddVectorProbes(&all);
     twin_probes::AddStridedProbes(&all);
+    twin_probes::AddCommonProbes(&all);
     return all;
   }();
   return probes;
