@@ -68,6 +68,35 @@ def test_init_output_then_barrier_may_reuse_the_popped_ub():
     np.testing.assert_array_equal(probe("init_output_barrier_then_overwrite", out_len=64), np.full(64, 7.0))
 
 
+def _compat(name, compat, init=None):
+    """A probe with Config::cannCompat (policy bit 19) on or off."""
+    from ms_groupnorm.backends.twin import _policy_code
+    import ctypes
+    out = np.zeros(64, np.float32)
+    if init is not None:
+        out[:len(init)] = init
+    error = ctypes.create_string_buffer(2048)
+    status = ascendc_twin._twin_cdll().GnmsTwinProbe(name.encode(), 1, 48, ascendc_twin.UB_910B,
+                                                     _policy_code("concurrent", "immediate") | (int(compat) << 19), 0,
+                                                     out.ctypes.data, 64, error, len(error))
+    if status:
+        raise TwinFault(error.value.decode())
+    return out
+
+
+def test_a_refill_with_the_same_bytes_is_benign_only_under_cann_compat():
+    """CANN's kernels call InitOutput(…, 0) back to back: nothing orders the first call's MTE3 read of the
+    popped UB before the second call's V fill, but the fill writes the bytes already there, so no reader
+    can see a difference. Strict by default; relaxed per launch; a fill with a new value still faults."""
+    hazard = r"pipe hazard: V InitOutput \(Duplicate\) .* still being read by MTE3 InitOutput"
+    with pytest.raises(TwinFault, match=hazard):
+        _compat("init_output_twice_same_value", False)
+    np.testing.assert_array_equal(_compat("init_output_twice_same_value", True), np.full(64, 7.0))
+    for compat in (False, True):
+        with pytest.raises(TwinFault, match=hazard):
+            _compat("init_output_twice_new_value", compat)
+
+
 def test_pipe_ptr_is_the_live_pipe():
     probe("pipe_ptr_fetch")
     with pytest.raises(TwinFault, match=r"GetTPipePtr\(\): no TPipe"):
@@ -85,3 +114,27 @@ def test_copy_pad_with_data_copy_params():
     want[0:5] = np.arange(0, 5)
     want[7:12] = np.arange(16, 21)
     np.testing.assert_array_equal(out, want)
+
+
+def test_a_scalar_wait_orders_what_the_scalar_unit_issues_next():
+    """The scalar unit issues every instruction in order and stalls on WaitFlag<V_S>: a load issued after
+    that wait cannot overtake the vector work before the SetFlag (CANN's MODE_2 relies on it, through the
+    V -> S round trip of ReduceSum). Without the wait the load races the vector write."""
+    probe("scalar_wait_orders_later_issue")
+    with pytest.raises(TwinFault, match=r"pipe hazard: MTE2 DataCopy GM->UB .* last written by V Duplicate"):
+        probe("no_scalar_wait_then_load")
+
+
+@pytest.mark.parametrize("name, strict", [
+    ("pad_row_into_short_view", r"DataCopyPad GM->UB: 8 elements .* overrun the buffer"),
+    ("pad_into_veccalc", r"DataCopyPad GM->UB: the data path GM -> VECCALC is not supported"),
+    ("copy_vecin_to_vecout", r"DataCopy UB->UB: the data path VECIN -> VECOUT is not supported"),
+])
+def test_cann_compat_accepts_what_the_hardware_does_and_only_that(name, strict):
+    """Strict by default (the documented positions; padding inside the view, as asc-devkit's overflow
+    check wants). Under cannCompat the copy runs as asc-devkit dispatches it (by physical memory) and
+    moves the right data."""
+    x = np.arange(1, 8, dtype=np.float32)
+    with pytest.raises(TwinFault, match=strict):
+        _compat(name, False, init=x)
+    np.testing.assert_array_equal(_compat(name, True, init=x)[8:15], x)

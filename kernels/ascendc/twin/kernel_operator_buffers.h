@@ -118,6 +118,15 @@ class LocalTensor {
                  " is not 32-byte aligned (vector instructions and DataCopy need aligned UB addresses)");
     }
   }
+  // `bytes` from this tensor's start stay inside the buffer (queue buffer or TBuf) it was taken from.
+  void CheckInBuffer(const char *op, uint64_t bytes) const {
+    Check(op, 0, false);
+    if (addr_ + bytes > static_cast<uint64_t>(slot_->addr) + slot_->bytes) {
+      twin::Fail(std::string(op) + ": " + std::to_string(bytes) + " bytes from UB address " + std::to_string(addr_) +
+                 " overrun the buffer of " + slot_->owner + " (it ends at " +
+                 std::to_string(slot_->addr + slot_->bytes) + ")");
+    }
+  }
   uint8_t *Raw() const { return twin::Block().ub.data() + addr_; }
   twin::UbRange Range(uint64_t count) const {
     return twin::UbRange{addr_, static_cast<uint32_t>(count * sizeof(T))};

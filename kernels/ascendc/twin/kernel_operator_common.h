@@ -114,7 +114,13 @@ void InitOutput(GlobalTensor<T> gm, uint32_t size, T value) {
   uint8_t *ub = twin::Block().ub.data() + start;
   const uint32_t popBytes = popSize * sizeof(T);
   detail::MaskLanes() = detail::kMaskFull;  // DuplicateImpl is a count form
-  pipes.Issue(twin::kPipeV, "InitOutput (Duplicate)", {}, {twin::UbRange{static_cast<uint32_t>(start), popBytes}},
+  // Under Config::cannCompat, a refill with the bytes the popped UB already holds (CANN's kernels
+  // call InitOutput several times in a row with 0, and nothing orders the previous call's MTE3 read
+  // before this fill) changes nothing a reader could see, so it is issued without a UB write.
+  bool unchanged = twin::CurrentConfig().cannCompat && twin::CurrentConfig().execution == twin::kImmediate;
+  for (uint32_t i = 0; unchanged && i < popSize; ++i) unchanged = std::memcmp(ub + i * sizeof(T), &value, sizeof(T)) == 0;
+  const twin::UbRange fill{static_cast<uint32_t>(start), unchanged ? 0u : popBytes};
+  pipes.Issue(twin::kPipeV, "InitOutput (Duplicate)", {}, {fill},
               [ub, popSize, value] {
                 for (uint32_t i = 0; i < popSize; ++i) std::memcpy(ub + i * sizeof(T), &value, sizeof(T));
               },

@@ -81,6 +81,17 @@ void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange>
                       std::initializer_list<UbRange> writes, std::function<void()> effect, double durationNs,
                       double latencyNs) {
   const uint64_t seq = ++vc_[pipe][pipe];
+  // The scalar unit issues every instruction, in program order, and a WaitFlag<X_S> stalls it
+  // (asc-devkit docs/zh/guide/编程指南/编程模型/AI-Core-SIMD编程/抽象硬件架构.md: Scalar "把矢量计算、
+  // 矩阵计算、数据搬运、同步指令发射给对应单元执行"; SetFlag-WaitFlag.md: the waiting queue's later
+  // instructions are blocked). So an instruction issued after the scalar unit has waited for X is
+  // ordered after X's work before that SetFlag, whatever pipe it runs on. Not after the scalar
+  // unit's own writes (SetValue): those are posted, and a reader on another pipe needs S_X.
+  if (pipe != kPipeS) {
+    for (int q = 0; q < kPipeCount; ++q) {
+      if (q != kPipeS && q != pipe) vc_[pipe][q] = std::max(vc_[pipe][q], vc_[kPipeS][q]);
+    }
+  }
   ops_.push_back(Op{name, pipe, seq, ++calls_});
   const uint32_t index = static_cast<uint32_t>(ops_.size() - 1);
   if (pipe == kPipeV) CheckVectorOrder(index, reads, writes);

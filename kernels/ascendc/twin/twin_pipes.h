@@ -9,6 +9,9 @@
 //     ones are done (asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核内同步/SetFlag-WaitFlag.md:
 //     the flag is one bit, set by SetFlag, cleared by WaitFlag; ids 0-7 on A2/A3);
 //   * PipeBarrier<PIPE_ALL>, and SyncAll (which also waits for every pipe);
+//   * a WaitFlag<X_S> on the scalar unit: it issues every instruction in program order, so
+//     whatever it issues after the wait, on any pipe, comes after X's work before the SetFlag
+//     (what CANN's kernels rely on between a ReduceSum's V -> S round trip and the next loads);
 //   * V -> V: on arch 2201 the vector pipe does not order dependent instructions itself;
 //     bisheng's --cce-auto-sync (on by default in custom-op projects) inserts a V barrier
 //     between them (asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核内同步/关键特性说明.md:

@@ -44,7 +44,9 @@ void MaskProbe(const ProbeArgs &a, int variant) {
 // InitOutput: out[0..outLen) filled with 7 (fits), or
 //   1: without a TPipe (GetTPipePtr faults);  2: past the GM buffer;
 //   3: a TBuf laid over the popped UB and written by V before MTE3 has read it (hazard);
-//   4: as 3 after a PipeBarrier<PIPE_ALL> (fine).
+//   4: as 3 after a PipeBarrier<PIPE_ALL> (fine);
+//   5: InitOutput twice with 7 (its second fill leaves the popped UB as it is);
+//   6: InitOutput with 5, then with 7 (the second fill changes UB the first's MTE3 still reads).
 void InitOutputProbe(const ProbeArgs &a, int variant) {
   GlobalTensor<float> gm;
   gm.SetGlobalBuffer(a.out, a.outLen);
@@ -53,8 +55,9 @@ void InitOutputProbe(const ProbeArgs &a, int variant) {
     return;
   }
   TPipe pipe;
+  if (variant >= 5) InitOutput<float>(gm, static_cast<uint32_t>(a.outLen), variant == 5 ? 7.0f : 5.0f);
   InitOutput<float>(gm, static_cast<uint32_t>(a.outLen + (variant == 2 ? 8 : 0)), 7.0f);
-  if (variant >= 3) {
+  if (variant == 3 || variant == 4) {
     if (variant == 4) PipeBarrier<PIPE_ALL>();
     TBuf<QuePosition::VECCALC> buf;
     pipe.InitBuffer(buf, 256);
@@ -94,6 +97,54 @@ void CopyParamsProbe(const ProbeArgs &a) {
   DataCopyPad(gm, u, DataCopyParams(2, 5 * sizeof(float), 1, 2 * sizeof(float)));
 }
 
+// V writes a buffer, then MTE2 loads into it: ordered only if the scalar unit waited for V in
+// between (variant 0: SetFlag/WaitFlag<V_S>, then the load is issued; 1: no wait, a hazard).
+void ScalarWaitProbe(const ProbeArgs &a, int variant) {
+  TPipe pipe;
+  TBuf<QuePosition::VECIN> in;
+  pipe.InitBuffer(in, 64 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> u = in.Get<float>();
+  Duplicate<float>(u, 1.0f, 64);
+  if (variant == 0) {
+    SetFlag<HardEvent::V_S>(EVENT_ID0);
+    WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  }
+  DataCopy(u, gm, 64);
+  PipeBarrier<PIPE_ALL>();
+}
+
+// The copies CANN's kernels make outside the documented positions, and an unaligned row into a
+// view of its own length: out[0..7) is loaded (7 floats, one padded 32-byte row) and stored back
+// at out[8..15) through a VECOUT buffer.
+//   0: into a VECIN TBuf's Get(7) view (the padded row overruns the view, not the buffer);
+//   1: into a VECCALC TBuf (GM -> VECCALC, documented for Ascend 950 only);
+//   2: into a VECIN TBuf, then DataCopy UB -> UB VECIN -> VECOUT (not a documented path).
+template <QuePosition kIn>
+void PositionProbe(const ProbeArgs &a, int variant) {
+  TPipe pipe;
+  TBuf<kIn> in;
+  TBuf<QuePosition::VECOUT> out;
+  pipe.InitBuffer(in, 8 * sizeof(float));
+  pipe.InitBuffer(out, 8 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> u = variant == 0 ? in.template Get<float>(7) : in.template Get<float>();
+  LocalTensor<float> v = out.Get<float>();
+  DataCopyPad(u, gm, DataCopyExtParams(1, 7 * sizeof(float), 0, 0, 0), DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+  SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  if (variant == 2) {
+    DataCopy(v, in.template Get<float>(), 8);
+  } else {
+    Muls(v, in.template Get<float>(), 1.0f, 8);
+  }
+  SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  DataCopyPad(gm[8], v, DataCopyExtParams(1, 7 * sizeof(float), 0, 0, 0));
+}
+
 }  // namespace
 
 namespace twin_probes {
@@ -109,10 +160,17 @@ void AddCommonProbes(ProbeMap *probes) {
       {"init_output_past_gm", [](const ProbeArgs &a) { InitOutputProbe(a, 2); }},
       {"init_output_then_overwrite", [](const ProbeArgs &a) { InitOutputProbe(a, 3); }},
       {"init_output_barrier_then_overwrite", [](const ProbeArgs &a) { InitOutputProbe(a, 4); }},
+      {"init_output_twice_same_value", [](const ProbeArgs &a) { InitOutputProbe(a, 5); }},
+      {"init_output_twice_new_value", [](const ProbeArgs &a) { InitOutputProbe(a, 6); }},
       {"pipe_ptr_fetch", [](const ProbeArgs &a) { PipePtrProbe(a, 0); }},
       {"pipe_ptr_after_pipe_gone", [](const ProbeArgs &a) { PipePtrProbe(a, 1); }},
       {"assert_false", [](const ProbeArgs &a) { PipePtrProbe(a, 2); }},
       {"copy_params_store", CopyParamsProbe},
+      {"scalar_wait_orders_later_issue", [](const ProbeArgs &a) { ScalarWaitProbe(a, 0); }},
+      {"no_scalar_wait_then_load", [](const ProbeArgs &a) { ScalarWaitProbe(a, 1); }},
+      {"pad_row_into_short_view", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECIN>(a, 0); }},
+      {"pad_into_veccalc", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECCALC>(a, 1); }},
+      {"copy_vecin_to_vecout", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECIN>(a, 2); }},
   });
 }
 
