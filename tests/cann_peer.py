@@ -202,6 +202,8 @@ def libraries():
                                                    ctypes.c_char_p, cint]
     kernel.GnmsPeerLastStats.restype = cint
     kernel.GnmsPeerLastStats.argtypes = [ptr, cint]
+    kernel.GnmsPeerCostModel.restype = None
+    kernel.GnmsPeerCostModel.argtypes = [ptr, ptr]
     return host, kernel, tuple(fields)
 
 
@@ -258,11 +260,13 @@ def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="
 
 
 def last_stats():
-    """Per-block cost counters of the last CANN launch (ascendc_twin.STAT_FIELDS order)."""
-    _, kernel, _ = libraries()
-    out = np.zeros((VECTOR_CORES, len(ascendc_twin.STAT_FIELDS)), np.float64)
-    blocks = kernel.GnmsPeerLastStats(out.ctypes.data, VECTOR_CORES)
-    return out[:blocks]
+    """Per-block cost counters of the last CANN launch: dicts of ascendc_twin.STAT_FIELDS."""
+    return ascendc_twin._last_stats(libraries()[1].GnmsPeerLastStats)
+
+
+def cost_model(**changes):
+    """The peer library's cost constants (its own copy of twin::CostModel), as ascendc_twin.twin_cost_model."""
+    return ascendc_twin._cost_model(libraries()[1].GnmsPeerCostModel, changes)
 
 
 # ---------------------------------------------------------------- the ttk close rule
