@@ -231,20 +231,38 @@ def cann_tiling(N, C, HxW, G, dtype="float32", deterministic=False, required=(Tr
                                      (int(v) for v in compile_info)))}
 
 
+def to_storage(values, dtype):
+    """float values -> the array the kernel reads: float32, float16, or bf16 bits (uint16, rounded to
+    nearest even)."""
+    if dtype == "bfloat16":
+        bits = np.ascontiguousarray(values, np.float32).view(np.uint32).astype(np.uint64)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.ascontiguousarray(values, {"float32": np.float32, "float16": np.float16}[dtype])
+
+
+def from_storage(array, dtype):
+    if dtype == "bfloat16":
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    return array.astype(np.float32)
+
+
 def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="concurrent", execution="immediate",
-             seed=0, check_hazards=True, tiling=None, cann_compat=True):
-    """CANN's GroupNormGrad kernel on the twin: (dx, dgamma, dbeta), or TwinFault. Every array has
-    the data dtype (the 910B kernel takes one type T for all of them). ``cann_compat``: the twin's
-    per-launch relaxations for CANN's kernels (twin::Config::cannCompat)."""
+             seed=0, check_hazards=True, tiling=None, cann_compat=True, dtype=None):
+    """CANN's GroupNormGrad kernel on the twin: (dx, dgamma, dbeta) as float32, or TwinFault. ``dtype``
+    (default: x's, float32 or float16; "bfloat16" for bf16) is the one type T the 910B kernel takes for
+    every array; the inputs are rounded to it. ``cann_compat``: the twin's per-launch relaxations for
+    CANN's kernels (twin::Config::cannCompat)."""
     _, kernel, _ = libraries()
     N, C = x.shape[:2]
     HxW = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
-    dtype = x.dtype.name
+    dtype = dtype or np.asarray(x).dtype.name
     t = tiling or cann_tiling(N, C, HxW, num_groups, dtype, deterministic)
     if t["block_dim"] <= 0:  # CANN's tiling answers some refused shapes with success and block dim 0
         raise ValueError(f"CANN's tiling gave block dim {t['block_dim']} for {(N, C, HxW, num_groups)}: not a launch")
-    arrays = [np.ascontiguousarray(a, x.dtype) for a in (dy, mean, rstd, x, gamma)]
-    outs = [np.full(x.shape, np.nan, x.dtype), np.full(C, np.nan, x.dtype), np.full(C, np.nan, x.dtype)]
+    arrays = [to_storage(a, dtype) for a in (dy, mean, rstd, x, gamma)]
+    nan = to_storage(np.full(1, np.nan), dtype)[0]
+    outs = [np.full(x.shape, nan), np.full(C, nan), np.full(C, nan)]
+    outs = [o.astype(arrays[0].dtype) for o in outs]
     buffers = (ctypes.c_void_p * 8)(*[a.ctypes.data for a in arrays + outs])
     sizes = np.array([a.nbytes for a in arrays + outs], np.int64)
     code = (ascendc_twin._policy_code(policy, execution) | (0 if check_hazards else 1 << 16)
@@ -256,7 +274,7 @@ def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="
                                                 code, seed, error, len(error))
     if status:
         raise TwinFault(error.value.decode())
-    return tuple(outs)
+    return tuple(from_storage(o, dtype) for o in outs)
 
 
 def last_stats():

@@ -68,17 +68,17 @@ def test_init_output_then_barrier_may_reuse_the_popped_ub():
     np.testing.assert_array_equal(probe("init_output_barrier_then_overwrite", out_len=64), np.full(64, 7.0))
 
 
-def _compat(name, compat, init=None):
+def _compat(name, compat, init=None, out_len=64):
     """A probe with Config::cannCompat (policy bit 19) on or off."""
     from ms_groupnorm.backends.twin import _policy_code
     import ctypes
-    out = np.zeros(64, np.float32)
+    out = np.zeros(out_len, np.float32)
     if init is not None:
         out[:len(init)] = init
     error = ctypes.create_string_buffer(2048)
     status = ascendc_twin._twin_cdll().GnmsTwinProbe(name.encode(), 1, 48, ascendc_twin.UB_910B,
                                                      _policy_code("concurrent", "immediate") | (int(compat) << 19), 0,
-                                                     out.ctypes.data, 64, error, len(error))
+                                                     out.ctypes.data, out_len, error, len(error))
     if status:
         raise TwinFault(error.value.decode())
     return out
@@ -138,3 +138,38 @@ def test_cann_compat_accepts_what_the_hardware_does_and_only_that(name, strict):
     with pytest.raises(TwinFault, match=strict):
         _compat(name, False, init=x)
     np.testing.assert_array_equal(_compat(name, True, init=x)[8:15], x)
+
+
+def test_cast_round_breaks_ties_away_from_zero():
+    """Cast.md: CAST_RINT rounds to nearest even (四舍六入五成双), CAST_ROUND to nearest with ties away from
+    zero (四舍五入); CANN's kernels store 16-bit results with CAST_ROUND. Off a tie both agree."""
+    h_tie, b_tie = 1 + 2.0 ** -11, 1 + 2.0 ** -8  # halfway between 1 and the next half / bf16 above it
+    x = np.array([h_tie, -h_tie, 1 + 3 * 2.0 ** -11, 0.1, -0.1, 0, 65504, 1e-6,
+                  b_tie, -b_tie, 1 + 3 * 2.0 ** -9, 0.1, -0.1, 0, 3.0e38, 1e-30], np.float32)
+    got = probe("cast_round", out_len=32, init=x)  # out[0:16] through half, out[16:32] through bf16
+    rint = probe("cast_rint", out_len=32, init=x)
+    assert got[0] == 1 + 2.0 ** -10 and got[1] == -(1 + 2.0 ** -10) and rint[0] == 1.0 and rint[1] == -1.0
+    assert got[16 + 8] == 1 + 2.0 ** -7 and got[16 + 9] == -(1 + 2.0 ** -7) and rint[16 + 8] == 1.0
+    ties = {0, 1, 24, 25}
+    assert all(got[i] == rint[i] for i in range(32) if i not in ties)
+    with pytest.raises(TwinFault, match=r"CAST_RINT .* and CAST_ROUND .* only"):
+        probe("cast_floor", out_len=32, init=x)
+
+
+@pytest.mark.parametrize("name, pair", [
+    ("hazard_mte2_v", None), ("hazard_v_mte3", None), ("hazard_war_reuse", None),
+    ("hazard_v_s", ("V", "S")), ("hazard_s_v", ("S", "V")), ("hazard_mte3_s", ("MTE3", "S")),
+])
+def test_cann_compat_takes_the_compilers_scalar_pairs_and_no_others(name, pair):
+    """bisheng's --cce-auto-sync inserts V <-> S, MTE2 <-> S and MTE3 <-> S synchronisation around
+    GetValue/SetValue, nothing between V, MTE2 and MTE3 (关键特性说明.md, 支持的同步类型). CANN's kernels rely on
+    it (a SetValue then a Cast in their 16-bit N = 1 path); under cannCompat the S pairs are ordered, every
+    other missing synchronisation still stops the launch. The probes are test_ascendc_pipes.py's."""
+    init = np.arange(1, 193, dtype=np.float32)
+    with pytest.raises(TwinFault, match="pipe hazard"):
+        _compat(name, False, init=init, out_len=256)
+    if pair is None:
+        with pytest.raises(TwinFault, match="pipe hazard"):
+            _compat(name, True, init=init, out_len=256)
+    else:
+        _compat(name, True, init=init, out_len=256)

@@ -203,6 +203,21 @@ void WholeReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const 
 namespace detail {
 inline float ToF32(half v) { return static_cast<float>(v); }
 inline float ToF32(bfloat16_t v) { return ToFloat(v); }
+
+// CAST_ROUND (Cast.md: "round，四舍五入舍入"): to nearest, ties away from zero. `r` is f rounded to
+// nearest even; where f lies exactly halfway between r and its neighbour of larger magnitude, that
+// neighbour. (Both neighbours of a finite f have f's sign, and the bit patterns of one sign grow with
+// the magnitude, so the neighbour is r's bits + 1.)
+template <typename D>
+D TieAwayFromZero(D r, float f) {
+  const float rf = ToF32(r);
+  if (std::isnan(f) || std::isinf(rf) || rf == f || std::fabs(rf) > std::fabs(f)) return r;
+  D up = r;
+  up.bits = static_cast<uint16_t>(r.bits + 1);
+  const double lower = std::fabs(static_cast<double>(rf)), upper = std::fabs(static_cast<double>(ToF32(up)));
+  const double a = std::fabs(static_cast<double>(f));
+  return (a - lower == upper - a) ? up : r;
+}
 }  // namespace detail
 
 template <typename D, typename S>
@@ -215,14 +230,16 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
   constexpr bool narrow = std::is_same<S, float>::value && !std::is_same<D, float>::value;
   static_assert(widen || narrow, "the twin models half/bf16 <-> float casts only");
   if (widen && mode != RoundMode::CAST_NONE) twin::Fail("Cast half/bf16 -> float must use CAST_NONE (it is exact)");
-  if (narrow && mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE) {
-    twin::Fail("Cast float -> half/bf16: the twin models CAST_RINT (round to nearest even) only");
+  if (narrow && mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE && mode != RoundMode::CAST_ROUND) {
+    twin::Fail("Cast float -> half/bf16: the twin models CAST_RINT (round to nearest even) and CAST_ROUND (to "
+               "nearest, ties away from zero) only");
   }
+  const bool tiesAway = mode == RoundMode::CAST_ROUND;
   uint8_t *out = dst.Raw();
   const uint8_t *inRaw = src.Raw();
   const bool saturate = detail::Saturating();
   Pipes().Issue(twin::kPipeV, "Cast", {src.Range(count)}, {dst.Range(count)},
-                [out, inRaw, count, saturate] {
+                [out, inRaw, count, saturate, tiesAway] {
                   std::vector<D> result(count);
                   for (uint32_t i = 0; i < count; ++i) {
                     S v;
@@ -237,6 +254,7 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
                       const float f = saturate && std::isnan(v) ? 0.0f : static_cast<float>(v);
                       D r;
                       if constexpr (std::is_same<D, half>::value) r = half(f); else r = ToBfloat16(f);
+                      if (tiesAway) r = detail::TieAwayFromZero(r, f);
                       if (saturate && std::isinf(detail::ToF32(r))) {
                         if constexpr (std::is_same<D, half>::value) r.bits = f > 0 ? 0x7BFF : 0xFBFF;
                         else r.bits = f > 0 ? 0x7F7F : 0xFF7F;

@@ -23,12 +23,22 @@ void PipeModel::Check(uint32_t opIndex, UbRange r, bool write) {
     Cell &cell = cells_[c];
     const Op &w = ops_[cell.writer];
     if (cell.writer != 0 && w.pipe != p && w.seq > vc_[p][w.pipe]) {
-      Hazard(op, write ? "writes" : "reads", r, w, "last written");
+      if (scalarAutoSync_ && (w.pipe == kPipeS || p == kPipeS)) {
+        vc_[p][w.pipe] = w.seq;  // the compiler's S pair synchronisation (SetScalarAutoSync)
+      } else {
+        Hazard(op, write ? "writes" : "reads", r, w, "last written");
+      }
     }
     if (write) {
       for (int q = 0; q < kPipeCount; ++q) {
         const uint32_t ri = cell.reader[q];
-        if (q != p && ri != 0 && ops_[ri].seq > vc_[p][q]) Hazard(op, "writes", r, ops_[ri], "still being read");
+        if (q != p && ri != 0 && ops_[ri].seq > vc_[p][q]) {
+          if (scalarAutoSync_ && p == kPipeS) {
+            vc_[p][q] = ops_[ri].seq;  // the compiler's S pair synchronisation (SetScalarAutoSync)
+          } else {
+            Hazard(op, "writes", r, ops_[ri], "still being read");
+          }
+        }
       }
       cell.writer = opIndex;
       for (uint32_t &ri : cell.reader) ri = 0;

@@ -145,6 +145,32 @@ void PositionProbe(const ProbeArgs &a, int variant) {
   DataCopyPad(gm[8], v, DataCopyExtParams(1, 7 * sizeof(float), 0, 0, 0));
 }
 
+// out[0:16] fp32 -> half -> fp32 and out[16:32] fp32 -> bf16 -> fp32 with `mode` (CANN's kernels
+// store with CAST_ROUND).
+void CastModeProbe(const ProbeArgs &a, RoundMode mode) {
+  TPipe pipe;
+  TBuf<QuePosition::VECIN> in;
+  TBuf<QuePosition::VECOUT> out;
+  TBuf<QuePosition::VECCALC> narrow;
+  pipe.InitBuffer(in, 16 * sizeof(float));
+  pipe.InitBuffer(out, 32 * sizeof(float));
+  pipe.InitBuffer(narrow, 64);
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> src = in.Get<float>();
+  LocalTensor<float> dst = out.Get<float>();
+  DataCopy(src, gm, 16);
+  SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  Cast(narrow.Get<half>(), src, mode, 16);
+  Cast(dst, narrow.Get<half>(), RoundMode::CAST_NONE, 16);
+  Cast(narrow.Get<bfloat16_t>(), src, mode, 16);
+  Cast(dst[16], narrow.Get<bfloat16_t>(), RoundMode::CAST_NONE, 16);
+  SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  DataCopy(gm, dst, 32);
+}
+
 }  // namespace
 
 namespace twin_probes {
@@ -171,6 +197,9 @@ void AddCommonProbes(ProbeMap *probes) {
       {"pad_row_into_short_view", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECIN>(a, 0); }},
       {"pad_into_veccalc", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECCALC>(a, 1); }},
       {"copy_vecin_to_vecout", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECIN>(a, 2); }},
+      {"cast_round", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_ROUND); }},
+      {"cast_rint", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_RINT); }},
+      {"cast_floor", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_FLOOR); }},
   });
 }
 

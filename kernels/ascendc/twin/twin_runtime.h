@@ -44,7 +44,11 @@ struct Config {
   // hardware's result; our kernels run with none (docs/ascend.md, "CANN's kernels on the twin"):
   //  * a fill that leaves every UB byte as it is (InitOutput refilling its popped UB with the
   //    value it already holds) is not a write a pending reader could observe, so it is not
-  //    checked as a hazard (immediate execution only, where UB holds the program-order bytes).
+  //    checked as a hazard (immediate execution only, where UB holds the program-order bytes);
+  //  * the pairs of GetValue/SetValue with V, MTE2 and MTE3 work are synchronised by bisheng's
+  //    --cce-auto-sync, as CANN builds its kernels (PipeModel::SetScalarAutoSync);
+  //  * copies between the same physical memories whatever the UB positions, and DataCopyPad
+  //    padding inside the buffer rather than the view (kernel_operator_data_copy.h).
   bool cannCompat = false;
 };
 
