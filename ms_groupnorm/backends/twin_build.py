@@ -30,7 +30,8 @@ TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
 # by the compiler and hashed by directory (HASHED_DIRS).
 BACKWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
                     "twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
-                    "twin/twin_probes_vector.cc", "twin/twin_probes_strided.cc", "twin/twin_host_checks.cc",
+                    "twin/twin_probes_vector.cc", "twin/twin_probes_strided.cc",
+                    "twin/twin_probes_common.cc", "twin/twin_host_checks.cc",
                     "op_kernel/group_norm_grad_ms.cpp",
                     "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
 FORWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc", "twin/twin_forward_aot.cc",
