@@ -43,11 +43,11 @@ class ForwardKernel {
                 RowOutput<T, Arg> op)
       : x_(x), gamma_(gamma), out_(out), s_(sizes), op_(op), scratch_(ScratchBytes(sizes)),
         stats_(x, mean, rstd, sizes, eps, scratch_), scale_(scratch_.Take<float>(sizes.N * sizes.C)),
-        shift_(scratch_.Take<float>(sizes.N * sizes.C)), gamma_f_(scratch_.Take<float>(sizes.C)),
-        beta_(scratch_.Take<float>(sizes.C)), coefficients_(ActiveRowKernels().For<T>().coefficients) {
+        shift_(scratch_.Take<float>(sizes.N * sizes.C)), gamma_d_(scratch_.Take<double>(sizes.C)),
+        beta_d_(scratch_.Take<double>(sizes.C)), coefficients_(ActiveRowKernels().For<T>().coefficients) {
     for (int64_t c = 0; c < s_.C; ++c) {
-      gamma_f_[c] = GammaAt(gamma, c);
-      beta_[c] = BetaAt(beta, c);
+      gamma_d_[c] = static_cast<double>(GammaAt(gamma, c));
+      beta_d_[c] = static_cast<double>(BetaAt(beta, c));
     }
   }
 
@@ -58,7 +58,7 @@ class ForwardKernel {
  private:
   static size_t ScratchBytes(const GroupNormSizes &s) {
     return GroupStatistics<T, U>::ScratchBytes(s) + 2 * CallScratch::Bytes<float>(s.N * s.C) +
-           2 * CallScratch::Bytes<float>(s.C);
+           2 * CallScratch::Bytes<double>(s.C);
   }
 
   // The output uses the statistics before rounding (see above); only the stored copies are
@@ -69,15 +69,15 @@ class ForwardKernel {
     const double mu = stats_.MeanDouble(ng), r = stats_.RstdDouble(ng);
     if (stats_.Wide(ng)) {
       for (int64_t k = 0; k < rows; ++k) {
-        op_.wide_row(x_ + offset + k * s_.HxW, out_ + offset + k * s_.HxW, s_.HxW, mu,
-                     r * static_cast<double>(gamma_f_[c_first + k]), beta_[c_first + k], op_.arg);
+        op_.wide_row(x_ + offset + k * s_.HxW, out_ + offset + k * s_.HxW, s_.HxW, mu, r * gamma_d_[c_first + k],
+                     beta_d_[c_first + k], op_.arg);
       }
       return;
     }
     const float c = CentredSums(stats_.Mean(ng), stats_.Rstd(ng)) ? stats_.Mean(ng) : 0.0f;
     const double rest = mu - static_cast<double>(c);
     float *scale = &scale_[n * s_.C + c_first], *shift = &shift_[n * s_.C + c_first];
-    coefficients_(r, rest, gamma_f_ + c_first, beta_ + c_first, rows, scale, shift);
+    coefficients_(r, rest, gamma_d_ + c_first, beta_d_ + c_first, rows, scale, shift);
     op_.rows(x_ + offset, out_ + offset, s_.HxW, rows, c, scale, shift, op_.arg);
   }
 
@@ -90,8 +90,8 @@ class ForwardKernel {
   GroupStatistics<T, U> stats_;
   float *scale_;  // (N, C) rstd * gamma
   float *shift_;    // (N, C) beta - (mean - c) * scale
-  float *gamma_f_;  // (C,) gamma and beta as float
-  float *beta_;
+  double *gamma_d_;  // (C,) gamma and beta (float values) as double
+  double *beta_d_;
   decltype(RowKernels<T>::coefficients) coefficients_;  // the active build's loop (row_kernels.h)
 };
 

@@ -68,11 +68,12 @@ struct RowKernels {
   // sums[r] = sum_i (x[r][i] - mu)
   void (*centered_sum)(const T *x, float mu, int64_t hxw, int64_t rows, double *sums);
   // The forward's coefficients of `rows` channels of one group, in double and each rounded once
-  // to float: scale[r] = rstd * gamma[r], shift[r] = beta[r] - rest * scale[r] (forward_kernel.h).
+  // to float: scale[r] = rstd * gamma[r], shift[r] = beta[r] - rest * scale[r] (forward_kernel.h;
+  // gamma and beta float values held as doubles, converted once per call, not once per row).
   // Here, not in the caller, so that the loop runs in the build's vector width: with 64-element
   // rows the scalar-width loop cost 3-4 % of the forward. Every operation is an IEEE double one
   // (fp-contract off), so every build gives the same bits.
-  void (*coefficients)(double rstd, double rest, const float *gamma, const float *beta, int64_t rows, float *scale,
+  void (*coefficients)(double rstd, double rest, const double *gamma, const double *beta, int64_t rows, float *scale,
                        float *shift);
 };
 

@@ -299,12 +299,12 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
   if (stream) V::Fence();
 }
 
-inline void Coefficients(double rstd, double rest, const float *gamma, const float *beta, int64_t rows, float *scale,
-                         float *shift) {
+inline void Coefficients(double rstd, double rest, const double *gamma, const double *beta, int64_t rows,
+                         float *scale, float *shift) {
   for (int64_t r = 0; r < rows; ++r) {
-    const float s = static_cast<float>(rstd * static_cast<double>(gamma[r]));
+    const float s = static_cast<float>(rstd * gamma[r]);
     scale[r] = s;
-    shift[r] = static_cast<float>(static_cast<double>(beta[r]) - rest * static_cast<double>(s));
+    shift[r] = static_cast<float>(beta[r] - rest * static_cast<double>(s));
   }
 }
 
