@@ -80,7 +80,8 @@ class BackwardKernel {
     if (wide::RstdOutsideFloatRange(ToFloat(in_.rstd[ng]))) {
       for (int64_t k = 0; k < rows; ++k) WideReduce(n, c_first + k, mu);
     } else if (need_ds_) {
-      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, s_.HxW, rows, &sums_.db[nc], &sums_.ds[nc]);
+      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, ToFloat(in_.rstd[ng]), s_.HxW, rows, &sums_.db[nc],
+                        &sums_.ds[nc]);
     } else {  // dbeta alone never needs x
       rows_.sum(in_.dy + offset, s_.HxW, rows, &sums_.db[nc]);
     }

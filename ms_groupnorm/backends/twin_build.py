@@ -8,8 +8,9 @@ kernels/cpu headers they include, so no header list needs keeping):
 * "backward": GroupNormGradMs and the fused GroupNormSiluGradMs (same kernel class, swish
   gradient on), the probes, and an aot shim with the CPU kernels' ABI
   (``twin_aot_func("GroupNormGrad")``, ``twin_aot_func("GroupNormSiluGrad")``);
-* "forward": GroupNormSiluMs (twin/twin_forward.cc's C API) and its aot shim
-  ``GroupNormSilu`` (``forward_aot_func``).
+* "forward": GroupNormSiluMs (twin/twin_forward.cc's C API) and its aot shims ``GroupNormSilu``
+  (SiLU on) and ``GroupNorm`` (SiLU off: GroupNorm's forward, as the Ascend route runs it)
+  (``forward_aot_func``).
 
 What MS_GROUPNORM_BACKEND=ascendc_twin runs is ``backends.cpu_aot`` with these aot shims.
 Concurrent builders of one library (parallel test workers, the test run's background build)
