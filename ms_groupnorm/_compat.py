@@ -114,6 +114,14 @@ def _executor():
     return pynative_executor()
 
 
+def reset_mixed_precision():
+    """Ends a Cell's ``to_float`` scope in PyNative, as MindSpore does when construct returns
+    (``Cell._call_post_process``); see layers.PynativeMixedPrecision for when we need it."""
+    from mindspore._c_expression import MixedPrecisionType
+
+    _executor().set_mixed_precision_type(MixedPrecisionType.NOTSET, False)
+
+
 def recording_gradient():
     """True while PyNative autograd records the ops being run (inside ms.grad,
     value_and_grad, a training step...); ~2 us."""

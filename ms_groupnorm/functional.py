@@ -16,7 +16,7 @@ GroupNorm then swish, with the same results up to rounding: float64 input (the f
 kernels are float32/16-bit only) and MindSpore on Ascend without those operators, where
 group_norm_silu_backward raises NotImplementedError saying so.
 """
-from mindspore import ops
+from mindspore import Tensor, ops
 from mindspore import dtype as mstype
 from mindspore.ops import functional as F
 from mindspore.ops.primitive import constexpr
@@ -31,13 +31,14 @@ FULL_MASK = routing.FULL_MASK
 
 @constexpr(check=False)  # runs in Python, also while a graph compiles (unknown dims arrive as None)
 def _check_group_norm(shape, dtype, weight_spec, bias_spec, num_groups, eps):
-    """Checks group_norm's arguments; returns the dtype of the statistics (see _run_group_norm)."""
+    """Checks group_norm's arguments; returns the dtype of the statistics (see _run_group_norm)
+    and whether C is known (a graph with a dynamic shape knows it only when it runs)."""
     stat_dtype, is_float64 = checks.check_group_norm((None if shape is None else tuple(shape), dtype), weight_spec,
                                                       bias_spec, num_groups, eps)
     if is_float64 and routing.backend_name() != "cpu":
         raise ParamTypeError(f"input has dtype Float64, which only the CPU kernels support (this backend is "
                              f"{routing.backend_name()!r}); use float32")
-    return stat_dtype
+    return stat_dtype, shape is not None and shape[1] is not None and shape[1] >= 0
 
 
 @constexpr(check=False)
@@ -55,12 +56,28 @@ def _check_group_norm_graph_variables(shape, dtype, weight_spec, bias_spec, num_
     return stat_dtype
 
 
+@constexpr(check=False)
+def _refuse_input(input):  # pylint: disable=redefined-builtin
+    """group_norm/group_norm_silu's ``input`` is not a Tensor (a list, a number, None...)."""
+    raise ParamTypeError(f"input must be a mindspore.Tensor, got {type(input).__name__}")
+
+
 def _run_group_norm(input, num_groups, weight, bias, eps, mask, stat_dtype):
     """y of GroupNorm after the checks: statistics in ``stat_dtype``, float32 for
     float16/bfloat16 input (weight/bias are cast up, their gradients cast back), the input's
     dtype otherwise."""
     weight, bias = cast_params(weight, bias, stat_dtype)
     return routing.forward_op(num_groups, float(eps), mask)(input, weight, bias)[0]
+
+
+def _check_groups_divide(input, num_groups):  # pylint: disable=redefined-builtin
+    """num_groups divides C where only the run knows C (a graph with a dynamic shape): the
+    eager call's ValueError naming num_groups, not the kernel's status. Where C is known the
+    checks above have seen it, and it is not called."""
+    channels = input.shape[1]
+    if channels % num_groups != 0:
+        raise ValueError(f"ms_groupnorm: C={channels} (the input's dimension 1) is not divisible by "
+                         f"num_groups={num_groups}")
 
 
 def _group_norm_graph_variables(input, num_groups, weight, bias, eps):
@@ -72,6 +89,13 @@ def _group_norm_graph_variables(input, num_groups, weight, bias, eps):
     stat_dtype = _check_group_norm_graph_variables(
         input.shape, input.dtype, param_spec(weight), param_spec(bias),
         num_groups, None if groups_known else F.typeof(num_groups), eps, None if eps_known else F.typeof(eps))
+    if not groups_known:
+        # Checked when the graph runs, as the eager call checks it: a ValueError naming
+        # num_groups (the kernel's own check would only give MindSpore's RuntimeError).
+        channels = input.shape[1]
+        if num_groups <= 0 or channels % num_groups != 0:
+            raise ValueError(f"ms_groupnorm: num_groups={num_groups} must be > 0 and divide C={channels} "
+                             f"(the input's dimension 1)")
     mask = (True, weight is not None, bias is not None)
     weight, bias = cast_params(weight, bias, stat_dtype)
     group = ops.scalar_to_tensor(num_groups, mstype.int64)
@@ -95,13 +119,17 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):  # pylint:
     graph compiles: they then reach the kernel as tensors, and num_groups is checked
     (> 0, dividing C) when the kernel runs (CPU backend only).
     """
+    if not isinstance(input, Tensor):
+        _refuse_input(input)
     # F.isconstant is folded while a graph compiles, so only one route is compiled (nested
     # ifs: `if not (a and b): return ...` before the static route compiled that route too,
     # whose check refuses num_groups=None), and is True in PyNative (~0.2 us).
     if F.isconstant(num_groups):
         if F.isconstant(eps):
-            stat_dtype = _check_group_norm(input.shape, input.dtype, param_spec(weight), param_spec(bias),
-                                           num_groups, eps)
+            stat_dtype, c_known = _check_group_norm(input.shape, input.dtype, param_spec(weight),
+                                                    param_spec(bias), num_groups, eps)
+            if not c_known:  # a dynamic C: checked when the graph runs
+                _check_groups_divide(input, num_groups)
             return _run_group_norm(input, num_groups, weight, bias, eps,
                                    (True, weight is not None, bias is not None), stat_dtype)
     return _group_norm_graph_variables(input, num_groups, weight, bias, eps)
@@ -165,14 +193,24 @@ def group_norm_silu(input, num_groups, weight=None, bias=None, eps=1e-05):  # py
     :func:`ms_groupnorm.group_norm`. With float16/bfloat16 input the statistics are float32
     and weight/bias may be float32 (their gradients are then float32). The backward keeps
     only x, mean and rstd: y and sigmoid(y) are recomputed.
+
+    ``num_groups``/``eps`` may be graph variables inside a graph, as for ``group_norm``
+    (CPU backend only); that call runs GroupNorm then SiLU, not the fused kernel.
     """
-    stat_dtype, fused = _check_group_norm_silu(input.shape, input.dtype, param_spec(weight), param_spec(bias),
-                                               num_groups, eps)
-    if not fused:
-        return ops.silu(group_norm(input, num_groups, weight, bias, eps))
-    mask = (True, weight is not None, bias is not None)
-    weight, bias = cast_params(weight, bias, stat_dtype)
-    return routing.silu_forward_op(num_groups, float(eps), 1.0, mask)(input, weight, bias)[0]
+    if not isinstance(input, Tensor):
+        _refuse_input(input)
+    if F.isconstant(num_groups):  # nested as in group_norm: one route compiled
+        if F.isconstant(eps):
+            stat_dtype, fused = _check_group_norm_silu(input.shape, input.dtype, param_spec(weight),
+                                                       param_spec(bias), num_groups, eps)
+            if not fused:
+                return ops.silu(group_norm(input, num_groups, weight, bias, eps))
+            mask = (True, weight is not None, bias is not None)
+            weight, bias = cast_params(weight, bias, stat_dtype)
+            return routing.silu_forward_op(num_groups, float(eps), 1.0, mask)(input, weight, bias)[0]
+    # num_groups or eps a graph variable: group_norm's kernel reading them at run time, then
+    # SiLU (the fused kernel takes them as attributes only).
+    return ops.silu(_group_norm_graph_variables(input, num_groups, weight, bias, eps))
 
 
 def group_norm_silu_forward(input, gamma, beta, N, C, HxW, group, eps=1e-5, swish_scale=1.0):

@@ -15,12 +15,13 @@ from mindspore.common.initializer import initializer
 from mindspore.ops.primitive import constexpr
 
 # absolute: MindSpore amp O1 re-imports layer files as top-level modules
+from ms_groupnorm import _compat
 from ms_groupnorm.ops import routing
 from ms_groupnorm.ops.checks import as_float32_number, as_int, check_layer_input
 
 
 @constexpr(check=False)
-def _check_input(shape, dtype, num_channels, cls_name):
+def _check_input(shape, dtype, num_channels, cls_name, gamma_shape=None, beta_shape=None):
     """Checks what is known of the input while a graph compiles (or per call in PyNative)
     and returns the dtype to compute the statistics in.
 
@@ -29,11 +30,24 @@ def _check_input(shape, dtype, num_channels, cls_name):
     of being compiled into the graph, which STRICT syntax cannot do (a primexpr returning
     nothing broke STRICT graphs)."""
     stat_dtype, is_float64 = check_layer_input(None if shape is None else tuple(shape), dtype, num_channels,
-                                               cls_name)
+                                               cls_name, _shape_of(gamma_shape), _shape_of(beta_shape))
     if is_float64 and routing.backend_name() != "cpu":
         raise TypeError(f"For '{cls_name}', float64 input runs on the CPU kernels only (the backend is "
                         f"{routing.backend_name()!r}); use float32.")
     return stat_dtype
+
+
+def _check_channels(x, num_channels, cls_name):
+    """x's channel count where only the run knows it (a graph with a dynamic shape or rank):
+    nn.GroupNorm's ValueError, raised when the graph runs, instead of the kernel's status.
+    Where the shape is known, _check_input has checked it and this folds away."""
+    if x.shape[1] != num_channels:
+        raise ValueError(f"For '{cls_name}', the channel (the second dim of the input 'x') must be equal to "
+                         f"num_channels, but got channel: {x.shape[1]}, num_channels: {num_channels}.")
+
+
+def _shape_of(shape):
+    return None if shape is None else tuple(shape)
 
 
 def _set_checked_arguments(cell, num_groups, num_channels, eps, affine):
@@ -92,10 +106,24 @@ class PynativeMixedPrecision:
     def __call__(self, *args, **kwargs):
         target = _MIXED_PRECISION_DTYPES.get(self.mixed_precision_type)
         if target is not None and context._get_mode() == context.PYNATIVE_MODE:
-            args = tuple(ops.cast(arg, target)
-                         if getattr(arg, "dtype", None) in _FLOAT_DTYPES and arg.dtype != target else arg
-                         for arg in args)
-        return super().__call__(*args, **kwargs)
+            args = tuple(_cast_float(arg, target) for arg in args)
+            if kwargs:  # layer(x=t), mint's layer(input=t): cast as the positional ones are
+                kwargs = {name: _cast_float(arg, target) for name, arg in kwargs.items()}
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception:
+            # MindSpore (2.10) sets the cell's to_float type for every op run in the call and
+            # resets it only when construct returns: after one of our argument errors every
+            # later op of the process, anywhere, would run in float16. Reset it as the normal
+            # exit does.
+            if target is not None and context._get_mode() == context.PYNATIVE_MODE:
+                _compat.reset_mixed_precision()
+            raise
+
+
+def _cast_float(arg, target):
+    """``arg`` cast to ``target`` where it is a floating-point tensor of another dtype."""
+    return ops.cast(arg, target) if getattr(arg, "dtype", None) in _FLOAT_DTYPES and arg.dtype != target else arg
 
 
 class GroupNorm(PynativeMixedPrecision, nn.Cell):
@@ -118,7 +146,9 @@ class GroupNorm(PynativeMixedPrecision, nn.Cell):
                               requires_grad=affine)
 
     def construct(self, x):
-        stat_dtype = _check_input(x.shape, x.dtype, self.num_channels, self.cls_name)
+        stat_dtype = _check_input(x.shape, x.dtype, self.num_channels, self.cls_name, self.gamma.shape,
+                                  self.beta.shape)
+        _check_channels(x, self.num_channels, self.cls_name)
         return _affine_group_norm(x, self.gamma, self.beta, self.num_groups, self.eps, stat_dtype)
 
     def extend_repr(self):
@@ -155,5 +185,7 @@ class GroupNormSiLU(GroupNorm):
     """
 
     def construct(self, x):
-        stat_dtype = _check_input(x.shape, x.dtype, self.num_channels, self.cls_name)
+        stat_dtype = _check_input(x.shape, x.dtype, self.num_channels, self.cls_name, self.gamma.shape,
+                                  self.beta.shape)
+        _check_channels(x, self.num_channels, self.cls_name)
         return _affine_group_norm_silu(x, self.gamma, self.beta, self.num_groups, self.eps, stat_dtype)

@@ -13,8 +13,8 @@ from mindspore import dtype as mstype
 from mindspore.common.initializer import initializer
 
 # absolute: MindSpore amp O1 re-imports this file as a top-level module
-from ms_groupnorm.layers import (PynativeMixedPrecision, _affine_group_norm, _affine_group_norm_silu, _check_input,
-                                 _set_checked_arguments)
+from ms_groupnorm.layers import (PynativeMixedPrecision, _affine_group_norm, _affine_group_norm_silu,
+                                 _check_channels, _check_input, _set_checked_arguments)
 
 
 class GroupNorm(PynativeMixedPrecision, nn.Cell):
@@ -35,7 +35,9 @@ class GroupNorm(PynativeMixedPrecision, nn.Cell):
                               requires_grad=affine)
 
     def construct(self, input):  # pylint: disable=redefined-builtin  (mint's argument name)
-        stat_dtype = _check_input(input.shape, input.dtype, self.num_channels, self.cls_name)
+        stat_dtype = _check_input(input.shape, input.dtype, self.num_channels, self.cls_name, self.weight.shape,
+                                  self.bias.shape)
+        _check_channels(input, self.num_channels, self.cls_name)
         return _affine_group_norm(input, self.weight, self.bias, self.num_groups, self.eps, stat_dtype)
 
     def extend_repr(self):
@@ -49,7 +51,9 @@ class MintGroupNormSiLU(GroupNorm):
     ``ms_groupnorm.mint.GroupNormSiLU``."""
 
     def construct(self, input):  # pylint: disable=redefined-builtin  (mint's argument name)
-        stat_dtype = _check_input(input.shape, input.dtype, self.num_channels, self.cls_name)
+        stat_dtype = _check_input(input.shape, input.dtype, self.num_channels, self.cls_name, self.weight.shape,
+                                  self.bias.shape)
+        _check_channels(input, self.num_channels, self.cls_name)
         return _affine_group_norm_silu(input, self.weight, self.bias, self.num_groups, self.eps, stat_dtype)
 
 

@@ -58,7 +58,7 @@ Every table (no flag, --forward, --silu-grad) ends with its own line
 worst_over_bound=R (shape, dtype) geomean_over_bound=G over the rows it printed.
 
 Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--shapes 3x60x17x19:6,...] [--dma-latency-ns 1000]
-                                      [--forward | --silu-grad]
+                                      [--forward | --silu-grad | --peer]
 """
 import argparse
 import math
@@ -309,7 +309,18 @@ def main():
     parser.add_argument("--forward", action="store_true", help="the GroupNormSiluMs forward kernel's table")
     parser.add_argument("--silu-grad", action="store_true",
                         help="the fused GroupNormSiluGradMs backward's table, with its ratio to GroupNormGradMs")
+    parser.add_argument("--peer", action="store_true",
+                        help="add CANN's own GroupNormGrad under the same model (scripts/ascendc_peer.py; needs the "
+                        "OPS_NN, METADEF, ASC_DEVKIT checkouts)")
     args = parser.parse_args()
+    peer = None
+    if args.peer:
+        if args.forward or args.silu_grad:
+            raise SystemExit("--peer compares GroupNormGradMs with CANN's GroupNormGrad only (not with --forward "
+                             "or --silu-grad yet)")
+        import ascendc_peer as peer
+        if peer.unavailable():
+            raise SystemExit(f"--peer: {peer.unavailable()}")
     anchors = select_anchors(args.shapes)  # before the twin is built: a typo fails at once
     cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
@@ -332,7 +343,9 @@ def main():
         print()
         print(summary(rows))
         return
-    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if args.silu_grad else "")
+    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if args.silu_grad else "") + (
+        peer.HEADER if peer else "")
+    peer_pairs = []
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for shape in anchors:
@@ -343,10 +356,15 @@ def main():
                 other = "" if plain["mode"] == rows[-1]["mode"] else f", {plain['mode']}"
                 print(row(rows[-1]) + f" {rows[-1]['est_us'] / plain['est_us']:.2f} ({plain['est_us']:.1f} µs{other}) |",
                       flush=True)
+            elif peer:
+                peer_pairs.append((rows[-1], peer.measure_cann(shape, dtype_key, constants)))
+                print(row(rows[-1]) + peer.cells(*peer_pairs[-1]), flush=True)
             else:
                 print(row(rows[-1]), flush=True)
     print()
     print(summary(rows))
+    if peer:
+        print(peer.summary(peer_pairs))
 
 
 if __name__ == "__main__":

@@ -31,9 +31,14 @@ def op_definitions():
     return {"grad": grad, "forward": forward, "silu_grad": silu_grad}
 
 
-def make(root, ops=None):
+BUILT_FOR = ("ascend910b", "ascend910_93")
+
+
+def make(root, ops=None, socs=BUILT_FOR):
     """Builds the tree under ``root``; returns (cann_root, vendor_dir). MindSpore finds CANN's
-    root as ``$ASCEND_OPP_PATH.split("opp")[0]``, so ``root`` must not contain "opp"."""
+    root as ``$ASCEND_OPP_PATH.split("opp")[0]``, so ``root`` must not contain "opp". The
+    vendor directory gets one ``op_impl/ai_core/tbe/config/<soc>`` per SoC of ``socs``, as
+    CANN's installer writes for each SoC the package was built for."""
     assert "opp" not in str(root), f"{root}: MindSpore would cut the CANN path at its 'opp'"
     root = Path(root)
     (root / "cann" / "opp").mkdir(parents=True, exist_ok=True)
@@ -43,4 +48,8 @@ def make(root, ops=None):
     vendor = root / "vendors" / "ms_groupnorm"
     for op in (ops or op_definitions()).values():
         aclnn_header.install(op, vendor)
+    for soc in socs:
+        config = vendor / "op_impl" / "ai_core" / "tbe" / "config" / soc
+        config.mkdir(parents=True, exist_ok=True)
+        (config / f"aic-{soc}-ops-info.json").write_text("{}")
     return root / "cann", vendor

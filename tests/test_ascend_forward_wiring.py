@@ -9,6 +9,12 @@ from cases import assert_close
 from ms_groupnorm import reference
 from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.backends import ascend
+from ms_groupnorm.ops import double_backward
+
+
+def second_order(G, mask=(True, True, True)):
+    """The bprop routing gives a forward's backward Cell (mean/rstd are x's statistics)."""
+    return double_backward.group_norm_backward_bprop(G, mask, double_backward.OF_X)
 
 
 class Net(nn.Cell):
@@ -47,7 +53,7 @@ def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
         group_norm = group_norm_autograd = group_norm_grad = object()
 
     monkeypatch.setattr(_ops, "backend_name", lambda: "ascend")
-    monkeypatch.setattr(ascend, "AscendBackward", lambda group, mask: ("ascend backward", group, mask))
+    monkeypatch.setattr(ascend, "AscendBackward", lambda group, mask, second_order: ("ascend backward", group, mask))
     monkeypatch.setattr(_ascend_pyboost, "module", lambda: Module)
     _ops._forward_op.cache_clear()
     _ops._backward_op.cache_clear()
@@ -96,7 +102,7 @@ def test_own_forward_wiring_trains_with_float32_statistics(mode, rng):
     stand-ins in CANN's order at the operator boundary: float16 input, float32 statistics
     reach the backward, gradients match the reference."""
     G, shape = 3, (2, 6, 4, 5)
-    backward = ascend.AscendBackward(G, (True, True, True), op=BackwardInCannOrder(G))
+    backward = ascend.AscendBackward(G, (True, True, True), second_order(G), op=BackwardInCannOrder(G))
     forward = ascend.AscendOwnForward(G, 1e-5, backward, op=ForwardInCannOrder(G))
     net = Net(forward, shape[1])
     x = rng.standard_normal(shape).astype(np.float16)

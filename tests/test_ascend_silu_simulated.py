@@ -22,6 +22,7 @@ import ms_groupnorm
 from cases import assert_close
 from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.ops import double_backward
 from ms_groupnorm.backends import ascend
 from ms_groupnorm.backends import ascend as ascend_silu
 from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
@@ -221,7 +222,7 @@ def test_graph_picks_the_fused_cells_and_pynative_the_module(simulated):
         assert fwd.op.func.endswith("group_norm_silu_infer_g3.cc.so:aclnnGroupNormSiluMs")
         assert isinstance(fwd.backward, ascend_silu.AscendSiluBackward)
         assert (fwd.backward.swish_scale, fwd.backward.mask) == (1.7, (True, False, True))
-        assert fwd.backward.op.func.endswith(":aclnnGroupNormSiluGradMs")
+        assert fwd.backward.grad.op.func.endswith(":aclnnGroupNormSiluGradMs")
         bwd = _silu_ops.silu_backward_op(3, 0.5, (False, True, True))
         assert isinstance(bwd, ascend_silu.AscendSiluBackward) and bwd.swish_scale == 0.5
     finally:
@@ -269,7 +270,10 @@ def test_graph_cells_train_with_float32_statistics_and_swish_scale(mode, rng):
     CANN's order at the operator boundary: float16 data, float32 statistics and parameters,
     swish_scale 1.7; gradients as the float64 reference's, in both modes."""
     G, shape, k = 3, (2, 6, 4, 5), 1.7
-    backward = ascend_silu.AscendSiluBackward(G, k, (True, True, True), op=SiluGradInCannOrder())
+    backward = ascend_silu.AscendSiluBackward(G, k, (True, True, True),
+                                            double_backward.group_norm_silu_backward_bprop(
+                                                G, k, (True, True, True), double_backward.OF_X),
+                                            op=SiluGradInCannOrder())
     forward = ascend_silu.AscendSiluForward(G, 1e-5, k, backward, op=ForwardInCannOrder())
     gamma = (rng.standard_normal(shape[1]) + 1).astype(np.float32)
     beta = rng.standard_normal(shape[1]).astype(np.float32)

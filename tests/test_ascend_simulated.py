@@ -27,6 +27,7 @@ import ascend_fake_cann
 import ms_groupnorm
 from cases import assert_close
 from ms_groupnorm import reference
+from ms_groupnorm._compat import recording_gradient
 from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
 from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.ops import routing as _silu_ops
@@ -60,7 +61,7 @@ def strict_pyboost_custom_ext(prim, args):
 
 def _check(value, kind, name):
     ok = {"tensor": isinstance(value, Tensor), "int": type(value) is int, "bool": type(value) is bool,
-          "double": type(value) in (int, float)}[kind]
+          "double": type(value) in (int, float), "callable": callable(value)}[kind]
     if not ok:
         raise TypeError(f"{name}: incompatible function arguments ({kind} expected, got {type(value).__name__})")
 
@@ -81,6 +82,11 @@ class FakeAscendModule:
 
     def __init__(self):
         self.calls = []
+        self.differentiable_backward = None
+
+    def set_differentiable_backward(self, function):
+        _check(function, "callable", "function")
+        self.differentiable_backward = function
 
     def group_norm_grad(self, dy, x, mean, rstd, gamma, group, m0, m1, m2):
         for v, k, n in zip((dy, x, mean, rstd, gamma, group, m0, m1, m2), ["tensor"] * 5 + ["int"] + ["bool"] * 3,
@@ -163,8 +169,13 @@ class _SiluFunctionStandIn(nn.Cell):
 
     def bprop(self, x, gamma, beta, out, dout):
         group, _, swish_scale = self.args
-        dx, dgamma, dbeta = self.module.group_norm_silu_grad(dout[0], x, out[1], out[2], gamma, beta, group,
-                                                             swish_scale, True, *self.flags)
+        if recording_gradient():  # differentiated itself: the C++ Backward calls the hook (second_order.h)
+            dx, dgamma, dbeta = self.module.differentiable_backward(
+                "group_norm_silu", [dout[0], x, out[1], out[2], gamma, beta], (float(group), swish_scale),
+                (True,) + self.flags)
+        else:
+            dx, dgamma, dbeta = self.module.group_norm_silu_grad(dout[0], x, out[1], out[2], gamma, beta, group,
+                                                                 swish_scale, True, *self.flags)
         return (dx, dgamma if self.flags[0] else ops.zeros_like(gamma), dbeta if self.flags[1] else ops.zeros_like(beta))
 
 
@@ -180,22 +191,26 @@ class _FunctionStandIn(nn.Cell):
         return self.module.group_norm(x, gamma, beta, self.group, self.eps)
 
     def bprop(self, x, gamma, beta, out, dout):
-        dx, dgamma, dbeta = self.module.group_norm_grad(dout[0], x, out[1], out[2], gamma, self.group, True,
-                                                        *self.flags)
+        if recording_gradient():  # differentiated itself: the C++ Backward calls the hook (second_order.h)
+            dx, dgamma, dbeta = self.module.differentiable_backward(
+                "group_norm", [dout[0], x, out[1], out[2], gamma], (float(self.group),), (True,) + self.flags)
+        else:
+            dx, dgamma, dbeta = self.module.group_norm_grad(dout[0], x, out[1], out[2], gamma, self.group, True,
+                                                            *self.flags)
         return (dx, dgamma if self.flags[0] else ops.zeros_like(gamma), dbeta if self.flags[1] else ops.zeros_like(beta))
 
 
 @pytest.fixture
 def simulated(tmp_path, monkeypatch):
     """Returns a function installing the simulation; with_forward also installs GroupNormSiluMs,
-    with_silu_grad GroupNormSiluGradMs (the fused backward)."""
-    def install(with_forward=False, with_silu_grad=False):
+    with_silu_grad GroupNormSiluGradMs (the fused backward); socs: the SoCs the package lists."""
+    def install(with_forward=False, with_silu_grad=False, socs=ascend_fake_cann.BUILT_FOR):
         ops_defs = ascend_fake_cann.op_definitions()
         if not with_forward:
             del ops_defs["forward"]
         if not with_silu_grad:
             del ops_defs["silu_grad"]
-        cann_root, vendor = ascend_fake_cann.make(tmp_path / "tree", ops_defs)
+        cann_root, vendor = ascend_fake_cann.make(tmp_path / "tree", ops_defs, socs)
         monkeypatch.setenv("ASCEND_OPP_PATH", str(cann_root / "opp"))
         monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(vendor))
         monkeypatch.setenv("MS_COMPILER_CACHE_PATH", str(tmp_path / "kernel_meta"))

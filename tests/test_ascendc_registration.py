@@ -11,6 +11,7 @@ from mindspore import nn
 
 from ms_groupnorm import reference
 from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import double_backward
 from ms_groupnorm.backends import ascend
 from ms_groupnorm.backends import twin as ascendc_twin
 
@@ -91,7 +92,7 @@ def test_aclnn_signature_agrees_with_the_python_description_and_reg_info():
 def test_graph_mode_at_jit_level_o2_is_refused_with_the_documented_setting(monkeypatch):
     settings = {"mode": ms.GRAPH_MODE, "jit_config": {"jit_level": "O2"}}
     monkeypatch.setattr(ms, "get_context", lambda key: settings[key])
-    with pytest.raises(RuntimeError, match=r"jit_level O0 or O1 in GRAPH_MODE.*'jit_level': 'O0'"):
+    with pytest.raises(RuntimeError, match=r"jit_level O2 / with the GE backend.*deprecated since MindSpore 2.9"):
         ascend.check_graph_jit_level()
     for mode, level in ((ms.GRAPH_MODE, "O0"), (ms.GRAPH_MODE, "O1"), (ms.GRAPH_MODE, ""), (ms.PYNATIVE_MODE, "O2")):
         settings.update(mode=mode, jit_config={"jit_level": level} if level else {})
@@ -130,7 +131,8 @@ def test_ascend_adapter_reorders_fills_gamma_and_masks(mask, with_gamma):
     _, mean, rstd = reference.forward(x, None, None, G)
     gamma = rng.standard_normal(C).astype(np.float32) if with_gamma else None
     calls = []
-    cell = ascend.AscendBackward(G, mask, op=TwinInCannOrder(G, calls))
+    cell = ascend.AscendBackward(G, mask, double_backward.group_norm_backward_bprop(G, mask, double_backward.PARTIAL),
+                                 op=TwinInCannOrder(G, calls))
     gamma_in = ms.Tensor(gamma) if with_gamma else ms.Tensor(np.zeros((0,), np.float32))
     dx, dgamma, dbeta = cell(ms.Tensor(dy), ms.Tensor(x), ms.Tensor(mean.astype(np.float32)),
                              ms.Tensor(rstd.astype(np.float32)), gamma_in)

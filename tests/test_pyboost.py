@@ -21,6 +21,7 @@ from cases import DTYPES, assert_close, env_importing_this_package, make_inputs,
 from ms_groupnorm import GroupNorm, group_norm, group_norm_backward, group_norm_forward, reference
 from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.backends import cpu_pyboost as _pyboost
+from ms_groupnorm.backends import native_build
 from ms_groupnorm.errors import ParamInvalidError
 
 FULL = (True, True, True)
@@ -308,14 +309,17 @@ def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
             self.path.write_bytes(b"")
             return "module"
 
+    loaded = []
     monkeypatch.setattr(ms_ops, "CustomOpBuilder", FakeBuilder)
+    # A completed build is imported directly, with no builder (native_build.build_module).
+    monkeypatch.setattr(native_build, "_load_extension", lambda name, path: loaded.append(path) or "loaded module")
     monkeypatch.setenv(_pyboost.CACHE_ENV, str(tmp_path))
     assert _pyboost.build() == "module"
     err = capsys.readouterr().err
     assert "compiling the PyNative fast path" in err and str(tmp_path) in err and "MS_GROUPNORM_PYBOOST=0" in err
     assert tmp_path in built[0].parents
-    assert _pyboost.build() == "module"
-    assert capsys.readouterr().err == ""
+    assert _pyboost.build() == "loaded module"
+    assert loaded == built and capsys.readouterr().err == ""
 
 
 def test_ordering_with_builtin_producers_and_consumers(fast_path, rng):
@@ -368,6 +372,7 @@ import time
 import numpy as np, mindspore as ms, pytest
 from mindspore import Tensor
 from ms_groupnorm.backends import cpu_pyboost as _pyboost
+from ms_groupnorm.backends import native_build
 module = _pyboost.build()
 rng = np.random.default_rng(0)
 t = lambda shape: Tensor(rng.standard_normal(shape).astype(np.float32))

@@ -12,8 +12,20 @@
 # asc-devkit cmake/asc/fwk_modules/util/ascendc_impl_build.py, "<op_file>.cpp"); a missing
 # one is reported here, before the long build.
 #
+# Which SoCs: those of the OpDefs that the installed CANN supports (it has
+# opp/built-in/op_impl/ai_core/tbe/config/<soc>, as CANN's own operators do for each SoC it
+# knows) and that the wheel's custom_compiler accepts; MS_GROUPNORM_SOCS narrows that to the
+# machine's chip. ascend950 (Ascend 950, arch 3510) is built only where both know it: CANN 8.x
+# and MindSpore 2.7-2.8 predate it, and a build there must not break because of it. When a
+# SoC is left out, the build reads a copy of op_host/ without its AddConfig line, so that the
+# package declares only SoCs it has kernels for. The script says which SoCs it builds, and why
+# it leaves any out.
+#
 # Environment (all optional):
 #   ASCEND_HOME_PATH  CANN install (default: /usr/local/Ascend/ascend-toolkit/latest)
+#   MS_GROUPNORM_SOCS SoCs to build for, ';'-separated (default: all of the above), e.g. the
+#                     machine's own: the name `python -c "from mindspore._c_expression import
+#                     MSContext; print(MSContext.get_instance().get_ascend_soc_version())"` prints
 #   VENDOR_NAME       vendor directory of the package (default: ms_groupnorm)
 #   INSTALL_DIR       where the package is installed (default: kernels/ascendc/build/opp)
 #   BUILD_DIR         scratch directory of the build (default: kernels/ascendc/build)
@@ -96,16 +108,47 @@ match = re.search(r"support_soc_version\s*=\s*\{([^}]*)\}", open(sys.argv[1], en
 print(";".join(re.findall(r"[\"']([^\"']+)[\"']", match.group(1))) if match else "")
 PY
 )"
-if [ -n "$ACCEPTED" ]; then
-  for SOC in ${SOCS//;/ }; do
-    case ";$ACCEPTED;" in
-      *";$SOC;"*) ;;
-      *) echo "build.sh: the MindSpore wheel's custom_compiler ($COMPILER/setup.py) does not accept the SoC" >&2
-         echo "'$SOC' (it accepts: ${ACCEPTED//;/, }). Install MindSpore >= 2.7.1 (Ascend wheel: 2.7.1 to 2.10 accept every SoC our OpDefs list)." >&2
-         exit 2 ;;
-    esac
-  done
+# The SoCs the installed CANN supports: its built-in operators' config directories.
+CANN_SOCS=""
+for CONFIG in "$CANN/opp/built-in/op_impl/ai_core/tbe/config" "${ASCEND_OPP_PATH:-/nonexistent}/built-in/op_impl/ai_core/tbe/config"; do
+  if [ -d "$CONFIG" ]; then
+    CANN_SOCS="$(find "$CONFIG" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort | paste -sd ';' -)"
+    break
+  fi
+done
+# SoCs that may be left out when this CANN or wheel does not know them; the others are required.
+NEWER_SOCS=";ascend950;"
+BUILD_SOCS=""
+SKIPPED=""
+for SOC in ${SOCS//;/ }; do
+  WHY=""
+  if [ -n "${MS_GROUPNORM_SOCS:-}" ] && [[ ";$MS_GROUPNORM_SOCS;" != *";$SOC;"* ]]; then
+    WHY="not in \$MS_GROUPNORM_SOCS"
+  elif [ -n "$CANN_SOCS" ] && [[ ";$CANN_SOCS;" != *";$SOC;"* ]]; then
+    WHY="this CANN does not support it (no opp/built-in/op_impl/ai_core/tbe/config/$SOC)"
+  elif [ -z "$CANN_SOCS" ] && [[ "$NEWER_SOCS" == *";$SOC;"* ]]; then
+    WHY="cannot tell whether this CANN supports it (no opp/built-in/op_impl/ai_core/tbe/config)"
+  elif [ -n "$ACCEPTED" ] && [[ ";$ACCEPTED;" != *";$SOC;"* ]]; then
+    if [[ "$NEWER_SOCS" != *";$SOC;"* ]]; then
+      echo "build.sh: the MindSpore wheel's custom_compiler ($COMPILER/setup.py) does not accept the SoC" >&2
+      echo "'$SOC' (it accepts: ${ACCEPTED//;/, }). Install MindSpore >= 2.7.1 (Ascend wheel: 2.7.1 to 2.10 accept every SoC our OpDefs require)." >&2
+      exit 2
+    fi
+    WHY="this MindSpore wheel's custom_compiler does not accept it (MindSpore >= 2.9 does)"
+  fi
+  if [ -n "$WHY" ]; then
+    SKIPPED="$SKIPPED $SOC"
+    echo "build.sh: not building for $SOC: $WHY"
+  else
+    BUILD_SOCS="${BUILD_SOCS:+$BUILD_SOCS;}$SOC"
+  fi
+done
+if [ -z "$BUILD_SOCS" ]; then
+  echo "build.sh: no SoC left to build for (the OpDefs list: ${SOCS//;/, }; this CANN supports: ${CANN_SOCS:-unknown};" >&2
+  echo "\$MS_GROUPNORM_SOCS: ${MS_GROUPNORM_SOCS:-unset})." >&2
+  exit 2
 fi
+echo "build.sh: building for SoCs: ${BUILD_SOCS//;/, }"
 
 # Absolute: the .run installer runs from its own temporary directory, where a relative
 # path would resolve somewhere else.
@@ -128,11 +171,23 @@ if grep -q '"/cmake/util/"' setup.py; then
 fi
 # op_host/ and op_kernel/ are copied side by side into CANN's project template, so the
 # op_host sources' "../op_kernel/..." include of the shared tiling struct still resolves.
-"$PYTHON" setup.py -o "$HERE/op_host" -k "$HERE/op_kernel" \
-  --vendor_name "$VENDOR" --soc_version "$SOCS" \
+SOURCES="$HERE"
+if [ -n "$SKIPPED" ]; then
+  # The package declares only the SoCs it is built for: a copy of op_host/ without the
+  # AddConfig lines of the others (op_kernel/ beside it, for the relative include).
+  SOURCES="$WORK/sources"
+  rm -rf "$SOURCES"
+  mkdir -p "$SOURCES"
+  cp -r "$HERE/op_host" "$HERE/op_kernel" "$SOURCES/"
+  for SOC in $SKIPPED; do
+    sed -i "/AddConfig(\"$SOC\")/d" "$SOURCES"/op_host/*.cpp
+  done
+fi
+"$PYTHON" setup.py -o "$SOURCES/op_host" -k "$SOURCES/op_kernel" \
+  --vendor_name "$VENDOR" --soc_version "$BUILD_SOCS" \
   --ascend_cann_package_path "$CANN" --install_path "$INSTALL_DIR"
 
 echo
-echo "Installed:$OPS (SoCs: $SOCS). Before running MindSpore, export:"
+echo "Installed:$OPS (SoCs: $BUILD_SOCS). Before running MindSpore, export:"
 echo "  export ASCEND_CUSTOM_OPP_PATH=$INSTALL_DIR/vendors/$VENDOR:\${ASCEND_CUSTOM_OPP_PATH:-}"
 echo "  export LD_LIBRARY_PATH=$INSTALL_DIR/vendors/$VENDOR/op_api/lib:\${LD_LIBRARY_PATH:-}"

@@ -1,6 +1,15 @@
 // The forward kernel of every GroupNorm-style operator: the statistics and schedule of
 // group_statistics.h, then the operator's output per channel row from
-// y = (x - mean) * (rstd * gamma) + beta, written by the operator's RowOutput (below).
+// y = (x - mean) * (rstd * gamma) + beta, written by the operator's RowOutput (below) as
+// (x - c) * scale + shift with one rounding (FMA) of its own:
+//   scale = rstd * gamma rounded once from the double rstd;
+//   c = 0 where |mean| * rstd <= 1, else the float32 mean: x - c is then exact for nearly every
+//     x (c = 0 always; with |mean| >> std every x lies within a factor 2 of c), where
+//     rounding x - mean would give every x of one binade the same signed error (fp16/bf16 data
+//     have no low bits to make it random: y was 1.3-1.8x torch's error before its rounding);
+//   shift = beta - (mean - c) * scale from the double mean, rounded once. With c the float32
+//     mean it carries the rest of the mean, so a large mean with a small spread (|mean| up to
+//     1e7 std, where the float32 mean alone is off by half a std) is right too.
 // In the group-wise schedule a group's output is written while the group is still in L2, so
 // memory sees one read of x and one write of the output.
 #pragma once
@@ -25,10 +34,10 @@ struct RowOutput {
                Arg arg);
   void (*wide_row)(const T *x, T *out, int64_t hxw, double mu, double scale, double shift, Arg arg);
   Arg arg;
-  // HxW = 1: `count` points with per-point mean, scale and shift, each point as `rows` would
-  // write its one-element row; nullptr where the operator has none (then the group-wise
-  // schedule runs).
-  void (*points)(const T *x, T *out, int64_t count, const float *mu, const float *scale, const float *shift);
+  // HxW = 1: `count` points with per-point c (in rows' mu argument), scale and shift, each
+  // point as `rows` would write its one-element row; nullptr where the operator has none
+  // (then the group-wise schedule runs).
+  void (*points)(const T *x, T *out, int64_t count, const float *c, const float *scale, const float *shift);
 };
 
 template <typename T, typename U, typename Arg>
@@ -38,9 +47,12 @@ class ForwardKernel {
                 RowOutput<T, Arg> op)
       : x_(x), gamma_(gamma), out_(out), s_(sizes), op_(op), scratch_(ScratchBytes(sizes)),
         stats_(x, mean, rstd, sizes, eps, scratch_), scale_(scratch_.Take<float>(sizes.N * sizes.C)),
-        shift_(scratch_.Take<float>(sizes.C)), gamma_float_(scratch_.Take<float>(sizes.C)) {
-    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta, c);
-    for (int64_t c = 0; c < s_.C; ++c) gamma_float_[c] = GammaAt(gamma, c);
+        shift_(scratch_.Take<float>(sizes.N * sizes.C)), gamma_d_(scratch_.Take<double>(sizes.C)),
+        beta_d_(scratch_.Take<double>(sizes.C)), coefficients_(ActiveRowKernels().For<T>().coefficients) {
+    for (int64_t c = 0; c < s_.C; ++c) {
+      gamma_d_[c] = static_cast<double>(GammaAt(gamma, c));
+      beta_d_[c] = static_cast<double>(BetaAt(beta, c));
+    }
   }
 
   void Run() {
@@ -53,35 +65,39 @@ class ForwardKernel {
 
  private:
   static size_t ScratchBytes(const GroupNormSizes &s) {
-    return GroupStatistics<T, U>::ScratchBytes(s) + CallScratch::Bytes<float>(s.N * s.C) +
-           2 * CallScratch::Bytes<float>(s.C);
+    return GroupStatistics<T, U>::ScratchBytes(s) + 2 * CallScratch::Bytes<float>(s.N * s.C) +
+           2 * CallScratch::Bytes<double>(s.C);
   }
 
-  // HxW = 1: sample n's C points in one call, with the mean and scale Output uses, spread per
-  // point (the scale in scale_'s row n, the mean in mean_room, the thread's C floats); a
-  // sample with a group from the double loops is written group by group by Output.
+  // HxW = 1: sample n's C points in one call, each with the c, scale and shift Output gives
+  // its row (c per group by CentredSums, scale and shift from the double statistics by the
+  // same coefficients loop), spread per point: scale and shift in row n of scale_ and shift_,
+  // c in c_room on the stack. A sample with a group from the double loops is written group
+  // by group by Output.
   void SampleOutput(int64_t n) {
     const int64_t C = s_.C, G = s_.G, D = s_.D();
-    float *scale = &scale_[n * C];
-    float mean_room[kPointChunk];
+    float *scale = &scale_[n * C], *shift = &shift_[n * C];
     for (int64_t g = 0; g < G; ++g) {
-      if (stats_.Wide(n * G + g)) {
+      const int64_t ng = n * G + g;
+      if (stats_.Wide(ng)) {
         for (int64_t h = 0; h < G; ++h) Output(n, h * D, D);
         return;
       }
-      for (int64_t c = g * D; c < (g + 1) * D; ++c) scale[c] = stats_.Rstd(n * G + g) * gamma_float_[c];
+      const double rest = stats_.MeanDouble(ng) - static_cast<double>(Centre(ng));
+      coefficients_(stats_.RstdDouble(ng), rest, gamma_d_ + g * D, beta_d_ + g * D, D, scale + g * D, shift + g * D);
     }
-    // the points in chunks, so that the spread means fit on the stack
+    // the points in chunks, so that the spread c fits on the stack
+    float c_room[kPointChunk];
     int64_t start = 0, filled = 0;
     auto flush = [&] {
-      op_.points(x_ + n * C + start, out_ + n * C + start, filled, mean_room, scale + start, shift_ + start);
+      op_.points(x_ + n * C + start, out_ + n * C + start, filled, c_room, scale + start, shift + start);
       start += filled;
       filled = 0;
     };
     for (int64_t g = 0; g < G; ++g) {
-      const float mu = stats_.Mean(n * G + g);
+      const float c = Centre(n * G + g);
       for (int64_t d = 0; d < D; ++d) {
-        mean_room[filled++] = mu;
+        c_room[filled++] = c;
         if (filled == kPointChunk) flush();
       }
     }
@@ -89,20 +105,27 @@ class ForwardKernel {
   }
   static constexpr int64_t kPointChunk = 1024;
 
-  // The output uses the float32 statistics; only the stored copies are rounded to U.
+  // c of group ng (see above): 0, or the float32 mean where |mean| * rstd > 1.
+  float Centre(int64_t ng) const { return CentredSums(stats_.Mean(ng), stats_.Rstd(ng)) ? stats_.Mean(ng) : 0.0f; }
+
+  // The output uses the statistics before rounding (see above); only the stored copies are
+  // rounded to U.
   void Output(int64_t n, int64_t c_first, int64_t rows) {
     const int64_t ng = n * s_.G + c_first / s_.D();
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
+    const double mu = stats_.MeanDouble(ng), r = stats_.RstdDouble(ng);
     if (stats_.Wide(ng)) {
       for (int64_t k = 0; k < rows; ++k) {
-        op_.wide_row(x_ + offset + k * s_.HxW, out_ + offset + k * s_.HxW, s_.HxW, stats_.Mean(ng),
-                     stats_.WideRstd(ng) * GammaAt(gamma_, c_first + k), shift_[c_first + k], op_.arg);
+        op_.wide_row(x_ + offset + k * s_.HxW, out_ + offset + k * s_.HxW, s_.HxW, mu, r * gamma_d_[c_first + k],
+                     beta_d_[c_first + k], op_.arg);
       }
       return;
     }
-    float *scale = &scale_[n * s_.C + c_first];
-    for (int64_t k = 0; k < rows; ++k) scale[k] = stats_.Rstd(ng) * GammaAt(gamma_, c_first + k);
-    op_.rows(x_ + offset, out_ + offset, s_.HxW, rows, stats_.Mean(ng), scale, &shift_[c_first], op_.arg);
+    const float c = Centre(ng);
+    const double rest = mu - static_cast<double>(c);
+    float *scale = &scale_[n * s_.C + c_first], *shift = &shift_[n * s_.C + c_first];
+    coefficients_(r, rest, gamma_d_ + c_first, beta_d_ + c_first, rows, scale, shift);
+    op_.rows(x_ + offset, out_ + offset, s_.HxW, rows, c, scale, shift, op_.arg);
   }
 
   const T *x_;
@@ -113,8 +136,10 @@ class ForwardKernel {
   CallScratch scratch_;  // the statistics' and the coefficients' room: O(N*C), nothing full-size
   GroupStatistics<T, U> stats_;
   float *scale_;  // (N, C) rstd * gamma
-  float *shift_;  // (C,) beta as float
-  float *gamma_float_;  // (C,) gamma as float
+  float *shift_;    // (N, C) beta - (mean - c) * scale
+  double *gamma_d_;  // (C,) gamma and beta (float values) as double
+  double *beta_d_;
+  decltype(RowKernels<T>::coefficients) coefficients_;  // the active build's loop (row_kernels.h)
 };
 
 }  // namespace detail

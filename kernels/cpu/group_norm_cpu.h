@@ -80,22 +80,35 @@ class BackwardKernel {
   // point gets the bits its one-element row gets in Reduce and InputGrad (point_rows_impl.h);
   // a sample with a group for the double loops takes those steps group by group instead.
   // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients).
+  // The sums take each group's form as Reduce does (CentredSums), so a large-mean dy gives
+  // dgamma no bias here either.
   void Sample(int64_t n, float *room) {
     const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C, ng0 = n * G;
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
     // one pass over the groups before the sums and one after them, each group's steps
     // inlined: with a few channels per group the per-group loops and calls cost more than
     // the points (8000 x 64, G = 32)
-    bool any_wide = false;
+    // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
+    // dx coefficients go there) holds mu for the points of centred groups and 0 elsewhere,
+    // filled only once a sample has such a group (ordinary data never has one).
+    bool any_wide = false, any_centred = false;
+    float *centre = a;
     for (int64_t g = 0, c = 0; g < G; ++g) {
-      const float m = ToFloat(in_.mean[ng0 + g]);
-      any_wide |= wide::RstdOutsideFloatRange(ToFloat(in_.rstd[ng0 + g]));
-      for (const int64_t end = c + D; c < end; ++c) mu[c] = m;
+      const float m = ToFloat(in_.mean[ng0 + g]), r = ToFloat(in_.rstd[ng0 + g]);
+      any_wide |= wide::RstdOutsideFloatRange(r);
+      const bool centred = need_ds_ && CentredSums(m, r);
+      if (centred && !any_centred) std::fill(centre, centre + c, 0.0f);
+      any_centred |= centred;
+      for (const int64_t end = c + D; c < end; ++c) {
+        mu[c] = m;
+        if (any_centred) centre[c] = centred ? m : 0.0f;
+      }
     }
     if (any_wide) {
       for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);
     } else {
-      rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, C, &sums_.db[nc], need_ds_ ? &sums_.ds[nc] : nullptr);
+      rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, any_centred ? centre : nullptr, C, &sums_.db[nc],
+                            need_ds_ ? &sums_.ds[nc] : nullptr);
     }
     for (int64_t g = 0, c = 0; g < G; ++g) {
       const int64_t ng = ng0 + g;
@@ -129,7 +142,8 @@ class BackwardKernel {
     if (wide::RstdOutsideFloatRange(ToFloat(in_.rstd[ng]))) {
       for (int64_t k = 0; k < rows; ++k) WideReduce(n, c_first + k, mu);
     } else if (need_ds_) {
-      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, s_.HxW, rows, &sums_.db[nc], &sums_.ds[nc]);
+      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, ToFloat(in_.rstd[ng]), s_.HxW, rows, &sums_.db[nc],
+                        &sums_.ds[nc]);
     } else {  // dbeta alone never needs x
       rows_.sum(in_.dy + offset, s_.HxW, rows, &sums_.db[nc]);
     }

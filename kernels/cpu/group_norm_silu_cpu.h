@@ -75,8 +75,8 @@ class SiluBackwardKernel {
     const bool wide = wide::RstdOutsideFloatRange(rstd32_[n * s_.G + g]);
     double *db = sums_.db, *ds = sums_.ds;
     if (!wide) {
-      silu_.reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, Mean(n, c_first), &scale_[nc],
-                        &shift_[c_first], k_, &db[nc], &ds[nc], kept);
+      silu_.reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, Mean(n, c_first), rstd32_[n * s_.G + g],
+                        &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
       if (wide::AllFinite(&db[nc], rows) && wide::AllFinite(&ds[nc], rows)) return;
     }
     for (int64_t k = 0; k < rows; ++k) {

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "call_scratch.h"
@@ -32,7 +33,7 @@ class GroupStatistics {
  public:
   static size_t ScratchBytes(const GroupNormSizes &s) {
     const int64_t groups = s.N * s.G;
-    return 3 * CallScratch::Bytes<float>(groups) + CallScratch::Bytes<double>(groups) +
+    return 3 * CallScratch::Bytes<float>(groups) + 2 * CallScratch::Bytes<double>(groups) +
            CallScratch::Bytes<uint8_t>(groups) + CallScratch::Bytes<double>(groups * BlocksPerGroup(s));
   }
 
@@ -40,7 +41,8 @@ class GroupStatistics {
       : x_(x), mean_(mean), rstd_(rstd), s_(sizes), eps_(eps), rows_(ActiveRowKernels().For<T>()),
         group_size_(sizes.D() * sizes.HxW), blocks_(BlocksPerGroup(sizes)),
         shift_(scratch.Take<float>(sizes.N * sizes.G)), group_mean_(scratch.Take<float>(sizes.N * sizes.G)),
-        group_rstd_(scratch.Take<float>(sizes.N * sizes.G)), wide_rstd_(scratch.Take<double>(sizes.N * sizes.G)),
+        group_rstd_(scratch.Take<float>(sizes.N * sizes.G)), mean_d_(scratch.Take<double>(sizes.N * sizes.G)),
+        rstd_d_(scratch.Take<double>(sizes.N * sizes.G)),
         wide_(scratch.Take<uint8_t>(sizes.N * sizes.G)),
         block_sums_(scratch.Take<double>(sizes.N * sizes.G * blocks_)) {}
 
@@ -90,11 +92,14 @@ class GroupStatistics {
   // The float32 statistics y is computed with (before rounding to U; see GroupMean).
   float Mean(int64_t ng) const { return group_mean_[ng]; }
   float Rstd(int64_t ng) const { return group_rstd_[ng]; }
+  // The same before rounding to float: the mean as the double sums give it (with |mean| >>
+  // std its float32 rounding can be a large part of the spread; see forward_kernel.h) and
+  // rstd (beyond a standard deviation of 8.5e37 the float32 rstd is subnormal).
+  double MeanDouble(int64_t ng) const { return mean_d_[ng]; }
+  double RstdDouble(int64_t ng) const { return rstd_d_[ng]; }
   // Whether group ng's statistics came from the double loops (WideGroup); its y is then
-  // computed in double too, from Mean(ng) and WideRstd(ng) (rstd before rounding to float:
-  // beyond a standard deviation of 8.5e37 the float32 rstd is subnormal).
+  // computed in double too, from MeanDouble(ng) and RstdDouble(ng).
   bool Wide(int64_t ng) const { return wide_[ng] != 0; }
-  double WideRstd(int64_t ng) const { return wide_rstd_[ng]; }
 
  private:
   static int64_t BlocksPerGroup(const GroupNormSizes &s) { return (s.D() * s.HxW + kBlock - 1) / kBlock; }
@@ -120,10 +125,11 @@ class GroupStatistics {
     const int64_t G = s_.G, first = n * G;
     double *sums = block_sums_ + first;
     if (group_size_ > 0) rows_.sum(Group(first), group_size_, G, sums);
-    for (int64_t ng = first; ng < first + G; ++ng) {
-      const float x0 = group_size_ > 0 ? static_cast<float>(sums[ng - first] / static_cast<double>(group_size_))
-                                       : 0.0f;
-      shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;  // as ComputeShift
+    for (int64_t ng = first; ng < first + G; ++ng) {  // as ComputeShift
+      const float x0 = group_size_ > 0
+                           ? OnGridOf(ToFloat(Group(ng)[0]), sums[ng - first] / static_cast<double>(group_size_))
+                           : 0.0f;
+      shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;
     }
     rows_.centered_sum_each(Group(first), shift_ + first, group_size_, G, sums);
     for (int64_t ng = first; ng < first + G; ++ng) {
@@ -167,13 +173,42 @@ class GroupStatistics {
 
   // x0 of the group (see above), the same in both schedules; 0 when the group is empty
   // or x0 is not finite, so an inf or NaN element gives the mean it gave unshifted.
+  // x0 is rounded to the grid of the group's first element (a multiple of its lowest set
+  // bit): data with fewer bits than a float (fp16/bf16, or such values in float32) then give
+  // x - x0 with no bits below their own, and the float lanes' additions round as randomly as
+  // the data. With x0's extra low bits every addition dropped the same bits of it: the mean of
+  // fp16 data was off by 1e-5 of max|mean| (8x32x64x64, 8 groups; 100x the sum's own error),
+  // which alone doubled the rate of y values that round differently from float64's. The grid
+  // point nearest x0 is no further from x0 than the element is, so x0 stays a rough mean.
   static constexpr int64_t kShiftElements = 64;
   void ComputeShift(int64_t ng) {
     const int64_t count = std::min(kShiftElements, group_size_);
     double sum = 0.0;
     if (count > 0) rows_.sum(Group(ng), count, 1, &sum);
-    const float x0 = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+    const float x0 = count > 0 ? OnGridOf(ToFloat(Group(ng)[0]), sum / static_cast<double>(count)) : 0.0f;
     shift_[ng] = std::isfinite(x0) ? x0 : 0.0f;
+  }
+  // v rounded to a multiple of the lowest set bit of `first` (v itself when first is 0 or not
+  // finite, or v is not finite). Bit operations, not frexp/ldexp/nearbyint: those library calls
+  // cost 5-10 % of the forward of 4x1280x8x8 (128 groups).
+  static float OnGridOf(float first, double v) {
+    uint32_t u;
+    std::memcpy(&u, &first, sizeof u);
+    const uint32_t biased = (u >> 23) & 0xffu;
+    const uint32_t mantissa = (u & 0x7fffffu) | (biased != 0 ? 0x800000u : 0u);
+    if (mantissa == 0 || biased == 0xffu || !std::isfinite(v)) return static_cast<float>(v);
+    // first = mantissa * 2^(e - 23), e = biased - 127 (subnormals: -126); k: its lowest set bit
+    const int k = (biased != 0 ? static_cast<int>(biased) : 1) - 127 - 23 + __builtin_ctz(mantissa);  // in [-149, 127]
+    const double scaled = v * PowerOfTwo(-k);  // exact: a power of two, v a double
+    if (!(std::fabs(scaled) < 0x1p51)) return static_cast<float>(v);  // already a whole multiple
+    const double whole = (scaled + 0x1.8p52) - 0x1.8p52;  // round to nearest (even), fp-contract off
+    return static_cast<float>(whole * PowerOfTwo(k));
+  }
+  static double PowerOfTwo(int k) {  // 2^k for k in [-1022, 1023]
+    const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return d;
   }
 
   // What a sum over the whole group returns: its blocks' sums added in order.
@@ -195,9 +230,11 @@ class GroupStatistics {
   bool GroupMean(int64_t ng, double centered_sum) {
     if (!std::isfinite(centered_sum)) return false;
     const double m = static_cast<double>(group_size_);
-    const float mu = m > 0 ? static_cast<float>(static_cast<double>(shift_[ng]) + centered_sum / m) : 0.0f;
+    const double mu_d = m > 0 ? static_cast<double>(shift_[ng]) + centered_sum / m : 0.0;
+    const float mu = static_cast<float>(mu_d);
     mean_[ng] = FromFloat<U>(mu);
     group_mean_[ng] = mu;
+    mean_d_[ng] = mu_d;
     return true;
   }
 
@@ -210,8 +247,14 @@ class GroupStatistics {
     }
     // An empty group has no variance: rstd is NaN, as aclnnGroupNorm documents.
     // A negative eps larger than the variance gives NaN, as in mindspore.ops.group_norm.
-    const double r = m > 0 ? 1.0 / std::sqrt(sum / m + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
+    // The squares were centred on the float32 mean: sum (x - mu32)^2 / m exceeds the variance
+    // by (mean - mu32)^2, which with |mean| >> std (1e7 std: the float32 rounding is half a
+    // std) is no longer small; mean_d_ is the mean to well within the spread.
+    const double off = m > 0 ? mean_d_[ng] - static_cast<double>(group_mean_[ng]) : 0.0;
+    const double var = std::max(0.0, sum / m - off * off);
+    const double r = m > 0 ? 1.0 / std::sqrt(var + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
     const float r32 = static_cast<float>(r);
+    rstd_d_[ng] = r;
     rstd_[ng] = FromFloat<U>(r32);
     group_rstd_[ng] = r32;  // float32, not the rounded output (see GroupMean)
     return true;
@@ -225,7 +268,8 @@ class GroupStatistics {
     group_rstd_[ng] = static_cast<float>(r);
     mean_[ng] = FromFloat<U>(group_mean_[ng]);
     rstd_[ng] = FromFloat<U>(group_rstd_[ng]);
-    wide_rstd_[ng] = r;
+    mean_d_[ng] = mu;
+    rstd_d_[ng] = r;
     wide_[ng] = 1;
   }
 
@@ -241,7 +285,8 @@ class GroupStatistics {
   float *shift_;        // x0 of the first sum
   float *group_mean_;   // float32 mean/rstd (before rounding to U)
   float *group_rstd_;
-  double *wide_rstd_;   // rstd in double, for the groups WideGroup computed
+  double *mean_d_;      // mean and rstd in double (before rounding to float)
+  double *rstd_d_;
   uint8_t *wide_;       // 1 where WideGroup computed the statistics
   double *block_sums_;  // (N, G, blocks): the block-wise schedule's partial sums
 };

@@ -51,8 +51,9 @@ int64_t StreamMinBytes();
 // depends on `rows`.
 template <typename T>
 struct RowKernels {
-  // sum_dy[r] = sum_i dy[r][i], sum_dyxc[r] = sum_i dy[r][i] * (x[r][i] - mu)
-  void (*reduce_grad)(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, double *sum_dy,
+  // sum_dy[r] = sum_i dy[r][i], sum_dyxc[r] = sum_i dy[r][i] * (x[r][i] - mu), in the form
+  // CentredSums(mu, rstd) chooses (rstd: the group's)
+  void (*reduce_grad)(const T *dy, const T *x, float mu, float rstd, int64_t hxw, int64_t rows, double *sum_dy,
                       double *sum_dyxc);
   // sums[r] = sum_i x[r][i]
   void (*sum)(const T *x, int64_t hxw, int64_t rows, double *sums);
@@ -66,20 +67,47 @@ struct RowKernels {
                     bool stream);
   // sums[r] = sum_i (x[r][i] - mu)
   void (*centered_sum)(const T *x, float mu, int64_t hxw, int64_t rows, double *sums);
+  // The forward's coefficients of `rows` channels of one group, in double and each rounded once
+  // to float: scale[r] = rstd * gamma[r], shift[r] = beta[r] - rest * scale[r] (forward_kernel.h;
+  // gamma and beta float values held as doubles, converted once per call, not once per row).
+  // Here, not in the caller, so that the loop runs in the build's vector width: with 64-element
+  // rows the scalar-width loop cost 3-4 % of the forward. Every operation is an IEEE double one
+  // (fp-contract off), so every build gives the same bits.
+  void (*coefficients)(double rstd, double rest, const double *gamma, const double *beta, int64_t rows, float *scale,
+                       float *shift);
   // HxW = 1 (point_rows_impl.h): `count` points with per-point mean and coefficients,
   // giving each point the bits of the one-element row above.
-  // db[i] = sum of the row dy[i]; ds[i] (unless nullptr) = sum of dy[i] * (x[i] - mu[i])
-  void (*point_grad_sums)(const T *dy, const T *x, const float *mu, int64_t count, double *db, double *ds);
+  // db[i] = sum of the row dy[i]; ds[i] (unless nullptr) = sum of dy[i] * (x[i] - mu[i]) in the
+  // form reduce_grad takes for the point's group (CentredSums below): centre[i] is mu[i] where
+  // that is the centred form, else 0; centre == nullptr: no point is in a centred group.
+  void (*point_grad_sums)(const T *dy, const T *x, const float *mu, const float *centre, int64_t count,
+                          double *db, double *ds);
   // dx[i] = (a[i] * dy[i] + b[i] * (x[i] - mu[i])) + c[i]
   void (*point_affine_grad)(const T *dy, const T *x, T *dx, int64_t count, const float *a, const float *b,
                             const float *mu, const float *c);
-  // y[i] = (x[i] - mu[i]) * scale[i] + shift[i]
+  // y[i] = (x[i] - mu[i]) * scale[i] + shift[i] (the forward passes its c for mu: see
+  // forward_kernel.h)
   void (*point_normalize)(const T *x, T *y, int64_t count, const float *mu, const float *scale,
                           const float *shift);
   // centered_sum and centered_squares of `rows` rows with a mean per row, mu[r]
   void (*centered_sum_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
   void (*centered_squares_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
 };
+
+// The form of the backward's sum of dy * (x - mu) over a row (both operators' reduce_grad),
+// chosen per group from its mean and rstd, so every schedule and build chooses alike.
+//  * |mu| * rstd <= kCentreRatio: sum dy * x in the float32 lanes, minus mu * sum dy in double
+//    (the form PyTorch uses). Rounding x - mu would give every x of one binade the same
+//    signed error (mu's offset from that binade's grid): with a dy of large mean those errors
+//    add up into a bias of dgamma instead of cancelling. The products dy * x round
+//    independently, and with |mu| at most the spread the subtraction cancels at most a
+//    factor sqrt(2) of the products' error.
+//  * beyond: sum dy * fl(x - mu) plus, in lanes of its own, sum dy * e with e the exact
+//    rounding error of x - mu (TwoSum), so the centring that keeps |mean| >> std free of
+//    cancellation carries no bias either (there x lies within a factor 2 of mu for most
+//    elements, x - mu is exact and e is 0). Three more operations per element, on such data only.
+constexpr float kCentreRatio = 1.0f;
+inline bool CentredSums(float mu, float rstd) { return (mu < 0.0f ? -mu : mu) * rstd > kCentreRatio; }
 
 // One build's loops for each storage type, chosen by For<T>(); shared by the row loops
 // here and the fused op's (silu_rows.h).

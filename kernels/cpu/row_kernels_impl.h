@@ -27,31 +27,59 @@ static_assert(kRegs % 2 == 0, "the sums load their lanes in pairs of registers")
 static_assert(kBlock % kLanes == 0, "blocks hold whole lane rows");
 
 #include "lane_folds_impl.h"
-#include "point_rows_impl.h"
+
+// x - mu as the float d = fl(x - mu) and its rounding error e = (x - mu) - d, exactly
+// (Knuth's TwoSum, valid whatever the magnitudes): see CentredSums (row_kernels.h) for why
+// the backward's centred sums add dy * e. Kept as written: fp-contract is off and nothing
+// here may be reassociated.
+[[gnu::always_inline]] inline typename V::reg CenteredError(typename V::reg x, typename V::reg vmu,
+                                                          typename V::reg d) {
+  const typename V::reg x_virtual = V::Add(d, vmu);
+  const typename V::reg mu_virtual = V::Sub(x_virtual, d);
+  return V::Add(V::Sub(x, x_virtual), V::Sub(mu_virtual, vmu));
+}
+[[gnu::always_inline]] inline float CenteredError(float x, float mu, float d) {
+  const float x_virtual = d + mu;
+  const float mu_virtual = x_virtual - d;
+  return (x - x_virtual) + (mu_virtual - mu);
+}
+
+#include "point_rows_impl.h"  // after CenteredError, which its sums use
 
 // The two sums of elements [start, end) of one block (end - start <= kBlock), each
-// folded into a double. Always inlined: for short rows (8x8 = 64 elements) a call per
-// row and per block cost as much as the data.
-template <typename T>
+// folded into a double. kCentred (CentredSums): the second is sum dy * fl(x - mu) in its
+// lanes plus sum dy * e (CenteredError) in lanes of its own, folded apart; otherwise it is
+// sum dy * x, which ReduceGrad turns into sum dy * (x - mu) in double. Always inlined: for
+// short rows (8x8 = 64 elements) a call per row and per block cost as much as the data.
+template <bool kCentred, typename T>
 [[gnu::always_inline]] inline void ReduceGradBlock(const T *dy, const T *x, const typename V::reg vmu, float mu,
                                                    int64_t start, int64_t end, double &block_dy, double &block_dyxc) {
-  typename V::reg acc_dy[kRegs], acc_dyxc[kRegs];
-  for (int r = 0; r < kRegs; ++r) acc_dy[r] = acc_dyxc[r] = V::Zero();
+  typename V::reg acc_dy[kRegs], acc_dyxc[kRegs], acc_err[kRegs];
+  for (int r = 0; r < kRegs; ++r) acc_dy[r] = acc_dyxc[r] = acc_err[r] = V::Zero();
+  auto add = [&](int r, typename V::reg d, typename V::reg xv) {
+    acc_dy[r] = V::Add(acc_dy[r], d);
+    if constexpr (kCentred) {
+      const typename V::reg xc = V::Sub(xv, vmu);
+      acc_dyxc[r] = V::MulAdd(d, xc, acc_dyxc[r]);
+      acc_err[r] = V::MulAdd(d, CenteredError(xv, vmu, xc), acc_err[r]);
+    } else {
+      acc_dyxc[r] = V::MulAdd(d, xv, acc_dyxc[r]);
+    }
+  };
   int64_t i = start;
   for (; i + kLanes <= end; i += kLanes) {
     for (int r = 0; r < kRegs; r += 2) {
       typename V::reg d0, d1, x0, x1;
       V::LoadPair(dy + i + r * V::kWidth, d0, d1);
       V::LoadPair(x + i + r * V::kWidth, x0, x1);
-      acc_dy[r] = V::Add(acc_dy[r], d0);
-      acc_dy[r + 1] = V::Add(acc_dy[r + 1], d1);
-      acc_dyxc[r] = V::MulAdd(d0, V::Sub(x0, vmu), acc_dyxc[r]);
-      acc_dyxc[r + 1] = V::MulAdd(d1, V::Sub(x1, vmu), acc_dyxc[r + 1]);
+      add(r, d0, x0);
+      add(r + 1, d1, x1);
     }
   }
   for (int r = 0; r < kRegs; r += 2) {  // lane l of the block back in register l / kWidth
     V::Unpair(dy, acc_dy[r], acc_dy[r + 1]);
     V::Unpair(dy, acc_dyxc[r], acc_dyxc[r + 1]);
+    if constexpr (kCentred) V::Unpair(dy, acc_err[r], acc_err[r + 1]);
   }
   // The block's tail goes to lanes 0, 1, ...: whole vectors first (one add per lane,
   // as in the scalar loop below), then the rest lane by lane. The loop over the
@@ -61,33 +89,40 @@ template <typename T>
 #pragma GCC unroll 16
   for (int r = 0; r < kRegs; ++r) {
     if (i + V::kWidth > end) break;
-    const typename V::reg d = V::Load(dy + i);
-    acc_dy[r] = V::Add(acc_dy[r], d);
-    acc_dyxc[r] = V::MulAdd(d, V::Sub(V::Load(x + i), vmu), acc_dyxc[r]);
+    add(r, V::Load(dy + i), V::Load(x + i));
     i += V::kWidth;
     tail_regs = r + 1;
   }
   if (i == end) {  // fold straight from the registers (same tree, same bits)
     block_dy = V::FoldRegsViaFloat(acc_dy);
     block_dyxc = V::FoldRegsViaFloat(acc_dyxc);
+    if constexpr (kCentred) block_dyxc += V::FoldRegsViaFloat(acc_err);
     return;
   }
-  float lanes_dy[kLanes], lanes_dyxc[kLanes];
+  float lanes_dy[kLanes], lanes_dyxc[kLanes], lanes_err[kLanes];
   for (int r = 0; r < kRegs; ++r) {
     V::StoreLanes(lanes_dy + r * V::kWidth, acc_dy[r]);
     V::StoreLanes(lanes_dyxc + r * V::kWidth, acc_dyxc[r]);
+    V::StoreLanes(lanes_err + r * V::kWidth, acc_err[r]);
   }
   for (int l = tail_regs * V::kWidth; i < end; ++i, ++l) {
-    const float d = ToFloat(dy[i]);
+    const float d = ToFloat(dy[i]), xv = ToFloat(x[i]);
     lanes_dy[l] += d;
-    lanes_dyxc[l] = V::MulAdd(d, ToFloat(x[i]) - mu, lanes_dyxc[l]);
+    if constexpr (kCentred) {
+      const float xc = xv - mu;
+      lanes_dyxc[l] = V::MulAdd(d, xc, lanes_dyxc[l]);
+      lanes_err[l] = V::MulAdd(d, CenteredError(xv, mu, xc), lanes_err[l]);
+    } else {
+      lanes_dyxc[l] = V::MulAdd(d, xv, lanes_dyxc[l]);
+    }
   }
   block_dy = FoldLanesViaFloat(lanes_dy);
   block_dyxc = FoldLanesViaFloat(lanes_dyxc);
+  if constexpr (kCentred) block_dyxc += FoldLanesViaFloat(lanes_err);
 }
 
-template <typename T>
-void ReduceGrad(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, double *sum_dy, double *sum_dyxc) {
+template <bool kCentred, typename T>
+void ReduceGradRows(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, double *sum_dy, double *sum_dyxc) {
   const typename V::reg vmu = V::Set1(mu);
   for (int64_t r = 0; r < rows; ++r) {
     const T *dy_row = dy + r * hxw, *x_row = x + r * hxw;
@@ -95,12 +130,24 @@ void ReduceGrad(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows, do
     for (int64_t start = 0; start < hxw; start += kBlock) {
       const int64_t end = hxw - start < kBlock ? hxw : start + kBlock;
       double block_dy, block_dyxc;
-      ReduceGradBlock(dy_row, x_row, vmu, mu, start, end, block_dy, block_dyxc);
+      ReduceGradBlock<kCentred>(dy_row, x_row, vmu, mu, start, end, block_dy, block_dyxc);
       total_dy += block_dy;
       total_dyxc += block_dyxc;
     }
     sum_dy[r] = total_dy;
-    sum_dyxc[r] = total_dyxc;
+    // sum dy * x - mu * sum dy: the double product and difference add an error far below
+    // the float32 lanes' (|mu| is at most the spread here: no cancellation to speak of).
+    sum_dyxc[r] = kCentred ? total_dyxc : total_dyxc - static_cast<double>(mu) * total_dy;
+  }
+}
+
+template <typename T>
+void ReduceGrad(const T *dy, const T *x, float mu, float rstd, int64_t hxw, int64_t rows, double *sum_dy,
+                double *sum_dyxc) {
+  if (CentredSums(mu, rstd)) {
+    ReduceGradRows<true>(dy, x, mu, hxw, rows, sum_dy, sum_dyxc);
+  } else {
+    ReduceGradRows<false>(dy, x, mu, hxw, rows, sum_dy, sum_dyxc);
   }
 }
 
@@ -267,9 +314,18 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
   if (stream) V::Fence();
 }
 
+inline void Coefficients(double rstd, double rest, const double *gamma, const double *beta, int64_t rows,
+                         float *scale, float *shift) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float s = static_cast<float>(rstd * gamma[r]);
+    scale[r] = s;
+    shift[r] = static_cast<float>(beta[r] - rest * static_cast<double>(s));
+  }
+}
+
 template <typename T>
 RowKernels<T> MakeRowKernels() {
-  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>, &CenteredSquares<T>, &AffineGrad<T>, &Normalize<T>, &CenteredSum<T>,
-                       &PointGradSums<T>, &PointAffineGrad<T>, &PointNormalize<T>, &CenteredSumEach<T>,
-                       &CenteredSquaresEach<T>};
+  return RowKernels<T>{&ReduceGrad<T>,       &Sum<T>,          &CenteredSquares<T>, &AffineGrad<T>,
+                       &Normalize<T>,        &CenteredSum<T>,  &Coefficients,       &PointGradSums<T>,
+                       &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>};
 }

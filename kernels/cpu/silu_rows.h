@@ -37,9 +37,10 @@ struct SiluRowKernels {
   // z[r][i] = y * sigmoid(k * y), y = (x[r][i] - mu) * scale[r] + shift[r]
   void (*normalize_silu)(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale,
                          const float *shift, float swish_k);
-  // g = dz * dz/dy (recomputed); sum_g[r] = sum_i g, sum_gxc[r] = sum_i g * (x - mu);
+  // g = dz * dz/dy (recomputed); sum_g[r] = sum_i g, sum_gxc[r] = sum_i g * (x - mu) in the
+  // form CentredSums(mu, rstd) chooses (row_kernels.h);
   // g itself is stored into g_out[r * hxw + i] unless g_out is nullptr
-  void (*reduce_grad)(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, const float *scale,
+  void (*reduce_grad)(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, float rstd, const float *scale,
                       const float *shift, float swish_k, double *sum_g, double *sum_gxc, float *g_out);
   // dx[r][i] = (scale[r] * g + b * (x - mu)) + c, g recomputed as in reduce_grad
   void (*input_grad)(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,

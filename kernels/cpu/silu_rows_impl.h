@@ -161,21 +161,43 @@ void NormalizeSilu(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const 
   WithScale(swish_k, [&](auto vk) { NormalizeSiluRows(x, z, hxw, rows, mu, scale, shift, vk); });
 }
 
+// TwoSum's error of d = fl(x - mu): (x - mu) - d exactly (row_kernels_impl.h's CenteredError).
+inline VF CenteredError(VF x, VF mu, VF d) {
+  const VF x_virtual = d + mu;
+  const VF mu_virtual = x_virtual - d;
+  return (x - x_virtual) + (mu_virtual - mu);
+}
+
 // kStoreG: g_out is not nullptr (a template argument, so the test is not in the loop).
-template <bool kStoreG, typename T, typename K>
+// kCentred: the form of sum g * (x - mu) that CentredSums (row_kernels.h) chooses, as the
+// row kernels' ReduceGrad: sum g * fl(x - mu) plus sum g * e in lanes of its own, or sum g * x
+// minus mu * sum g in double.
+template <bool kStoreG, bool kCentred, typename T, typename K>
 void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, K vk, double *sum_g,
                        double *sum_gxc, float *g_out) {
   double total_g = 0.0, total_gxc = 0.0;
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t end = n - start < kBlock ? n : start + kBlock;
-    VF acc_g[kSiluRegs], acc_gxc[kSiluRegs];
-    for (int r = 0; r < kSiluRegs; ++r) acc_g[r] = acc_gxc[r] = VF{};
+    VF acc_g[kSiluRegs], acc_gxc[kSiluRegs], acc_err[kSiluRegs];
+    for (int r = 0; r < kSiluRegs; ++r) acc_g[r] = acc_gxc[r] = acc_err[r] = VF{};
+    // valid: the lanes that hold elements (all but in a partial vector, whose padded lanes
+    // must add nothing, whatever scale/shift hold)
+    auto accumulate = [&](int r, VF xv, VF xc, VF g, auto valid) {
+      acc_g[r] = acc_g[r] + g;
+      if constexpr (kCentred) {
+        acc_gxc[r] = MulAdd(g, valid(xc), acc_gxc[r]);
+        acc_err[r] = MulAdd(g, valid(CenteredError(xv, vmu, xc)), acc_err[r]);
+      } else {
+        acc_gxc[r] = MulAdd(g, valid(xv), acc_gxc[r]);
+      }
+    };
+    auto all = [](VF v) { return v; };
     auto add = [&](int r, int64_t at) {
-      const VF xc = Load(x + at) - vmu;
+      const VF xv = Load(x + at);
+      const VF xc = xv - vmu;
       const VF g = SwishGrad(Load(dz + at), MulAdd(xc, vs, vt), vk);  // y as Affine
       if (kStoreG) Store(g_out + at, g);
-      acc_g[r] = acc_g[r] + g;
-      acc_gxc[r] = MulAdd(g, xc, acc_gxc[r]);
+      accumulate(r, xv, xc, g, all);
     };
     int64_t i = start;
     for (; i + kLanes <= end; i += kLanes) {
@@ -191,28 +213,39 @@ void ReduceSiluGradRow(const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt,
       VF g = SwishGrad(LoadPartial(dz + i, count), MulAdd(xc, vs, vt), vk);
       g = valid ? g : VF{};  // padded lanes add nothing, whatever scale/shift hold
       if (kStoreG) StorePartial(g_out + i, g, count);
-      acc_g[reg] = acc_g[reg] + g;
-      acc_gxc[reg] = MulAdd(g, valid ? xc : VF{}, acc_gxc[reg]);
+      accumulate(reg, xv, xc, g, [valid](VF v) { return valid ? v : VF{}; });
     }
     total_g += FoldViaFloat(acc_g);
     total_gxc += FoldViaFloat(acc_gxc);
+    if constexpr (kCentred) total_gxc += FoldViaFloat(acc_err);
   }
   *sum_g = total_g;
-  *sum_gxc = total_gxc;
+  *sum_gxc = kCentred ? total_gxc : total_gxc - static_cast<double>(vmu[0]) * total_g;
+}
+
+template <bool kStoreG, typename T, typename K>
+void ReduceSiluGradRowIn(bool centred, const T *dz, const T *x, int64_t n, VF vmu, VF vs, VF vt, K vk,
+                         double *sum_g, double *sum_gxc, float *g_out) {
+  if (centred) {
+    ReduceSiluGradRow<kStoreG, true>(dz, x, n, vmu, vs, vt, vk, sum_g, sum_gxc, g_out);
+  } else {
+    ReduceSiluGradRow<kStoreG, false>(dz, x, n, vmu, vs, vt, vk, sum_g, sum_gxc, g_out);
+  }
 }
 
 template <typename T>
-void ReduceSiluGrad(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, const float *scale,
+void ReduceSiluGrad(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu, float rstd, const float *scale,
                     const float *shift, float swish_k, double *sum_g, double *sum_gxc, float *g_out) {
   const VF vmu = Splat(mu);
+  const bool centred = CentredSums(mu, rstd);
   WithScale(swish_k, [&](auto vk) {
     for (int64_t r = 0; r < rows; ++r) {
       if (g_out != nullptr) {
-        ReduceSiluGradRow<true>(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk,
-                                sum_g + r, sum_gxc + r, g_out + r * hxw);
+        ReduceSiluGradRowIn<true>(centred, dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]),
+                                  vk, sum_g + r, sum_gxc + r, g_out + r * hxw);
       } else {
-        ReduceSiluGradRow<false>(dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]), vk,
-                                 sum_g + r, sum_gxc + r, nullptr);
+        ReduceSiluGradRowIn<false>(centred, dz + r * hxw, x + r * hxw, hxw, vmu, Splat(scale[r]), Splat(shift[r]),
+                                   vk, sum_g + r, sum_gxc + r, nullptr);
       }
     }
   });

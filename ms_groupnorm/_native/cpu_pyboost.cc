@@ -10,4 +10,6 @@
 PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
   group_norm_op::Define(m);
   group_norm_silu_op::Define(m);
+  m.def("set_differentiable_backward", &ms_groupnorm::SetDifferentiableBackward,
+        "sets the Python function that computes a node's gradient while it is itself differentiated");
 }

@@ -13,6 +13,8 @@
 
 #include "pyboost_ordering.h"  // MindSpore's headers, in-order launch, autograd record before return
 
+#include "second_order.h"  // a node's Backward while it is itself differentiated
+
 namespace ms_groupnorm {
 
 // The C API names dtypes the way the aot ABI does; anything else is rejected by the kernel

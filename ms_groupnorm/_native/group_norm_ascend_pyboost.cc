@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "pyboost_ordering.h"  // MindSpore's headers, autograd record before return
+#include "second_order.h"      // a node's Backward while it is itself differentiated
 
 #if __has_include("aclnn_group_norm_grad_ms.h")
 #include "aclnn_group_norm_grad_ms.h"
@@ -233,6 +234,14 @@ autograd::TensorPtrList Gradients(const std::vector<ms::Tensor> &outs, const Wan
   return grads;
 }
 
+// The same from BackwardRecorded's tensors.
+autograd::TensorPtrList RecordedGradients(const std::vector<ms_groupnorm::TensorPtrFor> &outs, const Wanted &w,
+                                          size_t scalars) {
+  autograd::TensorPtrList grads{w.dx ? outs[0] : nullptr, w.dgamma ? outs[1] : nullptr, w.dbeta ? outs[2] : nullptr};
+  grads.resize(grads.size() + scalars, nullptr);
+  return grads;
+}
+
 struct GroupNormFunction : public autograd::Function<GroupNormFunction> {
   static autograd::TensorPtrList Forward(autograd::AutogradContext *ctx, const TensorPtr &x, const TensorPtr &gamma,
                                          const TensorPtr &beta, int64_t group, double eps, bool gamma_grad,
@@ -244,6 +253,11 @@ struct GroupNormFunction : public autograd::Function<GroupNormFunction> {
   static autograd::TensorPtrList Backward(autograd::AutogradContext *ctx, autograd::TensorPtrList grads) {
     const auto saved = ctx->GetSavedTensors();
     const Wanted w = WantedGradients(ctx);
+    if (ms_groupnorm::RecordingHigherOrder()) {  // this gradient is itself differentiated: second_order.h
+      auto outs = ms_groupnorm::BackwardRecorded("group_norm", {grads[0], saved[0], saved[1], saved[2], saved[3]},
+                                                 {static_cast<double>(w.group)}, w.dx, w.dgamma, w.dbeta);
+      return RecordedGradients(outs, w, 4);
+    }
     auto outs = GradImpl(ms::Tensor(grads[0]), ms::Tensor(saved[0]), ms::Tensor(saved[1]), ms::Tensor(saved[2]),
                          ms::Tensor(saved[3]), w.group, w.dx, w.dgamma, w.dbeta);
     return Gradients(outs, w, 4);  // then nothing for group, eps and the two flags
@@ -276,6 +290,12 @@ struct GroupNormSiluFunction : public autograd::Function<GroupNormSiluFunction> 
     const auto saved = ctx->GetSavedTensors();
     const double swish_scale = mindspore::GetValue<double>(ctx->saved_data["swish_scale"]);
     const Wanted w = WantedGradients(ctx);
+    if (ms_groupnorm::RecordingHigherOrder()) {  // this gradient is itself differentiated: second_order.h
+      auto outs = ms_groupnorm::BackwardRecorded(
+          "group_norm_silu", {grads[0], saved[0], saved[1], saved[2], saved[3], saved[4]},
+          {static_cast<double>(w.group), swish_scale}, w.dx, w.dgamma, w.dbeta);
+      return RecordedGradients(outs, w, 5);
+    }
     auto outs = SiluGradImpl(ms::Tensor(grads[0]), ms::Tensor(saved[0]), ms::Tensor(saved[1]), ms::Tensor(saved[2]),
                              ms::Tensor(saved[3]), ms::Tensor(saved[4]), w.group, swish_scale, w.dx, w.dgamma, w.dbeta);
     return Gradients(outs, w, 5);  // then nothing for group, eps, swish_scale and the two flags
@@ -310,6 +330,8 @@ PYBIND11_MODULE(MS_EXTENSION_NAME, m) {
   m.def("group_norm_silu_autograd", &GroupNormSiluAutograd,
         "fused GroupNorm + swish recorded for PyNative autograd (backward GroupNormSiluGradMs): (x, gamma, beta, "
         "group, eps, swish_scale, gamma_grad, beta_grad) -> (z, mean, rstd)");
+  m.def("set_differentiable_backward", &ms_groupnorm::SetDifferentiableBackward,
+        "sets the Python function that computes a node's gradient while it is itself differentiated");
   m.def("group_norm_silu_grad", &GroupNormSiluGrad,
         "GroupNormSiluGradMs: (dz, x, mean, rstd, gamma, beta, group, swish_scale, dx, dgamma, dbeta masks) -> "
         "(dx, dgamma, dbeta)");

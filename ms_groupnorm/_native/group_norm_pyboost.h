@@ -128,6 +128,11 @@ struct GroupNormFunction : public autograd::Function<GroupNormFunction> {
     const bool dx = ctx->NeedsInputGrad(0);
     const bool dgamma = ctx->NeedsInputGrad(1) && gamma->DataSize() != 0;
     const bool dbeta = ctx->NeedsInputGrad(2) && has_beta;
+    if (RecordingHigherOrder()) {  // this gradient is itself differentiated: see cpu_pyboost_common.h
+      auto outs = BackwardRecorded("group_norm", {grads[0], saved[0], saved[1], saved[2], gamma},
+                                   {static_cast<double>(group)}, dx, dgamma, dbeta);
+      return {dx ? outs[0] : nullptr, dgamma ? outs[1] : nullptr, dbeta ? outs[2] : nullptr, nullptr, nullptr};
+    }
     auto outs = BackwardImpl(ms::Tensor(grads[0]), ms::Tensor(saved[0]), ms::Tensor(saved[1]), ms::Tensor(saved[2]),
                              ms::Tensor(gamma), group, dx, dgamma, dbeta);
     // One entry per input, the non-tensor ones (group, eps) included; none where no

@@ -113,6 +113,12 @@ struct GroupNormSiluFunction : public autograd::Function<GroupNormSiluFunction> 
     const bool dx = ctx->NeedsInputGrad(0);
     const bool dgamma = ctx->NeedsInputGrad(1) && gamma->DataSize() != 0;
     const bool dbeta = ctx->NeedsInputGrad(2) && beta->DataSize() != 0;
+    if (RecordingHigherOrder()) {  // this gradient is itself differentiated: see cpu_pyboost_common.h
+      auto outs = BackwardRecorded("group_norm_silu", {grads[0], saved[0], saved[1], saved[2], gamma, beta},
+                                   {static_cast<double>(group), swish_scale}, dx, dgamma, dbeta);
+      return {dx ? outs[0] : nullptr, dgamma ? outs[1] : nullptr, dbeta ? outs[2] : nullptr, nullptr, nullptr,
+              nullptr};
+    }
     auto outs = BackwardImpl(ms::Tensor(grads[0]), ms::Tensor(saved[0]), ms::Tensor(saved[1]), ms::Tensor(saved[2]),
                              ms::Tensor(gamma), ms::Tensor(beta), group, swish_scale, dx, dgamma, dbeta);
     return {dx ? outs[0].tensor() : nullptr, dgamma ? outs[1].tensor() : nullptr,

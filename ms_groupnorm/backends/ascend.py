@@ -23,21 +23,24 @@ OpDef's five (data, statistics) columns.
 tests intercept what would reach the device). The CPU twins that run the kernel source on
 this machine are ``twin``.
 """
+import functools
 import os
+import warnings
 from pathlib import Path
 
 from mindspore import dtype as mstype
 from mindspore import nn, ops
 from mindspore.ops.auto_generate import group_norm_op
 
-from .._compat import recording_gradient
-from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
+from .._compat import compiling_graph, recording_gradient
+from .ascend_chip import UnsupportedChipError, check_chip
+from .ascend_jit import refuse_o2
+from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS, installed_header, vendor_dir
 from .cann_env import check_cann_environment
 
 # GRAPH_MODE on Ascend: MindSpore runs aclnn custom operators as kernels at jit_level O0
-# (or O1); its documentation and tests of Ascend C custom ops set exactly this. At O2
-# (whole-graph sink) the custom op would have to take only tensors, and ours pass
-# num_groups and the output mask as scalar arguments.
+# (or O1); its documentation and tests of Ascend C custom ops set exactly this. O2 is
+# refused however it is asked for (ascend_jit).
 GRAPH_JIT_CONFIG = {"jit_level": "O0"}
 COMPILER_CACHE_ENV = "MS_COMPILER_CACHE_PATH"
 
@@ -59,16 +62,52 @@ def reg_info(operator):
     return reg.target("Ascend").get_op_info()
 
 
-def check_graph_jit_level(operator=GROUP_NORM_GRAD_MS):
-    """Raises when GRAPH_MODE is set with jit_level O2, where the operator cannot run."""
+def check_graph_jit_level(operator=None):
+    """Raises ``ascend_jit.GraphJitLevelError`` when a graph that would run ``operator`` is
+    compiled at jit_level O2 / with the GE backend, whichever way that was asked for (see
+    ``ascend_jit``). Called where the ops are created and by the op getters at every graph
+    compile, so a Cell built at O0 and compiled later at O2 is refused too. ``operator``
+    None: all of ours (the getters' check)."""
     import mindspore as ms
 
-    level = (ms.get_context("jit_config") or {}).get("jit_level", "")
-    if ms.get_context("mode") == ms.GRAPH_MODE and level == "O2":
-        raise RuntimeError(
-            f"ms_groupnorm: the AscendC operator {operator.aclnn_func} needs jit_level O0 or O1 in GRAPH_MODE (it "
-            f"takes num_groups and the output mask as scalar arguments, which O2 does not pass to aclnn custom "
-            f"operators); call ms.set_context(jit_config={GRAPH_JIT_CONFIG!r}) or use PYNATIVE_MODE.")
+    if ms.get_context("mode") == ms.GRAPH_MODE or compiling_graph():
+        refuse_o2("ms_groupnorm's AscendC operators" if operator is None else
+                  f"the AscendC operator {operator.aclnn_func}")
+
+
+def check_chip_before_launch(operator):
+    """The chip check (``ascend_chip``) against the package that holds ``operator`` (where it
+    is installed; otherwise against our list only, and the missing operator is reported later)."""
+    header = installed_header(operator.op_type)
+    check_chip(None if header is None else vendor_dir(header))
+
+
+FALLBACK_ENV = "MS_GROUPNORM_ASCEND_FALLBACK"
+FALLBACK_VALUE = "mindspore"
+
+
+def fallback_to_mindspore():
+    """True when ``$MS_GROUPNORM_ASCEND_FALLBACK=mindspore`` and the chip check refuses this
+    chip (or the installed package): then GroupNorm runs MindSpore's own primitive, forward and
+    backward (``BuiltinForward``), with one warning naming the chip. Unset: the check raises.
+    Read per op request, cached per value (the chip does not change within a process)."""
+    return _fallback_to_mindspore(os.environ.get(FALLBACK_ENV, ""))
+
+
+@functools.lru_cache(maxsize=4)
+def _fallback_to_mindspore(value):
+    if value not in ("", FALLBACK_VALUE):
+        raise ValueError(f"ms_groupnorm: ${FALLBACK_ENV} must be unset or {FALLBACK_VALUE!r}, got {value!r}")
+    if not value:
+        return False
+    try:
+        check_chip_before_launch(GROUP_NORM_GRAD_MS)
+    except UnsupportedChipError as error:
+        warnings.warn(f"{error} ${FALLBACK_ENV}={FALLBACK_VALUE}: running MindSpore's own GroupNorm (forward "
+                      f"and backward) instead; the fused GroupNorm + SiLU runs as GroupNorm then SiLU, and "
+                      f"group_norm_backward / group_norm_silu_backward have no kernel.", stacklevel=2)
+        return True
+    return False
 
 
 def absolute_compiler_cache():
@@ -89,6 +128,7 @@ def backward_custom(operator=GROUP_NORM_GRAD_MS):
     GRAPH_MODE takes dynamic shapes and ranks). Needs CANN's environment and
     ASCEND_CUSTOM_OPP_PATH."""
     check_graph_jit_level(operator)
+    check_chip_before_launch(operator)
     check_cann_environment("GRAPH_MODE on Ascend")
     absolute_compiler_cache()
     return ops.Custom(f"{operator.infer_source}:{operator.aclnn_func}", out_shape=None, out_dtype=None,
@@ -105,6 +145,7 @@ def ascend_forward_custom(group):
     for this ``group`` (mean/rstd are (N, group); see group_norm_silu_ascend_infer.cc)."""
     operator = GROUP_NORM_SILU_MS
     check_graph_jit_level(operator)
+    check_chip_before_launch(operator)
     check_cann_environment("GRAPH_MODE on Ascend")
     source = Path(absolute_compiler_cache()) / "ms_groupnorm" / f"group_norm_silu_infer_g{int(group)}.cc"
     source.parent.mkdir(parents=True, exist_ok=True)
@@ -118,15 +159,31 @@ def ascend_forward_custom(group):
 def _real_params(x, gamma, beta, dtype):
     """gamma/beta as the operators take them: ones/zeros of C elements for an empty "none".
     (Also compiled inside the GRAPH_MODE Cells below.)"""
-    channels = x.shape[1]
-    gamma = ops.ones((channels,), dtype) if gamma.shape[0] == 0 else gamma.astype(dtype)
-    beta = ops.zeros((channels,), dtype) if beta.shape[0] == 0 else beta.astype(dtype)
-    return gamma, beta
+    return _or_filled(gamma, x.shape[1], _ONES, dtype), _or_filled(beta, x.shape[1], _ZEROS, dtype)
 
 
 def _real_gamma(x, gamma, dtype):
     """An empty "none" gamma becomes ones, as aclnnGroupNormBackward treats a null gamma."""
-    return ops.ones((x.shape[1],), dtype) if gamma.shape[0] == 0 else gamma
+    return _or_filled(gamma, x.shape[1], _ONES, dtype)
+
+
+def _or_filled(param, channels, fill, dtype):
+    """``param`` (C,) in ``dtype``, or ``fill`` (ones or zeros) for the empty "none" (0,), chosen
+    without a branch: MindSpore 2.10 fails to compile a second-order gradient in GRAPH_MODE
+    through a branch here, even on a constant ("The func graph is empty")."""
+    return _CONCAT((param.astype(dtype), fill((channels,), dtype)))[:channels]
+
+
+_ONES, _ZEROS, _CONCAT = ops.Ones(), ops.Zeros(), ops.Concat()
+
+
+def _kept(grad):
+    return grad
+
+
+def _dropped(grad):
+    """A masked-off output: the operators write all three, ours returns (0,) there."""
+    return _ZEROS((0,), grad.dtype)
 
 
 def _masked(outputs, mask, x_dtype, stat_dtype):
@@ -154,37 +211,73 @@ class _StatisticsBprop(nn.Cell):
 class AscendBackward(nn.Cell):
     """``(dy, x, mean, rstd, gamma) -> (dx, dgamma, dbeta)`` on GroupNormGradMs, like the CPU
     op: reordered to CANN's (dy, mean, rstd, x, gamma); an empty "none" gamma becomes ones;
-    masked-off outputs come back as (0,) (the operator always writes full-size outputs)."""
+    masked-off outputs come back as (0,) (the operator always writes full-size outputs).
+    ``second_order`` (ops.double_backward) is the operator's bprop: gradients of gradients."""
 
-    def __init__(self, group, mask, op=None):
+    def __init__(self, group, mask, second_order, op=None):
         super().__init__()
-        self.group = int(group)
         self.mask = tuple(bool(m) for m in mask)
-        self.op = op if op is not None else backward_custom()
+        # Chosen here, not by a branch in construct (see _or_filled for why).
+        self.finish_dx, self.finish_dgamma, self.finish_dbeta = (_kept if m else _dropped for m in self.mask)
+        self.grad = _GradInCannOrder(op if op is not None else backward_custom(), int(group), self.mask,
+                                     second_order)
 
     def construct(self, dy, x, mean, rstd, gamma):
         gamma = _real_gamma(x, gamma, mean.dtype)
-        outputs = self.op(dy, mean, rstd, x, gamma, self.group, self.mask[0], self.mask[1], self.mask[2])
-        return _masked(outputs, self.mask, x.dtype, mean.dtype)
+        dx, dgamma, dbeta = self.grad(dy, mean, rstd, x, gamma)
+        return self.finish_dx(dx), self.finish_dgamma(dgamma), self.finish_dbeta(dbeta)
 
 
 class AscendSiluBackward(nn.Cell):
     """``(dz, x, mean, rstd, gamma, beta) -> (dx, dgamma, dbeta)`` on GroupNormSiluGradMs,
     reordered to CANN's (dy, mean, rstd, x, gamma, beta); an empty "none" gamma/beta
-    becomes ones/zeros in mean's dtype; masked-off outputs come back as (0,)."""
+    becomes ones/zeros in mean's dtype; masked-off outputs come back as (0,).
+    ``second_order`` as for AscendBackward."""
 
-    def __init__(self, group, swish_scale, mask, op=None):
+    def __init__(self, group, swish_scale, mask, second_order, op=None):
         super().__init__()
-        self.group = int(group)
         self.swish_scale = float(swish_scale)
         self.mask = tuple(bool(m) for m in mask)
-        self.op = op if op is not None else silu_backward_custom()
+        # Chosen here, not by a branch in construct (see _or_filled for why).
+        self.finish_dx, self.finish_dgamma, self.finish_dbeta = (_kept if m else _dropped for m in self.mask)
+        self.grad = _SiluGradInCannOrder(op if op is not None else silu_backward_custom(), int(group),
+                                         self.swish_scale, self.mask, second_order)
 
     def construct(self, dz, x, mean, rstd, gamma, beta):
         gamma, beta = _real_params(x, gamma, beta, mean.dtype)
-        outputs = self.op(dz, mean, rstd, x, gamma, beta, self.group, self.swish_scale, self.mask[0],
-                          self.mask[1], self.mask[2])
-        return _masked(outputs, self.mask, x.dtype, mean.dtype)
+        dx, dgamma, dbeta = self.grad(dz, mean, rstd, x, gamma, beta)
+        return self.finish_dx(dx), self.finish_dgamma(dgamma), self.finish_dbeta(dbeta)
+
+
+# The operator calls themselves, with their bprop. A Cell of its own without control flow:
+# MindSpore 2.10 fails to compile a second-order gradient through a bprop Cell whose
+# construct branches, even on constants ("The func graph is empty" for the branch).
+class _GradInCannOrder(nn.Cell):
+    def __init__(self, op, group, mask, second_order):
+        super().__init__()
+        self.op, self.group, self.mask, self.second_order = op, group, mask, second_order
+
+    def construct(self, dy, mean, rstd, x, gamma):
+        return self.op(dy, mean, rstd, x, gamma, self.group, self.mask[0], self.mask[1], self.mask[2])
+
+    def bprop(self, dy, mean, rstd, x, gamma, out, dout):
+        g_dy, g_x, g_mean, g_rstd, g_gamma = self.second_order(dy, x, mean, rstd, gamma, out, dout)
+        return g_dy, g_mean, g_rstd, g_x, g_gamma
+
+
+class _SiluGradInCannOrder(nn.Cell):
+    def __init__(self, op, group, swish_scale, mask, second_order):
+        super().__init__()
+        self.op, self.group, self.swish_scale, self.mask = op, group, swish_scale, mask
+        self.second_order = second_order
+
+    def construct(self, dz, mean, rstd, x, gamma, beta):
+        return self.op(dz, mean, rstd, x, gamma, beta, self.group, self.swish_scale, self.mask[0], self.mask[1],
+                       self.mask[2])
+
+    def bprop(self, dz, mean, rstd, x, gamma, beta, out, dout):
+        g_dz, g_x, g_mean, g_rstd, g_gamma, g_beta = self.second_order(dz, x, mean, rstd, gamma, beta, out, dout)
+        return g_dz, g_mean, g_rstd, g_x, g_gamma, g_beta
 
 
 class AscendForward(_StatisticsBprop):
@@ -237,25 +330,75 @@ class AscendSiluForward(AscendOwnForward):
         super().__init__(group, eps, backward, op, activate_silu=True, swish_scale=swish_scale)
 
 
+class BuiltinForward(nn.Cell):
+    """GroupNorm as MindSpore itself runs it: its GroupNorm primitive, and through autograd its
+    own backward (no bprop here), for a chip our operators do not run on when the user asks
+    for that (``fallback_to_mindspore``). gamma/beta in x's dtype; an empty "none" stays none."""
+
+    def __init__(self, group, eps):
+        super().__init__()
+        self.group = int(group)
+        self.eps = float(eps)
+
+    def construct(self, x, gamma, beta):
+        weight = None if gamma.shape[0] == 0 else gamma.astype(x.dtype)
+        bias = None if beta.shape[0] == 0 else beta.astype(x.dtype)
+        return group_norm_op(x, self.group, weight, bias, self.eps)
+
+
 # ---------------------------------------------------------------- PYNATIVE_MODE
 class PynativeAscendBackward:
     """``(dy, x, mean, rstd, gamma[, beta]) -> (dx, dgamma, dbeta)`` in PYNATIVE_MODE on
     Ascend: the Ascend module's ``group_norm_grad`` or ``group_norm_silu_grad`` (``function``;
     the module reorders to CANN's order) with the attributes ``attrs`` (group[, swish_scale])
-    and the mask. "none" gamma/beta become ones/zeros in mean's dtype; masked-off outputs (0,)."""
+    and the mask. "none" gamma/beta become ones/zeros in mean's dtype; masked-off outputs (0,).
 
-    def __init__(self, function, attrs, mask):
+    While autograd records (a gradient of this gradient: the public backward functions, or
+    an autograd node's Backward run under an outer gradient), the call goes through a Cell
+    whose bprop is ``second_order`` (ops.double_backward): the module's function records
+    nothing, and that gradient would silently be zero."""
+
+    def __init__(self, function, attrs, mask, second_order):
         self.grad = function
         self.mask = tuple(bool(m) for m in mask)
         self.scalars = tuple(attrs) + self.mask
+        recorded = _RecordedFusedBackward if len(attrs) == 2 else _RecordedBackward
+        self.recorded = recorded(self.run, second_order)
 
     def __call__(self, dy, x, mean, rstd, gamma, beta=None):
+        inputs = (dy, x, mean, rstd, gamma) if beta is None else (dy, x, mean, rstd, gamma, beta)
+        return self.recorded(*inputs) if recording_gradient() else self.run(*inputs)
+
+    def run(self, dy, x, mean, rstd, gamma, beta=None):
         if beta is None:
             params = (_real_gamma(x, gamma, mean.dtype),)
         else:
             params = _real_params(x, gamma, beta, mean.dtype)
         outputs = self.grad(dy, x, mean, rstd, *params, *self.scalars)
         return _masked(outputs, self.mask, x.dtype, mean.dtype)
+
+
+class _RecordedBackward(nn.Cell):
+    """A PyNative backward call that autograd records with ``second_order`` as its bprop
+    (one Cell per arity: a bprop takes the construct's inputs, then out and dout)."""
+
+    def __init__(self, run, second_order):
+        super().__init__()
+        self.run, self.second_order = run, second_order
+
+    def construct(self, dy, x, mean, rstd, gamma):
+        return self.run(dy, x, mean, rstd, gamma)
+
+    def bprop(self, dy, x, mean, rstd, gamma, out, dout):
+        return self.second_order(dy, x, mean, rstd, gamma, out, dout)
+
+
+class _RecordedFusedBackward(_RecordedBackward):
+    def construct(self, dz, x, mean, rstd, gamma, beta):  # pylint: disable=arguments-differ
+        return self.run(dz, x, mean, rstd, gamma, beta)
+
+    def bprop(self, dz, x, mean, rstd, gamma, beta, out, dout):  # pylint: disable=arguments-differ
+        return self.second_order(dz, x, mean, rstd, gamma, beta, out, dout)
 
 
 class PynativeAscendForward:

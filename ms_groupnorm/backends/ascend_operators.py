@@ -4,6 +4,8 @@ dy, mean, rstd, x, ...). What MindSpore's registration (``ascend``) and the Asce
 module's build (``ascend_pyboost``) need to know of them; each operator's description
 (``ops.descriptions``) names the one that runs it.
 """
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,3 +67,32 @@ NOT_INSTALLED = (
     "GroupNormSiluGradMs installed where $ASCEND_CUSTOM_OPP_PATH points (run `bash kernels/ascendc/build.sh` "
     "and export the ASCEND_CUSTOM_OPP_PATH it prints); without them group_norm_silu, GroupNormSiLU and "
     "group_norm_silu_forward run GroupNorm then SiLU, and group_norm_silu_backward has no kernel")
+
+
+# ---------------------------------------------------------------- where they are installed
+def aclnn_header_name(op_type):
+    """``aclnn_<snake_case>.h``, the header CANN generates for ``op_type`` (the name
+    MindSpore's CustomInfoGenerator looks for as well)."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", "aclnn" + op_type)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower() + ".h"
+
+
+def custom_opp_entries():
+    """The vendor directories of $ASCEND_CUSTOM_OPP_PATH, in order."""
+    return [Path(entry) for entry in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if entry]
+
+
+def installed_header(op_type):
+    """The installed ``op_api/include/aclnn_<op>.h`` of ``op_type`` (first
+    $ASCEND_CUSTOM_OPP_PATH entry that has it, as MindSpore searches), or None."""
+    for entry in custom_opp_entries():
+        header = entry / "op_api" / "include" / aclnn_header_name(op_type)
+        if header.is_file():
+            return header
+    return None
+
+
+def vendor_dir(header):
+    """The vendor directory (the $ASCEND_CUSTOM_OPP_PATH entry) of an installed
+    ``<vendor>/op_api/include/aclnn_<op>.h``."""
+    return Path(header).parents[2]

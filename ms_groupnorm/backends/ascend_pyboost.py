@@ -19,12 +19,13 @@ eager route passes the scalars.
 """
 import functools
 import os
-import re
-from pathlib import Path
 
+from .ascend_chip import check_chip
 from .ascend_operators import GROUP_NORM_GRAD_MS, GROUP_NORM_SILU_GRAD_MS, GROUP_NORM_SILU_MS
+from .ascend_operators import aclnn_header_name, custom_opp_entries, installed_header, vendor_dir  # noqa: F401
 from .cann_env import check_cann_environment
-from .native_build import NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root, missing_tools
+from .native_build import (NATIVE_DIR, ORDERING_HEADER, SECOND_ORDER_HEADER, build_key, build_module, cache_root,
+                           missing_tools, once, SecondOrderHook)
 
 SOURCE = NATIVE_DIR / "group_norm_ascend_pyboost.cc"
 GRAD_OP_TYPE = GROUP_NORM_GRAD_MS.op_type
@@ -32,28 +33,6 @@ FORWARD_OP_TYPE = GROUP_NORM_SILU_MS.op_type
 SILU_GRAD_OP_TYPE = GROUP_NORM_SILU_GRAD_MS.op_type  # the fused GroupNorm + SiLU backward
 _HINT = ("on a 910B run `bash kernels/ascendc/build.sh` (or check_on_ascend.sh) and export the "
          "ASCEND_CUSTOM_OPP_PATH it prints")
-
-
-def aclnn_header_name(op_type):
-    """``aclnn_<snake_case>.h``, the header CANN generates for ``op_type`` (the name
-    MindSpore's CustomInfoGenerator looks for as well)."""
-    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", "aclnn" + op_type)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower() + ".h"
-
-
-def custom_opp_entries():
-    """The vendor directories of $ASCEND_CUSTOM_OPP_PATH, in order."""
-    return [Path(entry) for entry in os.environ.get("ASCEND_CUSTOM_OPP_PATH", "").split(":") if entry]
-
-
-def installed_header(op_type):
-    """The installed ``op_api/include/aclnn_<op>.h`` of ``op_type`` (first
-    $ASCEND_CUSTOM_OPP_PATH entry that has it, as MindSpore searches), or None."""
-    for entry in custom_opp_entries():
-        header = entry / "op_api" / "include" / aclnn_header_name(op_type)
-        if header.is_file():
-            return header
-    return None
 
 
 def forward_installed():
@@ -84,12 +63,14 @@ def check_environment():
     Returns the installed operator headers (grad first, then those of GroupNormSiluMs and
     GroupNormSiluGradMs where installed: they are part of the build key, so installing one
     later rebuilds the module against it)."""
+    check_chip()  # the chip first: on a chip we do not run on, that is the news
     check_cann_environment("the Ascend PyNative module")
     grad = installed_header(GRAD_OP_TYPE)
     if grad is None:
         searched = ", ".join(str(e) for e in custom_opp_entries()) or "$ASCEND_CUSTOM_OPP_PATH is unset"
         raise RuntimeError(f"ms_groupnorm: the AscendC operator {GRAD_OP_TYPE} is not installed (no "
                            f"op_api/include/{aclnn_header_name(GRAD_OP_TYPE)} in: {searched}); {_HINT}")
+    check_chip(vendor_dir(grad))  # and the SoCs the installed package was built for
     headers = [grad]
     for op_type in (FORWARD_OP_TYPE, SILU_GRAD_OP_TYPE):
         header = installed_header(op_type)
@@ -106,7 +87,8 @@ def build():
     missing = missing_tools()
     if missing:
         raise RuntimeError(f"ms_groupnorm: building the Ascend PyNative module needs {', '.join(missing)} on PATH")
-    key = build_key(SOURCE.read_bytes(), ORDERING_HEADER.read_bytes(), *[h.read_bytes() for h in headers])
+    key = build_key(SOURCE.read_bytes(), ORDERING_HEADER.read_bytes(), SECOND_ORDER_HEADER.read_bytes(),
+                    *[h.read_bytes() for h in headers])
     build_dir = cache_root() / "ascend_pyboost" / key
     return build_module(f"ms_groupnorm_ascend_{key}", [SOURCE], build_dir,
                         f"ms_groupnorm: compiling the Ascend PyNative module once (cached in {build_dir})...",
@@ -114,7 +96,12 @@ def build():
                         backend="Ascend", include_paths=sorted({str(h.parent) for h in headers}))
 
 
-@functools.lru_cache(maxsize=None)
+second_order_hook = SecondOrderHook()  # set by ops.routing
+
+
+@once
 def module():
     """The loaded module (built on first use); raises when it cannot be built."""
-    return build()
+    loaded = build()
+    loaded.set_differentiable_backward(second_order_hook)
+    return loaded

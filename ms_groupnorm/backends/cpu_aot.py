@@ -67,9 +67,10 @@ def _custom(description, backend, attr_values, op_class=ops.Custom, **options):
     return op_class(func, out_shape=None, out_dtype=None, func_type="aot", reg_info=reg, **options)
 
 
-def backward_op(description, backend, attr_values):
-    """The backward aot op of ``description`` with its attributes (group, ..., mask bits)."""
-    return _custom(description, backend, attr_values)
+def backward_op(description, backend, attr_values, bprop=None):
+    """The backward aot op of ``description`` with its attributes (group, ..., mask bits) and
+    ``bprop`` (ops.double_backward: what second-order gradients differentiate)."""
+    return _custom(description, backend, attr_values, bprop=bprop)
 
 
 def bprop_feeding(backward, saved):

@@ -35,8 +35,10 @@ import functools
 from pathlib import Path
 
 from . import cpu_kernels
-from .native_build import (CACHE_ENV, ENABLE_ENV, NATIVE_DIR, ORDERING_HEADER, build_key, build_module, cache_root,
-                           enabled, logger, missing_tools)
+from .native_build import (CACHE_ENV, ENABLE_ENV, NATIVE_DIR, ORDERING_HEADER, SECOND_ORDER_HEADER, build_key,
+                           build_module, cache_root, enabled, logger, missing_tools, once, SecondOrderHook)
+
+OP_CACHE_SIZE = 256  # bound functions kept per getter, as ops.routing.OP_CACHE_SIZE
 
 MODULE_PREFIX = "ms_groupnorm_pyboost"  # + the build key
 SOURCE = NATIVE_DIR / "cpu_pyboost.cc"  # the module's one translation unit
@@ -55,7 +57,7 @@ def source(name):
 # (measured on 2.7.1). The fast path is off on such a wheel; the aot ops run instead.
 FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "include", "pynative", "backward", "function.h")
 EARLIER_FUNCTION_API_HEADER = Path("include", "mindspore", "ccsrc", "pynative", "backward", "function.h")
-SHARED_HEADERS = (ORDERING_HEADER, NATIVE_DIR / "cpu_pyboost_common.h")  # part of the build key
+SHARED_HEADERS = (ORDERING_HEADER, SECOND_ORDER_HEADER, NATIVE_DIR / "cpu_pyboost_common.h")  # part of the build key
 
 
 def off_reason():
@@ -103,11 +105,16 @@ def build():
         ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}")
 
 
-@functools.lru_cache(maxsize=None)
+second_order_hook = SecondOrderHook()  # set by ops.routing
+
+
+@once
 def module():
     """The loaded module, or None (one warning) when it cannot be built."""
     try:
-        return build()
+        loaded = build()
+        loaded.set_differentiable_backward(second_order_hook)
+        return loaded
     except Exception as error:  # any failure: fall back to the aot ops
         logger.warning("ms_groupnorm: the PyNative fast path is unavailable, using the aot ops instead (set $%s=0 "
                        "to silence this): %s: %s", ENABLE_ENV, type(error).__name__, str(error).strip()[:2000])
@@ -121,7 +128,7 @@ def _bind(function, attrs):
     return bound
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=OP_CACHE_SIZE)  # bounded: eps is part of attrs
 def forwards(name, attrs):
     """(plain, differentiable) ``(x, gamma, beta) -> (out, mean, rstd)`` of operator ``name``
     with its attributes ``attrs`` bound, or None. The plain one is not differentiable by
@@ -134,7 +141,7 @@ def forwards(name, attrs):
     return _bind(getattr(mod, name), attrs), _bind(getattr(mod, f"{name}_autograd"), attrs)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=OP_CACHE_SIZE)
 def backward(name, attrs, mask):
     """``(dy, x, mean, rstd, gamma[, beta]) -> (dx, dgamma, dbeta)`` of operator ``name``, or
     None. Masked-off outputs are empty (0,), as in the aot op."""

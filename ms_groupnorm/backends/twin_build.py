@@ -8,8 +8,9 @@ kernels/cpu headers they include, so no header list needs keeping):
 * "backward": GroupNormGradMs and the fused GroupNormSiluGradMs (same kernel class, swish
   gradient on), the probes, and an aot shim with the CPU kernels' ABI
   (``twin_aot_func("GroupNormGrad")``, ``twin_aot_func("GroupNormSiluGrad")``);
-* "forward": GroupNormSiluMs (twin/twin_forward.cc's C API) and its aot shim
-  ``GroupNormSilu`` (``forward_aot_func``).
+* "forward": GroupNormSiluMs (twin/twin_forward.cc's C API) and its aot shims ``GroupNormSilu``
+  (SiLU on) and ``GroupNorm`` (SiLU off: GroupNorm's forward, as the Ascend route runs it)
+  (``forward_aot_func``).
 
 What MS_GROUPNORM_BACKEND=ascendc_twin runs is ``backends.cpu_aot`` with these aot shims.
 Concurrent builders of one library (parallel test workers, the test run's background build)
@@ -30,7 +31,8 @@ TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
 # by the compiler and hashed by directory (HASHED_DIRS).
 BACKWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
                     "twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
-                    "twin/twin_probes_vector.cc", "twin/twin_probes_strided.cc", "twin/twin_host_checks.cc",
+                    "twin/twin_probes_vector.cc", "twin/twin_probes_strided.cc",
+                    "twin/twin_probes_common.cc", "twin/twin_host_checks.cc",
                     "op_kernel/group_norm_grad_ms.cpp",
                     "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
 FORWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc", "twin/twin_forward_aot.cc",

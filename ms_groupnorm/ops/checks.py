@@ -240,11 +240,22 @@ def _check_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group):
         _check_numel("gamma", gamma[0], C, "C")
 
 
+# The largest |swish_scale| the fused kernels take. Their sigmoid comes from an exp clamped
+# at float32's range, so s * (1 - s) never falls below ~6e-39 where it should be 0, and the
+# gradient term k * y * s * (1 - s) is then ~k * |y| * 6e-39: 6e-9 of y at this bound, but
+# 15 % off at 1e36 and NaN/inf at 1e38 (measured on the CPU kernels).
+MAX_SWISH_SCALE = 1e30
+
+
 @cached_check
 def check_swish_scale(swish_scale):
-    """swish_scale (1.0 is SiLU): a number float32 holds, as eps (as_float32_number);
-    returned as a Python float."""
-    return as_float32_number("swish_scale", swish_scale)
+    """swish_scale (1.0 is SiLU): a number float32 holds, as eps (as_float32_number), of
+    magnitude at most MAX_SWISH_SCALE; returned as a Python float."""
+    value = as_float32_number("swish_scale", swish_scale)
+    if abs(value) > MAX_SWISH_SCALE:
+        raise ParamInvalidError(f"swish_scale={value!r} must have a magnitude of at most {MAX_SWISH_SCALE:g}: beyond "
+                                f"it the fused kernels' sigmoid gradient is no longer accurate")
+    return value
 
 
 @cached_check
@@ -316,10 +327,15 @@ def check_group_norm(input, weight, bias, num_groups, eps):
 
 
 @functools.lru_cache(maxsize=4096, typed=True)
-def check_layer_input(shape, dtype, num_channels, cls_name):
+def check_layer_input(shape, dtype, num_channels, cls_name, gamma_shape=None, beta_shape=None):
     """The GroupNorm layers' input check, with nn.GroupNorm's exception types and message
-    style; shape as in check_group_norm (None entries unknown, None rank unknown).
+    style; shape as in check_group_norm (None entries unknown, None rank unknown); the
+    parameters' shapes (a Parameter replaced by one of another size) when given.
     Returns what check_group_norm returns."""
+    for name, param_shape in (("gamma", gamma_shape), ("beta", beta_shape)):
+        if param_shape is not None and _known_numel(param_shape) not in (None, num_channels):
+            raise ValueError(f"For '{cls_name}', the parameter '{name}' must hold num_channels={num_channels} "
+                             f"elements, but got shape {tuple(param_shape)}.")
     if shape is not None:
         if not 2 <= len(shape) <= MAX_RANK:
             raise ValueError(f"For '{cls_name}', the input must have rank 2 to {MAX_RANK} (N, C, *), "

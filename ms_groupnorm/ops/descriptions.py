@@ -56,7 +56,7 @@ GROUP_NORM = Description(
     name="group_norm", entry="GroupNorm", reg_name="GroupNormMs",
     inputs=("x", "gamma", "beta"), outputs=("y", "mean", "rstd"),
     attrs=(("group", "int"), ("eps", "float")), reference=reference.forward, checks=("check_forward",),
-    pyboost="group_norm", ascend=GROUP_NORM_SILU_MS,
+    pyboost="group_norm", twin_library="forward", ascend=GROUP_NORM_SILU_MS,
     saved=("x", "mean", "rstd", "gamma"), backward=GROUP_NORM_GRAD)
 
 GROUP_NORM_SILU_GRAD = Description(

@@ -19,6 +19,9 @@ backend             mode              runs
 "ascendc_twin"      both              ``backends.cpu_aot`` on ``backends.twin``'s aot shims
 "ascend"            GRAPH_MODE        ``backends.ascend`` Cells on the AscendC operators
 "ascend_pyboost"    PYNATIVE_MODE     ``backends.ascend`` through ``backends.ascend_pyboost``
+"ascend_builtin"    both              MindSpore's own GroupNorm (``backends.ascend.BuiltinForward``):
+                                      only on a chip the check refuses, with
+                                      ``$MS_GROUPNORM_ASCEND_FALLBACK=mindspore``
 ==================  ================  =====================================================
 
 On Ascend without our fused operators installed, ``fused_backend()`` is None and the
@@ -31,16 +34,24 @@ from mindspore import context
 
 from .. import _compat
 from .._compat import evaluated_by_graph_compiler, recording_gradient  # noqa: F401 (used by callers)
-from ..backends import ascend, ascend_pyboost, cpu_aot, cpu_pyboost
+from ..backends import ascend, ascend_jit, ascend_pyboost, cpu_aot, cpu_pyboost
 from ..backends.cpu_aot import PynativeForward  # noqa: F401 (the fast path's forward op class)
+from . import double_backward
 from .descriptions import GROUP_NORM, GROUP_NORM_SILU
 
 FULL_MASK = (True, True, True)
+# How many ops each getter keeps (least recently used dropped first): one per configuration
+# (group, eps, swish_scale, mask, backend), ~13 KiB each. Bounded so that a computed or
+# annealed eps cannot grow the cache without end; a dropped op is created again when asked
+# for (a Cell looks its op up per call, a compiled graph keeps its own).
+OP_CACHE_SIZE = 256
+op_cache = functools.lru_cache(maxsize=OP_CACHE_SIZE)
 BACKEND_ENV = "MS_GROUPNORM_BACKEND"
 CPU_BACKENDS = ("cpu", "ascendc_twin")
 BACKENDS = CPU_BACKENDS + ("ascend",)
 PYBOOST_BACKEND = "cpu_pyboost"
 ASCEND_PYBOOST_BACKEND = "ascend_pyboost"
+ASCEND_BUILTIN_BACKEND = "ascend_builtin"  # MindSpore's own GroupNorm, asked for on a refused chip
 FUSED_BACKENDS = ("cpu", "ascend", "ascendc_twin")
 
 
@@ -82,8 +93,15 @@ def _mode_backend(backend, fast_path=True):
     decides. In GRAPH_MODE this runs at compile time and picks the aot op; under @ms.jit in
     PYNATIVE_MODE it picks the pyboost op, which MindSpore also runs there
     (tests/test_pyboost.py checks the results stay bitwise equal)."""
-    if backend == "ascend" and eager_pynative():
-        return ASCEND_PYBOOST_BACKEND
+    if backend == "ascend":
+        if ascend.fallback_to_mindspore():
+            return ASCEND_BUILTIN_BACKEND
+        if eager_pynative():
+            return ASCEND_PYBOOST_BACKEND
+        # A graph is compiling (this getter runs inside it): refuse O2/GE however it was asked
+        # for, at every compile, not only when the op was first created.
+        ascend_jit.refuse_o2()
+        return backend
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
     if (fast_path and backend == "cpu" and cpu_pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
@@ -102,8 +120,8 @@ def fused_backend():
     two fused operators installed), None where the callers fall back to the unfused pair
     (Ascend without them)."""
     backend = backend_name()
-    if backend == "ascend" and not ascend_pyboost.fused_installed():
-        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed: the unfused pair
+    if backend == "ascend" and (not ascend_pyboost.fused_installed() or ascend.fallback_to_mindspore()):
+        return None  # GroupNormSiluMs/GroupNormSiluGradMs not installed or not run here: the unfused pair
     return backend if backend in FUSED_BACKENDS else None
 
 
@@ -126,22 +144,36 @@ _BOOL_TRIPLES = {(a, b, c): (a, b, c) for a in (False, True) for b in (False, Tr
 
 
 # ---------------------------------------------------------------- one op per backend
-def _backward(description, attrs, mask, backend):
-    """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``."""
+def _double_backward_bprop(description, attrs, mask, statistics):
+    """The backward op's own bprop (second-order gradients, ``ops.double_backward``)."""
+    if description is GROUP_NORM.backward:
+        return double_backward.group_norm_backward_bprop(*attrs, mask, statistics)
+    return double_backward.group_norm_silu_backward_bprop(*attrs, mask, statistics)
+
+
+def _backward(description, attrs, mask, backend, statistics=double_backward.PARTIAL):
+    """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``;
+    ``statistics`` says how its bprop treats mean/rstd (``ops.double_backward``)."""
+    if backend == ASCEND_BUILTIN_BACKEND:  # no kernel of ours here: say why
+        ascend.check_chip_before_launch(ascend.GROUP_NORM_GRAD_MS)
     if backend == PYBOOST_BACKEND:
         return cpu_pyboost.backward(description.name, attrs, mask)
+    second_order = _double_backward_bprop(description, attrs, mask, statistics)
     if backend == ASCEND_PYBOOST_BACKEND:
-        return ascend.PynativeAscendBackward(getattr(ascend_pyboost.module(), description.pyboost), attrs, mask)
+        return ascend.PynativeAscendBackward(getattr(ascend_pyboost.module(), description.pyboost), attrs, mask,
+                                             second_order)
     if backend == "ascend":
         # The AscendC operators take CANN's order (dy, mean, rstd, x, ...); the Cells adapt.
         if description is GROUP_NORM.backward:
-            return ascend.AscendBackward(*attrs, mask)
-        return ascend.AscendSiluBackward(*attrs, mask)
-    return cpu_aot.backward_op(description, backend, attrs + mask)
+            return ascend.AscendBackward(*attrs, mask, second_order)
+        return ascend.AscendSiluBackward(*attrs, mask, second_order)
+    return cpu_aot.backward_op(description, backend, attrs + mask, second_order)
 
 
 def _forward(description, attrs, mask, backend, backward):
     """The forward op of ``description`` on ``backend``, its bprop running ``backward``."""
+    if backend == ASCEND_BUILTIN_BACKEND:
+        return ascend.BuiltinForward(*attrs)
     if backend == ASCEND_PYBOOST_BACKEND and (ascend_pyboost.forward_installed() or description.activate_silu):
         module = ascend_pyboost.module()
         return ascend.PynativeAscendForward(getattr(module, description.pyboost),
@@ -169,12 +201,17 @@ def _aot_backend(backend):
 def backward_op(group, mask=FULL_MASK):
     """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
     ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
-    return _backward_op(int(group), _bool_triple(mask), _op_backend())
+    backend = _op_backend()
+    if backend == PYBOOST_BACKEND and recording_gradient():
+        # The module's backward function records nothing for autograd, and a gradient
+        # through it would silently be zero: the aot op, whose bprop differentiates it.
+        backend = "cpu"
+    return _backward_op(int(group), _bool_triple(mask), backend)
 
 
-@functools.lru_cache(maxsize=None)
-def _backward_op(group, mask, backend):
-    return _backward(GROUP_NORM.backward, (group,), mask, backend)
+@op_cache
+def _backward_op(group, mask, backend, statistics=double_backward.PARTIAL):
+    return _backward(GROUP_NORM.backward, (group,), mask, backend, statistics)
 
 
 @evaluated_by_graph_compiler
@@ -186,10 +223,11 @@ def forward_op(group, eps, mask=FULL_MASK):
     return _forward_op(int(group), float(eps), _bool_triple(mask), _op_backend())
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _forward_op(group, eps, mask, backend):
-    backward = None if backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed() else \
-        _backward_op(group, mask, _aot_backend(backend))
+    backward = None if backend == ASCEND_BUILTIN_BACKEND or (
+        backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed()) else \
+        _backward_op(group, mask, _aot_backend(backend), double_backward.OF_X)
     return _forward(GROUP_NORM, (group, eps), mask, backend, backward)
 
 
@@ -201,9 +239,9 @@ def silu_backward_op(group, swish_scale=1.0, mask=FULL_MASK):
                              _silu_op_backend(fast_path=False))
 
 
-@functools.lru_cache(maxsize=None)
-def _silu_backward_op(group, swish_scale, mask, backend):
-    return _backward(GROUP_NORM_SILU.backward, (group, swish_scale), mask, backend)
+@op_cache
+def _silu_backward_op(group, swish_scale, mask, backend, statistics=double_backward.PARTIAL):
+    return _backward(GROUP_NORM_SILU.backward, (group, swish_scale), mask, backend, statistics)
 
 
 @evaluated_by_graph_compiler
@@ -214,13 +252,35 @@ def silu_forward_op(group, eps, swish_scale=1.0, mask=FULL_MASK):
                             _silu_op_backend())
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _silu_forward_op(group, eps, swish_scale, mask, backend):
     # In PyNative the fast path's eager calls record the module's own backward node, and
     # graphs (@ms.jit) run the bprop.
     backward = None if backend == ASCEND_PYBOOST_BACKEND else \
-        _silu_backward_op(group, swish_scale, mask, _aot_backend(backend))
+        _silu_backward_op(group, swish_scale, mask, _aot_backend(backend), double_backward.OF_X)
     return _forward(GROUP_NORM_SILU, (group, eps, swish_scale), mask, backend, backward)
+
+
+# ---------------------------------------------------------------- second order through the PyNative modules
+def _module_second_order(backend):
+    """What a PyNative module's autograd node runs while it is itself differentiated
+    (_native/second_order.h): the backward op of ``backend`` for operator ``name``, recorded
+    with a bprop that treats mean/rstd as x's statistics, as the node saved them. The CPU
+    module takes the aot op (its own functions record nothing); the Ascend module's backward
+    records itself through ascend.PynativeAscendBackward."""
+    def run(name, tensors, attrs, mask):
+        mask = _bool_triple(tuple(mask))
+        if name == GROUP_NORM.name:
+            op = _backward_op(int(attrs[0]), mask, backend, double_backward.OF_X)
+        else:
+            op = _silu_backward_op(int(attrs[0]), float(attrs[1]), mask, backend, double_backward.OF_X)
+        return tuple(op(*tensors))
+
+    return run
+
+
+cpu_pyboost.second_order_hook.function = _module_second_order("cpu")
+ascend_pyboost.second_order_hook.function = _module_second_order(ASCEND_PYBOOST_BACKEND)
 
 
 # ---------------------------------------------------------------- num_groups / eps as graph variables
@@ -230,7 +290,7 @@ def runtime_group_backward_op(mask=FULL_MASK):
     return _runtime_group_backward_op(tuple(bool(m) for m in mask))
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _runtime_group_backward_op(mask):
     return cpu_aot.runtime_group_backward_op(mask)
 
@@ -242,6 +302,6 @@ def runtime_group_forward_op(mask=FULL_MASK):
     return _runtime_group_forward_op(tuple(bool(m) for m in mask))
 
 
-@functools.lru_cache(maxsize=None)
+@op_cache
 def _runtime_group_forward_op(mask):
     return cpu_aot.runtime_group_forward_op(_runtime_group_backward_op(mask))

@@ -51,9 +51,18 @@ struct half {
   operator float() const { return ms_groupnorm::ToFloat(ms_groupnorm::Half{bits}); }
 };
 
-// No implicit float conversion: device code converts bf16 with ToFloat / ToBfloat16.
+// No implicit conversion to float: device code converts bf16 with ToFloat / ToBfloat16. Built
+// from a number it rounds to nearest even, as the device type does from a literal (CANN's kernels
+// write DataCopyPadExtParams<bfloat16_t>{false, 0, 0, 0}).
 struct bfloat16_t {
   uint16_t bits = 0;
+  bfloat16_t() = default;
+  bfloat16_t(float f) : bits(ms_groupnorm::ToBFloat16(f).bits) {}  // NOLINT: implicit like the device type
+  static bfloat16_t FromBits(uint16_t b) {
+    bfloat16_t v;
+    v.bits = b;
+    return v;
+  }
 };
 
 enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
@@ -75,7 +84,7 @@ inline void ReadTiling(void *dst, const uint8_t *tiling, size_t bytes) {
 namespace AscendC {
 
 inline float ToFloat(bfloat16_t v) { return ms_groupnorm::ToFloat(ms_groupnorm::BFloat16{v.bits}); }
-inline bfloat16_t ToBfloat16(float f) { return bfloat16_t{ms_groupnorm::ToBFloat16(f).bits}; }
+inline bfloat16_t ToBfloat16(float f) { return bfloat16_t::FromBits(ms_groupnorm::ToBFloat16(f).bits); }
 
 template <typename A, typename B>
 struct IsSameType {
@@ -98,6 +107,9 @@ inline twin::PipeModel &Pipes() { return twin::Block().pipes; }
 #include "kernel_operator_data_copy.h"  // DataCopy, DataCopyPad and their params
 #include "kernel_operator_vector.h"     // Elementwise ops, ReduceSum, WholeReduceSum, Cast
 #include "kernel_operator_strided.h"    // Mul/Add with BinaryRepeatParams, Brcb (repeat-stride forms)
+
+// ---- API CANN's own kernels use beyond ours (GetTPipePtr, ASSERT, InitOutput, DataCopyParams, ...)
+#include "kernel_operator_common.h"
 
 // ---- forward-kernel vector math (Exp, Sqrt, Div): a separate header, see its comment
 #include "kernel_operator_forward_math.h"

@@ -118,6 +118,15 @@ class LocalTensor {
                  " is not 32-byte aligned (vector instructions and DataCopy need aligned UB addresses)");
     }
   }
+  // `bytes` from this tensor's start stay inside the buffer (queue buffer or TBuf) it was taken from.
+  void CheckInBuffer(const char *op, uint64_t bytes) const {
+    Check(op, 0, false);
+    if (addr_ + bytes > static_cast<uint64_t>(slot_->addr) + slot_->bytes) {
+      twin::Fail(std::string(op) + ": " + std::to_string(bytes) + " bytes from UB address " + std::to_string(addr_) +
+                 " overrun the buffer of " + slot_->owner + " (it ends at " +
+                 std::to_string(slot_->addr + slot_->bytes) + ")");
+    }
+  }
   uint8_t *Raw() const { return twin::Block().ub.data() + addr_; }
   twin::UbRange Range(uint64_t count) const {
     return twin::UbRange{addr_, static_cast<uint32_t>(count * sizeof(T))};
@@ -311,9 +320,25 @@ class TBuf {
   detail::Slot *slot_ = nullptr;
 };
 
+namespace detail {
+// The block's current TPipe, what asc-devkit's GetTPipePtr() returns: the TPipe constructor
+// registers itself (kernel_tpipe_impl.h, g_tPipePtr = this) and library code reaches the pipe's
+// event-id pool through it. Blocks are threads, so the pointer is per thread.
+inline class TPipe *&CurrentPipe() {
+  static thread_local class TPipe *pipe = nullptr;
+  return pipe;
+}
+}  // namespace detail
+
 // Hands out UB in 32-byte-aligned pieces and refuses to exceed the configured UB size.
 class TPipe {
  public:
+  TPipe() { detail::CurrentPipe() = this; }
+  ~TPipe() {
+    if (detail::CurrentPipe() == this) detail::CurrentPipe() = nullptr;
+  }
+  TPipe(const TPipe &) = delete;
+  TPipe &operator=(const TPipe &) = delete;
   template <QuePosition pos, int32_t depth>
   void InitBuffer(TQue<pos, depth> &que, int32_t num, uint32_t len) {
     for (detail::Slot *s : que.slots_) {

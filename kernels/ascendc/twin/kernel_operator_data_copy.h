@@ -54,8 +54,18 @@ void CheckCopyLength(const char *op, uint32_t count) {
 //   DataCopyPad（GMToUB非对齐数据搬运）.md  GM -> VECIN, GM -> VECOUT (VECCALC only on Ascend 950)
 //   DataCopyPad（UBToGM非对齐数据搬运）.md  VECIN -> GM, VECOUT -> GM
 //   DataCopy（UBToUB连续数据搬运）.md   VECIN -> VECCALC, VECCALC -> VECOUT
+//
+// Under twin::Config::cannCompat (CANN's own kernels only) a copy between the same physical
+// memories is accepted whatever the UB positions: asc-devkit's implementation dispatches on
+// GetPhyType(position) (impl/basic_api/kernel_event.h maps VECIN, VECOUT and VECCALC all to
+// Hardware::UB; kernel_operator_data_copy_intf_impl.h DataCopyPad and DataCopy UB->UB branch on
+// it), and the instruction takes a UB address only, so the position is not seen by the hardware.
 inline void CheckPath(const char *op, QuePosition src, QuePosition dst, std::initializer_list<QuePosition> srcOk,
                       std::initializer_list<QuePosition> dstOk) {
+  if (twin::CurrentConfig().cannCompat && (src == QuePosition::GM) == (*srcOk.begin() == QuePosition::GM) &&
+      (dst == QuePosition::GM) == (*dstOk.begin() == QuePosition::GM)) {
+    return;
+  }
   bool ok = false;
   auto s = srcOk.begin();
   auto d = dstOk.begin();
@@ -184,7 +194,17 @@ void DataCopyPad(const LocalTensor<T> &dst, const GlobalTensor<T> &src, const Da
   const uint64_t pitchGm = p.blockLen + static_cast<uint64_t>(p.srcStride);
   if (p.blockCount == 0) return;
   const uint64_t ubBytes = pitchUb * (p.blockCount - 1) + rowUb;
-  dst.Check("DataCopyPad GM->UB", (ubBytes + sizeof(T) - 1) / sizeof(T), true);
+  if (twin::CurrentConfig().cannCompat) {
+    // CANN's kernels take a view of `count` elements (TBuf::Get(count)) and load an unaligned row
+    // into it: the rows' data must fit the view, their 32-byte padding only the buffer the view was
+    // taken from (InitBuffer rounds every buffer up to 32 bytes; the DMA writes there and nowhere
+    // else). By default the padding must fit the view too, as asc-devkit's own overflow check
+    // (CheckDataCopyPadTensorSizeOverflow, against dst.GetSize()) demands.
+    dst.Check("DataCopyPad GM->UB", (pitchUb * (p.blockCount - 1) + p.blockLen + sizeof(T) - 1) / sizeof(T), true);
+    dst.CheckInBuffer("DataCopyPad GM->UB (padded rows)", ubBytes);
+  } else {
+    dst.Check("DataCopyPad GM->UB", (ubBytes + sizeof(T) - 1) / sizeof(T), true);
+  }
   const uint8_t *gm = reinterpret_cast<const uint8_t *>(src.GetPhyAddr());
   for (uint16_t r = 0; r < p.blockCount; ++r) twin::CheckGm(gm + r * pitchGm, p.blockLen, "DataCopyPad GM->UB");
   uint8_t *ub = dst.Raw();

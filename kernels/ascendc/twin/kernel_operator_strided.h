@@ -66,11 +66,22 @@ inline int64_t StridedSpan(int64_t repeats, int64_t mask, int64_t blkStride, int
   return last + 1;
 }
 
+// The lanes a level-0 float instruction computes: with isSetMask its mask argument, which it
+// writes to the mask register; without, the register as the last instruction left it (the
+// argument is ignored, as AscendCUtils::SetMask<T, false> does).
+inline int64_t LevelZeroLanes(const char *op, uint64_t mask, bool setMask) {
+  if (!setMask) return std::min<int64_t>(MaskLanes(), 64);
+  if (mask < 1 || mask > 64) twin::Fail(std::string(op) + ": a float mask (continuous mode) is 1..64 elements per repeat");
+  MaskLanes() = static_cast<int64_t>(mask);
+  return static_cast<int64_t>(mask);
+}
+
 template <typename F>
 void StridedBinary(const char *op, const LocalTensor<float> &dst, const LocalTensor<float> &a,
-                   const LocalTensor<float> &b, uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams &p, F f) {
+                   const LocalTensor<float> &b, uint64_t mask, uint8_t repeatTime, const BinaryRepeatParams &p, F f,
+                   bool setMask = true) {
   VectorOperands<float>(op);
-  if (mask < 1 || mask > 64) twin::Fail(std::string(op) + ": a float mask (continuous mode) is 1..64 elements per repeat");
+  mask = static_cast<uint64_t>(LevelZeroLanes(op, mask, setMask));
   if (p.dstBlkStride == 0) twin::Fail(std::string(op) + ": dstBlkStride 0 is undefined (高维切分.md)");
   if (repeatTime == 0) return;
   const int64_t m = static_cast<int64_t>(mask);
@@ -108,17 +119,63 @@ void StridedBinary(const char *op, const LocalTensor<float> &dst, const LocalTen
 template <typename T, bool isSetMask = true>
 void Mul(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1, uint64_t mask,
          const uint8_t repeatTime, const BinaryRepeatParams &repeatParams) {
-  static_assert(std::is_same<T, float>::value && isSetMask, "the twin models float Mul with its own mask only");
+  static_assert(std::is_same<T, float>::value, "the twin models float Mul (repeat form) only");
   detail::StridedBinary("Mul (repeat form)", dst, src0, src1, mask, repeatTime, repeatParams,
-                        [](float x, float y) { return x * y; });
+                        [](float x, float y) { return x * y; }, isSetMask);
 }
 
 template <typename T, bool isSetMask = true>
 void Add(const LocalTensor<T> &dst, const LocalTensor<T> &src0, const LocalTensor<T> &src1, uint64_t mask,
          const uint8_t repeatTime, const BinaryRepeatParams &repeatParams) {
-  static_assert(std::is_same<T, float>::value && isSetMask, "the twin models float Add with its own mask only");
+  static_assert(std::is_same<T, float>::value, "the twin models float Add (repeat form) only");
   detail::StridedBinary("Add (repeat form)", dst, src0, src1, mask, repeatTime, repeatParams,
-                        [](float x, float y) { return x + y; });
+                        [](float x, float y) { return x + y; }, isSetMask);
+}
+
+// Copy (asc-devkit include/basic_api/kernel_operator_data_copy_intf.h, "Copy::Level 0 - mask count
+// mode"; CopyRepeatParams in kernel_struct_data_copy.h; docs .../数据搬运/Copy.md): a V-pipe copy
+// of `mask` leading elements of each of `repeatTime` repeats, UB to UB, with the block and repeat
+// strides of 高维切分.md (dstStride/srcStride: blocks between DataBlocks; dstRepeatSize/
+// srcRepeatSize: blocks between repeats). Float only here; the rules are those of Mul/Add above.
+struct CopyRepeatParams {
+  CopyRepeatParams() {}
+  CopyRepeatParams(const uint16_t dstStrideIn, const uint16_t srcStrideIn, uint16_t dstRepeatSizeIn,
+                   uint16_t srcRepeatSizeIn)
+      : dstStride(dstStrideIn), srcStride(srcStrideIn), dstRepeatSize(dstRepeatSizeIn), srcRepeatSize(srcRepeatSizeIn) {}
+  uint16_t dstStride = 1;
+  uint16_t srcStride = 1;
+  uint16_t dstRepeatSize = 8;
+  uint16_t srcRepeatSize = 8;
+};
+
+template <typename T, bool isSetMask = true>
+void Copy(const LocalTensor<T> &dst, const LocalTensor<T> &src, const uint64_t mask, const uint8_t repeatTime,
+          const CopyRepeatParams &repeatParams) {
+  static_assert(std::is_same<T, float>::value, "the twin models float Copy only");
+  detail::VectorOperands<float>("Copy");
+  const int64_t m = detail::LevelZeroLanes("Copy", mask, isSetMask);
+  if (repeatParams.dstStride == 0) twin::Fail("Copy: dstStride 0 is undefined (高维切分.md)");
+  if (repeatTime == 0) return;
+  const int64_t dSpan = detail::StridedSpan(repeatTime, m, repeatParams.dstStride, repeatParams.dstRepeatSize);
+  const int64_t sSpan = detail::StridedSpan(repeatTime, m, repeatParams.srcStride, repeatParams.srcRepeatSize);
+  dst.Check("Copy dst", static_cast<uint64_t>(dSpan), true);
+  src.Check("Copy src", static_cast<uint64_t>(sSpan), true);
+  float *out = dst.Data();
+  const float *in = src.Data();
+  const CopyRepeatParams p = repeatParams;
+  const uint8_t repeats = repeatTime;
+  Pipes().Issue(twin::kPipeV, "Copy", {src.Range(sSpan)}, {dst.Range(dSpan)},
+                [out, in, p, repeats, m] {
+                  std::vector<std::pair<int64_t, float>> moved;  // read everything first (they may overlap)
+                  for (int64_t r = 0; r < repeats; ++r) {
+                    for (int64_t e = 0; e < m; ++e) {
+                      moved.emplace_back(detail::StridedOffset(r, e, p.dstStride, p.dstRepeatSize),
+                                         in[detail::StridedOffset(r, e, p.srcStride, p.srcRepeatSize)]);
+                    }
+                  }
+                  for (const auto &v : moved) out[v.first] = v.second;
+                },
+                detail::VectorNs(static_cast<uint64_t>(repeatTime) * 256));
 }
 
 template <typename T>

@@ -36,11 +36,24 @@ inline float SaturateFloat(float v) {
   return v;
 }
 
+// The vector mask register of the block, in leading lanes (the twin models continuous masks
+// only). A level-0 form with isSetMask = true writes it (AscendCUtils::SetMask); one with
+// isSetMask = false computes under whatever it holds and ignores its own mask argument; every
+// count form ("tensor 前n个数据计算") ends with set_mask_norm and an all-ones mask
+// (asc-devkit impl/basic_api/dav_c220/kernel_operator_vec_binary_impl.h AddImpl, and the same in
+// the reduce, duplicate and vconv impls), so after one the register is full. Blocks are threads.
+constexpr int64_t kMaskFull = 128;  // all 128 bits set: every lane of any element type
+inline int64_t &MaskLanes() {
+  static thread_local int64_t lanes = kMaskFull;
+  return lanes;
+}
+
 // An elementwise V instruction: dst[i] = f(in, i) over `count` elements.
 template <typename F>
 void Elementwise(const char *op, const LocalTensor<float> &dst, std::initializer_list<const LocalTensor<float> *> srcs,
                  int32_t count, F f) {
   VectorOperands<float>(op);
+  MaskLanes() = kMaskFull;
   if (count < 0) twin::Fail(std::string(op) + ": negative count");
   dst.Check(op, count, true);
   std::vector<const float *> in;
@@ -104,6 +117,7 @@ inline void Duplicate(const LocalTensor<float> &dst, const float &s, const int32
 template <typename T>
 void ReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const LocalTensor<T> &work, const int32_t &count) {
   detail::VectorOperands<T>("ReduceSum");
+  detail::MaskLanes() = detail::kMaskFull;  // a count form (set_mask_norm, all-ones mask at its end)
   dst.Check("ReduceSum dst", 1, false);
   src.Check("ReduceSum src", count, true);
   work.Check("ReduceSum work", 0, true);
@@ -156,11 +170,13 @@ void WholeReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const 
   static_assert(std::is_same<T, float>::value, "the twin models float WholeReduceSum only");
   detail::VectorOperands<float>("WholeReduceSum");
   if (repeatTime < 0 || repeatTime > 255) twin::Fail("WholeReduceSum: repeatTime outside [0, 255]");
-  if (mask < 1 || mask > 64) twin::Fail("WholeReduceSum: a float mask (count form) is 1..64 elements per repeat");
+  if (isSetMask && (mask < 1 || mask > 64)) twin::Fail("WholeReduceSum: a float mask (count form) is 1..64 elements per repeat");
+  if (isSetMask) detail::MaskLanes() = mask;
+  const int32_t active = isSetMask ? mask : static_cast<int32_t>(std::min<int64_t>(detail::MaskLanes(), 64));
   if (srcBlkStride != 1) twin::Fail("WholeReduceSum: the twin models srcBlkStride 1 (contiguous repeats) only");
   if (dstRepStride < 0 || srcRepStride < 0) twin::Fail("WholeReduceSum: negative stride");
   if (repeatTime == 0) return;
-  const int64_t srcSpan = static_cast<int64_t>(repeatTime - 1) * srcRepStride * 8 + mask;
+  const int64_t srcSpan = static_cast<int64_t>(repeatTime - 1) * srcRepStride * 8 + active;
   const int64_t dstSpan = static_cast<int64_t>(repeatTime - 1) * dstRepStride + 1;
   src.Check("WholeReduceSum src", srcSpan, true);
   dst.Check("WholeReduceSum dst", dstSpan, false);  // 4-byte alignment for float SUM (ReduceRepeat.md 表3)
@@ -168,12 +184,12 @@ void WholeReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const 
   float *d = dst.Data();
   const bool saturate = detail::Saturating();
   Pipes().Issue(twin::kPipeV, "WholeReduceSum", {src.Range(srcSpan)}, {dst.Range(dstSpan)},
-                [s, d, mask, repeatTime, dstRepStride, srcRepStride, saturate] {
+                [s, d, active, repeatTime, dstRepStride, srcRepStride, saturate] {
                   std::vector<float> out(static_cast<size_t>(repeatTime));  // operands may overlap
                   for (int32_t r = 0; r < repeatTime; ++r) {
                     float lanes[64];
                     const float *row = s + static_cast<int64_t>(r) * srcRepStride * 8;
-                    for (int32_t i = 0; i < 64; ++i) lanes[i] = i < mask ? row[i] : 0.0f;
+                    for (int32_t i = 0; i < 64; ++i) lanes[i] = i < active ? row[i] : 0.0f;
                     for (int32_t width = 32; width >= 1; width /= 2) {
                       for (int32_t i = 0; i < width; ++i) lanes[i] = lanes[2 * i] + lanes[2 * i + 1];
                     }
@@ -187,25 +203,43 @@ void WholeReduceSum(const LocalTensor<T> &dst, const LocalTensor<T> &src, const 
 namespace detail {
 inline float ToF32(half v) { return static_cast<float>(v); }
 inline float ToF32(bfloat16_t v) { return ToFloat(v); }
+
+// CAST_ROUND (Cast.md: "round，四舍五入舍入"): to nearest, ties away from zero. `r` is f rounded to
+// nearest even; where f lies exactly halfway between r and its neighbour of larger magnitude, that
+// neighbour. (Both neighbours of a finite f have f's sign, and the bit patterns of one sign grow with
+// the magnitude, so the neighbour is r's bits + 1.)
+template <typename D>
+D TieAwayFromZero(D r, float f) {
+  const float rf = ToF32(r);
+  if (std::isnan(f) || std::isinf(rf) || rf == f || std::fabs(rf) > std::fabs(f)) return r;
+  D up = r;
+  up.bits = static_cast<uint16_t>(r.bits + 1);
+  const double lower = std::fabs(static_cast<double>(rf)), upper = std::fabs(static_cast<double>(ToF32(up)));
+  const double a = std::fabs(static_cast<double>(f));
+  return (a - lower == upper - a) ? up : r;
+}
 }  // namespace detail
 
 template <typename D, typename S>
 void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode &mode, const uint32_t &count) {
   twin::Checkpoint();
+  detail::MaskLanes() = detail::kMaskFull;  // a count form
   dst.Check("Cast dst", count, true);
   src.Check("Cast src", count, true);
   constexpr bool widen = std::is_same<D, float>::value && !std::is_same<S, float>::value;
   constexpr bool narrow = std::is_same<S, float>::value && !std::is_same<D, float>::value;
   static_assert(widen || narrow, "the twin models half/bf16 <-> float casts only");
   if (widen && mode != RoundMode::CAST_NONE) twin::Fail("Cast half/bf16 -> float must use CAST_NONE (it is exact)");
-  if (narrow && mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE) {
-    twin::Fail("Cast float -> half/bf16: the twin models CAST_RINT (round to nearest even) only");
+  if (narrow && mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE && mode != RoundMode::CAST_ROUND) {
+    twin::Fail("Cast float -> half/bf16: the twin models CAST_RINT (round to nearest even) and CAST_ROUND (to "
+               "nearest, ties away from zero) only");
   }
+  const bool tiesAway = mode == RoundMode::CAST_ROUND;
   uint8_t *out = dst.Raw();
   const uint8_t *inRaw = src.Raw();
   const bool saturate = detail::Saturating();
   Pipes().Issue(twin::kPipeV, "Cast", {src.Range(count)}, {dst.Range(count)},
-                [out, inRaw, count, saturate] {
+                [out, inRaw, count, saturate, tiesAway] {
                   std::vector<D> result(count);
                   for (uint32_t i = 0; i < count; ++i) {
                     S v;
@@ -220,6 +254,7 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
                       const float f = saturate && std::isnan(v) ? 0.0f : static_cast<float>(v);
                       D r;
                       if constexpr (std::is_same<D, half>::value) r = half(f); else r = ToBfloat16(f);
+                      if (tiesAway) r = detail::TieAwayFromZero(r, f);
                       if (saturate && std::isinf(detail::ToF32(r))) {
                         if constexpr (std::is_same<D, half>::value) r.bits = f > 0 ? 0x7BFF : 0xFBFF;
                         else r.bits = f > 0 ? 0x7F7F : 0xFF7F;

@@ -1,17 +1,19 @@
-// MindSpore aot shim: runs the GroupNormSiluMs forward kernel (activate_silu on) on the CPU
-// twin behind exactly the aot ABI of kernels/cpu's GroupNormSilu (group_norm_silu_aot.cc), so
-// that MS_GROUPNORM_BACKEND=ascendc_twin can swap it in for the fused op's forward.
-//   params: x, gamma, beta | z, mean, rstd (empty gamma/beta mean ones/zeros)
-//   attrs:  group, eps, swish_scale
-// The ABI is read with the CPU entry points' own helpers (kernels/cpu/aot_abi.h), so the two
-// accept and refuse the same calls with the same status codes.
+// MindSpore aot shims: run the GroupNormSiluMs forward kernel on the CPU twin behind exactly the
+// aot ABI of kernels/cpu's entry points, so that MS_GROUPNORM_BACKEND=ascendc_twin runs what
+// Ascend runs:
+//   GroupNormSilu (group_norm_silu_aot.cc's ABI): activate_silu on, the fused op's forward;
+//     params: x, gamma, beta | z, mean, rstd; attrs: group, eps, swish_scale.
+//   GroupNorm (group_norm_aot.cc's ABI): activate_silu off, GroupNorm's forward, as the Ascend
+//     route runs GroupNormSiluMs for it; params: x, gamma, beta | y, mean, rstd; attrs: group, eps.
+// Empty gamma/beta mean ones/zeros. The ABI is read with the CPU entry points' own helpers
+// (kernels/cpu/aot_abi.h), so the two accept and refuse the same calls with the same status codes,
+// except float64, which only the CPU kernels run (kBadDtype here).
 //
 // Statistics: the kernel writes float32 mean/rstd whatever the dtypes; the aot contract (and
 // ms_groupnorm.group_norm_silu_forward) gives them gamma's dtype. For float32 gamma the kernel
 // writes straight into the outputs; for float16/bfloat16 gamma (equal to x's dtype, the only
 // other pair either side accepts) it writes float32 scratch buffers that are then rounded to
 // nearest even into the outputs, as the CPU kernel rounds its float32 statistics.
-// float64 is refused (kBadDtype), as by the CPU entry point.
 //
 // The twin device is configured by the environment variables twin_aot.cc's GroupNormGrad
 // reads at each launch: MS_GROUPNORM_TWIN_UB (bytes, default 196608), MS_GROUPNORM_TWIN_CORES
@@ -77,16 +79,11 @@ void RoundStats(const std::vector<float> &from, void *to, DType t) {
   }
 }
 
-}  // namespace
-
-GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
-                                   void * /*stream*/, void *extra_ptr) {
-  SiluForwardCall call;  // read and checked as the CPU entry point does (aot_abi.h)
-  const int status = ReadSiluForwardCall(nparam, params, ndims, shapes, dtypes, extra_ptr, &call);
-  if (status != kOk) return status;
-  using C = SiluForwardCall;
-  const GroupNormSizes &s = call.s;
-  const float eps = call.eps, swish_k = call.swish_k;
+// The launch behind both shims, once the call is read and checked (aot_abi.h): GroupNormSiluMs
+// with activate_silu on or off (swish_k unused when off).
+int RunOnTwin(void **params, const ForwardTensors &call, const GroupNormSizes &s, float eps, bool activate_silu,
+              float swish_k) {
+  using C = ForwardTensors;
   const DType data = call.data, stat = call.stat;
   const int64_t numel = s.N * s.C * s.HxW;
   const int64_t groups = s.N * s.G;
@@ -95,15 +92,15 @@ GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_
   // Stricter than the CPU entry point only where C == 0 < N * group, which no MindSpore call
   // makes: that kernel then writes no statistics, this one writes mean 0 / rstd NaN.
   if (groups > 0 && (params[C::kMean] == nullptr || params[C::kRstd] == nullptr)) return kNullPointer;
-  if (numel > 0 && (params[C::kX] == nullptr || params[C::kZ] == nullptr)) return kNullPointer;
+  if (numel > 0 && (params[C::kX] == nullptr || params[C::kOut] == nullptr)) return kNullPointer;
   if (groups == 0) return kOk;  // no group: nothing to compute or write (z is empty too)
 
   const int64_t ub = EnvInt("MS_GROUPNORM_TWIN_UB", 196608);
   const int64_t cores = EnvInt("MS_GROUPNORM_TWIN_CORES", 48);
   int64_t tiling[kTilingFieldsCapacity] = {};
   int64_t key = 0;
-  const int tiling_status = GnsmsTwinTiling(s.N, s.C, s.HxW, s.G, TwinType(data), TwinType(stat), eps, 1, swish_k,
-                                            ub, cores, tiling, &key);
+  const int tiling_status = GnsmsTwinTiling(s.N, s.C, s.HxW, s.G, TwinType(data), TwinType(stat), eps,
+                                            activate_silu ? 1 : 0, swish_k, ub, cores, tiling, &key);
   if (tiling_status != gnsms::kTilingOk) {
     std::fprintf(stderr, "ms_groupnorm twin: forward tiling failed with status %d\n", tiling_status);
     return kBadShape;
@@ -125,7 +122,7 @@ GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_
   void *mean = round_stats ? static_cast<void *>(mean32.data()) : params[C::kMean];
   void *rstd = round_stats ? static_cast<void *>(rstd32.data()) : params[C::kRstd];
 
-  void *buffers[6] = {params[C::kX], gamma, beta, params[C::kZ], mean, rstd};
+  void *buffers[6] = {params[C::kX], gamma, beta, params[C::kOut], mean, rstd};
   const int64_t data_bytes = numel * BytesOf(data), param_bytes = s.C * BytesOf(stat), stat_bytes = groups * 4;
   const int64_t bytes[6] = {data_bytes, param_bytes, param_bytes, data_bytes, stat_bytes, stat_bytes};
   // The policy argument's layout (ascendc_twin._policy_code): bits 0-7 block order, 8-15 pipe
@@ -146,9 +143,32 @@ GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_
   return kOk;
 }
 
-// z has x's shape; mean and rstd are (N, group).
-GNMS_TWIN_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluInferShape(int *ndims, int64_t **shapes,
-                                                                           mindspore::AotExtra *extra) {
+}  // namespace
+
+GNMS_TWIN_EXPORT int GroupNormSilu(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                                   void * /*stream*/, void *extra_ptr) {
+  SiluForwardCall call;  // read and checked as the CPU entry point does (aot_abi.h)
+  const int status = ReadSiluForwardCall(nparam, params, ndims, shapes, dtypes, extra_ptr, &call);
+  if (status != kOk) return status;
+  return RunOnTwin(params, call, call.s, call.eps, true, call.swish_k);
+}
+
+// As kernels/cpu's GroupNorm reads and checks its call (group_norm_aot.cc).
+GNMS_TWIN_EXPORT int GroupNorm(int nparam, void **params, int *ndims, int64_t **shapes, const char **dtypes,
+                               void * /*stream*/, void *extra_ptr) {
+  GroupNormSizes s;
+  int status = ReadGroupedSizes(nparam, 6, params, ndims, shapes, dtypes, extra_ptr, ForwardTensors::kX, &s);
+  if (status != kOk) return status;
+  float eps = 0.0f;
+  if (!ReadFloatAttr(static_cast<mindspore::AotExtra *>(extra_ptr), "eps", &eps)) return kBadAttr;
+  ForwardTensors call;
+  status = CheckForwardTensors(ndims, shapes, dtypes, s, s.N * s.G, &call);
+  if (status != kOk) return status;
+  return RunOnTwin(params, call, s, eps, false, 1.0f);
+}
+
+// y/z has x's shape; mean and rstd are (N, group).
+static std::vector<std::vector<int64_t>> ForwardInferShape(int *ndims, int64_t **shapes, mindspore::AotExtra *extra) {
   int64_t group = -1;
   ReadIntAttr(extra, "group", &group);
   const int64_t batch = ndims[0] >= 2 ? shapes[0][0] : -1;  // [-2] is an unknown rank
@@ -156,7 +176,22 @@ GNMS_TWIN_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluInferShape(int *
   return {std::vector<int64_t>(shapes[0], shapes[0] + ndims[0]), stats, stats};
 }
 
+GNMS_TWIN_EXPORT std::vector<std::vector<int64_t>> GroupNormSiluInferShape(int *ndims, int64_t **shapes,
+                                                                           mindspore::AotExtra *extra) {
+  return ForwardInferShape(ndims, shapes, extra);
+}
+
+GNMS_TWIN_EXPORT std::vector<std::vector<int64_t>> GroupNormInferShape(int *ndims, int64_t **shapes,
+                                                                       mindspore::AotExtra *extra) {
+  return ForwardInferShape(ndims, shapes, extra);
+}
+
 GNMS_TWIN_EXPORT std::vector<mindspore::TypeId> GroupNormSiluInferType(std::vector<mindspore::TypeId> types,
                                                                        mindspore::AotExtra * /*extra*/) {
   return {types[0], types[1], types[1]};  // z follows x; mean, rstd follow gamma
+}
+
+GNMS_TWIN_EXPORT std::vector<mindspore::TypeId> GroupNormInferType(std::vector<mindspore::TypeId> types,
+                                                                   mindspore::AotExtra * /*extra*/) {
+  return {types[0], types[1], types[1]};  // y follows x; mean, rstd follow gamma
 }

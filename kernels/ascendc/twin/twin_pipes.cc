@@ -23,12 +23,22 @@ void PipeModel::Check(uint32_t opIndex, UbRange r, bool write) {
     Cell &cell = cells_[c];
     const Op &w = ops_[cell.writer];
     if (cell.writer != 0 && w.pipe != p && w.seq > vc_[p][w.pipe]) {
-      Hazard(op, write ? "writes" : "reads", r, w, "last written");
+      if (scalarAutoSync_ && (w.pipe == kPipeS || p == kPipeS)) {
+        vc_[p][w.pipe] = w.seq;  // the compiler's S pair synchronisation (SetScalarAutoSync)
+      } else {
+        Hazard(op, write ? "writes" : "reads", r, w, "last written");
+      }
     }
     if (write) {
       for (int q = 0; q < kPipeCount; ++q) {
         const uint32_t ri = cell.reader[q];
-        if (q != p && ri != 0 && ops_[ri].seq > vc_[p][q]) Hazard(op, "writes", r, ops_[ri], "still being read");
+        if (q != p && ri != 0 && ops_[ri].seq > vc_[p][q]) {
+          if (scalarAutoSync_ && p == kPipeS) {
+            vc_[p][q] = ops_[ri].seq;  // the compiler's S pair synchronisation (SetScalarAutoSync)
+          } else {
+            Hazard(op, "writes", r, ops_[ri], "still being read");
+          }
+        }
       }
       cell.writer = opIndex;
       for (uint32_t &ri : cell.reader) ri = 0;
@@ -81,6 +91,17 @@ void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange>
                       std::initializer_list<UbRange> writes, std::function<void()> effect, double durationNs,
                       double latencyNs) {
   const uint64_t seq = ++vc_[pipe][pipe];
+  // The scalar unit issues every instruction, in program order, and a WaitFlag<X_S> stalls it
+  // (asc-devkit docs/zh/guide/编程指南/编程模型/AI-Core-SIMD编程/抽象硬件架构.md: Scalar "把矢量计算、
+  // 矩阵计算、数据搬运、同步指令发射给对应单元执行"; SetFlag-WaitFlag.md: the waiting queue's later
+  // instructions are blocked). So an instruction issued after the scalar unit has waited for X is
+  // ordered after X's work before that SetFlag, whatever pipe it runs on. Not after the scalar
+  // unit's own writes (SetValue): those are posted, and a reader on another pipe needs S_X.
+  if (pipe != kPipeS) {
+    for (int q = 0; q < kPipeCount; ++q) {
+      if (q != kPipeS && q != pipe) vc_[pipe][q] = std::max(vc_[pipe][q], vc_[kPipeS][q]);
+    }
+  }
   ops_.push_back(Op{name, pipe, seq, ++calls_});
   const uint32_t index = static_cast<uint32_t>(ops_.size() - 1);
   if (pipe == kPipeV) CheckVectorOrder(index, reads, writes);

@@ -9,6 +9,9 @@
 //     ones are done (asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核内同步/SetFlag-WaitFlag.md:
 //     the flag is one bit, set by SetFlag, cleared by WaitFlag; ids 0-7 on A2/A3);
 //   * PipeBarrier<PIPE_ALL>, and SyncAll (which also waits for every pipe);
+//   * a WaitFlag<X_S> on the scalar unit: it issues every instruction in program order, so
+//     whatever it issues after the wait, on any pipe, comes after X's work before the SetFlag
+//     (what CANN's kernels rely on between a ReduceSum's V -> S round trip and the next loads);
 //   * V -> V: on arch 2201 the vector pipe does not order dependent instructions itself;
 //     bisheng's --cce-auto-sync (on by default in custom-op projects) inserts a V barrier
 //     between them (asc-devkit docs/zh/api/SIMD-API/基础API/同步控制/核内同步/关键特性说明.md:
@@ -107,6 +110,7 @@ class PipeModel {
   void Reset(size_t ubBytes, int execution, const CostModel &cost, bool checkHazards = true, bool autoSync = true) {
     checkHazards_ = checkHazards;
     autoSync_ = autoSync;
+    scalarAutoSync_ = false;
     vBarrierSeq_ = 0;
     for (auto &row : eventOccupy_) for (auto &bits : row) bits = 0;
     cells_.assign(ubBytes / 4 + 1, Cell{});
@@ -124,6 +128,14 @@ class PipeModel {
     stats_ = PipeStats{};
     calls_ = 0;
   }
+
+  // bisheng's --cce-auto-sync also inserts the V <-> S, MTE2 <-> S and MTE3 <-> S synchronisation
+  // between GetValue/SetValue and the instructions that touch the same tensor (asc-devkit
+  // docs/zh/api/SIMD-API/基础API/同步控制/核内同步/关键特性说明.md, "支持的同步类型"). With this on, such a
+  // pair is ordered as a SetFlag/WaitFlag would order it instead of being a hazard (immediate
+  // execution only). Off by default: our kernels synchronise those pairs themselves; CANN's kernels
+  // rely on the compiler (twin::Config::cannCompat turns it on for their launches).
+  void SetScalarAutoSync(bool on) { scalarAutoSync_ = on && execution_ == kImmediate; }
 
   // One instruction on `pipe`. `effect` does its memory work (now, or later when deferred).
   // `durationNs` is how long the instruction holds its pipe, `latencyNs` how much later its
@@ -189,6 +201,7 @@ class PipeModel {
   std::map<std::tuple<int, int, int>, Flag> flags_;
   uint8_t eventOccupy_[kPipeCount][kPipeCount] = {};
   bool autoSync_ = true;
+  bool scalarAutoSync_ = false;
   uint64_t vBarrierSeq_ = 0;  // V instructions up to this one are ordered before later V ones
   int execution_ = kImmediate;
   bool checkHazards_ = true;

@@ -20,6 +20,7 @@ const ProbeMap &Probes() {
     twin_probes::AddSyncProbes(&all);
     twin_probes::AddVectorProbes(&all);
     twin_probes::AddStridedProbes(&all);
+    twin_probes::AddCommonProbes(&all);
     return all;
   }();
   return probes;
@@ -43,6 +44,7 @@ GNMS_TWIN_EXPORT int GnmsTwinProbe(const char *name, int64_t blockDim, int64_t c
   config.cost = twin::DefaultCost();
   config.autoSync = ((policy >> 17) & 1) == 0;    // bit 17: no --cce-auto-sync
   config.saturation = ((policy >> 18) & 1) != 0;  // bit 18: saturation overflow mode
+  config.cannCompat = ((policy >> 19) & 1) != 0;  // bit 19: the relaxations for CANN's kernels
   config.seed = seed;
   std::vector<twin::GmRegion> regions;
   if (outLen > 0) regions.push_back({out, static_cast<size_t>(outLen) * sizeof(float), "out"});

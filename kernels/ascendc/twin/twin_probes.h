@@ -32,6 +32,7 @@ void AddBufferProbes(ProbeMap *probes);
 void AddSyncProbes(ProbeMap *probes);
 void AddVectorProbes(ProbeMap *probes);
 void AddStridedProbes(ProbeMap *probes);
+void AddCommonProbes(ProbeMap *probes);  // twin_probes_common.cc: the API CANN's kernels add
 
 }  // namespace twin_probes
 

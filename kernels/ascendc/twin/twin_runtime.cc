@@ -278,6 +278,7 @@ int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std:
         blocks[b].ub.assign(static_cast<size_t>(config.ubBytes), 0xFF);
         blocks[b].pipes.Reset(blocks[b].ub.size(), config.execution, config.cost, config.checkHazards,
                               config.autoSync);
+        blocks[b].pipes.SetScalarAutoSync(config.cannCompat);
         body();
         if (!blocks[b].deferredFault.empty()) Fail(blocks[b].deferredFault);
         blocks[b].pipes.Finish();

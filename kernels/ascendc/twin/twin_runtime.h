@@ -40,6 +40,16 @@ struct Config {
   // float overflow mode: false INF_NAN (the Atlas A2 default, and what MindSpore 2.10 runs on
   // 910B), true saturation (inf -> +-max, NaN -> 0; kernel_operator.h Saturating)
   bool saturation = false;
+  // Per-launch relaxations for CANN's own kernels (tests/cann_peer.py), each shown to give the
+  // hardware's result; our kernels run with none (docs/ascend.md, "CANN's kernels on the twin"):
+  //  * a fill that leaves every UB byte as it is (InitOutput refilling its popped UB with the
+  //    value it already holds) is not a write a pending reader could observe, so it is not
+  //    checked as a hazard (immediate execution only, where UB holds the program-order bytes);
+  //  * the pairs of GetValue/SetValue with V, MTE2 and MTE3 work are synchronised by bisheng's
+  //    --cce-auto-sync, as CANN builds its kernels (PipeModel::SetScalarAutoSync);
+  //  * copies between the same physical memories whatever the UB positions, and DataCopyPad
+  //    padding inside the buffer rather than the view (kernel_operator_data_copy.h).
+  bool cannCompat = false;
 };
 
 // A global-memory buffer handed to the launch; every GM access must fall inside one.

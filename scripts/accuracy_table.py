@@ -1,0 +1,136 @@
+#!/usr/bin/env python
+"""GroupNorm's outputs against float64, for the CPU kernel, the AscendC kernels on their CPU twin
+and torch's float32 CPU GroupNorm, all on the same inputs.
+
+Every implementation gets the same float32 x, gamma, beta and dy. The backward of each gets the
+float64 statistics rounded to float32, so its error is its own and not its forward's; the
+float64 reference backward uses those same rounded statistics. Errors are relative: RMS of the
+error over RMS of the reference, and max |error| over max |reference|.
+
+Cases (what CANN's ATK data and the hard regimes look like):
+  * ATK-style backward inputs: x ~ U(-5, 5) or sign * 10^U(-6, 6), dy ~ N(mu, sigma) with
+    mu in [-100, 100] and sigma in [1, 25];
+  * value ranges +-0.1, +-100, (-50, 100), and float16's +-65504 (held in float32);
+  * |mean| >> std: data 1e4 + 1e-2 N(0, 1) (the forward), a dy of mean 100 (the backward);
+  * shapes with G = 1, HxW = 1 and C/G = 1.
+
+    python scripts/accuracy_table.py            # the table, markdown
+    python scripts/accuracy_table.py --no-twin  # without the twin (it builds on first use)
+"""
+import argparse
+
+import numpy as np
+
+OUTPUTS = ("y", "mean", "rstd", "dx", "dgamma", "dbeta")
+EPS = 1e-5
+
+
+def _signed_powers(rng, shape, low, high):
+    return rng.choice([-1.0, 1.0], shape) * 10.0 ** rng.uniform(low, high, shape)
+
+
+# name: (shape (N, C, HxW), G, x(rng, shape), dy(rng, shape))
+CASES = {
+    "ATK U(-5,5), dy N(100,25)": ((4, 32, 256), 4, lambda r, s: r.uniform(-5, 5, s), lambda r, s: r.normal(100, 25, s)),
+    "ATK U(-5,5), dy N(-60,5), G1": ((2, 64, 512), 1, lambda r, s: r.uniform(-5, 5, s),
+                                     lambda r, s: r.normal(-60, 5, s)),
+    "ATK 10^U(-6,6), dy N(40,1)": ((4, 32, 256), 8, lambda r, s: _signed_powers(r, s, -6, 6),
+                                   lambda r, s: r.normal(40, 1, s)),
+    "range +-0.1": ((4, 32, 256), 8, lambda r, s: r.uniform(-0.1, 0.1, s), lambda r, s: r.normal(0, 1, s)),
+    "range +-100": ((4, 32, 256), 8, lambda r, s: r.uniform(-100, 100, s), lambda r, s: r.normal(0, 1, s)),
+    "range (-50,100)": ((4, 32, 256), 8, lambda r, s: r.uniform(-50, 100, s), lambda r, s: r.normal(0, 1, s)),
+    "range fp16 +-65504": ((4, 32, 256), 8, lambda r, s: r.uniform(-65504, 65504, s), lambda r, s: r.normal(0, 1, s)),
+    "data 1e4+1e-2N": ((4, 32, 64), 8, lambda r, s: 1e4 + 1e-2 * r.standard_normal(s),
+                       lambda r, s: r.normal(0, 1, s)),
+    "HxW 1": ((64, 32, 1), 4, lambda r, s: r.standard_normal(s), lambda r, s: r.normal(10, 3, s)),
+    "C/G 1": ((4, 16, 256), 16, lambda r, s: r.standard_normal(s) + 2, lambda r, s: r.normal(10, 3, s)),
+}
+
+
+def make_inputs(case, seed=0):
+    (N, C, hxw), G, x_of, dy_of = CASES[case]
+    rng = np.random.default_rng(seed)
+    x = x_of(rng, (N, C, hxw)).astype(np.float32)
+    dy = dy_of(rng, (N, C, hxw)).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, C).astype(np.float32)
+    beta = rng.uniform(-1, 1, C).astype(np.float32)
+    return x, dy, gamma, beta, G
+
+
+def truth(x, dy, gamma, beta, G):
+    """float64 (y, mean, rstd) and the backward (dx, dgamma, dbeta) from float32-rounded statistics."""
+    from ms_groupnorm import reference
+    f = lambda a: a.astype(np.float64)  # noqa: E731
+    y, mean, rstd = reference.forward(f(x), f(gamma), f(beta), G, EPS)
+    mean32, rstd32 = mean.astype(np.float32), rstd.astype(np.float32)
+    grads = reference.backward(f(dy), f(x), f(mean32), f(rstd32), f(gamma), G)
+    return (y, mean, rstd) + tuple(grads), (mean32, rstd32)
+
+
+def run_cpu_kernel(x, dy, gamma, beta, G, stats):
+    from ms_groupnorm.backends import cpu_kernels
+    y, mean, rstd = cpu_kernels.forward(x, gamma, beta, G, EPS)
+    return (y, mean, rstd) + tuple(cpu_kernels.backward(dy, x, *stats, gamma, G))
+
+
+def run_twin(x, dy, gamma, beta, G, stats):
+    from ms_groupnorm.backends import twin
+    y, mean, rstd, _ = twin.twin_forward(x, gamma, beta, G, EPS, activate_silu=False)
+    return (y, mean, rstd) + tuple(twin.twin_backward(dy, x, *stats, gamma, G)[:3])
+
+
+def run_torch(x, dy, gamma, beta, G, stats):
+    import torch
+    N, C, hxw = x.shape
+    t = torch.from_numpy
+    y, mean, rstd = torch.ops.aten.native_group_norm(t(x), t(gamma), t(beta), N, C, hxw, G, EPS)
+    grads = torch.ops.aten.native_group_norm_backward(t(dy), t(x), t(stats[0]), t(stats[1]), t(gamma), N, C, hxw, G,
+                                                      [True, True, True])
+    return tuple(a.numpy() for a in (y, mean, rstd) + tuple(grads))
+
+
+IMPLEMENTATIONS = {"CPU kernel": run_cpu_kernel, "AscendC twin": run_twin, "torch float32": run_torch}
+
+
+def errors(got, want):
+    """(relative RMS, relative max) of got against want."""
+    got = np.asarray(got, np.float64).reshape(want.shape)
+    diff = got - want
+    return (float(np.sqrt(np.mean(diff ** 2) / max(np.mean(want ** 2), 1e-300))),
+            float(np.abs(diff).max() / max(np.abs(want).max(), 1e-300)))
+
+
+def measure(cases=tuple(CASES), implementations=tuple(IMPLEMENTATIONS)):
+    """{case: {implementation: {output: (rms, max)}}}"""
+    table = {}
+    for case in cases:
+        x, dy, gamma, beta, G = make_inputs(case)
+        want, stats = truth(x, dy, gamma, beta, G)
+        table[case] = {}
+        for name in implementations:
+            got = IMPLEMENTATIONS[name](x, dy, gamma, beta, G, stats)
+            table[case][name] = {out: errors(g, w) for out, g, w in zip(OUTPUTS, got, want)}
+    return table
+
+
+def markdown(table):
+    names = list(next(iter(table.values())))
+    lines = ["| case | output | " + " | ".join(f"{n} RMS / max" for n in names) + " |",
+             "|---|---|" + "---|" * len(names)]
+    for case, row in table.items():
+        for out in OUTPUTS:
+            cells = [f"{row[n][out][0]:.2g} / {row[n][out][1]:.2g}" for n in names]
+            lines.append(f"| {case} | {out} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-twin", action="store_true", help="leave the AscendC twin out")
+    args = parser.parse_args()
+    names = [n for n in IMPLEMENTATIONS if not (args.no_twin and n == "AscendC twin")]
+    print(markdown(measure(implementations=names)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""The twin API that CANN's own 910B kernels use beyond ours (kernels/ascendc/twin/kernel_operator_common.h,
+the mask register and Copy of kernel_operator_strided.h), each rule with a probe that keeps it and one
+that breaks it (kernels/ascendc/twin/twin_probes_common.cc):
+  * the vector mask register: a level-0 form with isSetMask = false computes under the mask the last
+    instruction left, not its own argument; count forms leave it full (asc-devkit dav_c220 AddImpl);
+  * Copy (level 0, mask count mode) with CopyRepeatParams, and its stride and bounds rules;
+  * InitOutput: a GM fill from the UB above the TPipe's buffers, V -> MTE3 inside, MTE3 left in flight;
+  * GetTPipePtr(): the block's live TPipe, a fault without one; ASSERT: a fault when false;
+  * DataCopyPad UB -> GM with the uint16 DataCopyParams."""
+import numpy as np
+import pytest
+
+from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends.twin import TwinFault
+
+
+def probe(name, **kwargs):
+    kwargs.setdefault("block_dim", 1)
+    return ascendc_twin.twin_probe(name, **kwargs)
+
+
+def _mask_case(x, lanes):
+    """What Copy(8 lanes, 2 repeats) into zeros, then Add over `lanes` lanes per repeat, gives."""
+    y = np.zeros(128, np.float32)
+    for r in range(2):
+        y[r * 64:r * 64 + 8] = x[r * 64:r * 64 + 8]
+        y[r * 64:r * 64 + lanes] += x[r * 64:r * 64 + lanes]
+    return y
+
+
+def test_add_without_set_mask_runs_under_the_mask_copy_left():
+    x = np.arange(1, 129, dtype=np.float32)
+    out = probe("mask_register_after_copy", out_len=128, init=x)
+    np.testing.assert_array_equal(out, _mask_case(x, 8))  # not 64, the Add's own argument
+
+
+def test_a_count_form_leaves_the_mask_full():
+    x = np.arange(1, 129, dtype=np.float32)
+    out = probe("mask_register_after_count_form", out_len=128, init=x)
+    np.testing.assert_array_equal(out, _mask_case(x, 64))
+
+
+@pytest.mark.parametrize("name, message", [
+    ("copy_dst_stride_zero", r"Copy: dstStride 0 is undefined"),
+    ("copy_overrun", r"Copy dst: .* overrun the buffer"),
+])
+def test_copy_keeps_the_level_zero_rules(name, message):
+    with pytest.raises(TwinFault, match=message):
+        probe(name, out_len=128, init=np.zeros(128, np.float32))
+
+
+def test_init_output_fills_gm():
+    out = probe("init_output", out_len=5000, init=np.full(5000, np.nan, np.float32))  # 2 bursts of 2040 + tail
+    np.testing.assert_array_equal(out, np.full(5000, 7.0, np.float32))
+
+
+@pytest.mark.parametrize("name, message", [
+    ("init_output_without_pipe", r"GetTPipePtr\(\): no TPipe"),
+    ("init_output_past_gm", r"InitOutput.*outside"),
+    ("init_output_then_overwrite", r"pipe hazard: V Duplicate .* still being read by MTE3 InitOutput"),
+])
+def test_init_output_rules(name, message):
+    with pytest.raises(TwinFault, match=message):
+        probe(name, out_len=64)
+
+
+def test_init_output_then_barrier_may_reuse_the_popped_ub():
+    np.testing.assert_array_equal(probe("init_output_barrier_then_overwrite", out_len=64), np.full(64, 7.0))
+
+
+def _compat(name, compat, init=None, out_len=64):
+    """A probe with Config::cannCompat (policy bit 19) on or off."""
+    from ms_groupnorm.backends.twin import _policy_code
+    import ctypes
+    out = np.zeros(out_len, np.float32)
+    if init is not None:
+        out[:len(init)] = init
+    error = ctypes.create_string_buffer(2048)
+    status = ascendc_twin._twin_cdll().GnmsTwinProbe(name.encode(), 1, 48, ascendc_twin.UB_910B,
+                                                     _policy_code("concurrent", "immediate") | (int(compat) << 19), 0,
+                                                     out.ctypes.data, out_len, error, len(error))
+    if status:
+        raise TwinFault(error.value.decode())
+    return out
+
+
+def test_a_refill_with_the_same_bytes_is_benign_only_under_cann_compat():
+    """CANN's kernels call InitOutput(…, 0) back to back: nothing orders the first call's MTE3 read of the
+    popped UB before the second call's V fill, but the fill writes the bytes already there, so no reader
+    can see a difference. Strict by default; relaxed per launch; a fill with a new value still faults."""
+    hazard = r"pipe hazard: V InitOutput \(Duplicate\) .* still being read by MTE3 InitOutput"
+    with pytest.raises(TwinFault, match=hazard):
+        _compat("init_output_twice_same_value", False)
+    np.testing.assert_array_equal(_compat("init_output_twice_same_value", True), np.full(64, 7.0))
+    for compat in (False, True):
+        with pytest.raises(TwinFault, match=hazard):
+            _compat("init_output_twice_new_value", compat)
+
+
+def test_pipe_ptr_is_the_live_pipe():
+    probe("pipe_ptr_fetch")
+    with pytest.raises(TwinFault, match=r"GetTPipePtr\(\): no TPipe"):
+        probe("pipe_ptr_after_pipe_gone")
+
+
+def test_false_assert_stops_the_launch():
+    with pytest.raises(TwinFault, match=r"ASSERT\(GetBlockNum\(\) == 0 && \"block dim must be zero\"\) failed"):
+        probe("assert_false")
+
+
+def test_copy_pad_with_data_copy_params():
+    out = probe("copy_params_store", out_len=16, init=np.full(16, -1.0, np.float32))
+    want = np.full(16, -1.0, np.float32)
+    want[0:5] = np.arange(0, 5)
+    want[7:12] = np.arange(16, 21)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_scalar_wait_orders_what_the_scalar_unit_issues_next():
+    """The scalar unit issues every instruction in order and stalls on WaitFlag<V_S>: a load issued after
+    that wait cannot overtake the vector work before the SetFlag (CANN's MODE_2 relies on it, through the
+    V -> S round trip of ReduceSum). Without the wait the load races the vector write."""
+    probe("scalar_wait_orders_later_issue")
+    with pytest.raises(TwinFault, match=r"pipe hazard: MTE2 DataCopy GM->UB .* last written by V Duplicate"):
+        probe("no_scalar_wait_then_load")
+
+
+@pytest.mark.parametrize("name, strict", [
+    ("pad_row_into_short_view", r"DataCopyPad GM->UB: 8 elements .* overrun the buffer"),
+    ("pad_into_veccalc", r"DataCopyPad GM->UB: the data path GM -> VECCALC is not supported"),
+    ("copy_vecin_to_vecout", r"DataCopy UB->UB: the data path VECIN -> VECOUT is not supported"),
+])
+def test_cann_compat_accepts_what_the_hardware_does_and_only_that(name, strict):
+    """Strict by default (the documented positions; padding inside the view, as asc-devkit's overflow
+    check wants). Under cannCompat the copy runs as asc-devkit dispatches it (by physical memory) and
+    moves the right data."""
+    x = np.arange(1, 8, dtype=np.float32)
+    with pytest.raises(TwinFault, match=strict):
+        _compat(name, False, init=x)
+    np.testing.assert_array_equal(_compat(name, True, init=x)[8:15], x)
+
+
+def test_cast_round_breaks_ties_away_from_zero():
+    """Cast.md: CAST_RINT rounds to nearest even (四舍六入五成双), CAST_ROUND to nearest with ties away from
+    zero (四舍五入); CANN's kernels store 16-bit results with CAST_ROUND. Off a tie both agree."""
+    h_tie, b_tie = 1 + 2.0 ** -11, 1 + 2.0 ** -8  # halfway between 1 and the next half / bf16 above it
+    x = np.array([h_tie, -h_tie, 1 + 3 * 2.0 ** -11, 0.1, -0.1, 0, 65504, 1e-6,
+                  b_tie, -b_tie, 1 + 3 * 2.0 ** -9, 0.1, -0.1, 0, 3.0e38, 1e-30], np.float32)
+    got = probe("cast_round", out_len=32, init=x)  # out[0:16] through half, out[16:32] through bf16
+    rint = probe("cast_rint", out_len=32, init=x)
+    assert got[0] == 1 + 2.0 ** -10 and got[1] == -(1 + 2.0 ** -10) and rint[0] == 1.0 and rint[1] == -1.0
+    assert got[16 + 8] == 1 + 2.0 ** -7 and got[16 + 9] == -(1 + 2.0 ** -7) and rint[16 + 8] == 1.0
+    ties = {0, 1, 24, 25}
+    assert all(got[i] == rint[i] for i in range(32) if i not in ties)
+    with pytest.raises(TwinFault, match=r"CAST_RINT .* and CAST_ROUND .* only"):
+        probe("cast_floor", out_len=32, init=x)
+
+
+@pytest.mark.parametrize("name, pair", [
+    ("hazard_mte2_v", None), ("hazard_v_mte3", None), ("hazard_war_reuse", None),
+    ("hazard_v_s", ("V", "S")), ("hazard_s_v", ("S", "V")), ("hazard_mte3_s", ("MTE3", "S")),
+])
+def test_cann_compat_takes_the_compilers_scalar_pairs_and_no_others(name, pair):
+    """bisheng's --cce-auto-sync inserts V <-> S, MTE2 <-> S and MTE3 <-> S synchronisation around
+    GetValue/SetValue, nothing between V, MTE2 and MTE3 (关键特性说明.md, 支持的同步类型). CANN's kernels rely on
+    it (a SetValue then a Cast in their 16-bit N = 1 path); under cannCompat the S pairs are ordered, every
+    other missing synchronisation still stops the launch. The probes are test_ascendc_pipes.py's."""
+    init = np.arange(1, 193, dtype=np.float32)
+    with pytest.raises(TwinFault, match="pipe hazard"):
+        _compat(name, False, init=init, out_len=256)
+    if pair is None:
+        with pytest.raises(TwinFault, match="pipe hazard"):
+            _compat(name, True, init=init, out_len=256)
+    else:
+        _compat(name, True, init=init, out_len=256)
