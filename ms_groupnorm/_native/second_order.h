@@ -16,10 +16,15 @@
 
 #include "pyboost_ordering.h"  // MindSpore's headers (ms_extension, pybind11)
 
+// GradState: whether an (outer) gradient records now. MindSpore 2.8 and later ship it as
+// ccsrc/include/utils/pynative/grad_state.h, 2.7 as ccsrc/include/common/pynative/grad_state.h
+// (both on CustomOpBuilder's include path, see pyboost_ordering.h); the class is the same.
 #if __has_include("utils/pynative/grad_state.h")
-#include "utils/pynative/grad_state.h"  // GradState: whether an (outer) gradient records now
+#include "utils/pynative/grad_state.h"
+#elif __has_include("common/pynative/grad_state.h")
+#include "common/pynative/grad_state.h"
 #else
-#error "ms_groupnorm: this MindSpore ships no utils/pynative/grad_state.h"
+#error "ms_groupnorm: this MindSpore ships no pynative/grad_state.h"
 #endif
 
 namespace ms_groupnorm {
