@@ -52,9 +52,12 @@ template <int kForm, typename T>
       V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xc, zero)));
       V::StoreLanes(lanes_q, V::Add(zero, V::MulAdd(d, CenteredError(xv, c, xc), zero)));
       for (int l = 0; l < V::kWidth; ++l) finish(i + l, lanes_db[l], lanes_p[l], lanes_q[l]);
-    } else {
+    } else {  // every point's ds in the same form: plain loops the compiler vectorises
       V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xv, zero)));
-      for (int l = 0; l < V::kWidth; ++l) finish(i + l, lanes_db[l], lanes_p[l], 0.0f);
+      for (int l = 0; l < V::kWidth; ++l) db[i + l] = lanes_db[l];
+      for (int l = 0; l < V::kWidth; ++l) {
+        ds[i + l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu[i + l]) * static_cast<double>(lanes_db[l]);
+      }
     }
   }
   for (; i < count; ++i) {
