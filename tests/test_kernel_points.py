@@ -9,7 +9,7 @@ import mindspore as ms
 import numpy as np
 import pytest
 
-from cases import DTYPES, TOLERANCE, assert_close, make_inputs
+from cases import DTYPES, TOLERANCE, assert_close, make_inputs, rounded
 from kernel_arrays import DTYPE_NAME, from_storage, to_storage
 from ms_groupnorm import reference
 from ms_groupnorm.backends import cpu_kernels as _kernel_lib
@@ -210,8 +210,10 @@ def _centred_mix(rng, N, C, G):
     return x.astype(np.float32)
 
 
+@pytest.mark.parametrize("data_dtype,stat_dtype", [(ms.float32, ms.float32), (ms.float16, ms.float32),
+                                                   (ms.bfloat16, ms.bfloat16)], ids=["fp32", "fp16-fp32", "bf16"])
 @pytest.mark.parametrize("data", ["ordinary", "mixed", "large-mean"])
-def test_by_sample_gives_the_bits_of_the_row_path(lib, data):
+def test_by_sample_gives_the_bits_of_the_row_path(lib, data, data_dtype, stat_dtype):
     """The whole batch by sample (1 thread: N >= threads) and by the row loops (8 threads for
     6 samples: N < threads, the group-wise or channel-wise schedule) give the same bits for
     every output, dgamma and dbeta included, in every build: the point loops take each
@@ -222,18 +224,20 @@ def test_by_sample_gives_the_bits_of_the_row_path(lib, data):
         x = (rng.standard_normal((N, C)) * 2 + 1).astype(np.float32)
     elif data == "mixed":
         x = _centred_mix(rng, N, C, G)
-    else:
+    else:  # 16-bit data keep the large mean; their spread is then a few units of the last place
         x = (1e4 + 1e-2 * rng.standard_normal((N, C))).astype(np.float32)
-    dy = rng.normal(80.0, 5.0, (N, C)).astype(np.float32)
-    gamma = rng.uniform(0.5, 1.5, C).astype(np.float32)
-    beta = rng.uniform(-1, 1, C).astype(np.float32)
+    d, s = DTYPE_NAME[data_dtype], DTYPE_NAME[stat_dtype]
+    storage = lambda a, dtype: to_storage(rounded(a, dtype), dtype)  # noqa: E731
+    xs, dys = storage(x, data_dtype), storage(rng.normal(80.0, 5.0, (N, C)), data_dtype)
+    gamma, beta = storage(rng.uniform(0.5, 1.5, C), stat_dtype), storage(rng.uniform(-1, 1, C), stat_dtype)
     for isa in _isas(lib):
         lib.MsGroupNormSelectIsa(isa.encode())
         results = []
         for threads in (1, 8):
             lib.MsGroupNormSetNumThreads(threads)
-            y, mean, rstd = _kernel_lib.forward(x, gamma, beta, G)
-            grads = _kernel_lib.backward(dy, x, mean, rstd, gamma, G)
+            y, mean, rstd = _kernel_lib.forward(xs, gamma, beta, G, 1e-5, data_dtype=d, stat_dtype=s)
+            grads = _kernel_lib.backward(dys, xs, mean, rstd, gamma, G, (True, True, True), data_dtype=d,
+                                         stat_dtype=s)
             results.append([a.tobytes() for a in (y, mean, rstd) + tuple(grads)])
         names = ("y", "mean", "rstd", "dx", "dgamma", "dbeta")
         differ = [name for name, one, two in zip(names, *results) if one != two]
