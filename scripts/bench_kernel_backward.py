@@ -16,6 +16,12 @@ before/after ratios come from the same machine state.
     python scripts/bench_kernel_backward.py --baseline /tmp/old/libms_groupnorm_cpu.so
     python scripts/bench_kernel_backward.py --shapes 4x1280x8x8x32 --dtypes bfloat16 --threads 1
     python scripts/bench_kernel_backward.py --op forward --isa avx2 --threads 1
+    python scripts/bench_kernel_backward.py --table scripts/shapes/every_shape.txt --dtypes float32 --rounds 1
+    python scripts/bench_kernel_backward.py --shapes 4096x512:32,64x512x7x7:1 --op forward
+
+Shapes are NxCxHxW:G (any number of spatial dims, none for a 2-D input: 4096x512:32) or the
+older NxCxHxWxG. --table reads a shape table (scripts/shapes/every_shape.txt: one SHAPE:G and
+its reason per line); rows above --max-elements and empty rows are listed and skipped.
 
 Distance to the limit: each configuration also times, in the same rotation, a numpy pass over
 the same bytes: for the backward a triad-like np.add(dy, x, out=dx) (two reads, one write, as
@@ -50,12 +56,12 @@ class Case:
     """One (shape, dtype): torch tensors and, per library, numpy buffers and bound calls."""
 
     def __init__(self, shape, dtype, libs, op="backward"):
-        N, C, H, W, G = shape
-        self.N, self.C, self.HxW, self.G = N, C, H * W, G
+        N, C, HxW, G = shape
+        self.N, self.C, self.HxW, self.G = N, C, HxW, G
         rng = np.random.default_rng(0)
         tdtype = TORCH_DTYPES[dtype]
-        self.t_x = torch.from_numpy((rng.standard_normal((N, C, H, W)) * 2 + 0.5).astype(np.float32)).to(tdtype)
-        self.t_dy = torch.from_numpy(rng.standard_normal((N, C, H, W)).astype(np.float32)).to(tdtype)
+        self.t_x = torch.from_numpy((rng.standard_normal((N, C, HxW)) * 2 + 0.5).astype(np.float32)).to(tdtype)
+        self.t_dy = torch.from_numpy(rng.standard_normal((N, C, HxW)).astype(np.float32)).to(tdtype)
         self.t_g = torch.from_numpy((1 + 0.1 * rng.standard_normal(C)).astype(np.float32)).to(tdtype)
         t_b = torch.zeros(C, dtype=tdtype)
         self.t_b = t_b
@@ -100,6 +106,31 @@ class Case:
                                                          self.N, self.C, self.HxW, self.G, [True, True, True])
 
 
+def parse_shape(text):
+    """(N, C, HxW, G, label) from NxC[xD...]:G, or from the older NxCxHxWxG."""
+    if ":" in text:
+        dims, groups = text.split(":")
+        sizes = [int(v) for v in dims.split("x")]
+        if len(sizes) < 2:
+            raise SystemExit(f"shape {text!r}: need at least N and C")
+        return sizes[0], sizes[1], math.prod(sizes[2:]), int(groups), text
+    sizes = [int(v) for v in text.split("x")]
+    if len(sizes) != 5:
+        raise SystemExit(f"shape {text!r}: write NxCxHxW:G (or NxCxHxWxG)")
+    N, C, H, W, G = sizes
+    return N, C, H * W, G, "x".join(map(str, sizes[:4])) + f":{G}"
+
+
+def read_table(path):
+    """The shapes of a shape table (SHAPE:G  reason per line, '#' comments), in order."""
+    shapes = []
+    for line in Path(path).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            shapes.append(line.split()[0])
+    return shapes
+
+
 def time_interleaved(calls, samples, sample_s, warmup_s, stat):
     """Seconds per call of each callable (`stat` of its samples), sampled in rotating alternation."""
     names = list(calls)
@@ -137,6 +168,9 @@ def main():
     parser.add_argument("--op", choices=["backward", "forward"], default="backward")
     parser.add_argument("--isa", help="row-loop build to select in every library (portable/avx2/avx512)")
     parser.add_argument("--shapes", default=",".join(ANCHOR_SHAPES))
+    parser.add_argument("--table", help="a shape table (e.g. scripts/shapes/every_shape.txt) instead of --shapes")
+    parser.add_argument("--max-elements", type=int, default=1 << 25,
+                        help="skip table rows with more elements than this (default 2^25)")
     parser.add_argument("--dtypes", default="float32,bfloat16,float16")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
@@ -156,7 +190,18 @@ def main():
         if args.isa and lib.MsGroupNormSelectIsa(args.isa.encode()) != 0:
             raise SystemExit(f"{name}: ISA build {args.isa} is not available on this CPU")
     isas = {name: lib.MsGroupNormActiveIsa().decode() for name, lib in libs.items()}
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    parsed, shapes, labels = [parse_shape(s) for s in (read_table(args.table) if args.table else
+                                                        args.shapes.split(","))], [], {}
+    for N, C, HxW, G, label in parsed:
+        key = (N, C, HxW, G)
+        if key in labels:
+            continue
+        if N * C * HxW == 0 or N * C * HxW > args.max_elements or C % G:
+            print(f"skipped {label}: " + ("empty" if N * C * HxW == 0 else "G does not divide C" if C % G else
+                                          f"{N * C * HxW} elements > --max-elements"))
+            continue
+        shapes.append(key)
+        labels[key] = label
     dtypes = args.dtypes.split(",")
     threads_list = [int(t) for t in args.threads.split(",")]
     print(f"{args.op}: torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()}); ours ISA {isas}; "
@@ -195,7 +240,7 @@ def main():
                 for n in names:
                     cells += [f"{statistics.median(ms[key + (n,)]):.4g}",
                               f"{statistics.median(ratios[key + (n,)]):.2f}x"]
-                print(f"| {'x'.join(map(str, shape))} | {dtype} | {threads} | " + " | ".join(cells) + " |")
+                print(f"| {labels[shape]} | {dtype} | {threads} | " + " | ".join(cells) + " |")
     print(f"\nDistance to the limit ({LIMIT}: " + ("np.copyto, one read + one write" if args.op == "forward" else
           "np.add(dy, x, out=dx), two reads + one write") + f", same bytes, same rotation): GB/s for data of "
           f">= {CACHE_RESIDENT_BYTES >> 20} MiB, ns per element below")
@@ -215,7 +260,7 @@ def main():
                     cells = [f"{t_ours[n] / case.elements * 1e9:.2f} ns/elem" for n in names]
                     cells.append(f"{t_limit / case.elements * 1e9:.2f} ns/elem")
                 cells += [f"{t_ours[n] / t_limit:.2f}x time" for n in names]
-                print(f"| {'x'.join(map(str, shape))} | {dtype} | {threads} | {case.bytes / 1e6:.1f} | " +
+                print(f"| {labels[shape]} | {dtype} | {threads} | {case.bytes / 1e6:.1f} | " +
                       " | ".join(cells) + " |")
     print()
     for threads in threads_list:

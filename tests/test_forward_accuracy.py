@@ -22,6 +22,10 @@ LARGE_MEAN_CASES = [
     pytest.param(1e4, 1e-3, (2, 8, 3, 3), 8, id="1e4+1e-3N-small-groups"),
     pytest.param(-3e3, 1e-3, (3, 6, 2, 2), 3, id="-3e3+1e-3N-tiny-groups"),
     pytest.param(1.0, 1e-7, (2, 8, 16, 16), 2, id="1+1e-7N"),
+    # HxW = 1: the sample-by-sample schedule's point loops (2-D and (N, C, 1, 1) inputs)
+    pytest.param(1e4, 1e-2, (64, 32), 4, id="2-D-1e4+1e-2N"),
+    pytest.param(-3e3, 1e-3, (48, 24, 1, 1), 3, id="NC11-3e3+1e-3N"),
+    pytest.param(1e4, 1e-3, (33, 257), 1, id="2-D-1e4+1e-3N-G1"),
 ]
 EPS = 1e-12  # small next to the spreads, so y depends on them (eps 1e-5 would flatten 1e-3)
 

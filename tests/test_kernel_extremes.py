@@ -216,3 +216,45 @@ def test_ordinary_groups_keep_the_float32_path(rng):
     dx, _, _ = run_backward(x, dy, gamma, mean, rstd, 3, ms.float32, ms.float32)
     dx0, _, _ = run_backward(x[:, :2], dy[:, :2], gamma[:2], mean0, rstd0, 1, ms.float32, ms.float32)
     assert dx[:, :2].tobytes() == dx0.tobytes()
+
+
+@pytest.mark.parametrize("spread,offset,eps", MAGNITUDES)
+def test_2d_input_at_extreme_magnitudes(rng, spread, offset, eps):
+    """HxW = 1 runs sample by sample (point loops over a sample's C values); a sample with a
+    group for the double loops takes the group-wise steps for its groups. Forward and
+    backward of a (5, 12) input, 3 groups, against the float64 reference."""
+    shape, groups = (5, 12), 3
+    x, dy, gamma, beta = _inputs(rng, spread, offset, ms.float32, ms.float32, shape=shape)
+    y, mean, rstd = run_forward(x, gamma, beta, groups, eps, ms.float32, ms.float32)
+    want_y, want_mean, want_rstd = reference.forward(x, gamma, beta, groups, eps)
+    _assert_outputs((mean, rstd), (want_mean, want_rstd), (ms.float32, ms.float32), ("mean", "rstd"))
+    assert_relative(y, want_y, ms.float32, "y")
+    mean, rstd = _exact_statistics(x, groups, eps, ms.float32)
+    got = run_backward(x, dy, gamma, mean, rstd, groups, ms.float32, ms.float32)
+    want = reference.backward(dy, x, mean, rstd, gamma, groups)
+    _assert_outputs(got, want, (ms.float32, ms.float32, ms.float32), ("dx", "dgamma", "dbeta"))
+
+
+def test_2d_mixed_groups_give_the_same_bits_by_sample_and_by_group(isa_control, rng):  # noqa: F811
+    """A (4, 6) input, 3 groups of which one is huge and one tiny in sample 1 only: 1, 2 and
+    4 threads run sample by sample, 5 threads (more than N) group-wise; the same bits in
+    every build, and the right answer."""
+    x = rng.standard_normal((4, 6))
+    x[1, 2:4] *= 1e24
+    x[1, 4:6] *= 1e-24
+    x, dy = x.astype(np.float32), rng.standard_normal((4, 6)).astype(np.float32)
+    gamma = (1 + 0.1 * rng.standard_normal(6)).astype(np.float32)
+    for isa in _available_isas():
+        isa_control.MsGroupNormSelectIsa(isa.encode())
+        results = []
+        for threads in (1, 2, 4, 5):
+            isa_control.MsGroupNormSetNumThreads(threads)
+            y, mean, rstd = run_forward(x, gamma, gamma, 3, 0.0, ms.float32, ms.float32)
+            grads = run_backward(x, dy, gamma, mean, rstd, 3, ms.float32, ms.float32)
+            results.append([a.tobytes() for a in (y, mean, rstd, *grads)])
+        assert all(r == results[0] for r in results[1:]), isa
+        want_y, want_mean, want_rstd = reference.forward(x, gamma, gamma, 3, 0.0)
+        np.testing.assert_allclose(rstd, want_rstd, rtol=2e-5, err_msg=f"rstd ({isa})")
+        assert_relative(y, want_y, ms.float32, f"y ({isa})")
+        want = reference.backward(dy, x, mean, rstd, gamma, 3)
+        _assert_outputs(grads, want, (ms.float32, ms.float32, ms.float32), ("dx", "dgamma", "dbeta"))

@@ -89,9 +89,11 @@ def _data(rng, shape, dtype):
 # HxW below one vector, the channel-wise schedule (N*G < threads), many tiny channels,
 # rows that end with a single vector after the pairs of vectors (56 = 3 * 16 + 8 for
 # AVX2, 32 + 16 + 8 for AVX-512), and rows with no tail at all (64: sums folded
-# straight from the registers).
+# straight from the registers). HxW = 1 (2-D inputs): with N >= threads sample by sample,
+# the C points of a sample in one vector loop with a tail (C = 76, 21); with N = 2 < 3
+# threads group-wise, and with N * G = 2 < 3 channel-wise.
 SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32),
-         (2, 8, 56, 4), (2, 8, 64, 2)]
+         (2, 8, 56, 4), (2, 8, 64, 2), (5, 76, 1, 19), (3, 21, 1, 1), (2, 40, 1, 8), (2, 6, 1, 1)]
 # Outputs of >= 24 MiB are written with non-temporal stores by default; the streaming
 # test forces them on every size here and on this larger one too.
 STREAMED = (1, 4, 1 << 19, 2)

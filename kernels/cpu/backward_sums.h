@@ -5,6 +5,7 @@
 // nothing full-size, nothing zero-filled (each slot is written before it is read).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -41,27 +42,55 @@ class BackwardSums {
         dgamma_sum_(scratch.Take<double>(s.C)), dbeta_sum_(scratch.Take<double>(s.C)) {}
 
   // dgamma[c] = sum_n rstd[n, g] * ds[n, c], dbeta[c] = sum_n db[n, c], n ascending, in double,
-  // for the channels of group g; the task walks the (N, C) sums row by row (contiguous
-  // channels, one rstd per group) rather than down a column with stride C. The first row
-  // initialises the sums (as 0.0 + first, the bits of adding to a zeroed sum).
-  void ReduceOverBatch(int64_t g) {
+  // for the channels [c_begin, c_end); the task walks the (N, C) sums row by row (contiguous
+  // channels, one rstd per group in the row) rather than down a column with stride C. The
+  // first row initialises the sums (as 0.0 + first, the bits of adding to a zeroed sum).
+  // A channel's sum never depends on the range it is in, so any split gives the same bits.
+  void ReduceOverBatch(int64_t c_begin, int64_t c_end) {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    double *dgamma = dgamma_sum_ + g * D, *dbeta = dbeta_sum_ + g * D;
     for (int64_t n = 0; n < N; ++n) {
-      const double *db_row = db + n * C + g * D, *ds_row = ds + n * C + g * D;
-      if (mask_.dgamma) {
-        const double r = ToFloat(rstd_[n * G + g]);
-        for (int64_t d = 0; d < D; ++d) dgamma[d] = (n == 0 ? 0.0 : dgamma[d]) + r * ds_row[d];
+      const double *db_row = db + n * C, *ds_row = ds + n * C;
+      // row 0 apart, so that the loops over channels are plain vector loops
+      if (n == 0) {
+        for (int64_t k = c_begin; k < c_end; ++k) dbeta_sum_[k] = 0.0 + db_row[k];
+      } else {
+        for (int64_t k = c_begin; k < c_end; ++k) dbeta_sum_[k] += db_row[k];
       }
-      for (int64_t d = 0; d < D; ++d) dbeta[d] = (n == 0 ? 0.0 : dbeta[d]) + db_row[d];
+      if (!mask_.dgamma) continue;
+      const U *rstd_row = rstd_ + n * G;
+      if (D < kShortGroup) {
+        // a few channels per group (2-D inputs with many groups): one loop over the run with
+        // a counter to the next group, not a loop per group
+        int64_t g = c_begin / D, left = (g + 1) * D - c_begin;
+        double r = ToFloat(rstd_row[g]);
+        for (int64_t k = c_begin; k < c_end; ++k, --left) {
+          if (left == 0) {
+            r = ToFloat(rstd_row[++g]);
+            left = D;
+          }
+          dgamma_sum_[k] = (n == 0 ? 0.0 : dgamma_sum_[k]) + r * ds_row[k];
+        }
+        continue;
+      }
+      for (int64_t g = c_begin / D, c = c_begin; c < c_end; ++g) {
+        const int64_t stop = std::min(c_end, (g + 1) * D);
+        const double r = ToFloat(rstd_row[g]);
+        if (n == 0) {
+          for (int64_t k = c; k < stop; ++k) dgamma_sum_[k] = 0.0 + r * ds_row[k];
+        } else {
+          for (int64_t k = c; k < stop; ++k) dgamma_sum_[k] += r * ds_row[k];
+        }
+        c = stop;
+      }
     }
-    for (int64_t d = 0; d < D; ++d) {
-      if (mask_.dgamma) dgamma_[g * D + d] = FromFloat<U>(static_cast<float>(dgamma[d]));
-      if (mask_.dbeta) dbeta_[g * D + d] = FromFloat<U>(static_cast<float>(dbeta[d]));
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      if (mask_.dgamma) dgamma_[c] = FromFloat<U>(static_cast<float>(dgamma_sum_[c]));
+      if (mask_.dbeta) dbeta_[c] = FromFloat<U>(static_cast<float>(dbeta_sum_[c]));
     }
   }
 
  private:
+  static constexpr int64_t kShortGroup = 8;  // channels per group below which ReduceOverBatch counts
   GroupNormSizes s_;
   OutputMask mask_;
   const U *rstd_;

@@ -15,7 +15,7 @@ namespace ms_groupnorm {
 class CallScratch {
  public:
   static constexpr size_t kAlign = 64;
-  static constexpr size_t kMaxKeptBytes = size_t{16} << 20;
+  static constexpr size_t kMaxKeptBytes = size_t{64} << 20;
 
   // Bytes that Take<T>(count) uses.
   template <typename T>

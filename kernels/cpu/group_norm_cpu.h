@@ -36,6 +36,7 @@
 // bytes per fp32 element instead of 20 for two streaming passes.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -64,10 +65,71 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : in_{dy, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask),
         need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()),
-        schedule_(sizes), scratch_(ScratchBytes(sizes)), sums_(sizes, mask, rstd, dgamma, dbeta, scratch_),
-        a_(scratch_.Take<float>(sizes.N * sizes.C)) {}
+        schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
+        scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
+        sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
+        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<float>(sizes.C)),
+        inv_m_(1.0 / static_cast<double>(sizes.D() * sizes.HxW)) {
+    for (int64_t c = 0; c < s_.C; ++c) gamma_[c] = GammaAt(gamma, c);
+  }
 
-  void Run() { schedule_.Run(*this, mask_, nullptr, 0); }
+  void Run() { schedule_.Run(*this, mask_, room_, room_floats_); }
+
+  // HxW = 1, sample n (the by-sample schedule): Reduce, GroupCoefficients and InputGrad of
+  // its G groups, with one point-loop call for the C sums and one for the C dx values. Each
+  // point gets the bits its one-element row gets in Reduce and InputGrad (point_rows_impl.h);
+  // a sample with a group for the double loops takes those steps group by group instead.
+  // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients).
+  // The sums take each group's form as Reduce does (CentredSums), so a large-mean dy gives
+  // dgamma no bias here either.
+  void Sample(int64_t n, float *room) {
+    const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C, ng0 = n * G;
+    float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
+    // one pass over the groups before the sums and one after them, each group's steps
+    // inlined: with a few channels per group the per-group loops and calls cost more than
+    // the points (8000 x 64, G = 32)
+    // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
+    // dx coefficients go there) holds mu for the points of centred groups and 0 elsewhere,
+    // filled only once a sample has such a group (ordinary data never has one).
+    bool any_wide = false, any_centred = false;
+    float *centre = a;
+    for (int64_t g = 0, c = 0; g < G; ++g) {
+      const float m = ToFloat(in_.mean[ng0 + g]), r = ToFloat(in_.rstd[ng0 + g]);
+      any_wide |= wide::RstdOutsideFloatRange(r);
+      const bool centred = need_ds_ && CentredSums(m, r);
+      if (centred && !any_centred) std::fill(centre, centre + c, 0.0f);
+      any_centred |= centred;
+      for (const int64_t end = c + D; c < end; ++c) {
+        mu[c] = m;
+        if (any_centred) centre[c] = centred ? m : 0.0f;
+      }
+    }
+    if (any_wide) {
+      for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);
+    } else {
+      rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, any_centred ? centre : nullptr, C, &sums_.db[nc],
+                            need_ds_ ? &sums_.ds[nc] : nullptr);
+    }
+    for (int64_t g = 0, c = 0; g < G; ++g) {
+      const int64_t ng = ng0 + g;
+      GroupCoefficients(ng);
+      if (!mask_.dx) continue;
+      const double r = ToFloat(in_.rstd[ng]), b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
+      any_wide |= wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b_wide) || wide::LostInFloat(c0_wide);
+      const float b_group = static_cast<float>(b_wide), c0_group = static_cast<float>(c0_wide);
+      for (const int64_t end = c + D; c < end; ++c) {
+        a[c] = static_cast<float>(r * gamma_[c]);  // as InputGrad
+        b[c] = b_group;
+        c0[c] = c0_group;
+      }
+    }
+    if (!mask_.dx) return;
+    if (any_wide) {  // a's room for the groups on the float32 path (a_ is empty by sample)
+      for (int64_t g = 0; g < G; ++g) GroupInputGrad(n, g * D, D, a + g * D);
+    } else {
+      rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
+    }
+  }
 
   // db[n, c] and (when needed) ds[n, c] for `rows` channels of one group from c_first; every
   // channel of a group whose rstd is outside the float32 path's range is summed in double
@@ -92,7 +154,9 @@ class BackwardKernel {
   // they are finite exactly when every db (and ds) of the group is (gamma times inf is inf or
   // NaN), so a channel whose float32 lanes overflowed is found here at no cost and summed
   // again in double before b and c0 are formed.
-  void GroupCoefficients(int64_t ng) {
+  // Inlined into Sample: with HxW = 1 and a few channels per group, a call per group was a
+  // third of the backward (8000 x 64, G = 32).
+  [[gnu::always_inline]] inline void GroupCoefficients(int64_t ng) {
     double s1, t2;
     GroupSums(ng, &s1, &t2);
     if (!std::isfinite(s1) || !std::isfinite(t2)) {
@@ -106,13 +170,18 @@ class BackwardKernel {
       GroupSums(ng, &s1, &t2);
     }
     const double r = ToFloat(in_.rstd[ng]);
-    const double inv_m = 1.0 / static_cast<double>(s_.D() * s_.HxW);
-    sums_.b[ng] = -r * r * r * t2 * inv_m;
-    sums_.c0[ng] = -r * s1 * inv_m;
+    sums_.b[ng] = -r * r * r * t2 * inv_m_;
+    sums_.c0[ng] = -r * s1 * inv_m_;
   }
 
   // dx = a_c * dy + b * (x - mu) + c0 with a_c = rstd * gamma_c and the group's b and c0.
   void InputGrad(int64_t n, int64_t c_first, int64_t rows, float * /*kept*/) {
+    GroupInputGrad(n, c_first, rows, &a_[n * s_.C + c_first]);
+  }
+
+  // InputGrad with the room for the rows' a_c given: a_'s slots, or (by sample, where a_ is
+  // empty) the thread's own room.
+  void GroupInputGrad(int64_t n, int64_t c_first, int64_t rows, float *a) {
     const int64_t ng = n * s_.G + c_first / s_.D();
     const double r = ToFloat(in_.rstd[ng]), b = sums_.b[ng], c0 = sums_.c0[ng];
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
@@ -127,17 +196,21 @@ class BackwardKernel {
       }
       return;
     }
-    float *a = &a_[n * s_.C + c_first];
-    for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * GammaAt(in_.gamma, c_first + k));
+    for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * gamma_[c_first + k]);
     rows_.affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, s_.HxW, rows, a, static_cast<float>(b), mu,
                       static_cast<float>(c0), stream_);
   }
 
-  void ReduceOverBatch(int64_t g) { sums_.ReduceOverBatch(g); }
+  void ReduceOverBatch(int64_t c_begin, int64_t c_end) { sums_.ReduceOverBatch(c_begin, c_end); }
 
  private:
-  static size_t ScratchBytes(const GroupNormSizes &s) {
-    return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(s.N * s.C);
+  static constexpr int64_t kPointArrays = 4;  // Sample's mu, a, b, c0
+  static int64_t ACount(const GroupNormSizes &s, const BackwardSchedule &schedule) {
+    return schedule.by_sample() ? 0 : s.N * s.C;  // Sample keeps a sample's a in its room
+  }
+  static size_t ScratchBytes(const GroupNormSizes &s, const BackwardSchedule &schedule, int64_t room_floats) {
+    return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(ACount(s, schedule)) +
+           CallScratch::Bytes<float>(schedule.threads() * room_floats) + CallScratch::Bytes<float>(s.C);
   }
 
   void WideReduce(int64_t n, int64_t c, float mu) {
@@ -151,12 +224,13 @@ class BackwardKernel {
   // (0 + 1) + (2 + 3)): one serial chain of double adds was a tenth of the whole backward
   // for 40 channels of 8x8.
   static constexpr int kChainsOverChannels = 4;
-  void GroupSums(int64_t ng, double *s1, double *t2) const {
+  [[gnu::always_inline]] inline void GroupSums(int64_t ng, double *s1, double *t2) const {
     const int64_t D = s_.D(), n = ng / s_.G, g = ng % s_.G;
     double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
     const double *db = &sums_.db[n * s_.C + g * D], *ds = &sums_.ds[n * s_.C + g * D];
-    auto add = [&](int64_t d, int k) {
-      const double gamma = GammaAt(in_.gamma, g * D + d);
+    // inlined into the loop (a call per channel was a fifth of 8000 x 64, G = 32)
+    auto add = [&](int64_t d, int k) __attribute__((always_inline)) {
+      const double gamma = gamma_[g * D + d];
       s1_chain[k] += gamma * db[d];
       if (need_ds_) t2_chain[k] += gamma * ds[d];
     };
@@ -176,9 +250,13 @@ class BackwardKernel {
   bool stream_;
   const RowKernels<T> &rows_;
   BackwardSchedule schedule_;
+  int64_t room_floats_;  // per thread, for Sample (0 in the other schedules)
   CallScratch scratch_;  // everything below lives in it: O(N*C), nothing full-size
   BackwardSums<U> sums_;
-  float *a_;  // (N, C) dx coefficients rstd * gamma
+  float *a_;     // (N, C) dx coefficients rstd * gamma (none by sample)
+  float *room_;  // (threads, room_floats_)
+  float *gamma_;  // (C,) gamma as float, converted once (a half-precision gamma per point was slow)
+  double inv_m_;  // 1 / (D * HxW), the reciprocal of a group's element count
 };
 
 // ------------------------------------------------------------------ forward
@@ -212,8 +290,9 @@ void GroupNormForward(const T *x, const U *gamma, const U *beta, T *y, U *mean, 
     static_assert(std::is_same_v<U, double>, "float64 data takes float64 statistics");
     detail::ForwardFloat64(x, gamma, beta, y, mean, rstd, sizes, static_cast<double>(eps));
   } else {
-    const detail::RowOutput<T, bool> output{ActiveRowKernels().For<T>().normalize, &detail::WideNormalizeRow<T>,
-                                            detail::StreamOutput<T>(sizes)};
+    const RowKernels<T> &rows = ActiveRowKernels().For<T>();
+    const detail::RowOutput<T, bool> output{rows.normalize, &detail::WideNormalizeRow<T>,
+                                            detail::StreamOutput<T>(sizes), rows.point_normalize};
     detail::ForwardKernel<T, U, bool>(x, gamma, beta, y, mean, rstd, sizes, eps, output).Run();
   }
 }

@@ -130,7 +130,7 @@ class SiluBackwardKernel {
     }
   }
 
-  void ReduceOverBatch(int64_t g) { sums_.ReduceOverBatch(g); }
+  void ReduceOverBatch(int64_t c_begin, int64_t c_end) { sums_.ReduceOverBatch(c_begin, c_end); }
 
  private:
   // A group's g (dz * dz/dy) is kept per thread while it fits in kMaxGroupScratchBytes (it
@@ -179,7 +179,7 @@ void GroupNormSiluForward(const T *x, const U *gamma, const U *beta, T *z, U *me
                           float eps, float swish_k) {
   if (sizes.N * sizes.C == 0) return;
   const detail::RowOutput<T, float> output{ActiveSiluRowKernels().For<T>().normalize_silu,
-                                           &detail::WideNormalizeSiluRow<T>, swish_k};
+                                           &detail::WideNormalizeSiluRow<T>, swish_k, nullptr};
   detail::ForwardKernel<T, U, float>(x, gamma, beta, z, mean, rstd, sizes, eps, output).Run();
 }
 

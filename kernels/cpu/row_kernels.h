@@ -75,6 +75,23 @@ struct RowKernels {
   // (fp-contract off), so every build gives the same bits.
   void (*coefficients)(double rstd, double rest, const double *gamma, const double *beta, int64_t rows, float *scale,
                        float *shift);
+  // HxW = 1 (point_rows_impl.h): `count` points with per-point mean and coefficients,
+  // giving each point the bits of the one-element row above.
+  // db[i] = sum of the row dy[i]; ds[i] (unless nullptr) = sum of dy[i] * (x[i] - mu[i]) in the
+  // form reduce_grad takes for the point's group (CentredSums below): centre[i] is mu[i] where
+  // that is the centred form, else 0; centre == nullptr: no point is in a centred group.
+  void (*point_grad_sums)(const T *dy, const T *x, const float *mu, const float *centre, int64_t count,
+                          double *db, double *ds);
+  // dx[i] = (a[i] * dy[i] + b[i] * (x[i] - mu[i])) + c[i]
+  void (*point_affine_grad)(const T *dy, const T *x, T *dx, int64_t count, const float *a, const float *b,
+                            const float *mu, const float *c);
+  // y[i] = (x[i] - mu[i]) * scale[i] + shift[i] (the forward passes its c for mu: see
+  // forward_kernel.h)
+  void (*point_normalize)(const T *x, T *y, int64_t count, const float *mu, const float *scale,
+                          const float *shift);
+  // centered_sum and centered_squares of `rows` rows with a mean per row, mu[r]
+  void (*centered_sum_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
+  void (*centered_squares_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
 };
 
 // The form of the backward's sum of dy * (x - mu) over a row (both operators' reduce_grad),

@@ -44,6 +44,8 @@ static_assert(kBlock % kLanes == 0, "blocks hold whole lane rows");
   return (x - x_virtual) + (mu_virtual - mu);
 }
 
+#include "point_rows_impl.h"  // after CenteredError, which its sums use
+
 // The two sums of elements [start, end) of one block (end - start <= kBlock), each
 // folded into a double. kCentred (CentredSums): the second is sum dy * fl(x - mu) in its
 // lanes plus sum dy * e (CenteredError) in lanes of its own, folded apart; otherwise it is
@@ -213,6 +215,19 @@ void CenteredSquares(const T *x, float mu, int64_t hxw, int64_t rows, double *su
   for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_add, scalar_add);
 }
 
+// CenteredSum and CenteredSquares with a mean per row, mu[r]: the forward's statistics of
+// many small groups (HxW = 1, a few channels per group) in one call, each row summed exactly
+// as the one-row call with mu[r] sums it.
+template <typename T>
+void CenteredSumEach(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums) {
+  for (int64_t r = 0; r < rows; ++r) CenteredSum(x + r * hxw, mu[r], hxw, 1, sums + r);
+}
+
+template <typename T>
+void CenteredSquaresEach(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums) {
+  for (int64_t r = 0; r < rows; ++r) CenteredSquares(x + r * hxw, mu[r], hxw, 1, sums + r);
+}
+
 // Scalar elements before the first aligned vector store (streaming needs alignment).
 template <typename T>
 inline int64_t UnalignedHead(const T *out, int64_t n, bool stream) {
@@ -310,6 +325,7 @@ inline void Coefficients(double rstd, double rest, const double *gamma, const do
 
 template <typename T>
 RowKernels<T> MakeRowKernels() {
-  return RowKernels<T>{&ReduceGrad<T>, &Sum<T>,       &CenteredSquares<T>, &AffineGrad<T>,
-                       &Normalize<T>,  &CenteredSum<T>, &Coefficients};
+  return RowKernels<T>{&ReduceGrad<T>,       &Sum<T>,          &CenteredSquares<T>, &AffineGrad<T>,
+                       &Normalize<T>,        &CenteredSum<T>,  &Coefficients,       &PointGradSums<T>,
+                       &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>};
 }

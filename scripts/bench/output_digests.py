@@ -5,8 +5,8 @@ bit is checked by comparing the digests of the build before and after.
     python scripts/bench/output_digests.py --lib OLD.so --out /tmp/old.json
     python scripts/bench/output_digests.py --lib NEW.so --out /tmp/new.json --compare /tmp/old.json
 
-The table: the shapes of the kernel tests (tests/cases.py) and the benchmark's small anchor
-shapes, every (data, statistics) dtype pair, with and without gamma/beta, the output masks,
+The table: the shapes of the kernel tests (tests/cases.py), the benchmark's small anchor
+shapes and 2-D (N, C) inputs whose C leaves vector tails (the sample-by-sample schedule), every (data, statistics) dtype pair, with and without gamma/beta, the output masks,
 GroupNorm and the fused GroupNorm + swish (k = 1 and 0.7), and inputs that take the double
 (wide-range) loops: huge and tiny spreads, dy near the float32 maximum, inf/NaN, rstd outside
 [2^-32, 2^32]. Each configuration (threads, minimum elements per thread, streamed stores)
@@ -25,7 +25,7 @@ import numpy as np
 SHAPES = [((1, 1, 3), 1), ((2, 8, 5, 3), 8), ((2, 6, 4, 5), 1), ((4, 12), 3), ((3, 15, 7, 11), 5), ((2, 4, 9), 2),
           ((2, 4, 2, 3, 2), 2), ((2, 4, 2, 1, 3, 1, 2, 2), 4), ((11, 6, 3, 3), 3), ((2, 32, 48, 40), 4),
           ((2, 64, 32, 32), 32), ((4, 1280, 8, 8), 32), ((1, 3, 224, 224), 1), ((3, 60, 17, 19), 6),
-          ((1, 4, 300, 300), 1), ((2, 4, 0, 5), 2), ((0, 4, 3), 2)]
+          ((1, 4, 300, 300), 1), ((2, 4, 0, 5), 2), ((0, 4, 3), 2), ((37, 21), 3), ((5, 76), 19), ((9, 40, 1), 8)]
 DTYPES = [("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
           ("bfloat16", "float32"), ("float64", "float64")]
 MASKS = [(1, 1, 1), (1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 1, 1)]

@@ -1,0 +1,111 @@
+// The row loops for HxW = 1 ("points": a 2-D (N, C) input, or any layout whose channel rows
+// hold one element), included by row_kernels_impl.h inside each ISA build; like it, this file
+// may include no header.
+//
+// A channel row of one element made every row loop pay a call, a block set-up and a lane
+// fold per element (the backward of 4096 x 512 took 126 ns per element). Here one call
+// handles the C points of a whole sample, a vector across channels; what varies per group
+// (mean, coefficients) comes in per-point arrays that the caller fills once per sample.
+//
+// The arithmetic is that of the row loops on a one-element row, so a point gets the bits
+// its row would get, in every build:
+//  * a row's sum of one element is lane 0 = 0 + v, folded with zero lanes, i.e. the float
+//    0.0f + v (which only turns -0 into +0) made double; the product sums are lane 0 =
+//    MulAdd(dy, x, 0) or MulAdd(dy, x - mu, 0) and MulAdd(dy, e, 0), by the group's form;
+//  * dx and y are the element-wise formulas of AffineGrad and Normalize.
+
+// db[i] = 0 + dy[i] and, unless ds is nullptr, ds[i] = the point's row sum of dy * (x - mu[i])
+// in ReduceGrad's form for its group (CentredSums, row_kernels.h), in double; i < count:
+//  * centre[i] = 0 (or centre == nullptr): p = MulAdd(dy, x, 0), ds = p - mu * db in double;
+//  * centre[i] = mu[i] (never 0 there): d = x - mu, e its TwoSum error (CenteredError),
+//    ds = p + q with p = MulAdd(dy, d, 0) and q = MulAdd(dy, e, 0).
+// p and q are taken as 0 + p, 0 + q, as the lane folds give them (they turn -0 into +0).
+// The products are formed a vector at a time for every point alike (x - 0 is x, bit for
+// bit), and only the double step chooses per point.
+// kForm: 0 db alone (ds is nullptr), 1 every point in the dy * x form, 2 some centred.
+template <int kForm, typename T>
+[[gnu::always_inline]] inline void PointGradSumsIn(const T *dy, const T *x, const float *mu, const float *centre,
+                                                   int64_t count, double *db, double *ds) {
+  int64_t i = 0;
+  float lanes_db[V::kWidth], lanes_p[V::kWidth], lanes_q[V::kWidth];
+  const typename V::reg zero = V::Zero();
+  auto finish = [&](int64_t at, float b, float p, float q) {
+    db[at] = b;
+    if constexpr (kForm == 2) {
+      if (centre[at] != 0.0f) {
+        ds[at] = static_cast<double>(p) + static_cast<double>(q);
+        return;
+      }
+    }
+    if constexpr (kForm != 0) ds[at] = static_cast<double>(p) - static_cast<double>(mu[at]) * static_cast<double>(b);
+  };
+  for (; i + V::kWidth <= count; i += V::kWidth) {
+    const typename V::reg d = V::Load(dy + i);
+    V::StoreLanes(lanes_db, V::Add(zero, d));
+    if constexpr (kForm == 0) {
+      for (int l = 0; l < V::kWidth; ++l) db[i + l] = lanes_db[l];
+      continue;
+    }
+    const typename V::reg xv = V::Load(x + i);
+    if constexpr (kForm == 2) {
+      const typename V::reg c = V::Load(centre + i), xc = V::Sub(xv, c);
+      V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xc, zero)));
+      V::StoreLanes(lanes_q, V::Add(zero, V::MulAdd(d, CenteredError(xv, c, xc), zero)));
+      for (int l = 0; l < V::kWidth; ++l) finish(i + l, lanes_db[l], lanes_p[l], lanes_q[l]);
+    } else {  // every point's ds in the same form: plain loops the compiler vectorises
+      V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xv, zero)));
+      for (int l = 0; l < V::kWidth; ++l) db[i + l] = lanes_db[l];
+      for (int l = 0; l < V::kWidth; ++l) {
+        ds[i + l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu[i + l]) * static_cast<double>(lanes_db[l]);
+      }
+    }
+  }
+  for (; i < count; ++i) {
+    const float d = ToFloat(dy[i]);
+    float p = 0.0f, q = 0.0f;
+    if constexpr (kForm == 2) {
+      const float xv = ToFloat(x[i]), c = centre[i], xc = xv - c;
+      p = 0.0f + V::MulAdd(d, xc, 0.0f);
+      q = 0.0f + V::MulAdd(d, CenteredError(xv, c, xc), 0.0f);
+    } else if constexpr (kForm == 1) {
+      p = 0.0f + V::MulAdd(d, ToFloat(x[i]), 0.0f);
+    }
+    finish(i, 0.0f + d, p, q);
+  }
+}
+
+template <typename T>
+void PointGradSums(const T *dy, const T *x, const float *mu, const float *centre, int64_t count, double *db,
+                   double *ds) {
+  if (ds == nullptr) {
+    PointGradSumsIn<0>(dy, x, mu, centre, count, db, ds);
+  } else if (centre == nullptr) {
+    PointGradSumsIn<1>(dy, x, mu, centre, count, db, ds);
+  } else {
+    PointGradSumsIn<2>(dy, x, mu, centre, count, db, ds);
+  }
+}
+
+// dx[i] = MulAdd(b[i], x[i] - mu[i], MulAdd(a[i], dy[i], c[i])), AffineGrad's formula.
+template <typename T>
+void PointAffineGrad(const T *dy, const T *x, T *dx, int64_t count, const float *a, const float *b, const float *mu,
+                     const float *c) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= count; i += V::kWidth) {
+    const typename V::reg inner = V::MulAdd(V::Load(a + i), V::Load(dy + i), V::Load(c + i));
+    V::Store(dx + i, V::MulAdd(V::Load(b + i), V::Sub(V::Load(x + i), V::Load(mu + i)), inner));
+  }
+  for (; i < count; ++i) {
+    dx[i] = FromFloat<T>(V::MulAdd(b[i], ToFloat(x[i]) - mu[i], V::MulAdd(a[i], ToFloat(dy[i]), c[i])));
+  }
+}
+
+// y[i] = MulAdd(x[i] - mu[i], scale[i], shift[i]), Normalize's formula.
+template <typename T>
+void PointNormalize(const T *x, T *y, int64_t count, const float *mu, const float *scale, const float *shift) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= count; i += V::kWidth) {
+    V::Store(y + i, V::MulAdd(V::Sub(V::Load(x + i), V::Load(mu + i)), V::Load(scale + i), V::Load(shift + i)));
+  }
+  for (; i < count; ++i) y[i] = FromFloat<T>(V::MulAdd(ToFloat(x[i]) - mu[i], scale[i], shift[i]));
+}
