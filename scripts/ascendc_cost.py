@@ -385,13 +385,14 @@ def main():
         print()
         print("\n".join(closing_lines(rows, bool(args.table))))
         return
-    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if args.silu_grad else "")
+    compare = args.silu_grad and not args.table  # a table's rows are many: its comparison column is left out
+    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if compare else "")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for shape in anchors:
         for dtype_key in args.dtypes.split(","):
             rows.append(measure(shape, dtype_key, silu=args.silu_grad))
-            if args.silu_grad:
+            if compare:
                 plain = measure(shape, dtype_key)
                 other = "" if plain["mode"] == rows[-1]["mode"] else f", {plain['mode']}"
                 print(row(rows[-1]) + f" {rows[-1]['est_us'] / plain['est_us']:.2f} ({plain['est_us']:.1f} µs{other}) |",
