@@ -26,6 +26,8 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
+constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels an item below this channel length
+constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
 int64_t BytesOf(ScalarType t) { return t == ScalarType::kFloat32 ? 4 : 2; }
@@ -219,17 +221,22 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     if (L == 1) {
       // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
       layout = withSilu(Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow});
-      const int64_t maxElems = LargestFitting(in.C + kElemAlign, kElemAlign, [&](int64_t k) {
+      const int64_t rowElems = AlignUp(D, kElemAlign);
+      const int64_t maxElems = LargestFitting(std::min(in.G, kMaxDmaRows) * rowElems, kElemAlign, [&](int64_t k) {
         Layout l = layout;
         l.K = k;
         return fits(l);
       });
-      if (maxElems < D) return kTilingNoFit;
-      const int64_t groupsFit = std::min<int64_t>(maxElems / D, in.G);
+      // the kernel holds each group at a stride of D rounded up to 16 (HwOneBatch), so a task's
+      // groups are one batch (one DMA per array, at most kMaxDmaRows rows) only when K holds
+      // groupsPerTask such rows: sized to D alone, a task of D = 1 groups took one batch (four
+      // DMA latencies) per group
+      if (maxElems < rowElems) return kTilingNoFit;
+      const int64_t groupsFit = std::min<int64_t>(maxElems / rowElems, in.G);
       // Enough tasks to occupy the cores when the problem allows it.
       const int64_t groupsForCores = std::max<int64_t>(1, in.N * in.G / in.coreNum);
       t.groupsPerTask = std::max<int64_t>(1, std::min(groupsFit, groupsForCores));
-      layout.K = AlignUp(t.groupsPerTask * D, kElemAlign);
+      layout.K = t.groupsPerTask * rowElems;
       SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
     } else {
       const int64_t slices = HwSlices(in.N, in.C, L);
@@ -293,6 +300,25 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         layout.K = t.channelsPerItem * Lp;
       } else if (wholeChannels) {
         layout = channel;
+        // Short channels (a group too large for mode 0, as GroupNorm(1, C) over short rows): an item of
+        // one channel is mostly DMA setup and per-item vector work, so an item is channelsPerItem whole
+        // channels, contiguous in GM (one DMA), Lp apart in UB as mode 0's. Each channel's sums are its
+        // own row's (RowSums), so the bits are those of one channel an item (and of the channel split).
+        if (!t.splitByChannel && D > 1 && Lp < kShortChannelElems) {
+          const int64_t cap = std::min<int64_t>({D, kMaxDmaRows, std::max<int64_t>(1, kShortItemElems / Lp)});
+          Layout rows = channel;
+          rows.residentStride = Lp;
+          const int64_t cpi = LargestFitting(cap, 1, [&](int64_t c) {
+            Layout l = rows;
+            l.K = c * Lp;
+            return fits(l);
+          });
+          if (cpi > 1) {
+            t.channelsPerItem = cpi;
+            layout = rows;
+            layout.K = cpi * Lp;
+          }
+        }
       } else {
         layout = withSilu(Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow});
         layout.slices = t.hwSlices;
@@ -327,7 +353,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
       // busiest core): holding only moves data, so it may follow the core count.
       if (layout.mode != GNG_MODE_GROUP_RESIDENT && in.dxRequired) {
-        const int64_t scopeTasks = t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : D;
+        const int64_t scopeTasks =
+            t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : CeilDiv(D, t.channelsPerItem);
         layout.held = LargestFitting(scopeTasks * t.chunksPerChannel, 1, [&](int64_t h) {
           Layout l = layout;
           l.held = h;

@@ -61,13 +61,14 @@ struct Layout {
   int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
 };
 
-// The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0: up
-// to 255 channels; modes 1-2: one) x ceil(Lp / 64) partials rounded to a block. Mode 0 always (mode 1
+// The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0 and mode 1's
+// channelsPerItem: up to 255 channels; else one) x ceil(Lp / 64) partials rounded to a block. Mode 0 always (mode 1
 // gives the same bits); modes 1-2 from what their layout leaves (the kernel batches the rows).
 int64_t RowSumsWork(const Layout &l) {
   if (!l.rowSumsWork || (l.mode != GNG_MODE_GROUP_RESIDENT && l.mode != GNG_MODE_CHANNEL)) return 0;
-  const int64_t rowLen = l.mode == GNG_MODE_GROUP_RESIDENT ? l.residentStride : l.K;
-  const int64_t rows = l.mode == GNG_MODE_GROUP_RESIDENT ? std::min<int64_t>(l.K / rowLen, 255) : 1;
+  const bool rowsOfItem = l.mode == GNG_MODE_GROUP_RESIDENT || l.residentStride > 0;  // mode 1: channels per item
+  const int64_t rowLen = rowsOfItem ? l.residentStride : l.K;
+  const int64_t rows = rowsOfItem ? std::min<int64_t>(l.K / rowLen, 255) : 1;
   return 2 * rows * ReduceWorkElems(rowLen);
 }
 

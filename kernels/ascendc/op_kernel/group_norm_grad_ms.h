@@ -346,7 +346,7 @@ class KernelGroupNormGradMs {
                                    float rstd, const LocalTensor<float> &gamma, int64_t gammaIndex, float b,
                                    float e, bool frontTaken = false);
   __aicore__ inline void DxFront(int32_t len, float mean, float rstd, const LocalTensor<float> &gamma,
-                                 int64_t gammaIndex, int64_t dxItem = -1);
+                                 int64_t gammaIndex, int64_t dxItem = -1, int64_t rows = 1);
 
   __aicore__ inline LocalTensor<float> ResidentDy(int64_t local) {
     return residentBuf_.Get<float>()[local * t_->residentStride];
