@@ -27,6 +27,8 @@ CASES = {
     # the coarser "group across N" split would add 16 channels x 2000 x (6 or 12) B per core: not taken
     "resident_workspace_n8": (8, 8, 2000, 2, 4, "group_resident", 0),
     "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass", 0),
+    # a group too large for mode 0 over short channels: 64 channels of 49 an item (one DMA each)
+    "channel_rows": (2, 400, 49, 1, 2, "channel_two_pass", 0),
     # N*G < cores: split by channel, unless the group-across-N split costs little more (it does here)
     "across_n_small": (1, 8, 50, 2, 48, "group_resident", 0),
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
@@ -55,7 +57,7 @@ CASES = {
 # One case per tiling mode and work split (group-resident across N and with the workspace,
 # channel two-pass by group and by channel, HxW chunks by group and by channel, HxW = 1): the
 # default run's sample of the matrices over CASES; --exhaustive runs every case.
-PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_split_n47",
+PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows", "channel_split_n47",
             "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one"]
 # The cases that take the HxW split.
 HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_channel_larger_than_ub",
@@ -277,10 +279,13 @@ def test_hw_split_is_bit_identical_across_core_counts(case, dtype_key):
 # the sums added in another order).
 MODE_SWITCHES = {"resident_workspace_n8": ((16, 17), (True, True, True)),
                  "channel_split_n47": ((47, 48), (True, True, True)),
-                 "hw_chunks_unaligned_n3": ((3, 7), (True, False, False))}
+                 "hw_chunks_unaligned_n3": ((3, 7), (True, False, False)),
+                 # 2x400x49 G1: 64 channels an item on 2 cores, one channel a task (the split) on 3
+                 "channel_rows": ((2, 3), (True, True, True))}
 
 
-@pytest.mark.default_sample(case=["resident_workspace_n8", "hw_chunks_unaligned_n3"], dtype_key=["fp16_fp32"],
+@pytest.mark.default_sample(case=["resident_workspace_n8", "hw_chunks_unaligned_n3", "channel_rows"],
+                            dtype_key=["fp16_fp32"],
                             silu=[False, True])
 @pytest.mark.parametrize("silu", [False, True])
 @pytest.mark.parametrize("dtype_key", ["fp32", "fp16_fp32", "bf16_fp32"])
