@@ -51,6 +51,11 @@ CASES = {
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
+    # many samples: tasks of whole samples (201 // 48 = 4, the last task one sample), several a core,
+    # each task's per-channel sums one workspace row
+    "hw_one_samples": (201, 24, 1, 3, 4, "hw_one", 0),
+    # 10 samples a task in batches of 4 (a 1024-channel sample is 4096 elements of UB per array)
+    "hw_one_sample_batches": (480, 1024, 1, 1, 48, "hw_one", 0),
 }
 
 

@@ -26,6 +26,7 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
+constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
 constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels an item below this channel length
 constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
@@ -222,22 +223,47 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
       layout = withSilu(Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow});
       const int64_t rowElems = AlignUp(D, kElemAlign);
-      const int64_t maxElems = LargestFitting(std::min(in.G, kMaxDmaRows) * rowElems, kElemAlign, [&](int64_t k) {
-        Layout l = layout;
-        l.K = k;
-        return fits(l);
-      });
-      // the kernel holds each group at a stride of D rounded up to 16 (HwOneBatch), so a task's
-      // groups are one batch (one DMA per array, at most kMaxDmaRows rows) only when K holds
-      // groupsPerTask such rows: sized to D alone, a task of D = 1 groups took one batch (four
-      // DMA latencies) per group
-      if (maxElems < rowElems) return kTilingNoFit;
-      const int64_t groupsFit = std::min<int64_t>(maxElems / rowElems, in.G);
-      // Enough tasks to occupy the cores when the problem allows it.
-      const int64_t groupsForCores = std::max<int64_t>(1, in.N * in.G / in.coreNum);
-      t.groupsPerTask = std::max<int64_t>(1, std::min(groupsFit, groupsForCores));
-      layout.K = t.groupsPerTask * rowElems;
-      SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
+      // Many samples with dgamma/dbeta: a task is hwOneSamples whole samples (about N / kHwOneTasks: the
+      // shape's count, not the core count's, since it orders the sums), in batches of whole samples, its
+      // per-channel sums one workspace row: stage 2 adds numTasks rows, not N (a 2-D input's stage 2
+      // was a burst per sample and array on every block), and no batch stops at a sample's end.
+      const int64_t sampleElems = in.G * rowElems;
+      const int64_t samples = in.N / kHwOneTasks;
+      if (wantsStats && samples > 1 && in.G <= kMaxDmaRows) {
+        Layout acc = layout;
+        acc.hwAccElems = 2 * sampleElems;
+        const int64_t perBatch = std::min<int64_t>(samples, kMaxDmaRows / in.G);
+        const int64_t k = LargestFitting(perBatch * sampleElems, sampleElems, [&](int64_t k) {
+          Layout l = acc;
+          l.K = k;
+          return fits(l);
+        });
+        if (k > 0) {
+          layout = acc;
+          layout.K = k;
+          t.hwOneSamples = samples;
+          t.groupsPerTask = samples * in.G;
+          SplitTasks(CeilDiv(in.N, samples), in.coreNum, &t);
+        }
+      }
+      if (t.hwOneSamples == 0) {
+        const int64_t maxElems = LargestFitting(std::min(in.G, kMaxDmaRows) * rowElems, kElemAlign, [&](int64_t k) {
+          Layout l = layout;
+          l.K = k;
+          return fits(l);
+        });
+        // the kernel holds each group at a stride of D rounded up to 16 (HwOneBatch), so a task's
+        // groups are one batch (one DMA per array, at most kMaxDmaRows rows) only when K holds
+        // groupsPerTask such rows: sized to D alone, a task of D = 1 groups took one batch (four
+        // DMA latencies) per group
+        if (maxElems < rowElems) return kTilingNoFit;
+        const int64_t groupsFit = std::min<int64_t>(maxElems / rowElems, in.G);
+        // Enough tasks to occupy the cores when the problem allows it.
+        const int64_t groupsForCores = std::max<int64_t>(1, in.N * in.G / in.coreNum);
+        t.groupsPerTask = std::max<int64_t>(1, std::min(groupsFit, groupsForCores));
+        layout.K = t.groupsPerTask * rowElems;
+        SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
+      }
     } else {
       const int64_t slices = HwSlices(in.N, in.C, L);
       if (slices > 1) {  // slices of whole 16-element blocks: every slice starts 32-byte aligned in GM
@@ -405,7 +431,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
 
   // stage 2 unless dgamma/dbeta come from the group-across-N cores or the HxW split's group owners
   if (wantsStats && in.C > 0 && !t.groupAcrossN && t.hwSlices == 1) {
-    t.reduceRows = empty ? 0 : in.N * t.hwSlices;  // workspace rows (n, slice), added in that order
+    // workspace rows (n, slice), added in that order; mode 3's hwOneSamples: a row a task
+    t.reduceRows = empty ? 0 : (t.hwOneSamples > 0 ? t.numTasks : in.N * t.hwSlices);
     const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;
     // Whole rows: where C is a multiple of 8 and at most 64 (one fp32 repeat), one block reads
     // every channel, so its rows are contiguous in GM and in UB: one burst per array and load,

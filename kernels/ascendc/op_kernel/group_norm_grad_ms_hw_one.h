@@ -9,26 +9,61 @@ namespace GroupNormGradMsKernel {
 // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
 // at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
 // vector operand starts 32-byte aligned; the groups go through UB in batches of K / P.
+// With hwOneSamples, a task is a run of that many whole samples in batches of whole samples:
+// each sample's db (dy itself) and dg rows are added, in sample order, to the task's per-channel
+// sums (hwAccBuf_), stored as workspace row `task` at its end; stage 2 adds the rows of the tasks.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTask(int64_t task) {
+  const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
+  if (t_->hwOneSamples > 0) {
+    const int64_t width = t_->G * AlignUp(t_->D, 16);  // a sample's rows; perBatch is a multiple of G
+    const int64_t taskRows = t_->hwOneSamples * t_->G;
+    const int64_t q0 = task * taskRows;
+    const int64_t groups = (t_->N * t_->G - q0 < taskRows) ? t_->N * t_->G - q0 : taskRows;
+    LocalTensor<float> acc = hwAccBuf_.Get<float>();
+    Duplicate(acc, 0.0f, static_cast<int32_t>(2 * width));
+    for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
+      HwOneBatch(q0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
+    }
+    Sync<HardEvent::V_MTE3>();
+    StorePaddedRows(wsDbGm_, task * t_->C, t_->G, acc, t_->D);
+    StorePaddedRows(wsDgGm_, task * t_->C, t_->G, acc[width], t_->D);
+    Sync<HardEvent::MTE3_V>();  // the next task's Duplicate rewrites the sums
+    return;
+  }
   const int64_t runsPerSample = (t_->G + t_->groupsPerTask - 1) / t_->groupsPerTask;
   const int64_t n = task / runsPerSample;
   const int64_t g0 = (task % runsPerSample) * t_->groupsPerTask;
   const int64_t groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
-  const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
   for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
-    HwOneBatch(n, g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
+    HwOneBatch(n * t_->G + g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
   }
 }
 
+// gamma (or beta) rows of groups q0 .. q0 + rows - 1 (group q's row is g = q % G), P apart, into
+// a buffer of `que`: one DMA a sample the rows touch (one for a run within a sample).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, int64_t g0, int64_t rows) {
+template <typename Que>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffineRows(Que &que, const GlobalTensor<U> &src,
+                                                                          int64_t q0, int64_t rows) {
+  const int64_t P = AlignUp(t_->D, 16);
+  LocalTensor<U> staging = que.template AllocTensor<U>();
+  for (int64_t j = 0; j < rows;) {
+    const int64_t g = (q0 + j) % t_->G;
+    const int64_t piece = (t_->G - g < rows - j) ? t_->G - g : rows - j;
+    LoadPaddedRows(staging[j * P], src, g * t_->D, piece, t_->D);
+    j += piece;
+  }
+  que.EnQue(staging);
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0, int64_t rows) {
   const int64_t D = t_->D;
   const int64_t P = AlignUp(D, 16);
   const int32_t span = static_cast<int32_t>(rows * P);
   const int32_t d = static_cast<int32_t>(D);
-  const int64_t c0 = g0 * D;
-  const int64_t base = n * t_->C + c0;  // HxW == 1: element offset == channel offset
+  const int64_t base = q0 * D;  // HxW == 1: group q's elements start at q * D
   LocalTensor<float> xF = FloatBuf(0);
   LocalTensor<float> gF = FloatBuf(1);
   LocalTensor<float> gdy = FloatBuf(2);
@@ -37,12 +72,12 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
   LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
   IssuePaddedRows(rowDyQue_, dyGm_, base, rows, D);
   IssuePaddedRows(rowXQue_, xGm_, base, rows, D);
-  if (SILU || t_->dxRequired != 0) IssuePaddedRows(gammaQue_, gammaGm_, c0, rows, D);
-  if constexpr (SILU) IssuePaddedRows(betaQue_, betaGm_, c0, rows, D);
+  if (SILU || t_->dxRequired != 0) IssueAffineRows(gammaQue_, gammaGm_, q0, rows);
+  if constexpr (SILU) IssueAffineRows(betaQue_, betaGm_, q0, rows);
   TakeAsFloat<T>(rowDyQue_, span, dyF);
   TakeAsFloat<T>(rowXQue_, span, xF);
   for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
-    const int64_t group = n * t_->G + g0 + j;
+    const int64_t group = q0 + j;
     const float mean = Stat(true, group);
     const float scale = CentringScale(mean);
     if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path
@@ -58,7 +93,14 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
     SwishGradFromNegT(dyF, gdy, sums, Ones(), span);
   }
   Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
-  if (t_->needWorkspace != 0) {
+  if (t_->hwOneSamples > 0) {  // each sample's rows added to the task's sums at once, in sample order
+    const int64_t width = t_->G * P;
+    LocalTensor<float> acc = hwAccBuf_.Get<float>();
+    for (int64_t s = 0; s < rows; s += t_->G) {
+      Add(acc, acc, dyF[s * P], static_cast<int32_t>(width));
+      Add(acc[width], acc[width], dgF[s * P], static_cast<int32_t>(width));
+    }
+  } else if (t_->needWorkspace != 0) {
     Sync<HardEvent::V_MTE3>();
     StorePaddedRows(wsDbGm_, base, rows, dyF, D);
     StorePaddedRows(wsDgGm_, base, rows, dgF, D);
@@ -73,7 +115,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
     ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
   }
   for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
-    const float rstd = Stat(false, n * t_->G + g0 + j);
+    const float rstd = Stat(false, q0 + j);
     const float c1 = sums.GetValue(j) * invM_;
     const float c2 = sums.GetValue(rows + j) * invM_;
     Muls(xF[j * P], xF[j * P], rstd * c2, d);

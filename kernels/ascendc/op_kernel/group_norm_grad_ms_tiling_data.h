@@ -88,6 +88,11 @@ struct GroupNormGradMsTilingData {
   // elements of the buffer of the rows' broadcast gamma/beta blocks (see BroadcastRows), else 0;
   // reserved last, where UB is left over, so no other field depends on it
   int64_t bcastElems;
+  // mode 3 with dgamma/dbeta, many samples: phase-1 tasks are runs of hwOneSamples whole samples
+  // (batches of whole samples), whose per-channel db and dg the task sums in sample order into one
+  // workspace row (row = task); stage 2 adds those numTasks rows. A shape's count, never the core
+  // count's (the sums' order depends on it). 0: tasks are runs of groups of one sample.
+  int64_t hwOneSamples;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;
