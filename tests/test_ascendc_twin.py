@@ -51,7 +51,7 @@ CASES = {
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
-    # many samples: tasks of whole samples (201 // 48 = 4, the last task one sample), several a core,
+    # many samples: tasks of whole samples (ceil(201 / 48) = 5, the last task one sample), several a core,
     # each task's per-channel sums one workspace row
     "hw_one_samples": (201, 24, 1, 3, 4, "hw_one", 0),
     # 10 samples a task in batches of 4 (a 1024-channel sample is 4096 elements of UB per array)
@@ -439,3 +439,38 @@ def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
     N, C, HxW, G, cores, _, _ = CASES["hw_slices_c_per_g_1"]
     got, _, _ = with_library(library, lambda: run_case((N, C, HxW), G, "fp32", core_num=cores))
     assert np.isnan(got[0]).all() and np.isnan(got[2]).all()  # dx and dbeta: every db partial is NaN + db
+
+
+# Mode 3 with groups of <= 64 channels: a batch's per-group scalars broadcast into a block a group and
+# applied to every group at once, its sums by WholeReduceSum (HwOneBatch's vector coefficients). The
+# same launch with chunkElems cut to the task's rows (or one sample), where the coefficient arrays do not
+# fit, takes the per-group path: the same bits, and both match the reference. 201x24 G3 (D = 8) takes
+# tasks of whole samples; 2x6 G6 (D = 1) runs of groups, its K raised to hold the coefficients;
+# 100x160 G10 (D = 16) tasks of two samples.
+@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@pytest.mark.parametrize("shape,G,cores,dtype_key,per_group_elems",
+                         [((201, 24, 1), 3, 4, "fp32", 48), ((2, 6, 1), 6, 4, "bf16", 48),
+                          ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "2x6", "100x160"])
+def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dtype_key, per_group_elems, silu):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
+    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, silu=silu,
+                                      swish_scale=-0.5)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "hw_one" and tiling["chunkElems"] > per_group_elems
+
+    def launch(t):
+        outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
+        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+                                  beta], t, core_num=cores, execution="deferred")
+        return outs
+
+    got = launch(tiling)
+    assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "chunkElems": per_group_elems})]
+    if silu:
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, -0.5)
+    else:
+        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    check_against_reference(got, want, dtype_key, (True, True, True))

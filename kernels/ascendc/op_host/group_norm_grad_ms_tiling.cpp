@@ -26,7 +26,14 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
-constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
+constexpr int64_t kHwOneTasks = 48;
+// Mode 3's fp32 elements of FloatBuf(3) that HwOneBatch's vector coefficients take for `rows`
+// groups (op_kernel/group_norm_grad_ms_common.h HwOneCoefElems: 2 sums and 3 scalars a group,
+// rounded up to 8 groups, and 8 for each of up to 248 groups' blocks)
+int64_t HwOneCoefElems(int64_t rows) {
+  const int64_t r8 = (rows + 7) / 8 * 8;
+  return 5 * r8 + 8 * std::min<int64_t>(r8, 248);
+}  // mode 3 with many samples: about this many tasks of whole samples
 constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels an item below this channel length
 constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
@@ -223,12 +230,12 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
       layout = withSilu(Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow});
       const int64_t rowElems = AlignUp(D, kElemAlign);
-      // Many samples with dgamma/dbeta: a task is hwOneSamples whole samples (about N / kHwOneTasks: the
+      // Many samples with dgamma/dbeta: a task is hwOneSamples whole samples (N / kHwOneTasks rounded up: the
       // shape's count, not the core count's, since it orders the sums), in batches of whole samples, its
       // per-channel sums one workspace row: stage 2 adds numTasks rows, not N (a 2-D input's stage 2
       // was a burst per sample and array on every block), and no batch stops at a sample's end.
       const int64_t sampleElems = in.G * rowElems;
-      const int64_t samples = in.N / kHwOneTasks;
+      const int64_t samples = CeilDiv(in.N, kHwOneTasks);  // at most kHwOneTasks tasks: one a core on 48
       if (wantsStats && samples > 1 && in.G <= kMaxDmaRows) {
         Layout acc = layout;
         acc.hwAccElems = 2 * sampleElems;
@@ -262,6 +269,12 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         const int64_t groupsForCores = std::max<int64_t>(1, in.N * in.G / in.coreNum);
         t.groupsPerTask = std::max<int64_t>(1, std::min(groupsFit, groupsForCores));
         layout.K = t.groupsPerTask * rowElems;
+        // groups of at most 64 channels: room in each fp32 buffer for the batch's coefficient
+        // arrays and blocks (the kernel's HwOneCoefElems), where the UB has it, so a short task
+        // (few groups) takes the vector coefficients too; more rows a batch than a task has are unused
+        Layout roomy = layout;
+        roomy.K = std::max(layout.K, AlignUp(HwOneCoefElems(t.groupsPerTask), kElemAlign));
+        if (D <= 64 && fits(roomy)) layout = roomy;
         SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
       }
     } else {

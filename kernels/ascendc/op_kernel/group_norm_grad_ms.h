@@ -402,6 +402,14 @@ class KernelGroupNormGradMs {
   __aicore__ inline void HwOneTask(int64_t task);
 
   __aicore__ inline void HwOneBatch(int64_t q0, int64_t rows);
+  // Groups of at most 64 channels whose coefficient rows fit in FloatBuf(3) (HwOneCoefElems): a
+  // batch's per-group scalars go through UB as arrays, broadcast into a block a group (Brcb) and
+  // applied to every group at once (one repeat a group); its c1/c2 sums by RowSums.
+  __aicore__ inline bool HwOneVectorCoefficients(int64_t rows) const {
+    return t_->D <= 64 && HwOneCoefElems(rows) <= t_->chunkElems;
+  }
+  // dst rows (P apart, D long) = dst rows op coefficient k of the batch's groups (op: Mul or Add)
+  __aicore__ inline void HwOneApply(const LocalTensor<float> &dst, int64_t k, int64_t rows, bool add);
   template <typename Que>
   __aicore__ inline void IssueAffineRows(Que &que, const GlobalTensor<U> &src, int64_t q0, int64_t rows);
 

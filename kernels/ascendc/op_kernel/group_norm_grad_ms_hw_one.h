@@ -76,13 +76,32 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   if constexpr (SILU) IssueAffineRows(betaQue_, betaGm_, q0, rows);
   TakeAsFloat<T>(rowDyQue_, span, dyF);
   TakeAsFloat<T>(rowXQue_, span, xF);
-  for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
-    const int64_t group = q0 + j;
-    const float mean = Stat(true, group);
-    const float scale = CentringScale(mean);
-    if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path
-    Adds(xF[j * P], xF[j * P], -mean * scale, d);
-    Muls(xF[j * P], xF[j * P], XhatFactor(mean, Stat(false, group)), d);
+  const bool vectorCoefficients = HwOneVectorCoefficients(rows);
+  const int64_t r8 = HwOneRows8(rows);
+  if (vectorCoefficients) {  // xhat of every group at once, from the same products and sums
+    Sync<HardEvent::V_S>();  // the previous batch's Brcb reads of the scalar arrays are done
+    bool scaled = false;
+    for (int64_t j = 0; j < rows; ++j) {
+      const float mean = Stat(true, q0 + j);
+      const float scale = CentringScale(mean);
+      scaled = scaled || scale != 1.0f;
+      sums.SetValue(2 * r8 + j, scale);
+      sums.SetValue(3 * r8 + j, -mean * scale);
+      sums.SetValue(4 * r8 + j, XhatFactor(mean, Stat(false, q0 + j)));
+    }
+    Sync<HardEvent::S_V>();  // Brcb reads the scalars
+    if (scaled) HwOneApply(xF, 0, rows, false);  // the rare path (x * 1 is x for the other groups)
+    HwOneApply(xF, 1, rows, true);
+    HwOneApply(xF, 2, rows, false);
+  } else {
+    for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
+      const int64_t group = q0 + j;
+      const float mean = Stat(true, group);
+      const float scale = CentringScale(mean);
+      if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path
+      Adds(xF[j * P], xF[j * P], -mean * scale, d);
+      Muls(xF[j * P], xF[j * P], XhatFactor(mean, Stat(false, group)), d);
+    }
   }
   if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: -t = -k * (gamma * xhat + beta)
     TakeAsFloat<U>(gammaQue_, span, gF);
@@ -110,17 +129,35 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   if constexpr (!SILU) TakeAsFloat<U>(gammaQue_, span, gF);
   Mul(gdy, gF, dyF, span);  // gamma * dy
   Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
-  for (int64_t j = 0; j < rows; ++j) {
-    ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
-    ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
-  }
-  for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
-    const float rstd = Stat(false, q0 + j);
-    const float c1 = sums.GetValue(j) * invM_;
-    const float c2 = sums.GetValue(rows + j) * invM_;
-    Muls(xF[j * P], xF[j * P], rstd * c2, d);
-    Muls(gdy[j * P], gdy[j * P], rstd, d);
-    Adds(gdy[j * P], gdy[j * P], -rstd * c1, d);
+  if (vectorCoefficients) {  // the sums by WholeReduceSum: ReduceSum's lanes and tree for D <= 64
+    const RowSumOperands both[2] = {{sums, gdy, ReduceWork()}, {sums[r8], dgF, ReduceWork()}};
+    RowSums(both, 2, rows, P, d, 0);
+    Sync<HardEvent::V_S>();  // the scalar reads of the sums
+    for (int64_t j = 0; j < rows; ++j) {
+      const float rstd = Stat(false, q0 + j);
+      const float c1 = sums.GetValue(j) * invM_;
+      const float c2 = sums.GetValue(r8 + j) * invM_;
+      sums.SetValue(2 * r8 + j, rstd * c2);
+      sums.SetValue(3 * r8 + j, rstd);
+      sums.SetValue(4 * r8 + j, -rstd * c1);
+    }
+    Sync<HardEvent::S_V>();  // Brcb reads the scalars
+    HwOneApply(xF, 0, rows, false);
+    HwOneApply(gdy, 1, rows, false);
+    HwOneApply(gdy, 2, rows, true);
+  } else {
+    for (int64_t j = 0; j < rows; ++j) {
+      ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
+      ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
+    }
+    for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
+      const float rstd = Stat(false, q0 + j);
+      const float c1 = sums.GetValue(j) * invM_;
+      const float c2 = sums.GetValue(rows + j) * invM_;
+      Muls(xF[j * P], xF[j * P], rstd * c2, d);
+      Muls(gdy[j * P], gdy[j * P], rstd, d);
+      Adds(gdy[j * P], gdy[j * P], -rstd * c1, d);
+    }
   }
   Sub(gdy, gdy, xF, span);
   LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
@@ -133,6 +170,31 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   staging = dxQue_.template DeQue<T>();
   StorePaddedRows(dxGm_, base, rows, staging, D);
   dxQue_.FreeTensor(staging);
+}
+
+// Coefficient k of the batch's groups (FloatBuf(3) from 2 * r8 + k * r8), each broadcast into a
+// 32-byte block (Brcb: 8 groups a repeat), then one Mul (Add) over up to HW_ONE_PIECE groups, a
+// repeat a group of D <= 64 elements (RowBlockParams): each element the fp32 product (sum) of the
+// same two values as a per-group Muls (Adds), so the bits are those of the per-group path.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneApply(const LocalTensor<float> &dst, int64_t k,
+                                                                     int64_t rows, bool add) {
+  const int64_t P = AlignUp(t_->D, 16);
+  const int64_t r8 = HwOneRows8(rows);
+  LocalTensor<float> scalars = FloatBuf(3)[2 * r8 + k * r8];
+  LocalTensor<float> blocks = FloatBuf(3)[5 * r8];
+  const BrcbRepeatParams brcb(1, 8);  // 8 consecutive blocks a repeat
+  const BinaryRepeatParams params = RowBlockParams(P);
+  const uint64_t mask = static_cast<uint64_t>(t_->D);
+  for (int64_t r0 = 0; r0 < rows; r0 += HW_ONE_PIECE) {
+    const int64_t n = (rows - r0 < HW_ONE_PIECE) ? rows - r0 : HW_ONE_PIECE;
+    Brcb(blocks, scalars[r0], static_cast<uint8_t>(HwOneRows8(n) / FLOATS_PER_BLOCK), brcb);
+    if (add) {
+      Add(dst[r0 * P], dst[r0 * P], blocks, mask, static_cast<uint8_t>(n), params);
+    } else {
+      Mul(dst[r0 * P], dst[r0 * P], blocks, mask, static_cast<uint8_t>(n), params);
+    }
+  }
 }
 
 }  // namespace GroupNormGradMsKernel
