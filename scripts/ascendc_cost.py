@@ -57,7 +57,12 @@ estimate over GroupNormGradMs's at the same shape and dtype (measured in the sam
 Every table (no flag, --forward, --silu-grad) ends with its own line
 worst_over_bound=R (shape, dtype) geomean_over_bound=G over the rows it printed.
 
-Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--shapes 3x60x17x19:6,...] [--dma-latency-ns 1000]
+With --table NAME the rows are the shapes of scripts/shapes/NAME.txt (every_shape: networks, odd and
+tiny shapes, CANN's GroupNormGrad test shapes, each with its reason), and the table closes with one
+line per dtype, "fp16: worst_over_bound=...", before the line over all rows.
+
+Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--shapes 3x60x17x19:6,4096x512:32,...]
+                                      [--table every_shape] [--dma-latency-ns 1000]
                                       [--forward | --silu-grad | --peer]
 """
 import argparse
@@ -72,7 +77,8 @@ from ms_groupnorm.backends import twin as ascendc_twin
 from ms_groupnorm.backends import twin as ascendc_twin_forward
 
 ANCHORS = [(2, 64, 32, 32, 32), (8, 320, 64, 64, 32), (16, 128, 56, 56, 32), (32, 32, 28, 28, 8),
-           (4, 1280, 8, 8, 32), (1, 3, 224, 224, 1), (3, 60, 17, 19, 6)]
+           (4, 1280, 8, 8, 32), (1, 3, 224, 224, 1), (3, 60, 17, 19, 6)]  # N, C, H, W, G
+TABLES = Path(__file__).resolve().parent / "shapes"  # --table NAME reads TABLES / f"{NAME}.txt"
 DTYPES = {"fp32": ("float32", "float32"), "fp16": ("float16", "float16"), "bf16": ("bfloat16", "bfloat16"),
           "fp16/fp32": ("float16", "float32"), "bf16/fp32": ("bfloat16", "float32")}
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -114,8 +120,7 @@ def tasks_on_busiest_core(tiling):
 
 
 def measure(shape, dtype_key, silu=False):
-    N, C, H, W, G = shape
-    HxW = H * W
+    N, C, HxW, G = flat(shape)
     data_dtype, stat_dtype = DTYPES[dtype_key]
     full = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=CORES, silu=silu)
     n_run = N
@@ -156,7 +161,7 @@ def measure(shape, dtype_key, silu=False):
     stat_bytes = BYTES[stat_dtype] * (2 * N * G + (4 if silu else 3) * C)  # mean, rstd; gamma, (beta,) dgamma, dbeta
     bound_ns = (3 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS + 3 * dma_latency_ns()
     return {
-        "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
+        "shape": shape_label(shape),
         "dtype": dtype_key,
         "mode": ascendc_twin.MODE_NAMES[full["mode"]] + ("/split" if full["splitByChannel"] else "")
         + (f"/{full['hwSlices']} HxW slices" if full["hwSlices"] > 1 else "")
@@ -219,8 +224,7 @@ def summary(rows):
 
 # ---------------------------------------------------------------- the forward (GroupNormSiluMs)
 def measure_forward(shape, dtype_key):
-    N, C, H, W, G = shape
-    HxW = H * W
+    N, C, HxW, G = flat(shape)
     data_dtype, param_dtype = DTYPES[dtype_key]
     full = ascendc_twin_forward.forward_tiling(N, C, HxW, G, data_dtype, param_dtype, core_num=CORES)
     n_run = N
@@ -246,7 +250,7 @@ def measure_forward(shape, dtype_key):
     bound_ns = ((2 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS
                 + 3 * ascendc_twin_forward.forward_cost_model()["dma_latency_ns"])
     return {
-        "shape": "x".join(map(str, (N, C, H, W))) + f" G{G}",
+        "shape": shape_label(shape),
         "dtype": dtype_key,
         "mode": ascendc_twin_forward.FORWARD_MODE_NAMES[full["mode"]] + ("/staged" if full["staged"] else "")
         + (f"/ring {full['ringResident']} of {full['ringParts']} parts" if full["ringParts"] else "")
@@ -281,28 +285,78 @@ def forward_row(r):
             f"{r['ratio']:.2f} | {r['floor_us']:.1f} | {r['vector_us']:.1f} | {r['bound_us']:.1f} | {r['over_bound']:.2f} |")
 
 
+def shape_label(shape):
+    """A shape as the tables print it: its dims joined by x, then G (2x64x32x32 G32)."""
+    return "x".join(map(str, shape[:-1])) + f" G{shape[-1]}"
+
+
+def flat(shape):
+    """(N, C, HxW, G) of a shape (N, C, spatial dims..., G): the kernels see the spatial dims as one."""
+    return shape[0], shape[1], math.prod(shape[2:-1]), shape[-1]
+
+
 def anchor_name(anchor):
-    N, C, H, W, G = anchor
-    return f"{N}x{C}x{H}x{W}:{G}"
+    return "x".join(map(str, anchor[:-1])) + f":{anchor[-1]}"
 
 
-def select_anchors(names):
-    """The anchors named in `names` (comma-separated NxCxHxW:G), in ANCHORS order; all when None."""
-    if names is None:
-        return list(ANCHORS)
-    wanted = names.split(",")
-    unknown = set(wanted) - {anchor_name(a) for a in ANCHORS}
-    if unknown:
-        raise SystemExit(f"unknown anchor shapes {sorted(unknown)}; known: {[anchor_name(a) for a in ANCHORS]}")
-    return [a for a in ANCHORS if anchor_name(a) in wanted]
+def parse_shape(text):
+    """NxCxHxW:G, NxC:G (2-D, HxW = 1) or any rank >= 2 as dims joined by x -> (N, C, dims..., G).
+    Bad text raises SystemExit naming the shape and the rule it breaks."""
+    dims_text, sep, group_text = text.strip().partition(":")
+    try:
+        dims = tuple(int(d) for d in dims_text.split("x"))
+        G = int(group_text)
+    except ValueError:
+        dims, G = (), 0
+    if not sep or len(dims) < 2:
+        raise SystemExit(f"shape {text!r}: expected dims joined by x (at least N and C) then :G, as 2x64x32x32:32 "
+                         f"or 4096x512:32")
+    if min(dims) < 1 or G < 1 or dims[1] % G:
+        raise SystemExit(f"shape {text!r}: every dim and G must be positive and C ({dims[1]}) a multiple of G ({G})")
+    return dims + (G,)
+
+
+def parse_shapes(names):
+    """The shapes of `names` (comma-separated, see parse_shape); the anchors when None."""
+    return list(ANCHORS) if names is None else [parse_shape(name) for name in names.split(",")]
+
+
+def read_table(name):
+    """The shapes of table `name` (scripts/shapes/NAME.txt: one `dims:G  reason` per line, # for notes)."""
+    path = TABLES / f"{name}.txt"
+    if not path.is_file():
+        known = sorted(p.stem for p in TABLES.glob("*.txt"))
+        raise SystemExit(f"--table {name}: no {path}; known tables: {known}")
+    shapes = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip() and not line.startswith("#"):
+            text, sep, reason = line.partition("  ")
+            if not sep or not reason.strip():
+                raise SystemExit(f"{path}:{number}: expected `dims:G  reason` (two spaces before the reason)")
+            if "0" in text.partition(":")[0].split("x"):
+                continue  # an empty tensor (the CPU bench's row): no launch to cost
+            shapes.append(parse_shape(text))
+    return shapes
+
+
+def closing_lines(rows, per_dtype):
+    """The table's closing line over all rows, after one per dtype when asked (a table over many shapes)."""
+    lines = []
+    if per_dtype:
+        for dtype_key in dict.fromkeys(r["dtype"] for r in rows):
+            lines.append(f"{dtype_key}: " + summary([r for r in rows if r["dtype"] == dtype_key]))
+    return lines + [summary(rows)]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated subset of " + ",".join(DTYPES))
     parser.add_argument("--shapes", default=None,
-                        help="comma-separated subset of the anchors as NxCxHxW:G (default: all of " +
-                        ",".join(anchor_name(a) for a in ANCHORS) + ")")
+                        help="comma-separated shapes as NxCxHxW:G, NxC:G (2-D) or any rank >= 2 (default: the "
+                        "anchors " + ",".join(anchor_name(a) for a in ANCHORS) + ")")
+    parser.add_argument("--table", default=None, metavar="NAME",
+                        help="the shapes of scripts/shapes/NAME.txt (e.g. every_shape) instead of --shapes; closes "
+                        "with one line per dtype and one over all rows")
     parser.add_argument("--dma-latency-ns", type=float, default=None, help="latency of one DMA (default 1000)")
     parser.add_argument("--burst-cycles", type=float, default=None, help="cycles per DMA burst (default 16)")
     parser.add_argument("--vec-barrier-cycles", type=float, default=None, help="cycles per V barrier (default 20)")
@@ -313,6 +367,8 @@ def main():
                         help="add CANN's own GroupNormGrad under the same model (scripts/ascendc_peer.py; needs the "
                         "OPS_NN, METADEF, ASC_DEVKIT checkouts)")
     args = parser.parse_args()
+    if args.table and args.shapes:
+        parser.error("--table and --shapes: give one")
     peer = None
     if args.peer:
         if args.forward or args.silu_grad:
@@ -321,7 +377,7 @@ def main():
         import ascendc_peer as peer
         if peer.unavailable():
             raise SystemExit(f"--peer: {peer.unavailable()}")
-    anchors = select_anchors(args.shapes)  # before the twin is built: a typo fails at once
+    anchors = read_table(args.table) if args.table else parse_shapes(args.shapes)  # a typo fails before the build
     cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
                                                ("dma_burst_cycles", args.burst_cycles),
@@ -341,17 +397,17 @@ def main():
                 rows.append(measure_forward(shape, dtype_key))
                 print(forward_row(rows[-1]), flush=True)
         print()
-        print(summary(rows))
+        print("\n".join(closing_lines(rows, bool(args.table))))
         return
-    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if args.silu_grad else "") + (
-        peer.HEADER if peer else "")
+    compare = args.silu_grad and not args.table  # a table's rows are many: its comparison column is left out
+    header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if compare else "") + (peer.HEADER if peer else "")
     peer_pairs = []
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for shape in anchors:
         for dtype_key in args.dtypes.split(","):
             rows.append(measure(shape, dtype_key, silu=args.silu_grad))
-            if args.silu_grad:
+            if compare:
                 plain = measure(shape, dtype_key)
                 other = "" if plain["mode"] == rows[-1]["mode"] else f", {plain['mode']}"
                 print(row(rows[-1]) + f" {rows[-1]['est_us'] / plain['est_us']:.2f} ({plain['est_us']:.1f} µs{other}) |",
@@ -362,7 +418,7 @@ def main():
             else:
                 print(row(rows[-1]), flush=True)
     print()
-    print(summary(rows))
+    print("\n".join(closing_lines(rows, bool(args.table))))
     if peer:
         print(peer.summary(peer_pairs))
 

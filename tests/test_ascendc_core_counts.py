@@ -3,7 +3,8 @@
 The core count decides how the host tiling splits the work (group-resident or split by channel,
 HxW chunks sized with or without the workspace, groups across N, the HxW split for few tasks), so
 a sweep over core counts reaches every split a shape can take. The cases are shapes near those
-switches; each runs on the twin at every core count of CORE_COUNTS and must match the 1-core
+switches (and the items a task moves at once: mode 1's channels an item, mode 3's groups a
+batch); each runs on the twin at every core count of CORE_COUNTS and must match the 1-core
 launch byte for byte. (Two such switches once changed the bits: see
 test_ascendc_twin.py, test_the_split_chosen_by_the_core_count_does_not_change_the_bits.)
 """
@@ -22,7 +23,15 @@ CASES = {
     # group-resident by (n, g), groups across N and split by channel, over the sweep
     "resident_across_n_channel": (4, 8, 3000, 2, (True, True, True)),
     "stats_only_across_n_to_channel": (2, 12, 3000, 2, (False, True, True)),
+    # mode 1 with several short channels an item (few cores) to the channel split (many cores)
+    "channel_rows_to_channel_split": (4, 512, 255, 2, (True, True, True)),
+    # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count
+    "hw_one_group_runs": (3, 40, 1, 40, (True, True, True)),
+    # mode 3 with many samples: tasks of whole samples whose sums are one workspace row each
+    "hw_one_sample_runs": (101, 24, 1, 3, (True, True, True)),
 }
+# Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
+SHAPE_SPLITS = {"hw_one_sample_runs"}
 OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
 
@@ -41,7 +50,8 @@ def launch(operator, arrays, G, mask, cores, dtype):
 
 
 def split_of(tiling):
-    return tuple(tiling.get(k) for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices", "chunkElems"))
+    return tuple(tiling.get(k) for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices", "chunkElems",
+                                         "channelsPerItem", "groupsPerTask", "hwOneSamples", "numTasks"))
 
 
 # fp32 data shows a rounding difference most often (in 16-bit, dx's rounding can hide it)
@@ -64,7 +74,9 @@ def test_every_core_count_gives_the_bits_of_one_core(case, operator, dtype):
         outputs, tiling = launch(operator, arrays, G, mask, cores, dtype)
         results[cores] = [None if o is None else o.tobytes() for o in outputs]
         splits.add(split_of(tiling))
-    if operator != "GroupNormSiluMs":  # the forward's tiling fields differ; its split may stay the same
+    if operator != "GroupNormSiluMs" and case in SHAPE_SPLITS:
+        assert len(splits) == 1, f"{case}: the split follows the core count: {splits}"
+    elif operator != "GroupNormSiluMs":  # the forward's tiling fields differ; its split may stay the same
         assert len(splits) > 1, f"{case}: every core count took {splits}: the case no longer switches"
     differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
     assert not differ, f"{case}, {operator}: {differ} cores differ from 1 core"

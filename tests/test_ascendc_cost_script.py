@@ -50,7 +50,31 @@ def test_each_table_ends_with_its_closing_line(flag):
     assert all(0 < v <= e + 0.05 for v, e in zip(vector, estimate)), (vector, estimate)
 
 
-def test_an_unknown_anchor_is_refused():
-    result = subprocess.run([sys.executable, str(SCRIPT), "--shapes", "1x2x3x4:5"], capture_output=True, text=True,
+@pytest.mark.parametrize("text", ["1x2x3x4", "1x6x3:4", "7:1", "1x0x3:1", "2x4x3:0", "ax4:2"])
+def test_a_bad_shape_is_refused_with_its_rule(text):
+    result = subprocess.run([sys.executable, str(SCRIPT), "--shapes", text], capture_output=True, text=True,
                             env=dict(os.environ, PYTHONPATH=str(SCRIPT.parent.parent)), timeout=300)
-    assert result.returncode != 0 and "unknown anchor shapes" in result.stderr
+    assert result.returncode != 0 and f"shape {text!r}" in result.stderr, result.stderr[-500:]
+
+
+def test_any_rank_runs_and_a_table_closes_per_dtype(tmp_path, monkeypatch):
+    """A 2-D shape (HxW = 1) and a rank-5 shape run; --table reads scripts/shapes/NAME.txt and closes with one
+    line per dtype before the line over all rows."""
+    lines = run_script("--shapes", "49x11:11,1x4x2x3x3:2", "--dtypes", "fp32")
+    rows, ratios = column_of(lines, "est./bound")
+    assert [r.split("|")[1].strip() for r in rows] == ["49x11 G11", "1x4x2x3x3 G2"] and all(r > 0 for r in ratios)
+    sys.path.insert(0, str(SCRIPT.parent))
+    import ascendc_cost
+    table = ascendc_cost.read_table("every_shape")
+    assert (4096, 512, 32) in table and (1, 320, 16, 32, 32, 32) in table and len(table) == len(set(table)) >= 100
+    monkeypatch.setattr(ascendc_cost, "TABLES", tmp_path)
+    (tmp_path / "two.txt").write_text("# a note\n49x11:11  2-D\n1x4x3x3:2  tiny\n")
+    assert ascendc_cost.read_table("two") == [(49, 11, 11), (1, 4, 3, 3, 2)]
+    (tmp_path / "bad.txt").write_text("49x11:11 no two spaces\n")
+    with pytest.raises(SystemExit, match="two spaces"):
+        ascendc_cost.read_table("bad")
+    rows = [{"shape": "a G1", "dtype": d, "over_bound": r} for d, r in (("fp32", 2.0), ("fp16", 8.0), ("fp32", 4.0))]
+    closing = ascendc_cost.closing_lines(rows, per_dtype=True)
+    assert closing == ["fp32: worst_over_bound=4.00 (a G1, fp32) geomean_over_bound=2.83",
+                       "fp16: worst_over_bound=8.00 (a G1, fp16) geomean_over_bound=8.00",
+                       "worst_over_bound=8.00 (a G1, fp16) geomean_over_bound=4.00"]

@@ -87,9 +87,9 @@ ALL_MASKS = list(itertools.product([True, False], repeat=3))
 @pytest.mark.default_sample(mask=ALL_MASKS, case=PER_MODE, execution=["immediate", "deferred"])
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("mask", ALL_MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
-@pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass",
+@pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows",
                                   "channel_split_n47", "hw_chunks_unaligned_n3", "hw_chunks_channel_split",
-                                  "hw_slices", "hw_one"])
+                                  "hw_slices", "hw_one", "hw_one_samples"])
 def test_every_output_mask(case, mask, execution):
     """gamma and beta are loaded for every task, also when only dgamma or dbeta is asked for."""
     N, C, HxW, G, cores, _, _ = CASES[case]

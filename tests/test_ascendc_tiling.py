@@ -126,6 +126,18 @@ def test_hw_one_groups_per_task_occupy_the_cores():
     assert t["groupsPerTask"] == 1 and t["numTasks"] == 8
 
 
+def test_hw_one_with_many_samples_takes_tasks_of_whole_samples():
+    # 1023 samples: tasks of ceil(1023 / 48) = 22 whole samples, one workspace row each for stage 2, on
+    # every core count; without dgamma/dbeta (no sums to order) the runs of groups stay
+    for cores in (1, 7, 48):
+        t = tiling(1023, 257, 1, 1, 196608, cores=cores)
+        assert (t["hwOneSamples"], t["numTasks"], t["reduceRows"]) == (22, 47, 47)
+        assert t["chunkElems"] % 272 == 0  # batches of whole samples (257 channels padded to 272)
+    t = tiling(1023, 257, 1, 1, 196608, mask=(True, False, False))
+    assert t["hwOneSamples"] == 0 and t["numTasks"] == 1023
+    assert tiling(48, 257, 1, 1, 196608)["hwOneSamples"] == 0  # one sample a task: the runs of groups
+
+
 def test_mask_skips_the_workspace_and_stage2():
     # HxW = 1000: the group-across-N split would add 24 channels x 1000 x 12 B per core
     t = tiling(8, 32, 1000, 8, 196608, mask=(True, False, False))

@@ -27,6 +27,8 @@ CASES = {
     # the coarser "group across N" split would add 16 channels x 2000 x (6 or 12) B per core: not taken
     "resident_workspace_n8": (8, 8, 2000, 2, 4, "group_resident", 0),
     "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass", 0),
+    # a group too large for mode 0 over short channels: 64 channels of 49 an item (one DMA each)
+    "channel_rows": (2, 400, 49, 1, 2, "channel_two_pass", 0),
     # N*G < cores: split by channel, unless the group-across-N split costs little more (it does here)
     "across_n_small": (1, 8, 50, 2, 48, "group_resident", 0),
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
@@ -49,13 +51,18 @@ CASES = {
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
+    # many samples: tasks of whole samples (ceil(201 / 48) = 5, the last task one sample), several a core,
+    # each task's per-channel sums one workspace row
+    "hw_one_samples": (201, 24, 1, 3, 4, "hw_one", 0),
+    # 10 samples a task in batches of 4 (a 1024-channel sample is 4096 elements of UB per array)
+    "hw_one_sample_batches": (480, 1024, 1, 1, 48, "hw_one", 0),
 }
 
 
 # One case per tiling mode and work split (group-resident across N and with the workspace,
 # channel two-pass by group and by channel, HxW chunks by group and by channel, HxW = 1): the
 # default run's sample of the matrices over CASES; --exhaustive runs every case.
-PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_split_n47",
+PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows", "channel_split_n47",
             "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one"]
 # The cases that take the HxW split.
 HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_channel_larger_than_ub",
@@ -277,10 +284,13 @@ def test_hw_split_is_bit_identical_across_core_counts(case, dtype_key):
 # the sums added in another order).
 MODE_SWITCHES = {"resident_workspace_n8": ((16, 17), (True, True, True)),
                  "channel_split_n47": ((47, 48), (True, True, True)),
-                 "hw_chunks_unaligned_n3": ((3, 7), (True, False, False))}
+                 "hw_chunks_unaligned_n3": ((3, 7), (True, False, False)),
+                 # 2x400x49 G1: 64 channels an item on 2 cores, one channel a task (the split) on 3
+                 "channel_rows": ((2, 3), (True, True, True))}
 
 
-@pytest.mark.default_sample(case=["resident_workspace_n8", "hw_chunks_unaligned_n3"], dtype_key=["fp16_fp32"],
+@pytest.mark.default_sample(case=["resident_workspace_n8", "hw_chunks_unaligned_n3", "channel_rows"],
+                            dtype_key=["fp16_fp32"],
                             silu=[False, True])
 @pytest.mark.parametrize("silu", [False, True])
 @pytest.mark.parametrize("dtype_key", ["fp32", "fp16_fp32", "bf16_fp32"])
@@ -429,3 +439,38 @@ def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
     N, C, HxW, G, cores, _, _ = CASES["hw_slices_c_per_g_1"]
     got, _, _ = with_library(library, lambda: run_case((N, C, HxW), G, "fp32", core_num=cores))
     assert np.isnan(got[0]).all() and np.isnan(got[2]).all()  # dx and dbeta: every db partial is NaN + db
+
+
+# Mode 3 with groups of <= 64 channels: a batch's per-group scalars broadcast into a block a group and
+# applied to every group at once, its sums by WholeReduceSum (HwOneBatch's vector coefficients). The
+# same launch with chunkElems cut to the task's rows (or one sample), where the coefficient arrays do not
+# fit, takes the per-group path: the same bits, and both match the reference. 201x24 G3 (D = 8) takes
+# tasks of whole samples; 2x6 G6 (D = 1) runs of groups, its K raised to hold the coefficients;
+# 100x160 G10 (D = 16) tasks of two samples.
+@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@pytest.mark.parametrize("shape,G,cores,dtype_key,per_group_elems",
+                         [((201, 24, 1), 3, 4, "fp32", 48), ((2, 6, 1), 6, 4, "bf16", 48),
+                          ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "2x6", "100x160"])
+def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dtype_key, per_group_elems, silu):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
+    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, silu=silu,
+                                      swish_scale=-0.5)
+    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "hw_one" and tiling["chunkElems"] > per_group_elems
+
+    def launch(t):
+        outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
+        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+                                  beta], t, core_num=cores, execution="deferred")
+        return outs
+
+    got = launch(tiling)
+    assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "chunkElems": per_group_elems})]
+    if silu:
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, -0.5)
+    else:
+        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    check_against_reference(got, want, dtype_key, (True, True, True))

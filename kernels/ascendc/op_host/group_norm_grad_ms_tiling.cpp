@@ -26,6 +26,16 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
+constexpr int64_t kHwOneTasks = 48;
+// Mode 3's fp32 elements of FloatBuf(3) that HwOneBatch's vector coefficients take for `rows`
+// groups (op_kernel/group_norm_grad_ms_common.h HwOneCoefElems: 2 sums and 3 scalars a group,
+// rounded up to 8 groups, and 8 for each of up to 248 groups' blocks)
+int64_t HwOneCoefElems(int64_t rows) {
+  const int64_t r8 = (rows + 7) / 8 * 8;
+  return 5 * r8 + 8 * std::min<int64_t>(r8, 248);
+}  // mode 3 with many samples: about this many tasks of whole samples
+constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels an item below this channel length
+constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
 int64_t BytesOf(ScalarType t) { return t == ScalarType::kFloat32 ? 4 : 2; }
@@ -219,18 +229,54 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     if (L == 1) {
       // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
       layout = withSilu(Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow});
-      const int64_t maxElems = LargestFitting(in.C + kElemAlign, kElemAlign, [&](int64_t k) {
-        Layout l = layout;
-        l.K = k;
-        return fits(l);
-      });
-      if (maxElems < D) return kTilingNoFit;
-      const int64_t groupsFit = std::min<int64_t>(maxElems / D, in.G);
-      // Enough tasks to occupy the cores when the problem allows it.
-      const int64_t groupsForCores = std::max<int64_t>(1, in.N * in.G / in.coreNum);
-      t.groupsPerTask = std::max<int64_t>(1, std::min(groupsFit, groupsForCores));
-      layout.K = AlignUp(t.groupsPerTask * D, kElemAlign);
-      SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
+      const int64_t rowElems = AlignUp(D, kElemAlign);
+      // Many samples with dgamma/dbeta: a task is hwOneSamples whole samples (N / kHwOneTasks rounded up: the
+      // shape's count, not the core count's, since it orders the sums), in batches of whole samples, its
+      // per-channel sums one workspace row: stage 2 adds numTasks rows, not N (a 2-D input's stage 2
+      // was a burst per sample and array on every block), and no batch stops at a sample's end.
+      const int64_t sampleElems = in.G * rowElems;
+      const int64_t samples = CeilDiv(in.N, kHwOneTasks);  // at most kHwOneTasks tasks: one a core on 48
+      if (wantsStats && samples > 1 && in.G <= kMaxDmaRows) {
+        Layout acc = layout;
+        acc.hwAccElems = 2 * sampleElems;
+        const int64_t perBatch = std::min<int64_t>(samples, kMaxDmaRows / in.G);
+        const int64_t k = LargestFitting(perBatch * sampleElems, sampleElems, [&](int64_t k) {
+          Layout l = acc;
+          l.K = k;
+          return fits(l);
+        });
+        if (k > 0) {
+          layout = acc;
+          layout.K = k;
+          t.hwOneSamples = samples;
+          t.groupsPerTask = samples * in.G;
+          SplitTasks(CeilDiv(in.N, samples), in.coreNum, &t);
+        }
+      }
+      if (t.hwOneSamples == 0) {
+        const int64_t maxElems = LargestFitting(std::min(in.G, kMaxDmaRows) * rowElems, kElemAlign, [&](int64_t k) {
+          Layout l = layout;
+          l.K = k;
+          return fits(l);
+        });
+        // the kernel holds each group at a stride of D rounded up to 16 (HwOneBatch), so a task's
+        // groups are one batch (one DMA per array, at most kMaxDmaRows rows) only when K holds
+        // groupsPerTask such rows: sized to D alone, a task of D = 1 groups took one batch (four
+        // DMA latencies) per group
+        if (maxElems < rowElems) return kTilingNoFit;
+        const int64_t groupsFit = std::min<int64_t>(maxElems / rowElems, in.G);
+        // Enough tasks to occupy the cores when the problem allows it.
+        const int64_t groupsForCores = std::max<int64_t>(1, in.N * in.G / in.coreNum);
+        t.groupsPerTask = std::max<int64_t>(1, std::min(groupsFit, groupsForCores));
+        layout.K = t.groupsPerTask * rowElems;
+        // groups of at most 64 channels: room in each fp32 buffer for the batch's coefficient
+        // arrays and blocks (the kernel's HwOneCoefElems), where the UB has it, so a short task
+        // (few groups) takes the vector coefficients too; more rows a batch than a task has are unused
+        Layout roomy = layout;
+        roomy.K = std::max(layout.K, AlignUp(HwOneCoefElems(t.groupsPerTask), kElemAlign));
+        if (D <= 64 && fits(roomy)) layout = roomy;
+        SplitTasks(in.N * CeilDiv(in.G, t.groupsPerTask), in.coreNum, &t);
+      }
     } else {
       const int64_t slices = HwSlices(in.N, in.C, L);
       if (slices > 1) {  // slices of whole 16-element blocks: every slice starts 32-byte aligned in GM
@@ -293,6 +339,25 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         layout.K = t.channelsPerItem * Lp;
       } else if (wholeChannels) {
         layout = channel;
+        // Short channels (a group too large for mode 0, as GroupNorm(1, C) over short rows): an item of
+        // one channel is mostly DMA setup and per-item vector work, so an item is channelsPerItem whole
+        // channels, contiguous in GM (one DMA), Lp apart in UB as mode 0's. Each channel's sums are its
+        // own row's (RowSums), so the bits are those of one channel an item (and of the channel split).
+        if (!t.splitByChannel && D > 1 && Lp < kShortChannelElems) {
+          const int64_t cap = std::min<int64_t>({D, kMaxDmaRows, std::max<int64_t>(1, kShortItemElems / Lp)});
+          Layout rows = channel;
+          rows.residentStride = Lp;
+          const int64_t cpi = LargestFitting(cap, 1, [&](int64_t c) {
+            Layout l = rows;
+            l.K = c * Lp;
+            return fits(l);
+          });
+          if (cpi > 1) {
+            t.channelsPerItem = cpi;
+            layout = rows;
+            layout.K = cpi * Lp;
+          }
+        }
       } else {
         layout = withSilu(Layout{GNG_MODE_HW_CHUNKS, 0, 3, layout.statElems, 0, D, statWindow});
         layout.slices = t.hwSlices;
@@ -327,7 +392,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
       // busiest core): holding only moves data, so it may follow the core count.
       if (layout.mode != GNG_MODE_GROUP_RESIDENT && in.dxRequired) {
-        const int64_t scopeTasks = t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : D;
+        const int64_t scopeTasks =
+            t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : CeilDiv(D, t.channelsPerItem);
         layout.held = LargestFitting(scopeTasks * t.chunksPerChannel, 1, [&](int64_t h) {
           Layout l = layout;
           l.held = h;
@@ -378,7 +444,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
 
   // stage 2 unless dgamma/dbeta come from the group-across-N cores or the HxW split's group owners
   if (wantsStats && in.C > 0 && !t.groupAcrossN && t.hwSlices == 1) {
-    t.reduceRows = empty ? 0 : in.N * t.hwSlices;  // workspace rows (n, slice), added in that order
+    // workspace rows (n, slice), added in that order; mode 3's hwOneSamples: a row a task
+    t.reduceRows = empty ? 0 : (t.hwOneSamples > 0 ? t.numTasks : in.N * t.hwSlices);
     const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;
     // Whole rows: where C is a multiple of 8 and at most 64 (one fp32 repeat), one block reads
     // every channel, so its rows are contiguous in GM and in UB: one burst per array and load,

@@ -59,15 +59,17 @@ struct Layout {
   int64_t affineRows = 0;    // mode 0 (affineAhead): instead, every group's gamma (+ beta) at once
   int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
   int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
+  int64_t hwAccElems = 0;    // mode 3 with hwOneSamples: the task's fp32 db and dg sums (2 x G x P)
 };
 
-// The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0: up
-// to 255 channels; modes 1-2: one) x ceil(Lp / 64) partials rounded to a block. Mode 0 always (mode 1
+// The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0 and mode 1's
+// channelsPerItem: up to 255 channels; else one) x ceil(Lp / 64) partials rounded to a block. Mode 0 always (mode 1
 // gives the same bits); modes 1-2 from what their layout leaves (the kernel batches the rows).
 int64_t RowSumsWork(const Layout &l) {
   if (!l.rowSumsWork || (l.mode != GNG_MODE_GROUP_RESIDENT && l.mode != GNG_MODE_CHANNEL)) return 0;
-  const int64_t rowLen = l.mode == GNG_MODE_GROUP_RESIDENT ? l.residentStride : l.K;
-  const int64_t rows = l.mode == GNG_MODE_GROUP_RESIDENT ? std::min<int64_t>(l.K / rowLen, 255) : 1;
+  const bool rowsOfItem = l.mode == GNG_MODE_GROUP_RESIDENT || l.residentStride > 0;  // mode 1: channels per item
+  const int64_t rowLen = rowsOfItem ? l.residentStride : l.K;
+  const int64_t rows = rowsOfItem ? std::min<int64_t>(l.K / rowLen, 255) : 1;
   return 2 * rows * ReduceWorkElems(rowLen);
 }
 
@@ -100,6 +102,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   total += AlignBytes(l.bcastElems * 4);  // mode 0: the rows' broadcast blocks (0 without)
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
+  total += AlignBytes(l.hwAccElems * 4);  // mode 3: the task's sums (0 without hwOneSamples)
   if (l.affineAhead) total += AffineBytes(l, statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
   if (l.workspaceSums) {  // mode 0: more buffers (its tasks are short)

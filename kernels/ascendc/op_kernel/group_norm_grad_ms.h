@@ -181,6 +181,7 @@ class KernelGroupNormGradMs {
       }
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
+      if (t_->hwOneSamples > 0) pipe_->InitBuffer(hwAccBuf_, 2 * t_->G * AlignUp(t_->D, 16) * sizeof(float));
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
     }
@@ -346,7 +347,7 @@ class KernelGroupNormGradMs {
                                    float rstd, const LocalTensor<float> &gamma, int64_t gammaIndex, float b,
                                    float e, bool frontTaken = false);
   __aicore__ inline void DxFront(int32_t len, float mean, float rstd, const LocalTensor<float> &gamma,
-                                 int64_t gammaIndex, int64_t dxItem = -1);
+                                 int64_t gammaIndex, int64_t dxItem = -1, int64_t rows = 1);
 
   __aicore__ inline LocalTensor<float> ResidentDy(int64_t local) {
     return residentBuf_.Get<float>()[local * t_->residentStride];
@@ -394,12 +395,23 @@ class KernelGroupNormGradMs {
   // of the groups whose first task is among them (no stage 2).
   __aicore__ inline void SlicedAfterSyncAll(int64_t first, int64_t count);
 
-  // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
-  // at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
-  // vector operand starts 32-byte aligned; the groups go through UB in batches of K / P.
+  // Mode 3 (HxW == 1): a run of whole groups of sample n, or (hwOneSamples) of whole samples.
+  // Each group's D channels sit in UB at a stride of P = D rounded up to 16 elements
+  // (DataCopyPad rows), so every per-group vector operand starts 32-byte aligned; the groups go
+  // through UB in batches of K / P (global groups q = n * G + g from q0).
   __aicore__ inline void HwOneTask(int64_t task);
 
-  __aicore__ inline void HwOneBatch(int64_t n, int64_t g0, int64_t rows);
+  __aicore__ inline void HwOneBatch(int64_t q0, int64_t rows);
+  // Groups of at most 64 channels whose coefficient rows fit in FloatBuf(3) (HwOneCoefElems): a
+  // batch's per-group scalars go through UB as arrays, broadcast into a block a group (Brcb) and
+  // applied to every group at once (one repeat a group); its c1/c2 sums by RowSums.
+  __aicore__ inline bool HwOneVectorCoefficients(int64_t rows) const {
+    return t_->D <= 64 && HwOneCoefElems(rows) <= t_->chunkElems;
+  }
+  // dst rows (P apart, D long) = dst rows op coefficient k of the batch's groups (op: Mul or Add)
+  __aicore__ inline void HwOneApply(const LocalTensor<float> &dst, int64_t k, int64_t rows, bool add);
+  template <typename Que>
+  __aicore__ inline void IssueAffineRows(Que &que, const GlobalTensor<U> &src, int64_t q0, int64_t rows);
 
   const GroupNormGradMsTilingData *t_ = nullptr;
   // the load stream (see StreamBegin)
@@ -446,6 +458,7 @@ class KernelGroupNormGradMs {
   TQue<QuePosition::VECIN, 1> rowXQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
   TBuf<QuePosition::VECOUT> floatOutBuf_;  // mode 3: dy and dg rows that MTE3 stores to the workspace
+  TBuf<QuePosition::VECOUT> hwAccBuf_;     // mode 3 with hwOneSamples: a task's db and dg sums per channel
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;

@@ -110,7 +110,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   const LocalTensor<float> dg = db[t_->statElems];
   const int64_t chunks = SliceChunks(slice);
   const bool resident = t_->mode == GNG_MODE_GROUP_RESIDENT;
-  const int64_t cpi = resident ? t_->channelsPerItem : 1;  // channels per item (mode 0: one DMA)
+  const int64_t cpi = t_->channelsPerItem;  // channels per item, one DMA (1 with the channel split or HxW chunks)
   const int64_t items = (channels + cpi - 1) / cpi * chunks;
   const int64_t stride = t_->residentStride;
   LocalTensor<float> red = ReduceDst();
@@ -158,7 +158,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
       const int64_t need = RowPartialElems(len);
       const int64_t half = t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
       const bool split = len > 64 && half >= need;
-      if (!resident && (len <= 64 || split)) {
+      if (!resident && rows == 1 && (len <= 64 || split)) {
         RowSums(db[local], dyF, 2, 2 * t_->chunkElems, len, ReduceWork(), t_->reduceWorkElems, t_->statElems);
         continue;
       }
@@ -217,7 +217,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     return;
   }
   const int64_t chunks = SliceChunks(slice);
-  const int64_t items = channels * chunks;
+  const int64_t cpi = t_->channelsPerItem;  // > 1 only with whole channels (chunks == 1), as in ChannelSums
+  const int64_t items = (channels + cpi - 1) / cpi * chunks;
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
   // A task that holds its first items (not the channel split, whose held items span its tasks)
@@ -233,15 +234,19 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     // loaded and held items in turn, then the rest
     const int64_t item = k < 2 * pairs ? ((k % 2 == 0) ? heldFirst + k / 2 : k / 2)
                                        : (heldFirst < loaded ? heldFirst + k - pairs : k - pairs);
-    const int64_t local = item / chunks;
+    const int64_t local = (item / chunks) * cpi;
     const int64_t chunk = item % chunks;
     const int32_t len = static_cast<int32_t>(ItemLen(slice, chunk));
-    if (!frontTaken || item > 0) DxFront(len, mean, rstd, gamma, gammaIndex + local, heldFirst > 0 ? item : -1);
+    const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
+    const int32_t span = static_cast<int32_t>((rows - 1) * t_->residentStride + len);
+    if (!frontTaken || item > 0) {
+      DxFront(len, mean, rstd, gamma, gammaIndex + local, heldFirst > 0 ? item : -1, rows);
+    }
     // SILU: xF is xhat; else x - mean, and rstd * (x - mean) * b = xhat * b
-    Muls(xF, xF, SILU ? b : XhatFactor(mean, rstd) * b, len);
-    Sub(dyF, dyF, xF, len);
+    Muls(xF, xF, SILU ? b : XhatFactor(mean, rstd) * b, span);
+    Sub(dyF, dyF, xF, span);
     const int64_t start = slice * t_->sliceElems + chunk * t_->chunkElems;
-    StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned);
+    StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned, rows);
   }
 }
 
@@ -277,20 +282,25 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rs
 // The part of a dx item (modes 1-2) that needs no c1/c2: the next item taken, dy (SILU: the
 // swish gradient g, recomputed from xhat as the sums pass did) times a_c into FloatBuf(0),
 // x - mean (SILU: xhat) into FloatBuf(1). Element-wise, so running it early (the HxW split,
-// while the sums load) gives the same values.
+// while the sums load) gives the same values. `rows` channels (mode 1's channelsPerItem), each
+// `len` elements, residentStride apart.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, float mean, float rstd,
                                                                   const LocalTensor<float> &gamma,
-                                                                  int64_t gammaIndex, int64_t dxItem) {
+                                                                  int64_t gammaIndex, int64_t dxItem, int64_t rows) {
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
-  TakeItem(len, mean, dyF, xF, true, dxItem);
+  const int64_t stride = t_->residentStride;
+  const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
+  TakeItem(span, mean, dyF, xF, true, dxItem);
   if constexpr (SILU) {
-    Muls(xF, xF, XhatFactor(mean, rstd), len);  // xhat
-    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, 1, 0, len);  // -t
-    SwishGradFromNegT(dyF, FloatBuf(2), FloatBuf(3), Ones(), len);
+    Muls(xF, xF, XhatFactor(mean, rstd), span);  // xhat
+    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, rows, stride, len);  // -t
+    SwishGradFromNegT(dyF, FloatBuf(2), FloatBuf(3), Ones(), span);
   }
-  Muls(dyF, dyF, rstd * gamma.GetValue(gammaIndex), len);
+  for (int64_t r = 0; r < rows; ++r) {
+    Muls(dyF[r * stride], dyF[r * stride], rstd * gamma.GetValue(gammaIndex + r), len);
+  }
 }
 
 }  // namespace GroupNormGradMsKernel

@@ -33,6 +33,15 @@ constexpr float CENTRING_SCALE_DOWN = 0x1p-88f;
 __aicore__ inline float CentringScale(float mean) {
   return (mean < CENTRING_LIMIT && mean > -CENTRING_LIMIT) ? 1.0f : CENTRING_SCALE_DOWN;
 }
+// Mode 3's vector coefficients (HwOneBatch) in FloatBuf(3) for a batch of `rows` groups: the two sums
+// of each group, three arrays of per-group scalars, and the blocks of one of them for up to
+// HW_ONE_PIECE groups (a repeat a group: at most 255 repeats an instruction).
+constexpr int64_t HW_ONE_PIECE = 248;
+__aicore__ inline int64_t HwOneRows8(int64_t rows) { return (rows + FLOATS_PER_BLOCK - 1) / FLOATS_PER_BLOCK * FLOATS_PER_BLOCK; }
+__aicore__ inline int64_t HwOneCoefElems(int64_t rows) {
+  const int64_t r8 = HwOneRows8(rows);
+  return 2 * r8 + 3 * r8 + FLOATS_PER_BLOCK * (r8 < HW_ONE_PIECE ? r8 : HW_ONE_PIECE);
+}
 // The factor that turns the centred x of TakeCentredX into xhat.
 __aicore__ inline float XhatFactor(float mean, float rstd) { return rstd / CentringScale(mean); }
 

@@ -9,26 +9,61 @@ namespace GroupNormGradMsKernel {
 // Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
 // at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
 // vector operand starts 32-byte aligned; the groups go through UB in batches of K / P.
+// With hwOneSamples, a task is a run of that many whole samples in batches of whole samples:
+// each sample's db (dy itself) and dg rows are added, in sample order, to the task's per-channel
+// sums (hwAccBuf_), stored as workspace row `task` at its end; stage 2 adds the rows of the tasks.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTask(int64_t task) {
+  const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
+  if (t_->hwOneSamples > 0) {
+    const int64_t width = t_->G * AlignUp(t_->D, 16);  // a sample's rows; perBatch is a multiple of G
+    const int64_t taskRows = t_->hwOneSamples * t_->G;
+    const int64_t q0 = task * taskRows;
+    const int64_t groups = (t_->N * t_->G - q0 < taskRows) ? t_->N * t_->G - q0 : taskRows;
+    LocalTensor<float> acc = hwAccBuf_.Get<float>();
+    Duplicate(acc, 0.0f, static_cast<int32_t>(2 * width));
+    for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
+      HwOneBatch(q0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
+    }
+    Sync<HardEvent::V_MTE3>();
+    StorePaddedRows(wsDbGm_, task * t_->C, t_->G, acc, t_->D);
+    StorePaddedRows(wsDgGm_, task * t_->C, t_->G, acc[width], t_->D);
+    Sync<HardEvent::MTE3_V>();  // the next task's Duplicate rewrites the sums
+    return;
+  }
   const int64_t runsPerSample = (t_->G + t_->groupsPerTask - 1) / t_->groupsPerTask;
   const int64_t n = task / runsPerSample;
   const int64_t g0 = (task % runsPerSample) * t_->groupsPerTask;
   const int64_t groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
-  const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
   for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
-    HwOneBatch(n, g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
+    HwOneBatch(n * t_->G + g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
   }
 }
 
+// gamma (or beta) rows of groups q0 .. q0 + rows - 1 (group q's row is g = q % G), P apart, into
+// a buffer of `que`: one DMA a sample the rows touch (one for a run within a sample).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, int64_t g0, int64_t rows) {
+template <typename Que>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffineRows(Que &que, const GlobalTensor<U> &src,
+                                                                          int64_t q0, int64_t rows) {
+  const int64_t P = AlignUp(t_->D, 16);
+  LocalTensor<U> staging = que.template AllocTensor<U>();
+  for (int64_t j = 0; j < rows;) {
+    const int64_t g = (q0 + j) % t_->G;
+    const int64_t piece = (t_->G - g < rows - j) ? t_->G - g : rows - j;
+    LoadPaddedRows(staging[j * P], src, g * t_->D, piece, t_->D);
+    j += piece;
+  }
+  que.EnQue(staging);
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0, int64_t rows) {
   const int64_t D = t_->D;
   const int64_t P = AlignUp(D, 16);
   const int32_t span = static_cast<int32_t>(rows * P);
   const int32_t d = static_cast<int32_t>(D);
-  const int64_t c0 = g0 * D;
-  const int64_t base = n * t_->C + c0;  // HxW == 1: element offset == channel offset
+  const int64_t base = q0 * D;  // HxW == 1: group q's elements start at q * D
   LocalTensor<float> xF = FloatBuf(0);
   LocalTensor<float> gF = FloatBuf(1);
   LocalTensor<float> gdy = FloatBuf(2);
@@ -37,17 +72,36 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
   LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
   IssuePaddedRows(rowDyQue_, dyGm_, base, rows, D);
   IssuePaddedRows(rowXQue_, xGm_, base, rows, D);
-  if (SILU || t_->dxRequired != 0) IssuePaddedRows(gammaQue_, gammaGm_, c0, rows, D);
-  if constexpr (SILU) IssuePaddedRows(betaQue_, betaGm_, c0, rows, D);
+  if (SILU || t_->dxRequired != 0) IssueAffineRows(gammaQue_, gammaGm_, q0, rows);
+  if constexpr (SILU) IssueAffineRows(betaQue_, betaGm_, q0, rows);
   TakeAsFloat<T>(rowDyQue_, span, dyF);
   TakeAsFloat<T>(rowXQue_, span, xF);
-  for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
-    const int64_t group = n * t_->G + g0 + j;
-    const float mean = Stat(true, group);
-    const float scale = CentringScale(mean);
-    if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path
-    Adds(xF[j * P], xF[j * P], -mean * scale, d);
-    Muls(xF[j * P], xF[j * P], XhatFactor(mean, Stat(false, group)), d);
+  const bool vectorCoefficients = HwOneVectorCoefficients(rows);
+  const int64_t r8 = HwOneRows8(rows);
+  if (vectorCoefficients) {  // xhat of every group at once, from the same products and sums
+    Sync<HardEvent::V_S>();  // the previous batch's Brcb reads of the scalar arrays are done
+    bool scaled = false;
+    for (int64_t j = 0; j < rows; ++j) {
+      const float mean = Stat(true, q0 + j);
+      const float scale = CentringScale(mean);
+      scaled = scaled || scale != 1.0f;
+      sums.SetValue(2 * r8 + j, scale);
+      sums.SetValue(3 * r8 + j, -mean * scale);
+      sums.SetValue(4 * r8 + j, XhatFactor(mean, Stat(false, q0 + j)));
+    }
+    Sync<HardEvent::S_V>();  // Brcb reads the scalars
+    if (scaled) HwOneApply(xF, 0, rows, false);  // the rare path (x * 1 is x for the other groups)
+    HwOneApply(xF, 1, rows, true);
+    HwOneApply(xF, 2, rows, false);
+  } else {
+    for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
+      const int64_t group = q0 + j;
+      const float mean = Stat(true, group);
+      const float scale = CentringScale(mean);
+      if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path
+      Adds(xF[j * P], xF[j * P], -mean * scale, d);
+      Muls(xF[j * P], xF[j * P], XhatFactor(mean, Stat(false, group)), d);
+    }
   }
   if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: -t = -k * (gamma * xhat + beta)
     TakeAsFloat<U>(gammaQue_, span, gF);
@@ -58,7 +112,14 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
     SwishGradFromNegT(dyF, gdy, sums, Ones(), span);
   }
   Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
-  if (t_->needWorkspace != 0) {
+  if (t_->hwOneSamples > 0) {  // each sample's rows added to the task's sums at once, in sample order
+    const int64_t width = t_->G * P;
+    LocalTensor<float> acc = hwAccBuf_.Get<float>();
+    for (int64_t s = 0; s < rows; s += t_->G) {
+      Add(acc, acc, dyF[s * P], static_cast<int32_t>(width));
+      Add(acc[width], acc[width], dgF[s * P], static_cast<int32_t>(width));
+    }
+  } else if (t_->needWorkspace != 0) {
     Sync<HardEvent::V_MTE3>();
     StorePaddedRows(wsDbGm_, base, rows, dyF, D);
     StorePaddedRows(wsDgGm_, base, rows, dgF, D);
@@ -68,17 +129,35 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
   if constexpr (!SILU) TakeAsFloat<U>(gammaQue_, span, gF);
   Mul(gdy, gF, dyF, span);  // gamma * dy
   Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
-  for (int64_t j = 0; j < rows; ++j) {
-    ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
-    ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
-  }
-  for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
-    const float rstd = Stat(false, n * t_->G + g0 + j);
-    const float c1 = sums.GetValue(j) * invM_;
-    const float c2 = sums.GetValue(rows + j) * invM_;
-    Muls(xF[j * P], xF[j * P], rstd * c2, d);
-    Muls(gdy[j * P], gdy[j * P], rstd, d);
-    Adds(gdy[j * P], gdy[j * P], -rstd * c1, d);
+  if (vectorCoefficients) {  // the sums by WholeReduceSum: ReduceSum's lanes and tree for D <= 64
+    const RowSumOperands both[2] = {{sums, gdy, ReduceWork()}, {sums[r8], dgF, ReduceWork()}};
+    RowSums(both, 2, rows, P, d, 0);
+    Sync<HardEvent::V_S>();  // the scalar reads of the sums
+    for (int64_t j = 0; j < rows; ++j) {
+      const float rstd = Stat(false, q0 + j);
+      const float c1 = sums.GetValue(j) * invM_;
+      const float c2 = sums.GetValue(r8 + j) * invM_;
+      sums.SetValue(2 * r8 + j, rstd * c2);
+      sums.SetValue(3 * r8 + j, rstd);
+      sums.SetValue(4 * r8 + j, -rstd * c1);
+    }
+    Sync<HardEvent::S_V>();  // Brcb reads the scalars
+    HwOneApply(xF, 0, rows, false);
+    HwOneApply(gdy, 1, rows, false);
+    HwOneApply(gdy, 2, rows, true);
+  } else {
+    for (int64_t j = 0; j < rows; ++j) {
+      ReduceSum(sums[j], gdy[j * P], ReduceWork(), d);
+      ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
+    }
+    for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
+      const float rstd = Stat(false, q0 + j);
+      const float c1 = sums.GetValue(j) * invM_;
+      const float c2 = sums.GetValue(rows + j) * invM_;
+      Muls(xF[j * P], xF[j * P], rstd * c2, d);
+      Muls(gdy[j * P], gdy[j * P], rstd, d);
+      Adds(gdy[j * P], gdy[j * P], -rstd * c1, d);
+    }
   }
   Sub(gdy, gdy, xF, span);
   LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
@@ -91,6 +170,31 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t n, 
   staging = dxQue_.template DeQue<T>();
   StorePaddedRows(dxGm_, base, rows, staging, D);
   dxQue_.FreeTensor(staging);
+}
+
+// Coefficient k of the batch's groups (FloatBuf(3) from 2 * r8 + k * r8), each broadcast into a
+// 32-byte block (Brcb: 8 groups a repeat), then one Mul (Add) over up to HW_ONE_PIECE groups, a
+// repeat a group of D <= 64 elements (RowBlockParams): each element the fp32 product (sum) of the
+// same two values as a per-group Muls (Adds), so the bits are those of the per-group path.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneApply(const LocalTensor<float> &dst, int64_t k,
+                                                                     int64_t rows, bool add) {
+  const int64_t P = AlignUp(t_->D, 16);
+  const int64_t r8 = HwOneRows8(rows);
+  LocalTensor<float> scalars = FloatBuf(3)[2 * r8 + k * r8];
+  LocalTensor<float> blocks = FloatBuf(3)[5 * r8];
+  const BrcbRepeatParams brcb(1, 8);  // 8 consecutive blocks a repeat
+  const BinaryRepeatParams params = RowBlockParams(P);
+  const uint64_t mask = static_cast<uint64_t>(t_->D);
+  for (int64_t r0 = 0; r0 < rows; r0 += HW_ONE_PIECE) {
+    const int64_t n = (rows - r0 < HW_ONE_PIECE) ? rows - r0 : HW_ONE_PIECE;
+    Brcb(blocks, scalars[r0], static_cast<uint8_t>(HwOneRows8(n) / FLOATS_PER_BLOCK), brcb);
+    if (add) {
+      Add(dst[r0 * P], dst[r0 * P], blocks, mask, static_cast<uint8_t>(n), params);
+    } else {
+      Mul(dst[r0 * P], dst[r0 * P], blocks, mask, static_cast<uint8_t>(n), params);
+    }
+  }
 }
 
 }  // namespace GroupNormGradMsKernel

@@ -46,8 +46,8 @@ struct GroupNormGradMsTilingData {
   // phase-1 UB layout
   int64_t chunkElems;        // K: elements per staging buffer (multiple of 16)
   int64_t chunksPerChannel;  // chunks of K per (full) HxW slice: ceil(sliceElems / K) in modes 1 and 2
-  int64_t residentStride;    // mode 0: elements between channels in the resident buffers (HxW rounded up to 16)
-  int64_t channelsPerItem;   // mode 0: channels per load/store (one DMA; K = channelsPerItem * residentStride); else 1
+  int64_t residentStride;    // mode 0, and mode 1 with channelsPerItem > 1: elements between channels in UB (HxW rounded up to 16)
+  int64_t channelsPerItem;   // modes 0-1: channels per load/store (one DMA; K = channelsPerItem * residentStride); else 1
   int64_t groupsPerTask;     // mode 3: groups per task
   int64_t numFloatBufs;      // fp32 work buffers of K elements
   int64_t statElems;         // per-group arrays (db, dg, gamma) of D elements, rounded up to 16
@@ -88,6 +88,11 @@ struct GroupNormGradMsTilingData {
   // elements of the buffer of the rows' broadcast gamma/beta blocks (see BroadcastRows), else 0;
   // reserved last, where UB is left over, so no other field depends on it
   int64_t bcastElems;
+  // mode 3 with dgamma/dbeta, many samples: phase-1 tasks are runs of hwOneSamples whole samples
+  // (batches of whole samples), whose per-channel db and dg the task sums in sample order into one
+  // workspace row (row = task); stage 2 adds those numTasks rows. A shape's count, never the core
+  // count's (the sums' order depends on it). 0: tasks are runs of groups of one sample.
+  int64_t hwOneSamples;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;

@@ -27,8 +27,8 @@ const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
     "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,stage2WholeRows,"
-    "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,bcastElems,silu";
-constexpr int kTilingFieldCount = 43;
+    "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,bcastElems,hwOneSamples,silu";
+constexpr int kTilingFieldCount = 44;
 static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
               "update kTilingFields");
 
