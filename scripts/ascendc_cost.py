@@ -336,7 +336,7 @@ def read_table(name):
             if "0" in text.partition(":")[0].split("x"):
                 continue  # an empty tensor (the CPU bench's row): no launch to cost
             shapes.append(parse_shape(text))
-    return shapes
+    return list(dict.fromkeys(shapes))  # a shape listed for two reasons (two CANN cases) is costed once
 
 
 def closing_lines(rows, per_dtype):
