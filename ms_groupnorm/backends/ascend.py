@@ -158,13 +158,22 @@ def ascend_forward_custom(group):
 
 def _real_params(x, gamma, beta, dtype):
     """gamma/beta as the operators take them: ones/zeros of C elements for an empty "none".
-    (Also compiled inside the GRAPH_MODE Cells below.)"""
-    return _or_filled(gamma, x.shape[1], _ONES, dtype), _or_filled(beta, x.shape[1], _ZEROS, dtype)
+    (Also compiled inside the GRAPH_MODE forward Cells below.)"""
+    channels = x.shape[1]
+    gamma = ops.ones((channels,), dtype) if gamma.shape[0] == 0 else gamma.astype(dtype)
+    beta = ops.zeros((channels,), dtype) if beta.shape[0] == 0 else beta.astype(dtype)
+    return gamma, beta
 
 
 def _real_gamma(x, gamma, dtype):
     """An empty "none" gamma becomes ones, as aclnnGroupNormBackward treats a null gamma."""
-    return _or_filled(gamma, x.shape[1], _ONES, dtype)
+    return ops.ones((x.shape[1],), dtype) if gamma.shape[0] == 0 else gamma
+
+
+# The backward Cells run inside a forward's bprop, where a second-order gradient compiles
+# them too: they choose without a branch (see _or_filled).
+def _real_params_unbranched(x, gamma, beta, dtype):
+    return _or_filled(gamma, x.shape[1], _ONES, dtype), _or_filled(beta, x.shape[1], _ZEROS, dtype)
 
 
 def _or_filled(param, channels, fill, dtype):
@@ -223,7 +232,7 @@ class AscendBackward(nn.Cell):
                                      second_order)
 
     def construct(self, dy, x, mean, rstd, gamma):
-        gamma = _real_gamma(x, gamma, mean.dtype)
+        gamma = _or_filled(gamma, x.shape[1], _ONES, mean.dtype)
         dx, dgamma, dbeta = self.grad(dy, mean, rstd, x, gamma)
         return self.finish_dx(dx), self.finish_dgamma(dgamma), self.finish_dbeta(dbeta)
 
@@ -244,7 +253,7 @@ class AscendSiluBackward(nn.Cell):
                                          self.swish_scale, self.mask, second_order)
 
     def construct(self, dz, x, mean, rstd, gamma, beta):
-        gamma, beta = _real_params(x, gamma, beta, mean.dtype)
+        gamma, beta = _real_params_unbranched(x, gamma, beta, mean.dtype)
         dx, dgamma, dbeta = self.grad(dz, mean, rstd, x, gamma, beta)
         return self.finish_dx(dx), self.finish_dgamma(dgamma), self.finish_dbeta(dbeta)
 
