@@ -13,6 +13,7 @@ from cases import DTYPES, TOLERANCE, assert_close, make_inputs, rounded
 from kernel_arrays import DTYPE_NAME, from_storage, to_storage
 from ms_groupnorm import reference
 from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+from test_kernel_simd import isa_control  # noqa: F401  (the fixture)
 
 # (shape, G): why each row is here
 POINT_SHAPES = [
@@ -38,16 +39,10 @@ THREADS = (1, 2)
 
 
 @pytest.fixture
-def lib():
-    """Every call may use every thread it is given (minimum 1 element per thread), so that
-    the small shapes run the two-thread schedules; the defaults come back afterwards."""
-    lib = _kernel_lib.cdll()
-    before = lib.MsGroupNormActiveIsa()
-    lib.MsGroupNormSetMinElementsPerThread(1)
-    yield lib
-    lib.MsGroupNormSelectIsa(before)
-    lib.MsGroupNormSetNumThreads(0)
-    lib.MsGroupNormSetMinElementsPerThread(0)
+def lib(isa_control):
+    """test_kernel_simd's control of builds and threads: every call may use every thread it
+    is given, so that the small shapes run the two-thread schedules; defaults come back after."""
+    return isa_control
 
 
 def _isas(lib):
