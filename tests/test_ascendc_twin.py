@@ -342,12 +342,8 @@ def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_
 
     got = launch(tiling)
     assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "bcastElems": 0})]
-    if silu:
-        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
-                                       as_float64(beta, stat_dtype), G, -0.5)
-    else:
-        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
-    check_against_reference(got, want, dtype_key, (True, True, True))
+    check_against_reference(got, _reference_grads(exact, beta, stat_dtype, G, silu, -0.5), dtype_key,
+                            (True, True, True))
 
 
 # Stage 2 with C a multiple of 8 and at most 64 (tiling stage2WholeRows): one block loads whole
@@ -418,12 +414,16 @@ def test_held_items_interleaved_in_the_dx_pass_keep_the_in_order_bits(shape, G, 
 
     got = launch(tiling)
     assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "heldItems": 0})]
+    check_against_reference(got, _reference_grads(exact, beta, stat_dtype, G, silu, 1.0), dtype_key,
+                            (True, True, True))
+
+
+def _reference_grads(exact, beta, stat_dtype, G, silu, swish_scale):
+    """float64 (dx, dgamma, dbeta) of the launch's rounded inputs: GroupNorm's, or the fused op's."""
     if silu:
-        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
-                                       as_float64(beta, stat_dtype), G, 1.0)
-    else:
-        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
-    check_against_reference(got, want, dtype_key, (True, True, True))
+        return reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, swish_scale)
+    return reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
 
 
 # The device's workspace is not cleared before a launch; the twin's starts as NaN. A kernel that
@@ -468,9 +468,5 @@ def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dty
 
     got = launch(tiling)
     assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "chunkElems": per_group_elems})]
-    if silu:
-        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
-                                       as_float64(beta, stat_dtype), G, -0.5)
-    else:
-        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
-    check_against_reference(got, want, dtype_key, (True, True, True))
+    check_against_reference(got, _reference_grads(exact, beta, stat_dtype, G, silu, -0.5), dtype_key,
+                            (True, True, True))
