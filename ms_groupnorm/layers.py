@@ -17,7 +17,7 @@ from mindspore.ops.primitive import constexpr
 # absolute: MindSpore amp O1 re-imports layer files as top-level modules
 from ms_groupnorm import _compat
 from ms_groupnorm.ops import routing
-from ms_groupnorm.ops.checks import as_float32_number, as_int, check_layer_input
+from ms_groupnorm.ops.checks import as_float32_number, as_int, check_layer_input, groups_fit
 
 
 @constexpr(check=False)
@@ -59,7 +59,7 @@ def _set_checked_arguments(cell, num_groups, num_channels, eps, affine):
     cell.num_groups = as_int("num_groups", validator.check_positive_int(num_groups, "num_groups", cell.cls_name))
     cell.num_channels = as_int("num_channels",
                                validator.check_positive_int(num_channels, "num_channels", cell.cls_name))
-    if num_channels % num_groups != 0:
+    if not groups_fit(num_channels, num_groups):  # both > 0 here: the divisibility half
         raise ValueError(f"For '{cell.cls_name}', the 'num_channels' must be divided by 'num_groups', "
                          f"but got 'num_channels': {num_channels}, 'num_groups': {num_groups}.")
     cell.eps = validator.check_value_type('eps', eps, (float,), type(cell).__name__)

@@ -208,3 +208,31 @@ def rng():
 def _graph_dumps_in_tmp(tmp_path, monkeypatch):
     # MindSpore writes rank_0/ analysis dumps into the working directory on graph errors.
     monkeypatch.chdir(tmp_path)
+
+
+TWIN_CORES = 8  # the twin device of the backend tests: fewer simulated cores than a 910B's 48, faster
+
+
+@pytest.fixture
+def twin_backend(monkeypatch):
+    """MS_GROUPNORM_BACKEND=ascendc_twin on a twin device of TWIN_CORES cores. The op caches
+    are per backend, so nothing made for another backend is reused."""
+    monkeypatch.setenv("MS_GROUPNORM_BACKEND", "ascendc_twin")
+    monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", str(TWIN_CORES))
+    return "ascendc_twin"
+
+
+@pytest.fixture(params=["cpu", "ascendc_twin"])
+def backend(request, monkeypatch):
+    """Runs a test on the CPU kernels and on the AscendC kernels' twins (as twin_backend)."""
+    monkeypatch.setenv("MS_GROUPNORM_BACKEND", request.param)
+    monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", str(TWIN_CORES))
+    return request.param
+
+
+@pytest.fixture(params=["group_norm", "group_norm_silu"])
+def operator(request):
+    """Runs a test for each operator, given as its forward description (ops.descriptions)."""
+    from ms_groupnorm.ops import descriptions
+
+    return descriptions.BY_NAME[request.param]

@@ -57,7 +57,7 @@ def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
     monkeypatch.setattr(_ascend_pyboost, "module", lambda: Module)
     _ops._forward_op.cache_clear()
     _ops._backward_op.cache_clear()
-    monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: False)
+    monkeypatch.setattr(_ascend_pyboost, "installed", lambda op_type: False)
     try:
         ms.set_context(mode=ms.GRAPH_MODE)
         op = _ops.forward_op(4, 1e-5)
@@ -66,7 +66,7 @@ def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
         ms.set_context(mode=ms.PYNATIVE_MODE)
         op = _ops.forward_op(4, 1e-5)
         assert type(op).__name__ == "AscendForward" and isinstance(op.backward, ascend.PynativeAscendBackward)
-        monkeypatch.setattr(_ascend_pyboost, "forward_installed", lambda: True)
+        monkeypatch.setattr(_ascend_pyboost, "installed", lambda op_type: True)
         _ops._forward_op.cache_clear()
         op = _ops.forward_op(4, 1e-5)
         assert isinstance(op, ascend.PynativeAscendForward) and op.autograd is Module.group_norm_autograd
@@ -82,7 +82,7 @@ class ForwardInCannOrder(nn.Cell):
 
     def __init__(self, G):
         super().__init__()
-        self.inner = _ops._forward_op(G, 1e-5, (True, True, True), "cpu")
+        self.inner = _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), (True, True, True), "cpu")
 
     def construct(self, x, gamma, beta, num_groups, eps, activate_silu, swish_scale):
         return self.inner(x, gamma, beta)
@@ -91,7 +91,7 @@ class ForwardInCannOrder(nn.Cell):
 class BackwardInCannOrder(nn.Cell):
     def __init__(self, G):
         super().__init__()
-        self.inner = _ops._backward_op(G, (True, True, True), "cpu")
+        self.inner = _ops._backward_op(_ops.GROUP_NORM.backward, (G,), (True, True, True), "cpu")
 
     def construct(self, dy, mean, rstd, x, gamma, num_groups, dx_req, dgamma_req, dbeta_req):
         return self.inner(dy, x, mean, rstd, gamma)
@@ -103,7 +103,7 @@ def test_own_forward_wiring_trains_with_float32_statistics(mode, rng):
     reach the backward, gradients match the reference."""
     G, shape = 3, (2, 6, 4, 5)
     backward = ascend.AscendBackward(G, (True, True, True), second_order(G), op=BackwardInCannOrder(G))
-    forward = ascend.AscendOwnForward(G, 1e-5, backward, op=ForwardInCannOrder(G))
+    forward = ascend.AscendOwnForward((G, 1e-5, False, 1.0), backward, op=ForwardInCannOrder(G))
     net = Net(forward, shape[1])
     x = rng.standard_normal(shape).astype(np.float16)
     w = rng.standard_normal(shape).astype(np.float32)

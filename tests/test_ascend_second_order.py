@@ -61,7 +61,7 @@ def test_graph_cells_second_order(mode):
     mask = (True, True, True)
     backward = ascend.AscendBackward(G, mask, double_backward.group_norm_backward_bprop(G, mask, double_backward.OF_X),
                                      op=BackwardInCannOrder(G))
-    forward = ascend.AscendOwnForward(G, EPS, backward, op=ForwardInCannOrder(G))
+    forward = ascend.AscendOwnForward((G, EPS, False, 1.0), backward, op=ForwardInCannOrder(G))
     rng = np.random.default_rng(6)
     x = rng.standard_normal(shape).astype(np.float32)
     c = rng.standard_normal(shape).astype(np.float32)

@@ -211,14 +211,14 @@ def test_graph_silu_backward_op_under_the_simulated_device(simulated, tmp_path):
 
 
 def test_graph_picks_the_fused_cells_and_pynative_the_module(simulated):
-    """GRAPH_MODE: AscendSiluForward on GroupNormSiluMs (infer for num_groups 3) whose bprop is
+    """GRAPH_MODE: AscendOwnForward (SiLU on) on GroupNormSiluMs (infer for num_groups 3) whose bprop is
     AscendSiluBackward on GroupNormSiluGradMs, both with the swish_scale asked for; the
     functional backward is that Cell too. PYNATIVE_MODE: the module's functions."""
     simulated(**FUSED)
     ms.set_context(mode=ms.GRAPH_MODE)
     try:
         fwd = _silu_ops.silu_forward_op(3, 1e-5, 1.7, (True, False, True))
-        assert isinstance(fwd, ascend_silu.AscendSiluForward) and fwd.swish_scale == 1.7
+        assert isinstance(fwd, ascend_silu.AscendOwnForward) and fwd.activate_silu and fwd.swish_scale == 1.7
         assert fwd.op.func.endswith("group_norm_silu_infer_g3.cc.so:aclnnGroupNormSiluMs")
         assert isinstance(fwd.backward, ascend_silu.AscendSiluBackward)
         assert (fwd.backward.swish_scale, fwd.backward.mask) == (1.7, (True, False, True))
@@ -238,7 +238,7 @@ class ForwardInCannOrder(nn.Cell):
     fails the test too)."""
 
     def construct(self, x, gamma, beta, num_groups, eps, activate_silu, swish_scale):
-        z, mean, rstd = _silu_ops._silu_forward_op(num_groups, eps, swish_scale, (True, True, True), "cpu")(
+        z, mean, rstd = _silu_ops._forward_op(_silu_ops.GROUP_NORM_SILU, (num_groups, eps, swish_scale), (True, True, True), "cpu")(
             x, gamma, beta)
         if not activate_silu:
             z = z * 0
@@ -250,7 +250,7 @@ class SiluGradInCannOrder(nn.Cell):
     num_groups, swish_scale and the three output flags), the CPU fused backward computing."""
 
     def construct(self, dy, mean, rstd, x, gamma, beta, num_groups, swish_scale, dx_req, dgamma_req, dbeta_req):
-        return _silu_ops._silu_backward_op(num_groups, swish_scale, (dx_req, dgamma_req, dbeta_req), "cpu")(
+        return _silu_ops._backward_op(_silu_ops.GROUP_NORM_SILU.backward, (num_groups, swish_scale), (dx_req, dgamma_req, dbeta_req), "cpu")(
             dy, x, mean, rstd, gamma, beta)
 
 
@@ -266,7 +266,7 @@ class Net(nn.Cell):
 
 
 def test_graph_cells_train_with_float32_statistics_and_swish_scale(mode, rng):
-    """AscendSiluForward/AscendSiluBackward (the GRAPH_MODE route) with CPU stand-ins in
+    """AscendOwnForward (SiLU on) / AscendSiluBackward (the GRAPH_MODE route) with CPU stand-ins in
     CANN's order at the operator boundary: float16 data, float32 statistics and parameters,
     swish_scale 1.7; gradients as the float64 reference's, in both modes."""
     G, shape, k = 3, (2, 6, 4, 5), 1.7
@@ -274,7 +274,7 @@ def test_graph_cells_train_with_float32_statistics_and_swish_scale(mode, rng):
                                             double_backward.group_norm_silu_backward_bprop(
                                                 G, k, (True, True, True), double_backward.OF_X),
                                             op=SiluGradInCannOrder())
-    forward = ascend_silu.AscendSiluForward(G, 1e-5, k, backward, op=ForwardInCannOrder())
+    forward = ascend_silu.AscendOwnForward((G, 1e-5, True, k), backward, backward_takes_beta=True, op=ForwardInCannOrder())
     gamma = (rng.standard_normal(shape[1]) + 1).astype(np.float32)
     beta = rng.standard_normal(shape[1]).astype(np.float32)
     net = Net(forward, gamma, beta)
@@ -300,21 +300,18 @@ def graph_route_with_stand_ins(monkeypatch):
     replaced by the CPU stand-ins in CANN's order above (MindSpore's Ascend ops.Custom
     cannot run here)."""
     monkeypatch.setenv(_ops.BACKEND_ENV, "ascend")
-    monkeypatch.setattr(_ascend_pyboost, "fused_installed", lambda: True)
+    monkeypatch.setattr(_ascend_pyboost, "installed", lambda op_type: True)
     monkeypatch.setattr(ascend, "ascend_forward_custom", lambda group: ForwardInCannOrder())
     monkeypatch.setattr(ascend_silu, "silu_backward_custom", SiluGradInCannOrder)
-    caches = (_silu_ops._silu_forward_op, _silu_ops._silu_backward_op)
-    for cache in caches:
-        cache.cache_clear()
+    _silu_ops.clear_op_caches()
     ms.set_context(mode=ms.GRAPH_MODE)
     yield
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    for cache in caches:
-        cache.cache_clear()
+    _silu_ops.clear_op_caches()
 
 
 def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_with_stand_ins, rng):
-    """GRAPH_MODE: GroupNormSiLU's compiled construct picks AscendSiluForward (bprop
+    """GRAPH_MODE: GroupNormSiLU's compiled construct picks AscendOwnForward with SiLU on (bprop
     AscendSiluBackward): float16 input, float32 statistics and parameters, the reference's
     gradients; a compiled group_norm_silu_backward with a mask, a None gamma and
     swish_scale 1.2 runs AscendSiluBackward."""
@@ -335,10 +332,10 @@ def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_wi
     assert_close(dbeta, want[2], ms.float32, "dbeta")
     # the compile created the fused Cells (and nothing else could have run: the unfused
     # route's GroupNorm ops need CANN's environment, which is not set here)
-    hits = _silu_ops._silu_forward_op.cache_info().hits
-    op = _silu_ops._silu_forward_op(G, 1e-5, 1.0, (True, True, True), "ascend")
-    assert _silu_ops._silu_forward_op.cache_info().hits == hits + 1  # created by the compile, not now
-    assert isinstance(op, ascend_silu.AscendSiluForward) and isinstance(op.backward, ascend_silu.AscendSiluBackward)
+    hits = _silu_ops._forward_op.cache_info().hits
+    op = _silu_ops._forward_op(_silu_ops.GROUP_NORM_SILU, (G, 1e-5, 1.0), (True, True, True), "ascend")
+    assert _silu_ops._forward_op.cache_info().hits == hits + 1  # created by the compile, not now
+    assert isinstance(op, ascend_silu.AscendOwnForward) and op.activate_silu and isinstance(op.backward, ascend_silu.AscendSiluBackward)
 
     class Backward(nn.Cell):
         def construct(self, dz, x, mean, rstd, beta):

@@ -231,8 +231,7 @@ def simulated(tmp_path, monkeypatch):
         module.builders = builders
         return module
 
-    caches = (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module, _silu_ops._silu_forward_op,
-              _silu_ops._silu_backward_op, _ascend_pyboost._fused_installed)
+    caches = (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module, _ascend_pyboost._installed)
     for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.PYNATIVE_MODE)

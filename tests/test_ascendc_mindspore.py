@@ -12,15 +12,6 @@ from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.backends import twin as ascendc_twin
 
 
-@pytest.fixture
-def twin_backend(monkeypatch):
-    """Selects the twin backend; forward ops cached with another backend are dropped."""
-    monkeypatch.setenv(_ops.BACKEND_ENV, "ascendc_twin")
-    monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", "8")
-    _ops.forward_op.cache_clear()
-    yield
-    _ops.forward_op.cache_clear()
-
 
 class WeightedSum(nn.Cell):
     def __init__(self, net, weight):

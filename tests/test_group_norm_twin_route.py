@@ -16,14 +16,13 @@ from mindspore import Tensor
 
 import ms_groupnorm
 from cases import make_inputs, tensor
+from conftest import TWIN_CORES  # the twin device of the twin_backend fixture
 from ms_groupnorm import group_norm, group_norm_forward
 from ms_groupnorm.backends import cpu_kernels as kernel_lib
 from ms_groupnorm.backends import twin
 from ms_groupnorm.ops import routing
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
 from test_silu_ascendc_twin_backend import BAD_DTYPE, MS_DTYPES, OK, PAIRS, forward_buffers, load, store
-
-TWIN_CORES = 8
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +84,6 @@ def test_group_norm_shim_refuses_float64(rng, twin_lib, make_extra):
 
 
 # ---------------------------------------------------------------- through MindSpore
-@pytest.fixture
-def twin_backend(monkeypatch):
-    monkeypatch.setenv(routing.BACKEND_ENV, "ascendc_twin")
-    monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", str(TWIN_CORES))
-
-
 def test_the_twin_backend_runs_group_norm_forward_on_the_forward_twin(twin_backend):
     op = routing.forward_op(3, 1e-5)
     assert type(op) is ms.ops.Custom  # no PyNative fast path: the aot op in both modes

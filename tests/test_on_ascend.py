@@ -320,7 +320,7 @@ def test_fused_layer_trains_on_ascend(dtype, exec_mode):
 
 class _FusedOps(ms.nn.Cell):
     """The fused forward, then the fused backward from its mean/rstd, as the package picks
-    them in the current mode (GRAPH_MODE: AscendSiluForward / AscendSiluBackward)."""
+    them in the current mode (GRAPH_MODE: AscendOwnForward with SiLU on / AscendSiluBackward)."""
 
     def __init__(self, G, swish_scale):
         super().__init__()

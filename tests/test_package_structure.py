@@ -44,13 +44,16 @@ def test_no_file_past_500_lines(path):
     assert lines <= MAX_LINES, f"{path} has {lines} lines"
 
 
-def test_each_description_names_existing_checks_and_backward():
-    from ms_groupnorm.ops import checks, descriptions
+def test_each_description_is_consistent():
+    from ms_groupnorm.ops import descriptions
 
     for forward in descriptions.OPERATORS:
         for description in (forward, forward.backward):
-            assert all(callable(getattr(checks, name)) for name in description.checks), description.name
             assert len(description.inputs) == len(set(description.inputs))
+            assert callable(description.reference), description.name
+        assert callable(forward.backward.second_order) and forward.second_order is None
+        assert set(forward.backward.attr_names) <= set(forward.attr_names)  # the bprop passes them on
+        assert len(forward.ascend_scalars(forward.attr_names)) == len(forward.ascend.attrs)
         assert set(forward.saved) <= set(forward.inputs + forward.outputs[1:]) | {"x", "mean", "rstd"}
         assert forward.backward.inputs[1:] == forward.saved  # the bprop's order is the backward's
 

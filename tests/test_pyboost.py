@@ -82,12 +82,12 @@ def test_op_choice_follows_env_and_mode(fast_path):
     assert type(_ops.forward_op(G, 1e-5)) is ops.Custom
     fast_path(True)  # the default
     assert _ops.backward_op(G) is _pyboost.backward("group_norm", (G,), FULL)
-    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(G, 1e-5, FULL, _ops.PYBOOST_BACKEND)
+    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, _ops.PYBOOST_BACKEND)
     assert isinstance(_ops.forward_op(G, 1e-5), _ops.PynativeForward)
-    assert _ops.forward_op(G, 1e-5) is not _ops._forward_op(G, 1e-5, FULL, "cpu")
+    assert _ops.forward_op(G, 1e-5) is not _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")
     ms.set_context(mode=ms.GRAPH_MODE)  # graphs keep the aot ops
     assert isinstance(_ops.backward_op(G), ops.Custom)
-    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(G, 1e-5, FULL, "cpu")
+    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")
 
 
 @pytest.mark.parametrize("data_dtype, stat_dtype", DTYPES)
@@ -113,7 +113,7 @@ def test_module_forward_bitwise_equal_to_aot(fast_path, rng, data_dtype, stat_dt
     x, _, gamma, beta, _, _ = make_inputs(rng, SHAPE, G, data_dtype, stat_dtype)
     x_t, gamma_t, beta_t = tensor(x, data_dtype), tensor(gamma, stat_dtype), tensor(beta, stat_dtype)
     none = tensor(np.zeros(0), stat_dtype)  # the "none" gamma/beta, stats in its dtype
-    aot = _ops._forward_op(G, 1e-5, FULL, "cpu")
+    aot = _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")
     for args in ((x_t, gamma_t, beta_t), (x_t, none, none), (x_t, gamma_t, none)):
         got, want = _pyboost.forwards("group_norm", (G, 1e-5))[0](*args), aot(*args)
         for g, w, name in zip(got, want, ("y", "mean", "rstd")):
@@ -128,11 +128,11 @@ def test_non_contiguous_inputs(fast_path, rng):
     dy_view = ops.transpose(tensor(np.swapaxes(dy.asnumpy(), 2, 3), ms.float32), (0, 1, 3, 2))
     assert not x_view.is_contiguous() and not dy_view.is_contiguous()
     got = group_norm_backward(dy_view, x_view, mean, rstd, gamma, N, C, HXW, G)
-    want = _ops._backward_op(G, FULL, "cpu")(dy, x, mean, rstd, gamma)
+    want = _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)
     for g, w, name in zip(got, want, ("dx", "dgamma", "dbeta")):
         assert_bitwise(g, w, name)
     got = _pyboost.forwards("group_norm", (G, 1e-5))[0](x_view, gamma, gamma)
-    want = _ops._forward_op(G, 1e-5, FULL, "cpu")(x, gamma, gamma)
+    want = _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")(x, gamma, gamma)
     for g, w, name in zip(got, want, ("y", "mean", "rstd")):
         assert_bitwise(g, w, name)
 
@@ -328,7 +328,7 @@ def test_ordering_with_builtin_producers_and_consumers(fast_path, rng):
     in ~1-3% of calls on this shape). Inputs come from built-in ops too, the other order."""
     dy, x, mean, rstd, gamma = backward_inputs(rng, ms.float32, ms.float32)
     backward = _pyboost.backward("group_norm", (G,), FULL)
-    want = [t.asnumpy() for t in _ops._backward_op(G, FULL, "cpu")(dy, x, mean, rstd, gamma)]
+    want = [t.asnumpy() for t in _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)]
     mismatches = 0
     for _ in range(300):
         outs = backward(ops.add(dy, 0.0), ops.add(x, 0.0), ops.add(mean, 0.0), rstd, gamma)
@@ -352,8 +352,8 @@ def test_gradient_accumulation_over_layers_is_exact(fast_path, rng):
         return ms.grad(loss, grad_position=(0, 1, 2))
 
     fast = grads(_ops.forward_op(G, 1e-5))
-    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(G, 1e-5, FULL, _ops.PYBOOST_BACKEND)
-    want = grads(_ops._forward_op(G, 1e-5, FULL, "cpu"))(x_t, g_t, b_t)
+    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, _ops.PYBOOST_BACKEND)
+    want = grads(_ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu"))(x_t, g_t, b_t)
     for _ in range(8):
         for g, w, name in zip(fast(x_t, g_t, b_t), want, ("dx", "dgamma", "dbeta")):
             assert_bitwise(g, w, name)
@@ -426,7 +426,7 @@ def test_graph_mode_with_fast_path_enabled_uses_aot(fast_path, rng):
         return group_norm_backward(dy, x, mean, rstd, gamma, N, C, HXW, G)
 
     got = backward(dy, x, mean, rstd, gamma)
-    want = _ops._backward_op(G, FULL, "cpu")(dy, x, mean, rstd, gamma)
+    want = _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)
     for g, w, name in zip(got, want, ("dx", "dgamma", "dbeta")):
         assert_bitwise(g, w, name)
 
@@ -465,8 +465,8 @@ def test_build_failure_falls_back_with_one_warning(fast_path, monkeypatch, caplo
     _pyboost.module.cache_clear()
     try:
         with caplog.at_level(logging.WARNING, logger="ms_groupnorm"):
-            assert _ops.backward_op(G) is _ops._backward_op(G, FULL, "cpu")
-            assert _ops.backward_op(G) is _ops._backward_op(G, FULL, "cpu")
+            assert _ops.backward_op(G) is _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")
+            assert _ops.backward_op(G) is _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")
         warnings = [r for r in caplog.records if "simulated compiler failure" in r.getMessage()]
         assert len(warnings) == 1
     finally:

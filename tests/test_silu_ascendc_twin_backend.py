@@ -229,13 +229,6 @@ def test_a_kernel_fault_is_status_7(tmp_path, rng, make_extra, monkeypatch, capf
 
 
 # ---------------------------------------------------------------- through MindSpore
-@pytest.fixture
-def twin_backend(monkeypatch):
-    """Selects the twin backend with a small twin device (fewer simulated cores: faster)."""
-    monkeypatch.setenv(_ops.BACKEND_ENV, "ascendc_twin")
-    monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", "8")
-
-
 def sizes(shape):
     return shape[0], shape[1], math.prod(shape[2:])
 

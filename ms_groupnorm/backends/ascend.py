@@ -258,6 +258,15 @@ class AscendSiluBackward(nn.Cell):
         return self.finish_dx(dx), self.finish_dgamma(dgamma), self.finish_dbeta(dbeta)
 
 
+def backward_cell(operator, attrs, mask, second_order):
+    """The GRAPH_MODE backward Cell on the AscendC ``operator`` with attributes ``attrs``
+    (before the mask): one Cell per argument list, since MindSpore parses construct and bprop
+    from their signatures (beta among the operator's inputs or not)."""
+    if "beta" in operator.inputs:
+        return AscendSiluBackward(*attrs, mask, second_order)
+    return AscendBackward(*attrs, mask, second_order)
+
+
 # The operator calls themselves, with their bprop. A Cell of its own without control flow:
 # MindSpore 2.10 fails to compile a second-order gradient through a bprop Cell whose
 # construct branches, even on constants ("The func graph is empty" for the branch).
@@ -309,18 +318,21 @@ class AscendForward(_StatisticsBprop):
 
 
 class AscendOwnForward(_StatisticsBprop):
-    """A forward on our GroupNormSiluMs (``activate_silu`` off: GroupNorm, on: the fused
-    swish): float32 mean/rstd for every input dtype, with a bprop that feeds them to
-    ``backward``. gamma/beta go to the operator in float32 (ones/zeros for an empty "none");
-    mean/rstd come back in gamma's dtype, as in ``PynativeAscendForward``."""
+    """A forward on our GroupNormSiluMs with its attributes ``scalars`` (num_groups, eps,
+    activate_silu: off for GroupNorm, on for the fused swish, swish_scale): float32 mean/rstd
+    for every input dtype, with a bprop that feeds them (and beta where
+    ``backward_takes_beta``: the fused backward recomputes y) to ``backward``. gamma/beta go
+    to the operator in float32 (ones/zeros for an empty "none"); mean/rstd come back in
+    gamma's dtype, as in ``PynativeAscendForward``."""
 
-    def __init__(self, group, eps, backward, op=None, activate_silu=False, swish_scale=1.0):
+    def __init__(self, scalars, backward, backward_takes_beta=False, op=None):
         super().__init__()
+        group, eps, activate_silu, swish_scale = scalars  # GROUP_NORM_SILU_MS.attrs, in order
         self.group = int(group)
         self.eps = float(eps)
         self.activate_silu = bool(activate_silu)
         self.swish_scale = float(swish_scale)
-        self.backward_takes_beta = self.activate_silu  # the fused backward recomputes y from beta too
+        self.backward_takes_beta = bool(backward_takes_beta)
         self.backward = backward
         self.op = op if op is not None else ascend_forward_custom(group)
 
@@ -328,15 +340,6 @@ class AscendOwnForward(_StatisticsBprop):
         weight, bias = _real_params(x, gamma, beta, mstype.float32)
         out, mean, rstd = self.op(x, weight, bias, self.group, self.eps, self.activate_silu, self.swish_scale)
         return out, mean.astype(gamma.dtype), rstd.astype(gamma.dtype)
-
-
-class AscendSiluForward(AscendOwnForward):
-    """``(x, gamma, beta) -> (z, mean, rstd)`` on GroupNormSiluMs with SiLU on; its bprop
-    feeds x, the saved mean/rstd, gamma and beta to ``backward`` (which recomputes y and
-    sigmoid)."""
-
-    def __init__(self, group, eps, swish_scale, backward, op=None):
-        super().__init__(group, eps, backward, op, activate_silu=True, swish_scale=swish_scale)
 
 
 class BuiltinForward(nn.Cell):

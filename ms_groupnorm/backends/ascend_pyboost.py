@@ -1,12 +1,12 @@
 """PyNative on Ascend: the CustomOpBuilder(backend="Ascend") module that launches the
 installed AscendC operators through AclnnOpRunner (source: _native/group_norm_ascend_pyboost.cc):
 GroupNormGradMs, GroupNormSiluMs (SiLU off for GroupNorm, on for the fused op) and the fused
-backward GroupNormSiluGradMs (``ascend_pynative`` calls them; ``ops.routing`` says which).
+backward GroupNormSiluGradMs (``ascend`` calls them; ``ops.routing`` says which).
 
 Why: on Ascend, ``ops.Custom.__call__`` runs ``pyboost_custom_ext``, which accepts tensors
 only, and our operator takes num_groups and the output mask as scalars; MindSpore's docs
 point Ascend C operators in PyNative to CustomOpBuilder + AclnnOpRunner. GRAPH_MODE keeps
-``ops.Custom(func_type="aot")`` (see ``ascend_graph``).
+``ops.Custom(func_type="aot")`` (see ``ascend``).
 
 Built on first use, once per MindSpore version, source and installed operator headers,
 into the same cache as the CPU fast path (``native_build.cache_root()``); later processes only
@@ -35,27 +35,27 @@ _HINT = ("on a 910B run `bash kernels/ascendc/build.sh` (or check_on_ascend.sh) 
          "ASCEND_CUSTOM_OPP_PATH it prints")
 
 
+def installed(op_type):
+    """True when the AscendC operator ``op_type`` is installed. Read once per process and
+    $ASCEND_CUSTOM_OPP_PATH value: it is asked on every call of the ops, and the operators
+    are installed before MindSpore starts."""
+    return _installed(op_type, os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""))
+
+
+@functools.lru_cache(maxsize=32)
+def _installed(op_type, _custom_opp_path):
+    return installed_header(op_type) is not None
+
+
 def forward_installed():
-    """True when our GroupNormSiluMs forward operator is installed too."""
-    return installed_header(FORWARD_OP_TYPE) is not None
-
-
-def silu_installed():
-    """True when both operators of the fused GroupNorm + SiLU are installed: the forward
-    GroupNormSiluMs and the backward GroupNormSiluGradMs (see ascend_silu)."""
-    return forward_installed() and installed_header(SILU_GRAD_OP_TYPE) is not None
+    """True when our GroupNormSiluMs forward operator is installed."""
+    return installed(FORWARD_OP_TYPE)
 
 
 def fused_installed():
-    """True when GroupNormSiluMs and GroupNormSiluGradMs are both installed. Read once per
-    process and $ASCEND_CUSTOM_OPP_PATH value: it is asked on every call of the fused
-    functions, and the operators are installed before MindSpore starts."""
-    return _fused_installed(os.environ.get("ASCEND_CUSTOM_OPP_PATH", ""))
-
-
-@functools.lru_cache(maxsize=8)
-def _fused_installed(_custom_opp_path):
-    return silu_installed()
+    """True when both operators of the fused GroupNorm + SiLU are installed: the forward
+    GroupNormSiluMs and the backward GroupNormSiluGradMs."""
+    return installed(FORWARD_OP_TYPE) and installed(SILU_GRAD_OP_TYPE)
 
 
 def check_environment():

@@ -7,7 +7,7 @@ GroupNormSiluGradMs and the probes, the "forward" library GroupNormSiluMs).
 tests use them to make both good and deliberately broken launches). bf16 travels as uint16
 bit patterns; policies and executions by name. What MS_GROUPNORM_BACKEND=ascendc_twin runs
 is ``backends.cpu_aot`` with these aot shims; the operators on a real device are
-``backends.ascend_graph`` / ``ascend_pynative``.
+``backends.ascend``.
 """
 import ctypes
 import functools

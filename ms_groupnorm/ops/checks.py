@@ -135,13 +135,25 @@ def _check_sizes(N, C, HxW, group):
             raise ParamInvalidError(f"{name}={value!r} must be an int >= 0")
     if group <= 0:
         raise ParamInvalidError(f"group={group!r} must be an int > 0")
-    if C % group != 0:
-        raise ParamInvalidError(f"C={C} is not divisible by group={group}")
-    if group > max(C, 1):
-        raise ParamInvalidError(f"group={group} must not exceed max(C, 1)={max(C, 1)}: a group holds at least one "
-                                f"channel (with C = 0, group must be 1)")
+    _check_group_rule(C, group, "group")
     if N * group > INT64_MAX:
         raise ParamInvalidError(f"N*group={N * group} (the element count of mean/rstd) must fit in int64")
+
+
+def groups_fit(C, group):
+    """The group rule, written once: ``group`` (> 0) divides C and does not exceed max(C, 1),
+    so that each group holds at least one channel (with C = 0, one group)."""
+    return C % group == 0 and group <= max(C, 1)
+
+
+def _check_group_rule(C, group, group_name, c_note=""):
+    """groups_fit, or a ParamInvalidError saying which half of the rule ``group`` breaks."""
+    if groups_fit(C, group):
+        return
+    if C % group != 0:
+        raise ParamInvalidError(f"C={C}{c_note} is not divisible by {group_name}={group}")
+    raise ParamInvalidError(f"{group_name}={group} must not exceed max(C, 1)={max(C, 1)}: a group holds at least one "
+                            f"channel (with C = 0, {group_name} must be 1)")
 
 
 def _check_rank(name, shape, low):
@@ -395,11 +407,8 @@ def _check_group_norm_args(input, weight, bias, num_groups, eps):
     C = x_shape[1]
     if C is None or C < 0:
         return
-    if num_groups is not None and C % num_groups != 0:
-        raise ParamInvalidError(f"C={C} (the input's dimension 1) is not divisible by num_groups={num_groups}")
-    if num_groups is not None and num_groups > max(C, 1):
-        raise ParamInvalidError(f"num_groups={num_groups} must not exceed max(C, 1)={max(C, 1)}: a group holds at "
-                                f"least one channel (with C = 0, num_groups must be 1)")
+    if num_groups is not None:
+        _check_group_rule(C, num_groups, "num_groups", " (the input's dimension 1)")
     for name, arg in (("weight", weight), ("bias", bias)):
         if arg is not None and _known_numel(arg[0]) not in (None, C):
             raise ParamInvalidError(f"numel({name})={_numel(arg[0])} (shape {tuple(arg[0])}) must equal C={C}")

@@ -34,10 +34,10 @@ from mindspore import context
 
 from .. import _compat
 from .._compat import evaluated_by_graph_compiler, recording_gradient  # noqa: F401 (used by callers)
-from ..backends import ascend, ascend_jit, ascend_pyboost, cpu_aot, cpu_pyboost
+from ..backends import ascend, ascend_jit, ascend_pyboost, cpu_aot, cpu_pyboost, reference_ops
 from ..backends.cpu_aot import PynativeForward  # noqa: F401 (the fast path's forward op class)
 from . import double_backward
-from .descriptions import GROUP_NORM, GROUP_NORM_SILU
+from .descriptions import BY_NAME, GROUP_NORM, GROUP_NORM_SILU
 
 FULL_MASK = (True, True, True)
 # How many ops each getter keeps (least recently used dropped first): one per configuration
@@ -82,7 +82,7 @@ def eager_pynative():
     return context._get_mode() == context.PYNATIVE_MODE and not _compat.compiling_graph()
 
 
-def _mode_backend(backend, fast_path=True):
+def _mode_backend(backend):
     """The cache key of the ops to create now for ``backend``: on Ascend, eager
     PYNATIVE_MODE runs the Ascend module (ops.Custom takes tensors only there; a graph
     compiled by ``@ms.jit`` keeps the aot ops); on "cpu" in PYNATIVE_MODE the fast path,
@@ -104,7 +104,7 @@ def _mode_backend(backend, fast_path=True):
         return backend
     # context._get_mode() reads the same value as get_context("mode") for ~0.4 us instead
     # of ~10 us, which matters on a path whose point is per-call cost.
-    if (fast_path and backend == "cpu" and cpu_pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
+    if (backend == "cpu" and cpu_pyboost.enabled() and context._get_mode() == context.PYNATIVE_MODE
             and cpu_pyboost.module() is not None):
         return PYBOOST_BACKEND
     return backend
@@ -125,13 +125,12 @@ def fused_backend():
     return backend if backend in FUSED_BACKENDS else None
 
 
-def _silu_op_backend(fast_path=True):
-    """As _op_backend for the fused operator; its backward op getter keeps the aot op on
-    "cpu" (the fast path's forward records the module's own backward)."""
+def _fused_op_backend():
+    """As _op_backend for an operator MindSpore does not have (the fused GroupNorm + SiLU)."""
     backend = fused_backend()
     if backend not in FUSED_BACKENDS:
         raise NotImplementedError(f"ms_groupnorm: no fused GroupNorm + SiLU kernels on backend {backend!r}")
-    return _mode_backend(backend, fast_path)
+    return _mode_backend(backend)
 
 
 def _bool_triple(mask):
@@ -144,46 +143,47 @@ _BOOL_TRIPLES = {(a, b, c): (a, b, c) for a in (False, True) for b in (False, Tr
 
 
 # ---------------------------------------------------------------- one op per backend
-def _double_backward_bprop(description, attrs, mask, statistics):
-    """The backward op's own bprop (second-order gradients, ``ops.double_backward``)."""
-    if description is GROUP_NORM.backward:
-        return double_backward.group_norm_backward_bprop(*attrs, mask, statistics)
-    return double_backward.group_norm_silu_backward_bprop(*attrs, mask, statistics)
-
-
-def _backward(description, attrs, mask, backend, statistics=double_backward.PARTIAL):
+def _backward(description, attrs, mask, backend, statistics):
     """The backward op of ``description`` (attributes ``attrs`` before the mask) on ``backend``;
     ``statistics`` says how its bprop treats mean/rstd (``ops.double_backward``)."""
+    second_order = None if description.second_order is None else description.second_order(*attrs, mask, statistics)
+    if description.entry is None:  # described, no kernel yet: its float64 reference runs
+        return reference_ops.backward_op(description, attrs, mask, second_order)
     if backend == ASCEND_BUILTIN_BACKEND:  # no kernel of ours here: say why
-        ascend.check_chip_before_launch(ascend.GROUP_NORM_GRAD_MS)
+        ascend.check_chip_before_launch(description.ascend)
     if backend == PYBOOST_BACKEND:
         return cpu_pyboost.backward(description.name, attrs, mask)
-    second_order = _double_backward_bprop(description, attrs, mask, statistics)
     if backend == ASCEND_PYBOOST_BACKEND:
         return ascend.PynativeAscendBackward(getattr(ascend_pyboost.module(), description.pyboost), attrs, mask,
                                              second_order)
     if backend == "ascend":
-        # The AscendC operators take CANN's order (dy, mean, rstd, x, ...); the Cells adapt.
-        if description is GROUP_NORM.backward:
-            return ascend.AscendBackward(*attrs, mask, second_order)
-        return ascend.AscendSiluBackward(*attrs, mask, second_order)
+        return ascend.backward_cell(description.ascend, attrs, mask, second_order)
     return cpu_aot.backward_op(description, backend, attrs + mask, second_order)
+
+
+def _our_ascend_forward(description):
+    """Whether the AscendC operator that runs ``description``'s forward is installed."""
+    return ascend_pyboost.installed(description.ascend.op_type)
 
 
 def _forward(description, attrs, mask, backend, backward):
     """The forward op of ``description`` on ``backend``, its bprop running ``backward``."""
+    if description.entry is None:  # described, no kernel yet: its float64 reference runs
+        return reference_ops.forward_op(description, attrs, cpu_aot.bprop_feeding(backward, description.saved))
     if backend == ASCEND_BUILTIN_BACKEND:
         return ascend.BuiltinForward(*attrs)
-    if backend == ASCEND_PYBOOST_BACKEND and (ascend_pyboost.forward_installed() or description.activate_silu):
-        module = ascend_pyboost.module()
-        return ascend.PynativeAscendForward(getattr(module, description.pyboost),
-                                            getattr(module, f"{description.pyboost}_autograd"), attrs, mask)
     if backend in ("ascend", ASCEND_PYBOOST_BACKEND):
-        if description.activate_silu:  # the fused forward on GroupNormSiluMs
-            return ascend.AscendSiluForward(*attrs, backward)
-        if backend == "ascend" and ascend_pyboost.forward_installed():  # our forward: float32 statistics
-            return ascend.AscendOwnForward(*attrs, backward)
-        return ascend.AscendForward(*attrs, backward)
+        if _our_ascend_forward(description):
+            if backend == ASCEND_PYBOOST_BACKEND:
+                module = ascend_pyboost.module()
+                return ascend.PynativeAscendForward(getattr(module, description.pyboost),
+                                                    getattr(module, f"{description.pyboost}_autograd"), attrs, mask)
+            return ascend.AscendOwnForward(description.ascend_scalars(attrs), backward,
+                                           backward_takes_beta="beta" in description.saved)
+        if not description.builtin:  # fused_backend() keeps such calls away: say so if one comes
+            raise NotImplementedError(f"ms_groupnorm: {description.ascend.op_type} is not installed, and MindSpore "
+                                      f"has no {description.reg_name} of its own")
+        return ascend.AscendForward(*attrs, backward)  # MindSpore's forward, our backward
     module_forwards = cpu_pyboost.forwards(description.name, attrs) if backend == PYBOOST_BACKEND else None
     return cpu_aot.forward_op(description, backend, attrs, backward, module_forwards)
 
@@ -196,69 +196,71 @@ def _aot_backend(backend):
     return "cpu" if backend == PYBOOST_BACKEND else backend
 
 
-# ---------------------------------------------------------------- GroupNorm
-@evaluated_by_graph_compiler
-def backward_op(group, mask=FULL_MASK):
-    """The backward op for ``group`` groups and output mask (dx, dgamma, dbeta), called as
-    ``(dy, x, mean, rstd, gamma)`` on every backend; cached per backend."""
-    backend = _op_backend()
+@op_cache
+def _backward_op(description, attrs, mask, backend, statistics=double_backward.PARTIAL):
+    return _backward(description, attrs, mask, backend, statistics)
+
+
+@op_cache
+def _forward_op(description, attrs, mask, backend):
+    # The forward's bprop runs the aot backward; none where the forward records its own
+    # backward (the Ascend module with our operator) or MindSpore's runs (the fallback).
+    own_backward = backend == ASCEND_BUILTIN_BACKEND or (
+        backend == ASCEND_PYBOOST_BACKEND and _our_ascend_forward(description))
+    backward = None if own_backward else _backward_op(description.backward, description.backward_attr_values(attrs), mask,
+                                                      _aot_backend(backend), double_backward.OF_X)
+    return _forward(description, attrs, mask, backend, backward)
+
+
+def backward_op_for(description, attr_values, mask=FULL_MASK):
+    """The backward op of ``description`` with attributes ``attr_values`` (before the mask),
+    on the current backend; cached per configuration and backend."""
+    # One MindSpore also has runs everywhere, any other where fused_backend() finds its kernels.
+    backend = _op_backend() if description.builtin else _fused_op_backend()
     if backend == PYBOOST_BACKEND and recording_gradient():
         # The module's backward function records nothing for autograd, and a gradient
         # through it would silently be zero: the aot op, whose bprop differentiates it.
         backend = "cpu"
-    return _backward_op(int(group), _bool_triple(mask), backend)
+    return _backward_op(description, description.attr_values(attr_values), _bool_triple(mask), backend)
 
 
-@op_cache
-def _backward_op(group, mask, backend, statistics=double_backward.PARTIAL):
-    return _backward(GROUP_NORM.backward, (group,), mask, backend, statistics)
+def forward_op_for(description, attr_values, mask=FULL_MASK):
+    """The forward op of ``description``; its bprop runs the backward op of the current
+    backend (so the cache is per backend too). ``mask`` says which of x, gamma, beta are
+    real inputs whose gradient is wanted: an empty "none" gamma/beta gets an empty gradient."""
+    return _forward_op(description, description.attr_values(attr_values), _bool_triple(mask),
+                       _op_backend() if description.builtin else _fused_op_backend())  # as in backward_op_for
+
+
+# The getters the callers name, called inside functions MindSpore compiles too.
+@evaluated_by_graph_compiler
+def backward_op(group, mask=FULL_MASK):
+    """(dy, x, mean, rstd, gamma) -> (dx, dgamma, dbeta) for ``group`` groups and output mask."""
+    return backward_op_for(GROUP_NORM.backward, (group,), mask)
 
 
 @evaluated_by_graph_compiler
 def forward_op(group, eps, mask=FULL_MASK):
-    """The forward op; its bprop runs ``backward_op(group, mask)`` of the current backend
-    (so the cache is per backend too). ``mask`` says which of x, gamma, beta are real
-    inputs whose gradient is wanted: a gamma or beta passed as the empty "none" tensor gets
-    an empty gradient."""
-    return _forward_op(int(group), float(eps), _bool_triple(mask), _op_backend())
+    """(x, gamma, beta) -> (y, mean, rstd)."""
+    return forward_op_for(GROUP_NORM, (group, eps), mask)
 
 
-@op_cache
-def _forward_op(group, eps, mask, backend):
-    backward = None if backend == ASCEND_BUILTIN_BACKEND or (
-        backend == ASCEND_PYBOOST_BACKEND and ascend_pyboost.forward_installed()) else \
-        _backward_op(group, mask, _aot_backend(backend), double_backward.OF_X)
-    return _forward(GROUP_NORM, (group, eps), mask, backend, backward)
-
-
-# ---------------------------------------------------------------- GroupNorm + swish
 @evaluated_by_graph_compiler
 def silu_backward_op(group, swish_scale=1.0, mask=FULL_MASK):
     """(dz, x, mean, rstd, gamma, beta) -> (dx, dgamma, dbeta)."""
-    return _silu_backward_op(int(group), float(swish_scale), tuple(bool(m) for m in mask),
-                             _silu_op_backend(fast_path=False))
-
-
-@op_cache
-def _silu_backward_op(group, swish_scale, mask, backend, statistics=double_backward.PARTIAL):
-    return _backward(GROUP_NORM_SILU.backward, (group, swish_scale), mask, backend, statistics)
+    return backward_op_for(GROUP_NORM_SILU.backward, (group, swish_scale), mask)
 
 
 @evaluated_by_graph_compiler
 def silu_forward_op(group, eps, swish_scale=1.0, mask=FULL_MASK):
-    """(x, gamma, beta) -> (z, mean, rstd); ``mask`` says which of x, gamma, beta get a
-    gradient (an empty "none" gamma/beta gets an empty one)."""
-    return _silu_forward_op(int(group), float(eps), float(swish_scale), tuple(bool(m) for m in mask),
-                            _silu_op_backend())
+    """(x, gamma, beta) -> (z, mean, rstd)."""
+    return forward_op_for(GROUP_NORM_SILU, (group, eps, swish_scale), mask)
 
 
-@op_cache
-def _silu_forward_op(group, eps, swish_scale, mask, backend):
-    # In PyNative the fast path's eager calls record the module's own backward node, and
-    # graphs (@ms.jit) run the bprop.
-    backward = None if backend == ASCEND_PYBOOST_BACKEND else \
-        _silu_backward_op(group, swish_scale, mask, _aot_backend(backend), double_backward.OF_X)
-    return _forward(GROUP_NORM_SILU, (group, eps, swish_scale), mask, backend, backward)
+def clear_op_caches():
+    """Forgets every op made (tests that change the backend's inputs, e.g. what is installed)."""
+    _forward_op.cache_clear()
+    _backward_op.cache_clear()
 
 
 # ---------------------------------------------------------------- second order through the PyNative modules
@@ -269,11 +271,9 @@ def _module_second_order(backend):
     module takes the aot op (its own functions record nothing); the Ascend module's backward
     records itself through ascend.PynativeAscendBackward."""
     def run(name, tensors, attrs, mask):
-        mask = _bool_triple(tuple(mask))
-        if name == GROUP_NORM.name:
-            op = _backward_op(int(attrs[0]), mask, backend, double_backward.OF_X)
-        else:
-            op = _silu_backward_op(int(attrs[0]), float(attrs[1]), mask, backend, double_backward.OF_X)
+        description = BY_NAME[name].backward
+        op = _backward_op(description, description.attr_values(attrs), _bool_triple(tuple(mask)), backend,
+                          double_backward.OF_X)
         return tuple(op(*tensors))
 
     return run
