@@ -236,3 +236,39 @@ def operator(request):
     from ms_groupnorm.ops import descriptions
 
     return descriptions.BY_NAME[request.param]
+
+
+@pytest.fixture(scope="module")
+def pyboost_module():
+    """Builds the module once. Missing build tools skip (the fast path then simply stays
+    off for users too); any other build failure fails the tests that need it."""
+    from ms_groupnorm.backends import cpu_pyboost
+
+    if cpu_pyboost.off_reason():  # off by design on this MindSpore, with a notice (tests/test_versions.py)
+        pytest.skip(cpu_pyboost.off_reason())
+    missing = cpu_pyboost.missing_tools()
+    if missing:
+        pytest.skip(f"building the pyboost module needs {', '.join(missing)}, not installed here")
+    try:
+        return cpu_pyboost.build()
+    except Exception as error:  # surfaced as a failure, never a skip
+        pytest.fail(f"the pyboost module failed to build: {type(error).__name__}: {error}")
+
+
+@pytest.fixture
+def fast_path(pyboost_module, monkeypatch):
+    """PYNATIVE_MODE with the fast path on; yields a function that switches it
+    ($MS_GROUPNORM_PYBOOST unset = on, "0" = off)."""
+    from ms_groupnorm.backends import cpu_pyboost
+
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+    def switch(on):
+        if on:
+            monkeypatch.delenv(cpu_pyboost.ENABLE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(cpu_pyboost.ENABLE_ENV, "0")
+
+    switch(True)
+    yield switch
+    ms.set_context(mode=ms.PYNATIVE_MODE)

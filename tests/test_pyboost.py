@@ -29,38 +29,6 @@ SHAPE, G = (3, 6, 5, 2), 3  # (N, C, H, W): small, C/G = 2, HxW not a multiple o
 N, C, HXW = 3, 6, 10
 
 
-@pytest.fixture(scope="module")
-def pyboost_module():
-    """Builds the module once. Missing build tools skip (the fast path then simply stays
-    off for users too); any other build failure fails the tests that need it."""
-    if _pyboost.off_reason():  # off by design on this MindSpore, with a notice (tests/test_versions.py)
-        pytest.skip(_pyboost.off_reason())
-    missing = _pyboost.missing_tools()
-    if missing:
-        pytest.skip(f"building the pyboost module needs {', '.join(missing)}, not installed here")
-    try:
-        return _pyboost.build()
-    except Exception as error:  # surfaced as a failure, never a skip
-        pytest.fail(f"the pyboost module failed to build: {type(error).__name__}: {error}")
-
-
-@pytest.fixture
-def fast_path(pyboost_module, monkeypatch):
-    """PYNATIVE_MODE with the fast path on; yields a function that switches it
-    ($MS_GROUPNORM_PYBOOST unset = on, "0" = off)."""
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-
-    def switch(on):
-        if on:
-            monkeypatch.delenv(_pyboost.ENABLE_ENV, raising=False)
-        else:
-            monkeypatch.setenv(_pyboost.ENABLE_ENV, "0")
-
-    switch(True)
-    yield switch
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-
-
 def assert_bitwise(got, want, name):
     assert got.dtype == want.dtype, f"{name}: dtype {got.dtype} != {want.dtype}"
     assert tuple(got.shape) == tuple(want.shape), f"{name}: shape {got.shape} != {want.shape}"
@@ -76,18 +44,22 @@ def backward_inputs(rng, data_dtype, stat_dtype):
             tensor(gamma, stat_dtype))
 
 
-def test_op_choice_follows_env_and_mode(fast_path):
+def test_op_choice_follows_env_and_mode(fast_path, operator):
+    """Both operators: the module's functions in PyNative by default, the aot ops when opted
+    out and in graphs."""
+    attrs = (G, 1e-5, 1.0)[:len(operator.attr_names)]
+    backward_attrs = operator.backward_attr_values(attrs)
     fast_path(False)  # opted out: the aot ops, even in PyNative
-    assert isinstance(_ops.backward_op(G), ops.Custom)
-    assert type(_ops.forward_op(G, 1e-5)) is ops.Custom
+    assert isinstance(_ops.backward_op_for(operator.backward, backward_attrs), ops.Custom)
+    assert type(_ops.forward_op_for(operator, attrs)) is ops.Custom
     fast_path(True)  # the default
-    assert _ops.backward_op(G) is _pyboost.backward("group_norm", (G,), FULL)
-    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, _ops.PYBOOST_BACKEND)
-    assert isinstance(_ops.forward_op(G, 1e-5), _ops.PynativeForward)
-    assert _ops.forward_op(G, 1e-5) is not _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")
+    assert _ops.backward_op_for(operator.backward, backward_attrs) is _pyboost.backward(operator.name, backward_attrs,
+                                                                                        FULL)
+    assert _ops.forward_op_for(operator, attrs) is _ops._forward_op(operator, attrs, FULL, _ops.PYBOOST_BACKEND)
+    assert isinstance(_ops.forward_op_for(operator, attrs), _ops.PynativeForward)
     ms.set_context(mode=ms.GRAPH_MODE)  # graphs keep the aot ops
-    assert isinstance(_ops.backward_op(G), ops.Custom)
-    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")
+    assert isinstance(_ops.backward_op_for(operator.backward, backward_attrs), ops.Custom)
+    assert _ops.forward_op_for(operator, attrs) is _ops._forward_op(operator, attrs, FULL, "cpu")
 
 
 @pytest.mark.parametrize("data_dtype, stat_dtype", DTYPES)

@@ -8,11 +8,10 @@ shims with the CPU kernels' ABI.
   a kernel fault (a mutated kernel) as status 7.
 * Through MindSpore, GRAPH and PYNATIVE: group_norm_silu_forward, group_norm_silu,
   GroupNormSiLU against the reference and the CPU fused op, swish_scale != 1, training steps,
-  gradients and masked group_norm_silu_backward (through the backward twin's shim
-  ``GroupNormSiluGrad``; a twin library without it fails them with _silu_ops'
-  NotImplementedError, not silently)."""
+  gradients (through the backward twin's shim ``GroupNormSiluGrad``; a twin library without
+  it fails them with cpu_aot's NotImplementedError, not silently). The masked backward runs on
+  both backends in test_silu_mindspore.py."""
 import ctypes
-import math
 import shutil
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pytest
 from mindspore import nn
 
 from cases import assert_close, make_inputs, tensor, to_numpy
-from ms_groupnorm import GroupNormSiLU, group_norm_silu, group_norm_silu_backward, group_norm_silu_forward
+from ms_groupnorm import GroupNormSiLU, group_norm_silu
 from ms_groupnorm.backends import cpu_kernels as _kernel_lib
 from ms_groupnorm.ops import routing as _ops
 from ms_groupnorm.ops import routing as _silu_ops
@@ -30,6 +29,7 @@ from ms_groupnorm.backends import twin as ascendc_twin
 from ms_groupnorm.backends import twin as ascendc_twin_forward
 from ms_groupnorm import reference as reference_silu
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
+from test_silu_mindspore import Forward, sizes
 
 OK, BAD_PARAMS, NULL_POINTER, BAD_RANK, BAD_DTYPE, BAD_SHAPE, BAD_ATTR, KERNEL_FAULT = range(8)
 PAIRS = [("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"), ("float16", "float32"),
@@ -229,30 +229,6 @@ def test_a_kernel_fault_is_status_7(tmp_path, rng, make_extra, monkeypatch, capf
 
 
 # ---------------------------------------------------------------- through MindSpore
-def sizes(shape):
-    return shape[0], shape[1], math.prod(shape[2:])
-
-
-class Forward(nn.Cell):
-    def __init__(self, N, C, HxW, G, eps=1e-5, swish_scale=1.0):
-        super().__init__()
-        self.args = (N, C, HxW, G, eps, swish_scale)
-
-    def construct(self, x, gamma, beta):
-        N, C, HxW, G, eps, k = self.args
-        return group_norm_silu_forward(x, gamma, beta, N, C, HxW, G, eps, k)
-
-
-class Backward(nn.Cell):
-    def __init__(self, N, C, HxW, G, mask, swish_scale=1.0):
-        super().__init__()
-        self.args = (N, C, HxW, G, mask, swish_scale)
-
-    def construct(self, dz, x, mean, rstd, gamma, beta):
-        N, C, HxW, G, mask, k = self.args
-        return group_norm_silu_backward(dz, x, mean, rstd, gamma, beta, N, C, HxW, G, mask, k)
-
-
 def test_the_twin_backend_runs_the_twin_libraries(twin_backend):
     assert _silu_ops.fused_backend() == "ascendc_twin"
     op = _silu_ops.silu_forward_op(3, 1e-5)
@@ -355,19 +331,3 @@ def test_group_norm_silu_gradients(mode, rng, twin_backend, affine):
         assert_close(dbeta, want[2], ms.float32, "dbeta")
     else:
         assert not np.any(to_numpy(dgamma)) and not np.any(to_numpy(dbeta))
-
-
-@pytest.mark.parametrize("mask", [(True, True, True), (True, False, False), (False, True, True), (False, False, True)])
-def test_masked_group_norm_silu_backward(mode, rng, twin_backend, mask):
-    shape, G, swish = (2, 6, 11), 3, 0.8
-    x, dz, gamma, beta, mean, rstd = make_inputs(rng, shape, G, ms.float16, ms.float32)
-    got = Backward(*sizes(shape), G, mask, swish)(tensor(dz, ms.float16), tensor(x, ms.float16),
-                                                  tensor(mean, ms.float32), tensor(rstd, ms.float32),
-                                                  tensor(gamma, ms.float32), tensor(beta, ms.float32))
-    want = reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish)
-    for bit, out, ref, dtype, name in zip(mask, got, want, (ms.float16, ms.float32, ms.float32),
-                                          ("dx", "dgamma", "dbeta")):
-        if bit:
-            assert_close(out, ref, dtype, name)
-        else:
-            assert out is None, name

@@ -8,50 +8,11 @@ import pytest
 
 from cases import DTYPES, make_inputs, tensor
 from ms_groupnorm import GroupNormSiLU, group_norm_silu
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.backends import cpu_pyboost as _pyboost
-from ms_groupnorm.ops import routing as _silu_ops
-from ms_groupnorm.backends import cpu_pyboost as _silu_pyboost
+from ms_groupnorm.backends import cpu_pyboost
+from ms_groupnorm.ops import routing
 from test_pyboost import assert_bitwise
 
 SHAPE, G = (3, 6, 5, 2), 3
-
-
-@pytest.fixture(scope="module")
-def silu_module():
-    if _pyboost.off_reason():  # off by design on this MindSpore, with a notice (tests/test_versions.py)
-        pytest.skip(_pyboost.off_reason())
-    missing = _pyboost.missing_tools()
-    if missing:
-        pytest.skip(f"building the pyboost module needs {', '.join(missing)}, not installed here")
-    try:
-        return _silu_pyboost.build()
-    except Exception as error:  # surfaced as a failure, never a skip
-        pytest.fail(f"the fused pyboost module failed to build: {type(error).__name__}: {error}")
-
-
-@pytest.fixture
-def fast_path(silu_module, monkeypatch):
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-
-    def switch(on):
-        if on:
-            monkeypatch.delenv(_pyboost.ENABLE_ENV, raising=False)
-        else:
-            monkeypatch.setenv(_pyboost.ENABLE_ENV, "0")
-
-    switch(True)
-    yield switch
-    ms.set_context(mode=ms.PYNATIVE_MODE)
-
-
-def test_op_choice_follows_env_and_mode(fast_path):
-    assert isinstance(_silu_ops.silu_forward_op(G, 1e-5), _ops.PynativeForward)
-    fast_path(False)
-    assert type(_silu_ops.silu_forward_op(G, 1e-5)) is ms.ops.Custom
-    fast_path(True)
-    ms.set_context(mode=ms.GRAPH_MODE)
-    assert type(_silu_ops.silu_forward_op(G, 1e-5)) is ms.ops.Custom
 
 
 def _layer_grads(x_t, w_t, gamma, beta):
@@ -78,7 +39,7 @@ def test_layer_forward_and_gradients_bitwise_equal_to_aot(fast_path, rng, data_d
 def test_recorded_forward_goes_through_the_module_autograd(fast_path, rng, monkeypatch):
     x, w, _, _, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
     x_t, w_t = tensor(x, ms.float32), tensor(w, ms.float32)
-    op = _silu_ops.silu_forward_op(G, 1e-5, 1.0, (True, False, False))
+    op = routing.silu_forward_op(G, 1e-5, 1.0, (True, False, False))
     calls = []
     autograd, plain = op.module_autograd, op.module_forward
     monkeypatch.setattr(op, "module_autograd", lambda *args: calls.append("autograd") or autograd(*args))
@@ -103,11 +64,11 @@ def test_jit_inside_pynative_bitwise(fast_path, rng):
         assert_bitwise(got, want, name)
 
 
-def test_module_backward_bitwise_equal_to_aot(silu_module, rng):
+def test_module_backward_bitwise_equal_to_aot(pyboost_module, rng):
     x, dz, gamma, beta, mean, rstd = make_inputs(rng, SHAPE, G, ms.bfloat16, ms.float32)
     args = (tensor(dz, ms.bfloat16), tensor(x, ms.bfloat16), tensor(mean, ms.float32), tensor(rstd, ms.float32),
             tensor(gamma, ms.float32), tensor(beta, ms.float32))
-    fast = _silu_pyboost.backward("group_norm_silu", (G, 1.4), (True, True, True))(*args)
-    slow = _silu_ops._backward_op(_silu_ops.GROUP_NORM_SILU.backward, (G, 1.4), (True, True, True), "cpu")(*args)
+    fast = cpu_pyboost.backward("group_norm_silu", (G, 1.4), (True, True, True))(*args)
+    slow = routing._backward_op(routing.GROUP_NORM_SILU.backward, (G, 1.4), (True, True, True), "cpu")(*args)
     for got, want, name in zip(fast, slow, ("dx", "dgamma", "dbeta")):
         assert_bitwise(got, want, name)
