@@ -54,7 +54,7 @@ def _set_checked_arguments(cell, num_groups, num_channels, eps, affine):
     """Checks the GroupNorm layers' arguments as mindspore.nn.GroupNorm does (same types and
     messages), plus what the kernels need and nn does not check: sizes within int64 and an
     eps that float32 holds (nn.GroupNorm silently turns eps=1e300 into inf, giving beta,
-    and eps=1e-320 into 0); the rule of _checks.as_int / as_float32_number. Stores them on
+    and eps=1e-320 into 0); the rule of ops.checks.as_int / as_float32_number. Stores them on
     ``cell``."""
     cell.num_groups = as_int("num_groups", validator.check_positive_int(num_groups, "num_groups", cell.cls_name))
     cell.num_channels = as_int("num_channels",

@@ -44,7 +44,7 @@ def _rng(category, mode, exhaustive):
 # ---- extreme magnitudes: the spread |x - mean| at scales whose variance float32 holds
 # (1e-15 to 1e17: var 1e-30 to 1e34, summed over at most 2*16 elements), means up to 100x
 # the spread; float16 within its range. Below 1e-19 the variance leaves float32's normal
-# range while eps (>= 1.2e-38, see _checks.as_float32_number) dominates it anyway.
+# range while eps (>= 1.2e-38, see ops.checks.as_float32_number) dominates it anyway.
 FINITE_SCALES = {F32: [1e-15, 1e-6, 1e6, 1e12, 1e17], BF16: [1e-15, 1e-6, 1e6, 1e12, 1e17],
                  F16: [1e-2, 1e-1, 10.0, 100.0]}
 HUGE_SCALES = {F32: [1e20, 1e25, 1e30], BF16: [1e20, 1e25, 1e30]}  # beyond ~1.8e19 the sum of squares overflows

@@ -5,7 +5,7 @@
 # the tests marked `ascend` (tests/test_on_ascend.py): our backward in GRAPH (jit_level O0)
 # and PYNATIVE against the float64 reference and the built-in GroupNormGrad for every tiling
 # mode, dtype pair and output mask; the fused GroupNorm + SiLU forward and backward in both
-# modes against the float64 reference (ms_groupnorm/reference_silu.py), swish_scale 1 and
+# modes against the float64 reference (ms_groupnorm/reference.py), swish_scale 1 and
 # 1.7, masks, the GroupNormSiLU layer, dynamic shapes; and a timing table against the built-in. Ends with one line: "VERDICT: PASS ..." or "VERDICT: FAIL ...".
 #
 # Minimum versions: MindSpore 2.10 (Ascend wheel) and CANN 8.2; see build.sh.

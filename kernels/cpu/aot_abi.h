@@ -32,7 +32,7 @@ inline DType ParseDType(const char *name) {
 
 // Statistics (mean, rstd, gamma, beta, dgamma, dbeta) are either in the data dtype or
 // in float32 (mixed precision); float64 data (the layers' float64 support; the aclnn
-// contract in ms_groupnorm/_checks.py rejects it) takes float64 statistics only.
+// contract in ms_groupnorm/ops/checks.py rejects it) takes float64 statistics only.
 inline bool ValidDTypePair(DType data, DType stat) {
   if (data == DType::kFloat64 || stat == DType::kFloat64) return data == stat;
   return data != DType::kInvalid && (stat == data || stat == DType::kFloat32);

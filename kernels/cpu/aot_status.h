@@ -1,5 +1,5 @@
 // Status codes returned by the aot entry points of the CPU kernels and of the AscendC
-// twin (kernels/ascendc/twin/twin_aot.cc); ms_groupnorm/_kernel_lib.py names them.
+// twin (kernels/ascendc/twin/twin_aot.cc); ms_groupnorm/backends/cpu_kernels.py names them.
 // Any non-zero code makes MindSpore raise "Return value from CPU AOT kernel ... is N".
 #pragma once
 

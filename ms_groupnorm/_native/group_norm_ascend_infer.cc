@@ -3,7 +3,7 @@
 //
 // Why: MindSpore infers a custom op's outputs in Python only for static shapes; with
 // dynamic shapes (set_inputs with None dims, or an unknown rank) the infer must be on the
-// C++ side (docs r2.10 op_custom_ascendc, "func=<infer>.cc:OpName"). ms_groupnorm/ascend.py
+// C++ side (docs r2.10 op_custom_ascendc, "func=<infer>.cc:OpName"). ms_groupnorm/backends/ascend.py
 // passes func="<this file>:aclnnGroupNormGradMs" with out_shape/out_dtype None; MindSpore
 // compiles this file with g++ (custom_ops.py _compile_aot) and looks up
 // "<func name>InferShape"/"<func name>InferType" in it, with the name after ':' exactly as

@@ -2,7 +2,7 @@
 // (dynamic shapes and ranks need a C++ infer: see group_norm_ascend_infer.cc).
 //
 // mean/rstd are (N, num_groups), and num_groups reaches MindSpore's infer only as a scalar
-// input without its value; so this file is compiled once per num_groups: ms_groupnorm/ascend.py
+// input without its value; so this file is compiled once per num_groups: ms_groupnorm/backends/ascend.py
 // writes a two-line source that defines GNMS_NUM_GROUPS and includes this file, and passes
 // func="<that source>:aclnnGroupNormSiluMs".
 //
@@ -13,7 +13,7 @@
 #include <vector>
 
 #ifndef GNMS_NUM_GROUPS
-#error "define GNMS_NUM_GROUPS (ms_groupnorm/ascend.py compiles this file once per num_groups)"
+#error "define GNMS_NUM_GROUPS (ms_groupnorm/backends/ascend.py compiles this file once per num_groups)"
 #endif
 
 namespace mindspore {

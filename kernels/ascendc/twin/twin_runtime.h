@@ -98,7 +98,7 @@ std::vector<PipeStats> LastLaunchStats();
 CostModel DefaultCost();
 void SetDefaultCost(const CostModel &cost);
 // The C API's view of both (one layout for every twin library, the order of
-// ms_groupnorm.ascendc_twin.COST_FIELDS / STAT_FIELDS): sets (values != nullptr) and returns in
+// ms_groupnorm.backends.twin.COST_FIELDS / STAT_FIELDS): sets (values != nullptr) and returns in
 // out[kCostFieldCount] the cost constants; copies kStatFieldCount doubles per block of the last
 // launch into out[maxBlocks][...] and returns the number of blocks.
 constexpr int kCostFieldCount = 11;
