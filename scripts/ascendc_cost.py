@@ -84,8 +84,6 @@ DTYPES = {"fp32": ("float32", "float32"), "fp16": ("float16", "float16"), "bf16"
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 CORES = 48
 MAX_RUN_ELEMS = 1 << 24  # larger shapes run with fewer samples (no anchor is that large)
-GM_BYTES_PER_NS = 33.0   # must match twin::CostModel (per-core share of 1.6 TB/s)
-SYNCALL_NS = 2000.0
 HBM_BYTES_PER_NS = 1600.0  # 1.6 TB/s, the whole chip: the bound every table closes with
 
 
@@ -142,22 +140,23 @@ def measure(shape, dtype_key, silu=False):
     def total(field):
         return sum(s[field] for s in stats)
 
+    gm_bytes_per_ns, syncall_ns = cost("gm_bytes_per_ns"), cost("syncall_ns")
     # time: phase 1 (to SyncAll) of the slowest core, scaled to the full task count, then stage 2
     phase1 = []
     stage2 = []
     for s in stats:
-        own_bw = (s["gm_read_bytes"] + s["gm_write_bytes"]) / GM_BYTES_PER_NS
+        own_bw = (s["gm_read_bytes"] + s["gm_write_bytes"]) / gm_bytes_per_ns
         if s["time_at_syncall_ns"] >= 0:
             phase1.append(s["time_at_syncall_ns"])
-            stage2.append(max(0.0, s["end_ns"] - s["time_at_syncall_ns"] - SYNCALL_NS))
+            stage2.append(max(0.0, s["end_ns"] - s["time_at_syncall_ns"] - syncall_ns))
         else:
             phase1.append(max(s["end_ns"], own_bw))
-    est_ns = max(phase1) * scale + (SYNCALL_NS + max(stage2) * (N / n_run) if stage2 else 0.0)
+    est_ns = max(phase1) * scale + (syncall_ns + max(stage2) * (N / n_run) if stage2 else 0.0)
     # pure-bandwidth time of the busiest core's bytes (full launch)
     busiest_bytes = max(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats) * scale
-    bw_ns = busiest_bytes / GM_BYTES_PER_NS
+    bw_ns = busiest_bytes / gm_bytes_per_ns
     est_ns = max(est_ns, bw_ns)
-    floor_ns = 3 * BYTES[data_dtype] * N * C * HxW / (GM_BYTES_PER_NS * CORES)
+    floor_ns = 3 * BYTES[data_dtype] * N * C * HxW / (gm_bytes_per_ns * CORES)
     stat_bytes = BYTES[stat_dtype] * (2 * N * G + (4 if silu else 3) * C)  # mean, rstd; gamma, (beta,) dgamma, dbeta
     bound_ns = (3 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS + 3 * dma_latency_ns()
     return {
@@ -190,8 +189,13 @@ def measure(shape, dtype_key, silu=False):
     }
 
 
+def cost(name):
+    """One of the twin's cost constants (twin::CostModel, the one place they are written)."""
+    return ascendc_twin.twin_cost_model()[name]
+
+
 def dma_latency_ns():
-    return ascendc_twin.twin_cost_model()["dma_latency_ns"]
+    return cost("dma_latency_ns")
 
 
 def busiest_vector_ns(stats, model):
@@ -243,8 +247,9 @@ def measure_forward(shape, dtype_key):
     scale = tasks_on_busiest_core(full) / max(1, tasks_on_busiest_core(tiling))
     elems = n_run * C * HxW
     gm = sum(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats)
-    est_ns = max(max(s["end_ns"], (s["gm_read_bytes"] + s["gm_write_bytes"]) / GM_BYTES_PER_NS) for s in stats) * scale
-    bw_ns = max(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats) * scale / GM_BYTES_PER_NS
+    gm_bytes_per_ns = cost("gm_bytes_per_ns")
+    est_ns = max(max(s["end_ns"], (s["gm_read_bytes"] + s["gm_write_bytes"]) / gm_bytes_per_ns) for s in stats) * scale
+    bw_ns = max(s["gm_read_bytes"] + s["gm_write_bytes"] for s in stats) * scale / gm_bytes_per_ns
     est_ns = max(est_ns, bw_ns)
     stat_bytes = 4 * 2 * N * G + BYTES[param_dtype] * 2 * C  # mean, rstd (fp32) written; gamma, beta read
     bound_ns = ((2 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS
@@ -266,7 +271,7 @@ def measure_forward(shape, dtype_key):
         "est_us": est_ns / 1000,
         "bw_us": bw_ns / 1000,
         "ratio": est_ns / bw_ns if bw_ns else math.nan,
-        "floor_us": 2 * BYTES[data_dtype] * N * C * HxW / (GM_BYTES_PER_NS * CORES) / 1000,
+        "floor_us": 2 * BYTES[data_dtype] * N * C * HxW / (gm_bytes_per_ns * CORES) / 1000,
         "bound_us": bound_ns / 1000,
         "over_bound": est_ns / bound_ns,
         "vector_us": busiest_vector_ns(stats, ascendc_twin_forward.forward_cost_model()) * scale / 1000,
@@ -385,7 +390,6 @@ def main():
     if changes:
         cost_model(**changes)
     constants = cost_model()
-    assert constants["gm_bytes_per_ns"] == GM_BYTES_PER_NS and constants["syncall_ns"] == SYNCALL_NS
     print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
     print()
     rows = []

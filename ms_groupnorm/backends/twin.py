@@ -24,11 +24,6 @@ POLICIES = {"concurrent": 0, "forward": 1, "reverse": 2, "shuffle": 3, "interlea
 # How each pipe's work runs (twin_pipes.h): "immediate" at issue, "deferred" when a sync forces it.
 # The C entry points take it in bits 8+ of the policy argument.
 EXECUTIONS = {"immediate": 0, "deferred": 1}
-# Per-block cost counters of the last launch (twin::PipeStats, in order).
-STAT_FIELDS = ("gm_read_bytes", "gm_write_bytes", "scalar_ub", "scalar_gm", "vec_calls", "vec_repeats",
-               "barriers_all", "barriers_pipe", "user_flag_pairs", "queue_flag_pairs", "sync_alls", "busy_s_ns",
-               "busy_v_ns", "busy_mte2_ns", "busy_mte3_ns", "time_at_syncall_ns", "end_ns", "api_flag_pairs",
-               "auto_v_barriers", "dma_bursts")
 # Float overflow modes of the device (twin::Config::saturation): "inf_nan" is the Atlas A2
 # default and what MindSpore 2.10 runs on 910B; "saturation": inf -> +-max, NaN -> 0.
 OVERFLOW_MODES = {"inf_nan": 0, "saturation": 1}
@@ -70,34 +65,51 @@ def _twin_cdll():
     lib.GnmsTwinLastStats.argtypes = [ptr, cint]
     lib.GnmsTwinCostModel.restype = None
     lib.GnmsTwinCostModel.argtypes = [ptr, ptr]
+    lib.GnmsTwinFieldNames.restype = ctypes.c_char_p
+    lib.GnmsTwinFieldNames.argtypes = [cint]
     return lib
 
 
-COST_FIELDS = ("clock_ghz", "gm_bytes_per_ns", "dma_setup_cycles", "dma_latency_ns", "vec_cycles_per_repeat",
-               "vec_start_cycles", "scalar_ub_cycles", "scalar_gm_ns", "syncall_ns", "dma_burst_cycles",
-               "vec_barrier_cycles")
+@functools.lru_cache(maxsize=2)
+def _field_names(which):
+    return tuple(_twin_cdll().GnmsTwinFieldNames(which).decode().rstrip(",").split(","))
+
+
+def __getattr__(name):
+    """COST_FIELDS (the cost constants, twin::CostModel) and STAT_FIELDS (the per-block
+    counters, twin::PipeStats), in the C API's order, as the twin library names them
+    (twin_runtime.h's GNMS_TWIN_COST_FIELDS / GNMS_TWIN_STAT_FIELDS): read from it, never
+    written here, so the two sides cannot disagree."""
+    if name in _FIELD_LISTS:
+        return _field_names(_FIELD_LISTS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_FIELD_LISTS = {"COST_FIELDS": 0, "STAT_FIELDS": 1}
 
 
 def _cost_model(cost_model_function, changes):
     """A library's cost constants (twin::CostModel) as a dict; ``changes`` set some for its
     later launches."""
-    out = np.zeros(len(COST_FIELDS), np.float64)
+    fields = _field_names(0)
+    out = np.zeros(len(fields), np.float64)
     cost_model_function(None, out.ctypes.data)
     if changes:
-        unknown = set(changes) - set(COST_FIELDS)
+        unknown = set(changes) - set(fields)
         if unknown:
-            raise KeyError(f"unknown cost constants {sorted(unknown)}; known: {COST_FIELDS}")
-        values = np.array([changes.get(name, out[i]) for i, name in enumerate(COST_FIELDS)], np.float64)
+            raise KeyError(f"unknown cost constants {sorted(unknown)}; known: {fields}")
+        values = np.array([changes.get(name, out[i]) for i, name in enumerate(fields)], np.float64)
         cost_model_function(values.ctypes.data, out.ctypes.data)
-    return dict(zip(COST_FIELDS, (float(v) for v in out)))
+    return dict(zip(fields, (float(v) for v in out)))
 
 
 def _last_stats(last_stats_function):
     """Per-block cost counters of a library's last successful launch: dicts of STAT_FIELDS."""
+    fields = _field_names(1)
     blocks = last_stats_function(None, 0)
-    out = np.zeros((max(blocks, 1), len(STAT_FIELDS)), np.float64)
+    out = np.zeros((max(blocks, 1), len(fields)), np.float64)
     last_stats_function(out.ctypes.data, blocks)
-    return [dict(zip(STAT_FIELDS, row)) for row in out[:blocks]]
+    return [dict(zip(fields, row)) for row in out[:blocks]]
 
 
 def twin_cost_model(**changes):

@@ -197,7 +197,7 @@ GNMS_TWIN_EXPORT int GnsmsTwinMathProbe(const char *name, float *gm, int executi
 
 // The cost constants of later launches (values != nullptr sets them) and the per-block
 // counters of the last successful launch, in the layout of twin::ExchangeCostModel /
-// twin::CopyLastStats (ascendc_twin.COST_FIELDS / STAT_FIELDS).
+// twin::CopyLastStats (twin_runtime.h's GNMS_TWIN_COST_FIELDS / GNMS_TWIN_STAT_FIELDS).
 GNMS_TWIN_EXPORT void GnsmsTwinCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }
 
 GNMS_TWIN_EXPORT int GnsmsTwinLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }

@@ -315,9 +315,9 @@ void SetDefaultCost(const CostModel &cost) {
 
 void ExchangeCostModel(const double *values, double *out) {
   CostModel c = DefaultCost();
-  double *fields[kCostFieldCount] = {&c.clockGhz,        &c.gmBytesPerNs,     &c.dmaSetupCycles, &c.dmaLatencyNs,
-                                     &c.vecCyclesPerRepeat, &c.vecStartCycles, &c.scalarUbCycles, &c.scalarGmNs,
-                                     &c.syncAllNs,       &c.dmaBurstCycles,   &c.vecBarrierCycles};
+#define GNMS_TWIN_ADDRESS(name, member) &c.member,
+  double *fields[kCostFieldCount] = {GNMS_TWIN_COST_FIELDS(GNMS_TWIN_ADDRESS)};
+#undef GNMS_TWIN_ADDRESS
   if (values != nullptr) {
     for (int i = 0; i < kCostFieldCount; ++i) *fields[i] = values[i];
     SetDefaultCost(c);
@@ -329,14 +329,19 @@ int CopyLastStats(double *out, int maxBlocks) {
   const std::vector<PipeStats> stats = LastLaunchStats();
   for (int b = 0; b < maxBlocks && b < static_cast<int>(stats.size()); ++b) {
     const PipeStats &s = stats[b];
-    const double row[kStatFieldCount] = {s.gmReadBytes, s.gmWriteBytes, s.scalarUb, s.scalarGm, s.vecCalls,
-                                         s.vecRepeats, s.barriersAll, s.barriersPipe, s.userFlagPairs,
-                                         s.queueFlagPairs, s.syncAlls, s.busyNs[0], s.busyNs[1], s.busyNs[2],
-                                         s.busyNs[3], s.timeAtSyncAllNs, s.endNs, s.apiFlagPairs, s.autoVBarriers,
-                                         s.dmaBursts};
+#define GNMS_TWIN_VALUE(name, member) s.member,
+    const double row[kStatFieldCount] = {GNMS_TWIN_STAT_FIELDS(GNMS_TWIN_VALUE)};
+#undef GNMS_TWIN_VALUE
     std::memcpy(out + kStatFieldCount * b, row, sizeof row);
   }
   return static_cast<int>(stats.size());
+}
+
+const char *FieldNames(int which) {
+#define GNMS_TWIN_NAME(name, member) #name ","
+  static const char *const kNames[2] = {GNMS_TWIN_COST_FIELDS(GNMS_TWIN_NAME), GNMS_TWIN_STAT_FIELDS(GNMS_TWIN_NAME)};
+#undef GNMS_TWIN_NAME
+  return which == 0 || which == 1 ? kNames[which] : "";
 }
 
 std::vector<PipeStats> LastLaunchStats() {

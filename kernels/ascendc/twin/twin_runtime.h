@@ -97,14 +97,34 @@ std::vector<PipeStats> LastLaunchStats();
 // The cost constants launches from the C API use (the cost report may change them).
 CostModel DefaultCost();
 void SetDefaultCost(const CostModel &cost);
-// The C API's view of both (one layout for every twin library, the order of
-// ms_groupnorm.backends.twin.COST_FIELDS / STAT_FIELDS): sets (values != nullptr) and returns in
-// out[kCostFieldCount] the cost constants; copies kStatFieldCount doubles per block of the last
-// launch into out[maxBlocks][...] and returns the number of blocks.
-constexpr int kCostFieldCount = 11;
-constexpr int kStatFieldCount = 20;
+// The C API's view of both, one row per value: the name Python reads it by
+// (ms_groupnorm.backends.twin.COST_FIELDS / STAT_FIELDS, which GnmsTwinFieldNames hands over)
+// and the CostModel / PipeStats member it is. The arrays, their sizes and the names all come
+// from these two lists, so they cannot drift apart.
+#define GNMS_TWIN_COST_FIELDS(X)                                                                    \
+  X(clock_ghz, clockGhz) X(gm_bytes_per_ns, gmBytesPerNs) X(dma_setup_cycles, dmaSetupCycles)       \
+  X(dma_latency_ns, dmaLatencyNs) X(vec_cycles_per_repeat, vecCyclesPerRepeat)                      \
+  X(vec_start_cycles, vecStartCycles) X(scalar_ub_cycles, scalarUbCycles) X(scalar_gm_ns, scalarGmNs) \
+  X(syncall_ns, syncAllNs) X(dma_burst_cycles, dmaBurstCycles) X(vec_barrier_cycles, vecBarrierCycles)
+#define GNMS_TWIN_STAT_FIELDS(X)                                                                    \
+  X(gm_read_bytes, gmReadBytes) X(gm_write_bytes, gmWriteBytes) X(scalar_ub, scalarUb)              \
+  X(scalar_gm, scalarGm) X(vec_calls, vecCalls) X(vec_repeats, vecRepeats)                          \
+  X(barriers_all, barriersAll) X(barriers_pipe, barriersPipe) X(user_flag_pairs, userFlagPairs)     \
+  X(queue_flag_pairs, queueFlagPairs) X(sync_alls, syncAlls) X(busy_s_ns, busyNs[0])               \
+  X(busy_v_ns, busyNs[1]) X(busy_mte2_ns, busyNs[2]) X(busy_mte3_ns, busyNs[3])                     \
+  X(time_at_syncall_ns, timeAtSyncAllNs) X(end_ns, endNs) X(api_flag_pairs, apiFlagPairs)           \
+  X(auto_v_barriers, autoVBarriers) X(dma_bursts, dmaBursts)
+#define GNMS_TWIN_ONE(name, member) +1
+constexpr int kCostFieldCount = 0 GNMS_TWIN_COST_FIELDS(GNMS_TWIN_ONE);
+constexpr int kStatFieldCount = 0 GNMS_TWIN_STAT_FIELDS(GNMS_TWIN_ONE);
+#undef GNMS_TWIN_ONE
+// Sets (values != nullptr) and returns in out[kCostFieldCount] the cost constants.
 void ExchangeCostModel(const double *values, double *out);
+// Copies kStatFieldCount doubles per block of the last launch into out[maxBlocks][...] and
+// returns the number of blocks.
 int CopyLastStats(double *out, int maxBlocks);
+// The names of one list, comma-separated: which 0 the cost constants, 1 the counters.
+const char *FieldNames(int which);
 
 // Runs body() once per block. Returns 0, or 1 with *error set to the first fault.
 int Launch(const Config &config, int64_t blockDim, int64_t tilingKey, const std::vector<GmRegion> &regions,
