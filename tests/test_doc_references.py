@@ -120,3 +120,11 @@ def test_the_check_finds_what_it_looks_for(tmp_path, text, broken):
 
 
 SAMPLE = (1, 2, 3)  # the table the made-up counts above refer to
+
+
+def test_the_testing_guide_maps_every_test_file():
+    """docs/testing.md's behaviour -> file table names each test file, and only existing ones."""
+    listed = set(re.findall(r"`(test_\w+\.py)`", (ROOT / "docs" / "testing.md").read_text()))
+    present = {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    assert present - listed == set(), "not in docs/testing.md's table"
+    assert listed - present == set(), "named in docs/testing.md, but no such file"
