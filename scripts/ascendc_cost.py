@@ -73,8 +73,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm.backends import twin as ascendc_twin_forward
+from ms_groupnorm.backends import twin
 
 ANCHORS = [(2, 64, 32, 32, 32), (8, 320, 64, 64, 32), (16, 128, 56, 56, 32), (32, 32, 28, 28, 8),
            (4, 1280, 8, 8, 32), (1, 3, 224, 224, 1), (3, 60, 17, 19, 6)]  # N, C, H, W, G
@@ -104,13 +103,13 @@ def run(N, C, HxW, G, data_dtype, stat_dtype, silu=False):
     gamma = storage(np.ones(C), stat_dtype)
     if silu:
         beta = storage(np.zeros(C), stat_dtype)
-        _, _, _, tiling = ascendc_twin.twin_silu_backward(dy, x, mean, rstd, gamma, beta, G, 1.0,
+        _, _, _, tiling = twin.twin_silu_backward(dy, x, mean, rstd, gamma, beta, G, 1.0,
                                                           data_dtype=data_dtype, stat_dtype=stat_dtype,
                                                           core_num=CORES)
     else:
-        _, _, _, tiling = ascendc_twin.twin_backward(dy, x, mean, rstd, gamma, G, data_dtype=data_dtype,
+        _, _, _, tiling = twin.twin_backward(dy, x, mean, rstd, gamma, G, data_dtype=data_dtype,
                                                      stat_dtype=stat_dtype, core_num=CORES)
-    return tiling, ascendc_twin.twin_last_stats()
+    return tiling, twin.twin_last_stats()
 
 
 def tasks_on_busiest_core(tiling):
@@ -120,11 +119,11 @@ def tasks_on_busiest_core(tiling):
 def measure(shape, dtype_key, silu=False):
     N, C, HxW, G = flat(shape)
     data_dtype, stat_dtype = DTYPES[dtype_key]
-    full = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=CORES, silu=silu)
+    full = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=CORES, silu=silu)
     n_run = N
     if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode and work split
         n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
-        while n_run < N and (n_run * G < CORES or any(ascendc_twin.twin_tiling(
+        while n_run < N and (n_run * G < CORES or any(twin.twin_tiling(
                 n_run, C, HxW, G, data_dtype, stat_dtype, core_num=CORES, silu=silu)[k] != full[k]
                 for k in ("groupAcrossN", "hwSlices"))):
             n_run += 1
@@ -162,7 +161,7 @@ def measure(shape, dtype_key, silu=False):
     return {
         "shape": shape_label(shape),
         "dtype": dtype_key,
-        "mode": ascendc_twin.MODE_NAMES[full["mode"]] + ("/split" if full["splitByChannel"] else "")
+        "mode": twin.MODE_NAMES[full["mode"]] + ("/split" if full["splitByChannel"] else "")
         + (f"/{full['hwSlices']} HxW slices" if full["hwSlices"] > 1 else "")
         + ("/across N" if full["groupAcrossN"] else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
@@ -185,13 +184,13 @@ def measure(shape, dtype_key, silu=False):
         "dma_bursts": per_core_max("dma_bursts") * scale,
         "bound_us": bound_ns / 1000,
         "over_bound": est_ns / bound_ns,
-        "vector_us": busiest_vector_ns(stats, ascendc_twin.twin_cost_model()) * scale / 1000,
+        "vector_us": busiest_vector_ns(stats, twin.twin_cost_model()) * scale / 1000,
     }
 
 
 def cost(name):
     """One of the twin's cost constants (twin::CostModel, the one place they are written)."""
-    return ascendc_twin.twin_cost_model()[name]
+    return twin.twin_cost_model()[name]
 
 
 def dma_latency_ns():
@@ -230,7 +229,7 @@ def summary(rows):
 def measure_forward(shape, dtype_key):
     N, C, HxW, G = flat(shape)
     data_dtype, param_dtype = DTYPES[dtype_key]
-    full = ascendc_twin_forward.forward_tiling(N, C, HxW, G, data_dtype, param_dtype, core_num=CORES)
+    full = twin.forward_tiling(N, C, HxW, G, data_dtype, param_dtype, core_num=CORES)
     n_run = N
     if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode
         n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
@@ -240,9 +239,9 @@ def measure_forward(shape, dtype_key):
     x = storage(rng.standard_normal((n_run, C, HxW)), data_dtype)
     gamma = storage(np.ones(C), param_dtype)
     beta = storage(np.zeros(C), param_dtype)
-    _, _, _, tiling = ascendc_twin_forward.twin_forward(x, gamma, beta, G, data_dtype=data_dtype,
+    _, _, _, tiling = twin.twin_forward(x, gamma, beta, G, data_dtype=data_dtype,
                                                         param_dtype=param_dtype, core_num=CORES)
-    stats = ascendc_twin_forward.forward_last_stats()
+    stats = twin.forward_last_stats()
     assert tiling["mode"] == full["mode"]
     scale = tasks_on_busiest_core(full) / max(1, tasks_on_busiest_core(tiling))
     elems = n_run * C * HxW
@@ -253,11 +252,11 @@ def measure_forward(shape, dtype_key):
     est_ns = max(est_ns, bw_ns)
     stat_bytes = 4 * 2 * N * G + BYTES[param_dtype] * 2 * C  # mean, rstd (fp32) written; gamma, beta read
     bound_ns = ((2 * BYTES[data_dtype] * N * C * HxW + stat_bytes) / HBM_BYTES_PER_NS
-                + 3 * ascendc_twin_forward.forward_cost_model()["dma_latency_ns"])
+                + 3 * twin.forward_cost_model()["dma_latency_ns"])
     return {
         "shape": shape_label(shape),
         "dtype": dtype_key,
-        "mode": ascendc_twin_forward.FORWARD_MODE_NAMES[full["mode"]] + ("/staged" if full["staged"] else "")
+        "mode": twin.FORWARD_MODE_NAMES[full["mode"]] + ("/staged" if full["staged"] else "")
         + (f"/ring {full['ringResident']} of {full['ringParts']} parts" if full["ringParts"] else "")
         + ("/split" if full["sliceCount"] > 1 else ""),
         "run": "full" if n_run == N else f"N={n_run} of {N}",
@@ -274,7 +273,7 @@ def measure_forward(shape, dtype_key):
         "floor_us": 2 * BYTES[data_dtype] * N * C * HxW / (gm_bytes_per_ns * CORES) / 1000,
         "bound_us": bound_ns / 1000,
         "over_bound": est_ns / bound_ns,
-        "vector_us": busiest_vector_ns(stats, ascendc_twin_forward.forward_cost_model()) * scale / 1000,
+        "vector_us": busiest_vector_ns(stats, twin.forward_cost_model()) * scale / 1000,
     }
 
 
@@ -383,7 +382,7 @@ def main():
         if peer.unavailable():
             raise SystemExit(f"--peer: {peer.unavailable()}")
     anchors = read_table(args.table) if args.table else parse_shapes(args.shapes)  # a typo fails before the build
-    cost_model = ascendc_twin_forward.forward_cost_model if args.forward else ascendc_twin.twin_cost_model
+    cost_model = twin.forward_cost_model if args.forward else twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
                                                ("dma_burst_cycles", args.burst_cycles),
                                                ("vec_barrier_cycles", args.vec_barrier_cycles)) if value is not None}

@@ -82,10 +82,10 @@ def variant_module(kind, build_root):
     thread CPU ns, calls)."""
     from mindspore import ops
 
-    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
-    from ms_groupnorm.backends import cpu_pyboost as _pyboost
+    from ms_groupnorm.backends import cpu_kernels
+    from ms_groupnorm.backends import cpu_pyboost
 
-    text = _pyboost.source("group_norm").read_text()
+    text = cpu_pyboost.source("group_norm").read_text()
     binding = "PYBIND11_MODULE(MS_EXTENSION_NAME, m) {\n  group_norm_op::Define(m);\n"
     scope = "namespace group_norm_op {"  # the helpers go before it, at file scope
     if kind == "stub":
@@ -107,9 +107,9 @@ def variant_module(kind, build_root):
     path = build_dir / f"group_norm_pyboost_{kind}.cc"
     if not path.is_file() or path.read_text() != text:
         path.write_text(text)
-    library = Path(_kernel_lib.library_path()).resolve()
+    library = Path(cpu_kernels.library_path()).resolve()
     return ops.CustomOpBuilder(f"ms_groupnorm_pyboost_{kind}", [str(path)], backend="CPU",
-                               include_paths=[str(_pyboost.NATIVE_DIR)],
+                               include_paths=[str(cpu_pyboost.NATIVE_DIR)],
                                ldflags=f"-L{library.parent} -l:{library.name} -Wl,-rpath,{library.parent}",
                                build_dir=str(build_dir)).load()
 
@@ -125,14 +125,14 @@ def main():
     import ms_groupnorm
     from bench.limit import Triad, distance_text  # after OMP_NUM_THREADS is set: it imports numpy
     from ms_groupnorm import reference
-    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
-    from ms_groupnorm.backends import cpu_pyboost as _pyboost
+    from ms_groupnorm.backends import cpu_kernels
+    from ms_groupnorm.backends import cpu_pyboost
 
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    lib = _kernel_lib.cdll()
+    lib = cpu_kernels.cdll()
     lib.MsGroupNormSetNumThreads(threads)
-    module = _pyboost.module()
-    variants_root = _pyboost.cache_root() / "pyboost_variants"
+    module = cpu_pyboost.module()
+    variants_root = cpu_pyboost.cache_root() / "pyboost_variants"
     stub = variant_module("stub", variants_root) if args.stub else None
     timed = variant_module("timed", variants_root) if args.timed else None
     print(f"threads {threads}, MindSpore {ms.__version__}, ISA {lib.MsGroupNormActiveIsa().decode()}, "

@@ -215,9 +215,9 @@ class FusedKernel:
     loaded kernel library (default: this checkout's)."""
 
     def __init__(self, shape, dtype, lib=None):
-        from ms_groupnorm.backends import cpu_kernels as _silu_kernel_lib
+        from ms_groupnorm.backends import cpu_kernels
 
-        self.lib = _silu_kernel_lib.cdll() if lib is None else _silu_kernel_lib.declare_silu(lib)
+        self.lib = cpu_kernels.cdll() if lib is None else cpu_kernels.declare_silu(lib)
         N, C, H, W, G = shape
         self.sizes = (N, C, H * W, G)
         rng = np.random.default_rng(0)
@@ -286,9 +286,9 @@ def bench_kernels(shapes, rounds, min_seconds, log, thread_counts=(None,), basel
     except ImportError:
         log("  torch not installed: no kernel-only comparison")
         return {}
-    from ms_groupnorm.backends import cpu_kernels as _silu_kernel_lib
+    from ms_groupnorm.backends import cpu_kernels
 
-    libs = [_silu_kernel_lib.cdll()] + ([baseline] if baseline is not None else [])
+    libs = [cpu_kernels.cdll()] + ([baseline] if baseline is not None else [])
     times = {}
     for threads in thread_counts:
         set_threads(libs, threads)
@@ -408,8 +408,7 @@ def main(argv=None):
     import mindspore as ms
 
     import ms_groupnorm
-    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
-    from ms_groupnorm.backends import cpu_kernels as _silu_kernel_lib
+    from ms_groupnorm.backends import cpu_kernels
 
     global DEFAULT_TORCH_THREADS  # pylint: disable=global-statement
     try:
@@ -418,8 +417,8 @@ def main(argv=None):
         DEFAULT_TORCH_THREADS = torch.get_num_threads()
     except ImportError:
         pass
-    lib = _silu_kernel_lib.cdll()
-    baseline = None if args.baseline_lib is None else _kernel_lib.load_library(args.baseline_lib)
+    lib = cpu_kernels.cdll()
+    baseline = None if args.baseline_lib is None else cpu_kernels.load_library(args.baseline_lib)
     machine = describe(lib)
     log(f"ms_groupnorm from {ms_groupnorm.__file__}, MindSpore {ms.__version__}; {machine}; {started}; "
         f"{'quick' if args.quick else 'full'} run: {rounds} rounds, {min_seconds} s per timing")

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 
 ANCHOR_SHAPES = ["2x64x32x32x32", "8x320x64x64x32", "16x128x56x56x32", "32x32x28x28x8", "4x1280x8x8x32",
                  "1x3x224x224x1", "3x60x17x19x6"]
@@ -182,10 +182,10 @@ def main():
     parser.add_argument("--warmup-ms", type=float, default=30.0)
     args = parser.parse_args()
 
-    libs = {"ours": _kernel_lib.load_library(args.lib)}
+    libs = {"ours": cpu_kernels.load_library(args.lib)}
     for k, spec in enumerate(args.baseline):
         name, _, path = spec.rpartition("=")
-        libs[name or ("base" if k == 0 else f"base{k}")] = _kernel_lib.load_library(path)
+        libs[name or ("base" if k == 0 else f"base{k}")] = cpu_kernels.load_library(path)
     for name, lib in libs.items():
         if args.isa and lib.MsGroupNormSelectIsa(args.isa.encode()) != 0:
             raise SystemExit(f"{name}: ISA build {args.isa} is not available on this CPU")

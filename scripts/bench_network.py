@@ -183,9 +183,9 @@ def run(modes=MODES, dtypes=DTYPES, sizes=tuple(SIZES), rounds=5, min_seconds=0.
             steps[(mode, dtype, size, variant)] = fn
             log(f"  network {mode} {dtype} {size} {variant}: ready in {time.perf_counter() - start:.1f} s")
     if threads is not None:
-        from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+        from ms_groupnorm.backends import cpu_kernels
 
-        _kernel_lib.cdll().MsGroupNormSetNumThreads(threads)
+        cpu_kernels.cdll().MsGroupNormSetNumThreads(threads)
     times = {}
     for rnd in range(rounds):
         for mode, dtype, size in configurations(modes, dtypes, sizes):

@@ -8,10 +8,10 @@ from pathlib import Path
 import aclnn_header
 
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
 STUBS = Path(__file__).resolve().parent / "ascend_stubs"
-OP_HOST = ascendc_twin.ascendc_dir() / "op_host"
+OP_HOST = twin.ascendc_dir() / "op_host"
 
 
 def op_definitions():

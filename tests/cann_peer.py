@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 from ms_groupnorm.backends import twin_build
 from ms_groupnorm.backends.twin import TwinFault
 
@@ -170,15 +170,17 @@ def kernel_library(paths):
     if not header.is_file():
         header.write_text(text)
     flags = KERNEL_FLAGS + [f"-I{ASCENDC / 'twin'}", f"-I{PEER / 'kernel_stubs'}"]
-    twin = _dir_digest(ASCENDC / "twin")
+    twin_digest = _dir_digest(ASCENDC / "twin")
     kernel_dir = ops_nn / OP_DIR / "op_kernel"
     kernel_text = b"".join(p.read_bytes() for p in sorted(kernel_dir.glob("group_norm_grad*")) if p.is_file())
-    jobs = [(["g++", *flags, "-c", str(ASCENDC / "twin" / s)], cache / f"twin-{Path(s).stem}-{_digest(twin, *flags)}.o")
+    jobs = [(["g++", *flags, "-c", str(ASCENDC / "twin" / s)],
+             cache / f"twin-{Path(s).stem}-{_digest(twin_digest, *flags)}.o")
             for s in ("twin_runtime.cc", "twin_pipes.cc")]
     jobs.append((["g++", *flags, "-w", "-include", str(header), "-c", str(ops_nn / KERNEL)],
-                 cache / f"kernel-group_norm_grad-{_digest(twin, kernel_text, text, *flags)}.o"))
+                 cache / f"kernel-group_norm_grad-{_digest(twin_digest, kernel_text, text, *flags)}.o"))
     launch = PEER / "cann_kernel_launch.cc"
-    jobs.append((["g++", *flags, "-c", str(launch)], cache / f"launch-{_digest(twin, launch.read_bytes(), *flags)}.o"))
+    jobs.append((["g++", *flags, "-c", str(launch)],
+                 cache / f"launch-{_digest(twin_digest, launch.read_bytes(), *flags)}.o"))
     _compile(jobs)
     objects = [o for _, o in jobs]
     return _link(objects, cache / f"libcann_peer_kernel-{_digest(*objects)}.so"), fields
@@ -265,7 +267,7 @@ def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="
     outs = [o.astype(arrays[0].dtype) for o in outs]
     buffers = (ctypes.c_void_p * 8)(*[a.ctypes.data for a in arrays + outs])
     sizes = np.array([a.nbytes for a in arrays + outs], np.int64)
-    code = (ascendc_twin._policy_code(policy, execution) | (0 if check_hazards else 1 << 16)
+    code = (twin._policy_code(policy, execution) | (0 if check_hazards else 1 << 16)
             | (int(cann_compat) << 19))
     error = ctypes.create_string_buffer(4096)
     status = kernel.GnmsPeerGroupNormGradLaunch(buffers, sizes.ctypes.data, t["raw"].ctypes.data, t["raw"].size,
@@ -278,13 +280,13 @@ def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="
 
 
 def last_stats():
-    """Per-block cost counters of the last CANN launch: dicts of ascendc_twin.STAT_FIELDS."""
-    return ascendc_twin._last_stats(libraries()[1].GnmsPeerLastStats)
+    """Per-block cost counters of the last CANN launch: dicts of twin.STAT_FIELDS."""
+    return twin._last_stats(libraries()[1].GnmsPeerLastStats)
 
 
 def cost_model(**changes):
-    """The peer library's cost constants (its own copy of twin::CostModel), as ascendc_twin.twin_cost_model."""
-    return ascendc_twin._cost_model(libraries()[1].GnmsPeerCostModel, changes)
+    """The peer library's cost constants (its own copy of twin::CostModel), as twin.twin_cost_model."""
+    return twin._cost_model(libraries()[1].GnmsPeerCostModel, changes)
 
 
 # ---------------------------------------------------------------- the ttk close rule

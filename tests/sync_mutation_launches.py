@@ -9,9 +9,7 @@ real one) and says "ok" or how a launch was caught."""
 import numpy as np
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm import reference as reference_silu
-from ms_groupnorm.backends import twin as fwd
+from ms_groupnorm.backends import twin
 import test_ascendc_forward_twin as forward_cases
 from test_ascendc_forward_slices_per_block import spread_over_blocks
 from test_ascendc_twin import CASES as TWIN_CASES
@@ -60,9 +58,9 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("fo
 def outcome(library, kernels):
     """'ok', or how the launches of `kernels` ("forward", "grad", "silu_grad") on `library` were caught."""
     forward = kernels == ["forward"]
-    module = fwd if forward else ascendc_twin
+    module = twin if forward else twin
     name = "forward_library_path" if forward else "twin_library_path"
-    cdll = fwd._forward_cdll if forward else ascendc_twin._twin_cdll
+    cdll = twin._forward_cdll if forward else twin._twin_cdll
     original = getattr(module, name)
     cdll.cache_clear()
     setattr(module, name, lambda: library)
@@ -93,7 +91,7 @@ def backward_outcome(case, dtype_key, cores, mask, silu):
     which = "fused, " if silu else ""
     if silu:
         beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype)
-        want = reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
                                        as_float64(beta, stat_dtype), G, 1.7)
     else:
         want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
@@ -103,15 +101,15 @@ def backward_outcome(case, dtype_key, cores, mask, silu):
                       seed=seed, execution=execution)
         inputs = (arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"])
         try:
-            got = (ascendc_twin.twin_silu_backward(*inputs, beta, G, 1.7, **launch) if silu
-                   else ascendc_twin.twin_backward(*inputs, G, **launch))
-        except ascendc_twin.TwinFault as fault:
+            got = (twin.twin_silu_backward(*inputs, beta, G, 1.7, **launch) if silu
+                   else twin.twin_backward(*inputs, G, **launch))
+        except twin.TwinFault as fault:
             return f"refused ({which}{case}): {str(fault)[:160]}"
         try:
             check_against_reference(got[:3], want, dtype_key, mask)
         except AssertionError as error:
             return f"wrong numbers ({which}{case}, {dtype_key}, mask {mask}, {policy}/{execution}): {error}"
-        assert ascendc_twin.MODE_NAMES[got[3]["mode"]] == mode and got[3]["splitByChannel"] == split
+        assert twin.MODE_NAMES[got[3]["mode"]] == mode and got[3]["splitByChannel"] == split
         results.append([b"" if o is None else o.tobytes() for o in got[:3]])
     return "ok" if same_bits(results) else f"results depend on the schedule ({which}{case}, {dtype_key})"
 
@@ -122,9 +120,9 @@ def forward_outcome(case, dtype_key, activation, blocks):
     arrays, exact = forward_cases.make_inputs(shape, data_dtype, param_dtype, 3)
     activate, scale = forward_cases.ACTIVATIONS[activation]
     N, C = shape[:2]
-    tiling = fwd.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,
+    tiling = twin.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,
                                 activate_silu=activate, swish_scale=scale, ub_bytes=ub, core_num=cores)
-    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode
+    assert twin.FORWARD_MODE_NAMES[tiling["mode"]] == mode
     if blocks is not None:
         tiling = spread_over_blocks(tiling, blocks)
     want = forward_cases.expected(exact, G, activation)
@@ -134,9 +132,9 @@ def forward_outcome(case, dtype_key, activation, blocks):
         mean = np.full((N, G), 12345.0, np.float32)
         rstd = np.full((N, G), 12345.0, np.float32)
         try:
-            fwd.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], y, mean, rstd], tiling, ub, cores,
+            twin.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], y, mean, rstd], tiling, ub, cores,
                                policy=policy, seed=seed, execution=execution)
-        except ascendc_twin.TwinFault as fault:
+        except twin.TwinFault as fault:
             return f"refused (forward): {str(fault)[:160]}"
         y_err, mean_err, rstd_err = forward_cases.errors((y, mean, rstd), want, data_dtype)
         if not (y_err <= tolerance and mean_err <= forward_cases.MEAN_TOL and rstd_err <= forward_cases.RSTD_TOL):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels" / "cpu"
 OK, BAD_PARAMS, NULL_POINTER, BAD_RANK, BAD_DTYPE, BAD_SHAPE, BAD_ATTR = range(7)
@@ -56,7 +56,7 @@ def make_extra(fake_extra_lib):
 def aot_call(function, tensors, dtypes, extra, nparam=None, null=(), lib=None):
     """Call an aot entry point with numpy ``tensors``; ``null`` names argument arrays to pass as NULL;
     ``lib``: another library with the same ABI (the AscendC twin's shims), default the CPU kernels'."""
-    lib = _kernel_lib.cdll() if lib is None else lib
+    lib = cpu_kernels.cdll() if lib is None else lib
     count = len(tensors)
     params = (ctypes.c_void_p * count)(*[None if t is None else t.ctypes.data for t in tensors])
     ndims = (ctypes.c_int * count)(*[0 if t is None else t.ndim for t in tensors])
@@ -155,7 +155,7 @@ def test_broken_backward_calls_return_errors_and_touch_nothing(rng, make_extra, 
 
 def call_with_pointer_tricks(tensors, dtypes, extra, change):
     """A NULL data pointer with a real shape, or a shape with a negative dim."""
-    lib = _kernel_lib.cdll()
+    lib = cpu_kernels.cdll()
     count = len(tensors)
     pointers = [t.ctypes.data for t in tensors]
     shapes_np = [np.array(t.shape, np.int64) for t in tensors]
@@ -253,7 +253,7 @@ def test_broken_plain_api_calls_return_errors(rng, change, status):
         pointers[change["null"]] = None
     sizes = dict(N=2, C=6, HxW=5, group=3)
     sizes.update({k: v for k, v in change.items() if k in sizes})
-    result = _kernel_lib.cdll().MsGroupNormBackward(
+    result = cpu_kernels.cdll().MsGroupNormBackward(
         *[None if a is None else a.ctypes.data for a in pointers.values()], sizes["N"], sizes["C"], sizes["HxW"],
         sizes["group"], change.get("data_dtype", b"float32"), b"float32", 1, 1, 1)
     assert result == status

@@ -12,13 +12,13 @@ from mindspore.ops.operations._custom_ops_utils import CustomCodeGenerator, Cust
 
 import ascend_fake_cann
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import ascend as ascend_silu
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 OPS = {"grad": (ascend.GROUP_NORM_GRAD_MS, lambda: ascend.reg_info(ascend.GROUP_NORM_GRAD_MS)),
        "forward": (ascend.GROUP_NORM_SILU_MS, lambda: ascend.reg_info(ascend.GROUP_NORM_SILU_MS)),
-       "silu_grad": (ascend_silu.GROUP_NORM_SILU_GRAD_MS, lambda: ascend_silu.reg_info(ascend_silu.GROUP_NORM_SILU_GRAD_MS))}  # the fused backward
+       # the fused backward
+       "silu_grad": (ascend.GROUP_NORM_SILU_GRAD_MS, lambda: ascend.reg_info(ascend.GROUP_NORM_SILU_GRAD_MS))}
 ACLNN_TYPE = {"int": "int64_t", "bool": "bool", "float": "double"}  # CANN: Float attributes are double
 
 

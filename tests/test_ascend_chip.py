@@ -10,7 +10,7 @@ from mindspore import Tensor
 
 import ms_groupnorm
 from ms_groupnorm.backends import ascend, ascend_chip
-from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
+from ms_groupnorm.backends import ascend_pyboost
 from ms_groupnorm.backends.ascend_chip import UnsupportedChipError
 from test_ascend_simulated import _training_step, simulated  # noqa: F401 (the fixture)
 

@@ -7,7 +7,7 @@ from mindspore import Parameter, Tensor, nn
 
 from cases import assert_close
 from ms_groupnorm import reference
-from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import routing
 from ms_groupnorm.backends import ascend
 from ms_groupnorm.ops import double_backward
 
@@ -31,7 +31,7 @@ class Net(nn.Cell):
 
 def test_builtin_forward_feeds_our_backward(mode, rng):
     G, shape = 3, (2, 6, 4, 5)
-    net = Net(ascend.AscendForward(G, 1e-5, _ops.backward_op(G)), shape[1])
+    net = Net(ascend.AscendForward(G, 1e-5, routing.backward_op(G)), shape[1])
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal(shape).astype(np.float32)
     dx, (dgamma, dbeta) = ms.grad(net, grad_position=0, weights=[net.gamma, net.beta])(Tensor(x), Tensor(w))
@@ -47,33 +47,33 @@ def test_forward_op_picks_the_ascend_wiring_on_ascend(monkeypatch):
     """GRAPH_MODE: AscendForward over the aot AscendBackward. PYNATIVE_MODE: the Ascend
     module, with our forward when GroupNormSiluMs is installed, else AscendForward over
     the module's backward (ops.Custom takes tensors only there)."""
-    from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
+    from ms_groupnorm.backends import ascend_pyboost
 
     class Module:
         group_norm = group_norm_autograd = group_norm_grad = object()
 
-    monkeypatch.setattr(_ops, "backend_name", lambda: "ascend")
+    monkeypatch.setattr(routing, "backend_name", lambda: "ascend")
     monkeypatch.setattr(ascend, "AscendBackward", lambda group, mask, second_order: ("ascend backward", group, mask))
-    monkeypatch.setattr(_ascend_pyboost, "module", lambda: Module)
-    _ops._forward_op.cache_clear()
-    _ops._backward_op.cache_clear()
-    monkeypatch.setattr(_ascend_pyboost, "installed", lambda op_type: False)
+    monkeypatch.setattr(ascend_pyboost, "module", lambda: Module)
+    routing._forward_op.cache_clear()
+    routing._backward_op.cache_clear()
+    monkeypatch.setattr(ascend_pyboost, "installed", lambda op_type: False)
     try:
         ms.set_context(mode=ms.GRAPH_MODE)
-        op = _ops.forward_op(4, 1e-5)
+        op = routing.forward_op(4, 1e-5)
         assert type(op).__name__ == "AscendForward"
         assert op.backward == ("ascend backward", 4, (True, True, True))
         ms.set_context(mode=ms.PYNATIVE_MODE)
-        op = _ops.forward_op(4, 1e-5)
+        op = routing.forward_op(4, 1e-5)
         assert type(op).__name__ == "AscendForward" and isinstance(op.backward, ascend.PynativeAscendBackward)
-        monkeypatch.setattr(_ascend_pyboost, "installed", lambda op_type: True)
-        _ops._forward_op.cache_clear()
-        op = _ops.forward_op(4, 1e-5)
+        monkeypatch.setattr(ascend_pyboost, "installed", lambda op_type: True)
+        routing._forward_op.cache_clear()
+        op = routing.forward_op(4, 1e-5)
         assert isinstance(op, ascend.PynativeAscendForward) and op.autograd is Module.group_norm_autograd
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
-        _ops._forward_op.cache_clear()
-        _ops._backward_op.cache_clear()
+        routing._forward_op.cache_clear()
+        routing._backward_op.cache_clear()
 
 
 class ForwardInCannOrder(nn.Cell):
@@ -82,7 +82,7 @@ class ForwardInCannOrder(nn.Cell):
 
     def __init__(self, G):
         super().__init__()
-        self.inner = _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), (True, True, True), "cpu")
+        self.inner = routing._forward_op(routing.GROUP_NORM, (G, 1e-5), (True, True, True), "cpu")
 
     def construct(self, x, gamma, beta, num_groups, eps, activate_silu, swish_scale):
         return self.inner(x, gamma, beta)
@@ -91,7 +91,7 @@ class ForwardInCannOrder(nn.Cell):
 class BackwardInCannOrder(nn.Cell):
     def __init__(self, G):
         super().__init__()
-        self.inner = _ops._backward_op(_ops.GROUP_NORM.backward, (G,), (True, True, True), "cpu")
+        self.inner = routing._backward_op(routing.GROUP_NORM.backward, (G,), (True, True, True), "cpu")
 
     def construct(self, dy, mean, rstd, x, gamma, num_groups, dx_req, dgamma_req, dbeta_req):
         return self.inner(dy, x, mean, rstd, gamma)

@@ -6,19 +6,18 @@ import mindspore as ms
 import numpy as np
 from mindspore import Tensor, ops
 
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.ops import routing
 
 
 def test_jit_in_pynative_compiles_the_aot_route_and_eager_calls_keep_the_module(monkeypatch):
-    monkeypatch.setenv(_ops.BACKEND_ENV, "ascend")
+    monkeypatch.setenv(routing.BACKEND_ENV, "ascend")
     ms.set_context(mode=ms.PYNATIVE_MODE)
     seen = []
 
-    @_ops.evaluated_by_graph_compiler
+    @routing.evaluated_by_graph_compiler
     def op_getter(tag):
         # what forward_op/backward_op and the fused getters decide, from where they decide it
-        seen.append((tag, _ops._op_backend(), _silu_ops._mode_backend("ascend")))
+        seen.append((tag, routing._op_backend(), routing._mode_backend("ascend")))
         return ops.Abs()
 
     @ms.jit
@@ -29,4 +28,4 @@ def test_jit_in_pynative_compiles_the_aot_route_and_eager_calls_keep_the_module(
     np.testing.assert_array_equal(compiled(x).asnumpy(), [1.0, 2.0])
     op_getter("eager")
     assert seen == [("jit", "ascend", "ascend"),
-                    ("eager", _ops.ASCEND_PYBOOST_BACKEND, _ops.ASCEND_PYBOOST_BACKEND)], seen
+                    ("eager", routing.ASCEND_PYBOOST_BACKEND, routing.ASCEND_PYBOOST_BACKEND)], seen

@@ -20,7 +20,7 @@ import pytest
 
 import aclnn_header
 import ascend_fake_cann
-from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
+from ms_groupnorm.backends import ascend_pyboost
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
@@ -29,11 +29,11 @@ def compile_command(cann_root, vendor, monkeypatch):
     from mindspore import ops
 
     monkeypatch.setenv("ASCEND_OPP_PATH", str(cann_root / "opp"))
-    builder = ops.CustomOpBuilder("ms_groupnorm_ascend_syntax", [str(_ascend_pyboost.SOURCE)], backend="Ascend",
+    builder = ops.CustomOpBuilder("ms_groupnorm_ascend_syntax", [str(ascend_pyboost.SOURCE)], backend="Ascend",
                                   include_paths=[str(vendor / "op_api" / "include")])
     flags = [f for f in builder.get_cflags() if f not in ("-O2", "-pie")]
     includes = [f"-I{p}" for p in builder.get_include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
-    return ["g++", "-fsyntax-only", "-w"] + flags + includes + [str(_ascend_pyboost.SOURCE)]
+    return ["g++", "-fsyntax-only", "-w"] + flags + includes + [str(ascend_pyboost.SOURCE)]
 
 
 def run(command):
@@ -72,7 +72,7 @@ def test_the_simulated_module_has_the_modules_functions():
     those tests call exists on the device."""
     from test_ascend_simulated import FakeAscendModule
 
-    bound = re.findall(r'm\.def\("(\w+)"', _ascend_pyboost.SOURCE.read_text())
+    bound = re.findall(r'm\.def\("(\w+)"', ascend_pyboost.SOURCE.read_text())
     public = [name for name in vars(FakeAscendModule) if not name.startswith("_")]
     assert sorted(bound) == sorted(public)
     assert {"group_norm_silu", "group_norm_silu_autograd", "group_norm_silu_grad"} <= set(bound)

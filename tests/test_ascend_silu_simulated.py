@@ -20,13 +20,11 @@ from mindspore import Tensor, nn
 
 import ms_groupnorm
 from cases import assert_close
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.ops import routing
 from ms_groupnorm.ops import double_backward
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import ascend as ascend_silu
-from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
-from ms_groupnorm import reference as reference_silu
+from ms_groupnorm.backends import ascend_pyboost
+from ms_groupnorm import reference
 from test_ascend_simulated import NP, WeightedSum, simulated  # noqa: F401  (simulated: the fixture)
 
 FUSED = {"with_forward": True, "with_silu_grad": True}
@@ -57,8 +55,8 @@ def test_pynative_training_step_runs_the_fused_operators(simulated, layer_cls, d
     grad_x = ms.grad(loss, grad_position=0)(Tensor(x, dtype))
     nn.TrainOneStepCell(loss, nn.SGD(net.trainable_params(), learning_rate=lr))(Tensor(x, dtype))
     dz = weight.astype(NP[dtype]).astype(np.float64)
-    _, mean, rstd = reference_silu.silu_forward(x, gamma0, beta0, G)
-    dx, dgamma, dbeta = reference_silu.silu_backward(dz, x, mean, rstd, gamma0, beta0, G)
+    _, mean, rstd = reference.silu_forward(x, gamma0, beta0, G)
+    dx, dgamma, dbeta = reference.silu_backward(dz, x, mean, rstd, gamma0, beta0, G)
     assert np.abs(grad_x.asnumpy().astype(np.float64) - dx).max() / max(1.0, np.abs(dx).max()) < tol
     gamma1, beta1 = (p.asnumpy() for p in net.trainable_params())
     np.testing.assert_allclose(gamma1, gamma0 - lr * dgamma, rtol=1e-4, atol=1e-4)
@@ -80,11 +78,11 @@ def test_pynative_functional_backward_with_mask_and_swish_scale(simulated, mask)
     x = rng.standard_normal((N, C, HxW)).astype(np.float32)
     dz = rng.standard_normal((N, C, HxW)).astype(np.float32)
     beta = rng.standard_normal(C).astype(np.float32)
-    _, mean, rstd = reference_silu.silu_forward(x, None, beta, G)
+    _, mean, rstd = reference.silu_forward(x, None, beta, G)
     mean, rstd = mean.reshape(N, G).astype(np.float32), rstd.reshape(N, G).astype(np.float32)
     got = ms_groupnorm.group_norm_silu_backward(Tensor(dz), Tensor(x), Tensor(mean), Tensor(rstd), None,
                                                 Tensor(beta), N, C, HxW, G, mask, swish_scale=k)
-    want = reference_silu.silu_backward(dz, x, mean, rstd, None, beta, G, k)
+    want = reference.silu_backward(dz, x, mean, rstd, None, beta, G, k)
     for bit, out, ref, name in zip(mask, got, want, ("dx", "dgamma", "dbeta")):
         if bit:
             assert_close(out, ref, ms.float32, name)
@@ -93,7 +91,7 @@ def test_pynative_functional_backward_with_mask_and_swish_scale(simulated, mask)
     assert module.calls[-1][0] == "group_norm_silu_grad"
     assert module.calls[-1][4:] == (G, k, mask)
     # the reference with swish_scale 1 differs: the scale did matter
-    assert np.abs(reference_silu.silu_backward(dz, x, mean, rstd, None, beta, G)[2] - want[2]).max() > 1e-2
+    assert np.abs(reference.silu_backward(dz, x, mean, rstd, None, beta, G)[2] - want[2]).max() > 1e-2
 
 
 @pytest.mark.parametrize("dtype,stat", [(ms.float32, ms.float32), (ms.bfloat16, ms.float32),
@@ -113,7 +111,7 @@ def test_pynative_functional_forward_and_its_gradient_with_swish_scale(simulated
     w = rng.standard_normal((N, C, HxW)).astype(np.float32)
     args = (Tensor(x, dtype), Tensor(gamma, stat), Tensor(beta, stat))
     z, mean, rstd = ms_groupnorm.group_norm_silu_forward(*args, N, C, HxW, G, 1e-5, k)
-    want_z, want_mean, want_rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, k)
+    want_z, want_mean, want_rstd = reference.silu_forward(x, gamma, beta, G, 1e-5, k)
     assert (z.dtype, mean.dtype, rstd.dtype, mean.shape) == (dtype, stat, stat, (N, G))
     assert_close(z, want_z, dtype, "z")
     assert_close(mean, want_mean, stat, "mean")
@@ -126,7 +124,7 @@ def test_pynative_functional_forward_and_its_gradient_with_swish_scale(simulated
 
     got = ms.grad(loss, grad_position=(0, 1, 2))(*args)
     dz = to_numpy(Tensor(w, dtype))
-    want = reference_silu.silu_backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
+    want = reference.silu_backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
     for out, ref, out_dtype, name in zip(got, want, (dtype, stat, stat), ("dx", "dgamma", "dbeta")):
         assert out.dtype == out_dtype, name
         assert_close(out, ref, out_dtype if stat == ms.float32 else stat, name)
@@ -140,13 +138,13 @@ def test_without_the_fused_operators_the_unfused_pair_runs(simulated, installed)
     """GroupNormSiluGradMs (or both) not installed: the layer runs our GroupNorm then SiLU as
     before, and group_norm_silu_backward raises naming the missing operators."""
     module = simulated(**installed)
-    assert _silu_ops.fused_backend() is None
+    assert routing.fused_backend() is None
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 6, 5)).astype(np.float32)
     net = ms_groupnorm.GroupNormSiLU(3, 6)
     grad_x = ms.grad(WeightedSum(net, np.ones((2, 6, 5), np.float32)), grad_position=0)(Tensor(x))
-    _, mean, rstd = reference_silu.silu_forward(x, None, None, 3)
-    want = reference_silu.silu_backward(np.ones_like(x), x, mean, rstd, None, None, 3)[0]
+    _, mean, rstd = reference.silu_forward(x, None, None, 3)
+    want = reference.silu_backward(np.ones_like(x), x, mean, rstd, None, None, 3)[0]
     assert_close(grad_x, want, ms.float32, "dx")
     names = {c[0] for c in module.calls}
     assert "group_norm_grad" in names and not any(n.startswith("group_norm_silu") for n in names)
@@ -196,7 +194,7 @@ def test_graph_silu_backward_op_under_the_simulated_device(simulated, tmp_path):
     from the installed header, its parameter types; the infer passes unknown dims and an
     unknown rank through and gives dx x's dtype, dgamma/dbeta the statistics'."""
     simulated(**FUSED)
-    op = ascend_silu.silu_backward_custom()
+    op = ascend.silu_backward_custom()
     assert op.is_ascend_c and hasattr(op, "custom_pyboost")
     so_path, func_name = op.func.rsplit(":", 1)
     assert func_name == "aclnnGroupNormSiluGradMs" and so_path.endswith("group_norm_ascend_infer.cc.so")
@@ -217,18 +215,18 @@ def test_graph_picks_the_fused_cells_and_pynative_the_module(simulated):
     simulated(**FUSED)
     ms.set_context(mode=ms.GRAPH_MODE)
     try:
-        fwd = _silu_ops.silu_forward_op(3, 1e-5, 1.7, (True, False, True))
-        assert isinstance(fwd, ascend_silu.AscendOwnForward) and fwd.activate_silu and fwd.swish_scale == 1.7
+        fwd = routing.silu_forward_op(3, 1e-5, 1.7, (True, False, True))
+        assert isinstance(fwd, ascend.AscendOwnForward) and fwd.activate_silu and fwd.swish_scale == 1.7
         assert fwd.op.func.endswith("group_norm_silu_infer_g3.cc.so:aclnnGroupNormSiluMs")
-        assert isinstance(fwd.backward, ascend_silu.AscendSiluBackward)
+        assert isinstance(fwd.backward, ascend.AscendSiluBackward)
         assert (fwd.backward.swish_scale, fwd.backward.mask) == (1.7, (True, False, True))
         assert fwd.backward.grad.op.func.endswith(":aclnnGroupNormSiluGradMs")
-        bwd = _silu_ops.silu_backward_op(3, 0.5, (False, True, True))
-        assert isinstance(bwd, ascend_silu.AscendSiluBackward) and bwd.swish_scale == 0.5
+        bwd = routing.silu_backward_op(3, 0.5, (False, True, True))
+        assert isinstance(bwd, ascend.AscendSiluBackward) and bwd.swish_scale == 0.5
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
-    assert isinstance(_silu_ops.silu_forward_op(3, 1e-5, 1.7), ascend_silu.PynativeAscendForward)
-    assert isinstance(_silu_ops.silu_backward_op(3, 1.7), ascend_silu.PynativeAscendBackward)
+    assert isinstance(routing.silu_forward_op(3, 1e-5, 1.7), ascend.PynativeAscendForward)
+    assert isinstance(routing.silu_backward_op(3, 1.7), ascend.PynativeAscendBackward)
 
 
 class ForwardInCannOrder(nn.Cell):
@@ -238,8 +236,8 @@ class ForwardInCannOrder(nn.Cell):
     fails the test too)."""
 
     def construct(self, x, gamma, beta, num_groups, eps, activate_silu, swish_scale):
-        z, mean, rstd = _silu_ops._forward_op(_silu_ops.GROUP_NORM_SILU, (num_groups, eps, swish_scale), (True, True, True), "cpu")(
-            x, gamma, beta)
+        op = routing._forward_op(routing.GROUP_NORM_SILU, (num_groups, eps, swish_scale), (True, True, True), "cpu")
+        z, mean, rstd = op(x, gamma, beta)
         if not activate_silu:
             z = z * 0
         return z, mean, rstd
@@ -250,8 +248,9 @@ class SiluGradInCannOrder(nn.Cell):
     num_groups, swish_scale and the three output flags), the CPU fused backward computing."""
 
     def construct(self, dy, mean, rstd, x, gamma, beta, num_groups, swish_scale, dx_req, dgamma_req, dbeta_req):
-        return _silu_ops._backward_op(_silu_ops.GROUP_NORM_SILU.backward, (num_groups, swish_scale), (dx_req, dgamma_req, dbeta_req), "cpu")(
-            dy, x, mean, rstd, gamma, beta)
+        op = routing._backward_op(routing.GROUP_NORM_SILU.backward, (num_groups, swish_scale),
+                                  (dx_req, dgamma_req, dbeta_req), "cpu")
+        return op(dy, x, mean, rstd, gamma, beta)
 
 
 class Net(nn.Cell):
@@ -270,11 +269,11 @@ def test_graph_cells_train_with_float32_statistics_and_swish_scale(mode, rng):
     CANN's order at the operator boundary: float16 data, float32 statistics and parameters,
     swish_scale 1.7; gradients as the float64 reference's, in both modes."""
     G, shape, k = 3, (2, 6, 4, 5), 1.7
-    backward = ascend_silu.AscendSiluBackward(G, k, (True, True, True),
+    backward = ascend.AscendSiluBackward(G, k, (True, True, True),
                                             double_backward.group_norm_silu_backward_bprop(
                                                 G, k, (True, True, True), double_backward.OF_X),
                                             op=SiluGradInCannOrder())
-    forward = ascend_silu.AscendOwnForward((G, 1e-5, True, k), backward, backward_takes_beta=True, op=ForwardInCannOrder())
+    forward = ascend.AscendOwnForward((G, 1e-5, True, k), backward, backward_takes_beta=True, op=ForwardInCannOrder())
     gamma = (rng.standard_normal(shape[1]) + 1).astype(np.float32)
     beta = rng.standard_normal(shape[1]).astype(np.float32)
     net = Net(forward, gamma, beta)
@@ -283,10 +282,10 @@ def test_graph_cells_train_with_float32_statistics_and_swish_scale(mode, rng):
     z, mean, _ = forward(Tensor(x), net.gamma, net.beta)
     assert mean.dtype == ms.float32 and z.dtype == ms.float16
     x64 = x.astype(np.float64)
-    want_z, want_mean, want_rstd = reference_silu.silu_forward(x64, gamma, beta, G, 1e-5, k)
+    want_z, want_mean, want_rstd = reference.silu_forward(x64, gamma, beta, G, 1e-5, k)
     assert_close(z, want_z, ms.float16, "z")
     dx, (dgamma, dbeta) = ms.grad(net, grad_position=0, weights=[net.gamma, net.beta])(Tensor(x), Tensor(w))
-    want = reference_silu.silu_backward(w.astype(np.float16).astype(np.float64), x64, want_mean, want_rstd, gamma, beta,
+    want = reference.silu_backward(w.astype(np.float16).astype(np.float64), x64, want_mean, want_rstd, gamma, beta,
                                    G, k)
     assert_close(dx, want[0], ms.float16, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
@@ -299,15 +298,15 @@ def graph_route_with_stand_ins(monkeypatch):
     (MS_GROUPNORM_BACKEND=ascend, both fused operators "installed"), with the two ops.Custom
     replaced by the CPU stand-ins in CANN's order above (MindSpore's Ascend ops.Custom
     cannot run here)."""
-    monkeypatch.setenv(_ops.BACKEND_ENV, "ascend")
-    monkeypatch.setattr(_ascend_pyboost, "installed", lambda op_type: True)
+    monkeypatch.setenv(routing.BACKEND_ENV, "ascend")
+    monkeypatch.setattr(ascend_pyboost, "installed", lambda op_type: True)
     monkeypatch.setattr(ascend, "ascend_forward_custom", lambda group: ForwardInCannOrder())
-    monkeypatch.setattr(ascend_silu, "silu_backward_custom", SiluGradInCannOrder)
-    _silu_ops.clear_op_caches()
+    monkeypatch.setattr(ascend, "silu_backward_custom", SiluGradInCannOrder)
+    routing.clear_op_caches()
     ms.set_context(mode=ms.GRAPH_MODE)
     yield
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    _silu_ops.clear_op_caches()
+    routing.clear_op_caches()
 
 
 def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_with_stand_ins, rng):
@@ -325,17 +324,18 @@ def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_wi
     loss = WeightedSum(net, w)
     dx, (dgamma, dbeta) = ms.grad(loss, grad_position=0, weights=net.trainable_params())(Tensor(x))
     x64 = x.astype(np.float64)
-    _, mean, rstd = reference_silu.silu_forward(x64, gamma, beta, G)
-    want = reference_silu.silu_backward(w.astype(np.float16).astype(np.float64), x64, mean, rstd, gamma, beta, G)
+    _, mean, rstd = reference.silu_forward(x64, gamma, beta, G)
+    want = reference.silu_backward(w.astype(np.float16).astype(np.float64), x64, mean, rstd, gamma, beta, G)
     assert_close(dx, want[0], ms.float16, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
     assert_close(dbeta, want[2], ms.float32, "dbeta")
     # the compile created the fused Cells (and nothing else could have run: the unfused
     # route's GroupNorm ops need CANN's environment, which is not set here)
-    hits = _silu_ops._forward_op.cache_info().hits
-    op = _silu_ops._forward_op(_silu_ops.GROUP_NORM_SILU, (G, 1e-5, 1.0), (True, True, True), "ascend")
-    assert _silu_ops._forward_op.cache_info().hits == hits + 1  # created by the compile, not now
-    assert isinstance(op, ascend_silu.AscendOwnForward) and op.activate_silu and isinstance(op.backward, ascend_silu.AscendSiluBackward)
+    hits = routing._forward_op.cache_info().hits
+    op = routing._forward_op(routing.GROUP_NORM_SILU, (G, 1e-5, 1.0), (True, True, True), "ascend")
+    assert routing._forward_op.cache_info().hits == hits + 1  # created by the compile, not now
+    assert isinstance(op, ascend.AscendOwnForward) and op.activate_silu
+    assert isinstance(op.backward, ascend.AscendSiluBackward)
 
     class Backward(nn.Cell):
         def construct(self, dz, x, mean, rstd, beta):
@@ -344,10 +344,10 @@ def test_graph_layer_and_functional_backward_take_the_fused_route(graph_route_wi
 
     dz = rng.standard_normal(shape).astype(np.float32)
     x32 = x.astype(np.float32)
-    _, mean, rstd = reference_silu.silu_forward(x32, None, beta, G)
+    _, mean, rstd = reference.silu_forward(x32, None, beta, G)
     mean, rstd = mean.reshape(2, G).astype(np.float32), rstd.reshape(2, G).astype(np.float32)
     got = Backward()(Tensor(dz), Tensor(x32), Tensor(mean), Tensor(rstd), Tensor(beta))
-    want = reference_silu.silu_backward(dz, x32, mean, rstd, None, beta, G, 1.2)
+    want = reference.silu_backward(dz, x32, mean, rstd, None, beta, G, 1.2)
     assert got[1] is None
     assert_close(got[0], want[0], ms.float32, "dx")
     assert_close(got[2], want[2], ms.float32, "dbeta")
@@ -357,8 +357,9 @@ def test_the_silu_grad_description_matches_its_op_def():
     import ascend_fake_cann
 
     op = ascend_fake_cann.op_definitions()["silu_grad"]
-    d = ascend_silu.GROUP_NORM_SILU_GRAD_MS
+    d = ascend.GROUP_NORM_SILU_GRAD_MS
     assert op["op_type"] == d.op_type
     assert [n for n, _ in op["inputs"]] == list(d.inputs) and [n for n, _ in op["outputs"]] == list(d.outputs)
     assert [(n, t.lower()) for n, t in op["attrs"]] == list(d.attrs)
-    assert ascend_silu.GROUP_NORM_SILU_GRAD_MS.aclnn_func == "aclnn" + d.op_type and ascend.GROUP_NORM_GRAD_MS.infer_source.is_file()
+    assert ascend.GROUP_NORM_SILU_GRAD_MS.aclnn_func == "aclnn" + d.op_type
+    assert ascend.GROUP_NORM_GRAD_MS.infer_source.is_file()

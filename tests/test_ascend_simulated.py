@@ -28,12 +28,9 @@ import ms_groupnorm
 from cases import assert_close
 from ms_groupnorm import reference
 from ms_groupnorm._compat import recording_gradient
-from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.backends import ascend_pyboost
+from ms_groupnorm.ops import routing
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import ascend as ascend_silu
-from ms_groupnorm import reference as reference_silu
 
 NP = {ms.float32: np.float32, ms.float16: np.float16}
 
@@ -130,7 +127,7 @@ class FakeAscendModule:
         assert beta.dtype == gamma.dtype, "one dtype per OpDef column"
         self.calls.append(("group_norm_silu", x.dtype, gamma.dtype, beta.dtype, group, swish_scale))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
-        z, mean, rstd = reference_silu.silu_forward(f(x), f(gamma), f(beta), group, eps, swish_scale)
+        z, mean, rstd = reference.silu_forward(f(x), f(gamma), f(beta), group, eps, swish_scale)
         n = x.shape[0]
         return (Tensor(z, x.dtype), Tensor(mean.reshape(n, group), ms.float32),
                 Tensor(rstd.reshape(n, group), ms.float32))
@@ -151,7 +148,7 @@ class FakeAscendModule:
         assert dz.dtype == x.dtype and gamma.dtype == beta.dtype == rstd.dtype == mean.dtype, "one dtype per column"
         self.calls.append(("group_norm_silu_grad", x.dtype, mean.dtype, gamma.dtype, group, swish_scale, (m0, m1, m2)))
         f = lambda t: t.asnumpy().astype(np.float64)  # noqa: E731
-        dx, dgamma, dbeta = reference_silu.silu_backward(f(dz), f(x), f(mean), f(rstd), f(gamma), f(beta), group,
+        dx, dgamma, dbeta = reference.silu_backward(f(dz), f(x), f(mean), f(rstd), f(gamma), f(beta), group,
                                                     swish_scale)
         return (Tensor(dx, x.dtype), Tensor(dgamma, mean.dtype), Tensor(dbeta, mean.dtype))
 
@@ -214,7 +211,7 @@ def simulated(tmp_path, monkeypatch):
         monkeypatch.setenv("ASCEND_OPP_PATH", str(cann_root / "opp"))
         monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(vendor))
         monkeypatch.setenv("MS_COMPILER_CACHE_PATH", str(tmp_path / "kernel_meta"))
-        monkeypatch.setenv(_ops.BACKEND_ENV, "ascend")
+        monkeypatch.setenv(routing.BACKEND_ENV, "ascend")
         monkeypatch.setattr(custom_ops, "context", _AscendContext(custom_ops.context))
         monkeypatch.setattr(custom_ops, "pyboost_custom_ext", strict_pyboost_custom_ext)
         module = FakeAscendModule()
@@ -231,7 +228,7 @@ def simulated(tmp_path, monkeypatch):
         module.builders = builders
         return module
 
-    caches = (_ops._forward_op, _ops._backward_op, _ascend_pyboost.module, _ascend_pyboost._installed)
+    caches = (routing._forward_op, routing._backward_op, ascend_pyboost.module, ascend_pyboost._installed)
     for cache in caches:
         cache.cache_clear()
     ms.set_context(mode=ms.PYNATIVE_MODE)
@@ -275,7 +272,7 @@ def test_pynative_training_step_reaches_the_ascend_module_only(simulated):
     module = simulated(with_forward=False)
     _training_step(ms.float32, 1e-5)
     (name, sources, backend, include_paths), = module.builders
-    assert backend == "Ascend" and sources == [str(_ascend_pyboost.SOURCE)]
+    assert backend == "Ascend" and sources == [str(ascend_pyboost.SOURCE)]
     assert any(p.endswith("op_api/include") for p in include_paths)
     grads = [c for c in module.calls if c[0] == "group_norm_grad"]
     assert grads and all(c[4] == 3 and c[5] == (True, True, True) for c in grads)
@@ -325,10 +322,10 @@ def test_missing_operator_or_cann_is_a_clear_error(simulated, monkeypatch):
     simulated()
     monkeypatch.delenv("ASCEND_CUSTOM_OPP_PATH")
     with pytest.raises(RuntimeError, match="GroupNormGradMs is not installed.*build.sh"):
-        _ascend_pyboost.module()
+        ascend_pyboost.module()
     monkeypatch.delenv("ASCEND_OPP_PATH")
     with pytest.raises(RuntimeError, match="set_env.sh"):
-        _ascend_pyboost.module()
+        ascend_pyboost.module()
 
 
 INFER_DRIVER = r"""
@@ -435,7 +432,7 @@ def test_graph_picks_our_forward_when_installed(simulated):
     simulated(with_forward=True)
     ms.set_context(mode=ms.GRAPH_MODE)
     try:
-        assert type(_ops.forward_op(3, 1e-5)).__name__ == "AscendOwnForward"
+        assert type(routing.forward_op(3, 1e-5)).__name__ == "AscendOwnForward"
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
 

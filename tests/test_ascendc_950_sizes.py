@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
 UB_950 = 248 * 1024
 PLATFORMS = {  # (UB bytes, vector cores)
@@ -51,17 +51,17 @@ def _run(operator, shape, dtype, ub, cores):
     x, dy, gamma, beta, mean, rstd = _inputs(shape, dtype)
     f = lambda a: a.astype(np.float64)  # noqa: E731
     if operator == "GroupNormSiluMs":
-        z, m, r, tiling = ascendc_twin.twin_forward(x, gamma, beta, G, swish_scale=0.8, param_dtype="float32",
+        z, m, r, tiling = twin.twin_forward(x, gamma, beta, G, swish_scale=0.8, param_dtype="float32",
                                                     ub_bytes=ub, core_num=cores)
         want = reference.silu_forward(f(x), f(gamma), f(beta), G, 1e-5, 0.8)
         want = (want[0], want[1].reshape(m.shape), want[2].reshape(r.shape))
         return (z, m, r), want, tiling
     if operator == "GroupNormSiluGradMs":
-        *got, tiling = ascendc_twin.twin_silu_backward(dy, x, mean, rstd, gamma, beta, G, swish_scale=0.8,
+        *got, tiling = twin.twin_silu_backward(dy, x, mean, rstd, gamma, beta, G, swish_scale=0.8,
                                                        stat_dtype="float32", ub_bytes=ub, core_num=cores)
         want = reference.silu_backward(f(dy), f(x), f(mean), f(rstd), f(gamma), f(beta), G, 0.8)
         return got, want, tiling
-    *got, tiling = ascendc_twin.twin_backward(dy, x, mean, rstd, gamma, G, stat_dtype="float32", ub_bytes=ub,
+    *got, tiling = twin.twin_backward(dy, x, mean, rstd, gamma, G, stat_dtype="float32", ub_bytes=ub,
                                               core_num=cores)
     return got, reference.backward(f(dy), f(x), f(mean), f(rstd), f(gamma), G), tiling
 
@@ -89,9 +89,9 @@ def test_950_sizes_change_the_split_the_tilings_choose():
     """The cases above are not the A2 runs again: at 950's sizes the tiling chooses other
     blocks (64/56 cores, larger chunks with the larger UB)."""
     def split(shape, ub, cores):
-        t = ascendc_twin.twin_tiling(*shape, "float32", "float32", ub, cores)
+        t = twin.twin_tiling(*shape, "float32", "float32", ub, cores)
         return tuple(t.get(k) for k in ("mode", "groupAcrossN", "chunkElems", "blockDim"))
-    a2 = {name: split(s, ascendc_twin.UB_910B, 48) for name, s in SHAPES.items()}
+    a2 = {name: split(s, twin.UB_910B, 48) for name, s in SHAPES.items()}
     for ub, cores in PLATFORMS.values():
         changed = [name for name, s in SHAPES.items() if split(s, ub, cores) != a2[name]]
         assert len(changed) >= 3, (ub, cores, changed)
@@ -102,10 +102,10 @@ def test_the_twin_holds_a_tiling_to_the_ub_it_was_made_for():
     planned for 950's UB does not fit the A2's 192 KiB and is refused, not run."""
     N, C, HxW, G = SHAPES["chunks"]
     x, dy, gamma, _, mean, rstd = _inputs(SHAPES["chunks"], "float32")
-    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, "float32", "float32", UB_950, 56)
+    tiling = twin.twin_tiling(N, C, HxW, G, "float32", "float32", UB_950, 56)
     dx, dgamma, dbeta = np.zeros_like(x), np.zeros(C, np.float32), np.zeros(C, np.float32)
-    with pytest.raises(ascendc_twin.TwinFault, match="UB overflow.*above the 196608-byte unified buffer"):
-        ascendc_twin.twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta, None], tiling,
-                                 ascendc_twin.UB_910B, 56)
-    ascendc_twin.twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta, None], tiling, UB_950, 56)
+    with pytest.raises(twin.TwinFault, match="UB overflow.*above the 196608-byte unified buffer"):
+        twin.twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta, None], tiling,
+                                 twin.UB_910B, 56)
+    twin.twin_launch([dy, mean, rstd, x, gamma, dx, dgamma, dbeta, None], tiling, UB_950, 56)
     assert np.isfinite(dx).all() and np.abs(dx).max() > 0

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
-ASCENDC = ascendc_twin.ascendc_dir()
+ASCENDC = twin.ascendc_dir()
 OP_HOST = ASCENDC / "op_host" / "group_norm_grad_ms.cpp"
 OP_KERNEL = ASCENDC / "op_kernel" / "group_norm_grad_ms.cpp"
 BUILD_SH = ASCENDC / "build.sh"
@@ -262,7 +262,7 @@ def test_kernel_entry_declares_a_type_that_allows_syncall():
     mean = rng.standard_normal((N, G)).astype(np.float32)
     rstd = rng.uniform(0.5, 2, (N, G)).astype(np.float32)
     # dgamma/dbeta wanted: phase 1, SyncAll, stage 2.
-    ascendc_twin.twin_backward(dy, x, mean, rstd, None, G, core_num=4)
+    twin.twin_backward(dy, x, mean, rstd, None, G, core_num=4)
 
 
 # ---------------------------------------------------------------- registration name == func

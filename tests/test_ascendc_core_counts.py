@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
 CORE_COUNTS = (1, 2, 3, 5, 7, 16, 17, 47, 48)
 # (N, C, HxW, G, output mask); every case switches split at least once over CORE_COUNTS
@@ -37,15 +37,15 @@ OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
 def launch(operator, arrays, G, mask, cores, dtype):
     if operator == "GroupNormSiluMs":
-        y, mean, rstd, tiling = ascendc_twin.twin_forward(arrays["x"], arrays["gamma"], arrays["beta"], G,
+        y, mean, rstd, tiling = twin.twin_forward(arrays["x"], arrays["gamma"], arrays["beta"], G,
                                                           core_num=cores, param_dtype="float32")
         return [y, mean, rstd], tiling
     args = (arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"])
     kwargs = dict(mask=mask, core_num=cores, data_dtype=dtype, stat_dtype="float32")
     if operator == "GroupNormSiluGradMs":
-        *outputs, tiling = ascendc_twin.twin_silu_backward(*args, arrays["beta"], G, swish_scale=0.8, **kwargs)
+        *outputs, tiling = twin.twin_silu_backward(*args, arrays["beta"], G, swish_scale=0.8, **kwargs)
     else:
-        *outputs, tiling = ascendc_twin.twin_backward(*args, G, **kwargs)
+        *outputs, tiling = twin.twin_backward(*args, G, **kwargs)
     return outputs, tiling
 
 

@@ -13,18 +13,16 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm.backends import twin as fwd
-from ms_groupnorm import reference as reference_silu
+from ms_groupnorm.backends import twin
 from test_ascendc_twin import as_float64, relative_error, storage
 
 FLT_MAX = float(np.finfo(np.float32).max)
 
 # name: (shape, G, core_num, ub_bytes, forward mode)
 FORWARD_CASES = {
-    "resident": ((2, 4, 6, 5), 2, 4, ascendc_twin.UB_910B, "group_resident"),
-    "resident_hw1": ((3, 12), 3, 48, ascendc_twin.UB_910B, "group_resident"),
-    "resident_short_rows": ((2, 16, 3, 4), 2, 4, ascendc_twin.UB_910B, "group_resident"),  # one Mul/Add for all rows
+    "resident": ((2, 4, 6, 5), 2, 4, twin.UB_910B, "group_resident"),
+    "resident_hw1": ((3, 12), 3, 48, twin.UB_910B, "group_resident"),
+    "resident_short_rows": ((2, 16, 3, 4), 2, 4, twin.UB_910B, "group_resident"),  # one Mul/Add for all rows
     "chunked": ((2, 2, 1999), 1, 2, 32 * 1024, "chunked"),
     "chunked_split": ((1, 3, 5000), 1, 48, 32 * 1024, "chunked"),  # slices through the workspace
     "ring_partial": ((2, 12, 1024), 1, 1, 32 * 1024, "chunked"),  # the part ring, partly resident
@@ -84,9 +82,9 @@ def test_forward_right_at_extreme_magnitudes(case, magnitude, activate):
     rng = np.random.default_rng(6)
     gamma = storage(rng.standard_normal(C) + 1.0, dtype)
     beta = storage(rng.standard_normal(C) * 0.5, dtype)
-    y, mean, rstd, tiling = fwd.twin_forward(x, gamma, beta, G, activate_silu=activate, data_dtype=dtype,
+    y, mean, rstd, tiling = twin.twin_forward(x, gamma, beta, G, activate_silu=activate, data_dtype=dtype,
                                              param_dtype=dtype, ub_bytes=ub, core_num=cores)
-    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode
+    assert twin.FORWARD_MODE_NAMES[tiling["mode"]] == mode
     x64, g64, b64 = (as_float64(a, dtype) for a in (x, gamma, beta))
     y_ref, mean_ref, rstd_ref = reference.forward(x64, g64, b64, G)
     if activate:
@@ -132,15 +130,15 @@ def test_backward_right_at_extreme_magnitudes(case, magnitude, silu):
     arrays, exact, dtype = backward_inputs(N, C, HxW, G, magnitude)
     common = dict(data_dtype=dtype, stat_dtype=dtype, core_num=cores)
     if silu:
-        got = ascendc_twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
+        got = twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
                                               arrays["gamma"], arrays["beta"], G, 1.0, **common)
-        want = reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
                                        exact["beta"], G, 1.0)
     else:
-        got = ascendc_twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
+        got = twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
                                          arrays["gamma"], G, **common)
         want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
-    assert ascendc_twin.MODE_NAMES[got[3]["mode"]] == mode
+    assert twin.MODE_NAMES[got[3]["mode"]] == mode
     for name, out, ref in zip(("dx", "dgamma", "dbeta"), got[:3], want):
         err = relative_error(out, ref.reshape(out.shape), dtype)
         assert err <= BACKWARD_TOL[dtype], f"{name}: relative error {err:.3g}"
@@ -154,7 +152,7 @@ def test_forward_rare_path_bit_identical_across_core_counts_and_schedules(magnit
     x = extreme_values(shape, spread, offset, 5, dtype)
     gamma = storage(np.linspace(0.5, 1.5, shape[1]), dtype)
     beta = storage(np.linspace(-0.5, 0.5, shape[1]), dtype)
-    runs = [fwd.twin_forward(x, gamma, beta, G, data_dtype=dtype, param_dtype=dtype, ub_bytes=ub, core_num=cores,
+    runs = [twin.twin_forward(x, gamma, beta, G, data_dtype=dtype, param_dtype=dtype, ub_bytes=ub, core_num=cores,
                              policy=policy, execution=execution)
             for cores, policy, execution in ((1, "concurrent", "immediate"), (48, "concurrent", "immediate"),
                                              (7, "reverse", "deferred"), (16, "forward", "immediate"))]

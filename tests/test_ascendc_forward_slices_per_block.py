@@ -9,7 +9,7 @@ must be those of the host's plan, under immediate and deferred pipe execution.""
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin as fwd
+from ms_groupnorm.backends import twin
 from test_ascendc_forward_twin import CASES, DTYPES, MEAN_TOL, RSTD_TOL, errors, expected, make_inputs
 
 # (case of test_ascendc_forward_twin.CASES, dtype key): split groups (sliceCount > 1)
@@ -33,7 +33,7 @@ def launch_spread(case, dtype_key, blocks, execution="immediate", policy="concur
     data_dtype, param_dtype, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, data_dtype, param_dtype, 3)
     N, C = shape[:2]
-    tiling = fwd.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,
+    tiling = twin.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,
                                 ub_bytes=ub, core_num=cores)
     assert tiling["sliceCount"] > 1  # a split group, or this launch tests nothing
     if blocks is not None:
@@ -41,7 +41,7 @@ def launch_spread(case, dtype_key, blocks, execution="immediate", policy="concur
     y = np.full_like(arrays["x"], 0x7F)
     mean = np.full((N, G), 12345.0, np.float32)
     rstd = np.full((N, G), 12345.0, np.float32)
-    fwd.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], y, mean, rstd], tiling, ub, cores,
+    twin.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], y, mean, rstd], tiling, ub, cores,
                        policy=policy, seed=seed, execution=execution)
     return (y, mean, rstd), exact
 
@@ -60,7 +60,7 @@ def test_several_slices_per_block_give_the_bits_of_one_slice_per_block(case, dty
 
 
 def test_spreading_keeps_every_task_and_the_host_split_rule():
-    tiling = fwd.forward_tiling(1, 21, 700, 1, ub_bytes=CASES["chunked_split_pairs"][3], core_num=16)
+    tiling = twin.forward_tiling(1, 21, 700, 1, ub_bytes=CASES["chunked_split_pairs"][3], core_num=16)
     spread = spread_over_blocks(tiling, 4)
     assert (spread["usedCores"], spread["tasksPerCore"], spread["tailCores"]) == (4, 2, 3)  # 11 tasks: 3 + 3 + 3 + 2
     assert spread["tasksPerCore"] * spread["usedCores"] + spread["tailCores"] == tiling["numTasks"]

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm.backends import twin as fwd
+from ms_groupnorm.backends import twin
 from test_ascendc_twin import as_float64, storage
 
 # (x dtype, gamma/beta dtype, tolerance on y relative to max(1, max |y|)). mean and rstd are
@@ -34,19 +33,19 @@ SMALL_UB = 32 * 1024  # forces the chunked mode on shapes small enough to run fa
 
 # name: (shape, G, core_num, ub_bytes, expected mode), the mode for every dtype pair.
 CASES = {
-    "resident_unaligned_hw": ((2, 8, 3, 3), 2, 4, ascendc_twin.UB_910B, "group_resident"),
-    "resident_aligned_hw": ((3, 6, 32), 3, 4, ascendc_twin.UB_910B, "group_resident"),
-    "resident_g_equals_c": ((2, 6, 5, 5), 6, 48, ascendc_twin.UB_910B, "group_resident"),
-    "resident_g1_rank4": ((2, 5, 7, 9), 1, 3, ascendc_twin.UB_910B, "group_resident"),
-    "resident_rank5": ((2, 4, 3, 4, 5), 2, 48, ascendc_twin.UB_910B, "group_resident"),
-    "resident_hw1_rank2": ((3, 12), 3, 48, ascendc_twin.UB_910B, "group_resident"),
-    "resident_hw1_g_equals_c": ((2, 6, 1), 6, 4, ascendc_twin.UB_910B, "group_resident"),
-    "resident_ng_below_cores": ((1, 4, 50), 2, 48, ascendc_twin.UB_910B, "group_resident"),
-    "resident_ng_above_cores": ((4, 16, 6), 8, 5, ascendc_twin.UB_910B, "group_resident"),
+    "resident_unaligned_hw": ((2, 8, 3, 3), 2, 4, twin.UB_910B, "group_resident"),
+    "resident_aligned_hw": ((3, 6, 32), 3, 4, twin.UB_910B, "group_resident"),
+    "resident_g_equals_c": ((2, 6, 5, 5), 6, 48, twin.UB_910B, "group_resident"),
+    "resident_g1_rank4": ((2, 5, 7, 9), 1, 3, twin.UB_910B, "group_resident"),
+    "resident_rank5": ((2, 4, 3, 4, 5), 2, 48, twin.UB_910B, "group_resident"),
+    "resident_hw1_rank2": ((3, 12), 3, 48, twin.UB_910B, "group_resident"),
+    "resident_hw1_g_equals_c": ((2, 6, 1), 6, 4, twin.UB_910B, "group_resident"),
+    "resident_ng_below_cores": ((1, 4, 50), 2, 48, twin.UB_910B, "group_resident"),
+    "resident_ng_above_cores": ((4, 16, 6), 8, 5, twin.UB_910B, "group_resident"),
     # rows of 12 at a pitch of 16: one Mul and one Add (mask 12, a repeat a row) scale and shift them
-    "resident_short_rows": ((3, 48, 12), 3, 4, ascendc_twin.UB_910B, "group_resident"),
-    "resident_stats_in_two_batches": ((2, 300, 2), 300, 2, ascendc_twin.UB_910B, "group_resident"),  # 300 > 256
-    "chunked_910b_ub": ((2, 2, 20000), 1, 2, ascendc_twin.UB_910B, "chunked"),
+    "resident_short_rows": ((3, 48, 12), 3, 4, twin.UB_910B, "group_resident"),
+    "resident_stats_in_two_batches": ((2, 300, 2), 300, 2, twin.UB_910B, "group_resident"),  # 300 > 256
+    "chunked_910b_ub": ((2, 2, 20000), 1, 2, twin.UB_910B, "chunked"),
     "chunked_unaligned": ((3, 2, 1999), 2, 4, SMALL_UB, "chunked"),
     "chunked_many_short_rows": ((1, 600, 5), 1, 48, SMALL_UB, "chunked"),
     "chunked_hw1_vector_coef": ((2, 3000), 1, 4, SMALL_UB, "chunked"),
@@ -55,15 +54,15 @@ CASES = {
     "chunked_split_uneven": ((2, 6, 1777), 3, 40, SMALL_UB, "chunked"),
     "chunked_split_pairs": ((1, 21, 700), 1, 16, SMALL_UB, "chunked"),  # 21 chunks: slices of 2, the last of 1
     # too large for mode 0: the part ring, each group's parts resident between the passes
-    "chunked_staged_groups": ((3, 8, 3136), 2, 2, ascendc_twin.UB_910B, "chunked"),
+    "chunked_staged_groups": ((3, 8, 3136), 2, 2, twin.UB_910B, "chunked"),
     # the part ring with partial residency: 12 one-row parts, some read twice (16-bit: 5 resident in 7 slots)
     "ring_partial": ((4, 12, 1024), 1, 2, SMALL_UB, "chunked"),
     # the part ring with parts of two padded rows (600 of 608), 6 of 10 resident in 8 slots (16-bit)
     "ring_parts_of_rows": ((4, 20, 600), 1, 2, SMALL_UB, "chunked"),
     # HxW = 1 (gamma/beta along the row), too large for mode 0: the whole group in one x buffer
     "staged_hw1_vector_coef": ((3, 1352), 1, 1, 40 * 1024, "chunked"),  # staged with 16-bit gamma/beta
-    "empty_hw0": ((2, 4, 0), 2, 48, ascendc_twin.UB_910B, "empty_groups"),
-    "empty_c0": ((3, 0, 4), 1, 48, ascendc_twin.UB_910B, "empty_groups"),
+    "empty_hw0": ((2, 4, 0), 2, 48, twin.UB_910B, "empty_groups"),
+    "empty_c0": ((3, 0, 4), 1, 48, twin.UB_910B, "empty_groups"),
 }
 
 
@@ -89,12 +88,12 @@ def expected(exact, G, activation, eps=1e-5):
     return (silu(y, scale) if activate else y), mean, rstd
 
 
-def run(shape, G, dtype_key, activation="silu", core_num=48, ub_bytes=ascendc_twin.UB_910B, data_seed=3,
+def run(shape, G, dtype_key, activation="silu", core_num=48, ub_bytes=twin.UB_910B, data_seed=3,
         eps=1e-5, **launch):
     data_dtype, param_dtype, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, data_dtype, param_dtype, data_seed)
     activate, scale = ACTIVATIONS[activation]
-    y, mean, rstd, tiling = fwd.twin_forward(arrays["x"], arrays["gamma"], arrays["beta"], G, eps=eps,
+    y, mean, rstd, tiling = twin.twin_forward(arrays["x"], arrays["gamma"], arrays["beta"], G, eps=eps,
                                              activate_silu=activate, swish_scale=scale, data_dtype=data_dtype,
                                              param_dtype=param_dtype, ub_bytes=ub_bytes, core_num=core_num,
                                              **launch)
@@ -117,7 +116,7 @@ def errors(got, want, data_dtype):
 def test_forward_matches_the_float64_reference(case, dtype_key, activation):
     shape, G, cores, ub, mode = CASES[case]
     got, tiling, exact = run(shape, G, dtype_key, activation, core_num=cores, ub_bytes=ub)
-    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode
+    assert twin.FORWARD_MODE_NAMES[tiling["mode"]] == mode
     assert got[0].dtype == storage(np.zeros(1), DTYPES[dtype_key][0]).dtype and got[0].shape == shape
     assert got[1].dtype == np.float32 and got[1].shape == (shape[0], G)  # float32 statistics for every pair
     assert got[2].dtype == np.float32 and got[2].shape == (shape[0], G)
@@ -131,7 +130,7 @@ def test_forward_matches_the_float64_reference(case, dtype_key, activation):
 def test_empty_groups_give_mean_0_and_rstd_nan(case):
     shape, G, cores, ub, mode = CASES[case]
     (y, mean, rstd), tiling, _ = run(shape, G, "bf16_fp32", core_num=cores, ub_bytes=ub)
-    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode and y.size == 0
+    assert twin.FORWARD_MODE_NAMES[tiling["mode"]] == mode and y.size == 0
     assert np.all(mean == 0.0) and np.all(np.isnan(rstd))  # as the CPU kernel and aclnnGroupNorm document
 
 
@@ -144,7 +143,10 @@ def test_no_samples_launches_one_idle_block():
 @pytest.mark.parametrize("core_num", [40, 48])
 def test_sd_like_shapes_select_the_expected_mode_on_the_910b_ub(core_num):
     """What the 192 KiB UB decides for the SD-like shapes (x fp16, gamma fp32)."""
-    modes = {shape: fwd.FORWARD_MODE_NAMES[fwd.forward_tiling(*shape, "float16", "float32", core_num=core_num)["mode"]]
+    def mode(shape):
+        return twin.FORWARD_MODE_NAMES[twin.forward_tiling(*shape, "float16", "float32", core_num=core_num)["mode"]]
+
+    modes = {shape: mode(shape)
              for shape in [(2, 64, 1024, 32), (4, 256, 1024, 32), (2, 320, 4096, 32), (1, 3, 50176, 1),
                            (4, 1280, 64, 32), (8, 512, 1, 32)]}
     assert modes == {(2, 64, 1024, 32): "group_resident", (4, 256, 1024, 32): "group_resident",
@@ -155,8 +157,8 @@ def test_sd_like_shapes_select_the_expected_mode_on_the_910b_ub(core_num):
 def test_ub_plan_fits_and_uses_the_reserve_rule():
     for shape in [(2, 64, 1024, 32), (2, 320, 4096, 32), (1, 3, 50176, 1), (2, 20000, 1, 1)]:
         for data, param in [("float32", "float32"), ("bfloat16", "float32")]:
-            t = fwd.forward_tiling(*shape, data, param)
-            assert 0 < t["ubBytes"] <= ascendc_twin.UB_910B - fwd.UB_RESERVE
+            t = twin.forward_tiling(*shape, data, param)
+            assert 0 < t["ubBytes"] <= twin.UB_910B - twin.UB_RESERVE
             if t["mode"] == 1:
                 assert t["chunkElems"] % 16 == 0 and t["chunksPerRow"] * t["chunkElems"] >= t["rowLen"]
 
@@ -164,10 +166,10 @@ def test_ub_plan_fits_and_uses_the_reserve_rule():
 def test_a_resident_group_larger_than_the_copy_row_limit_is_chunked():
     """DataCopyPad takes at most 4095 rows (blockCount): a group of more channels is chunked
     even when it would fit in UB."""
-    t = fwd.forward_tiling(1, 4096, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
-    assert fwd.FORWARD_MODE_NAMES[t["mode"]] == "chunked"
-    t = fwd.forward_tiling(1, 4095, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
-    assert fwd.FORWARD_MODE_NAMES[t["mode"]] == "group_resident"
+    t = twin.forward_tiling(1, 4096, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
+    assert twin.FORWARD_MODE_NAMES[t["mode"]] == "chunked"
+    t = twin.forward_tiling(1, 4095, 2, 1, "float16", ub_bytes=4 * 1024 * 1024)
+    assert twin.FORWARD_MODE_NAMES[t["mode"]] == "group_resident"
 
 
 # ---------------------------------------------------------------- numerics
@@ -181,8 +183,8 @@ def test_statistics_survive_a_mean_far_larger_than_the_spread(shape, mode):
     x = (3000.0 + 0.01 * rng.standard_normal(shape)).astype(np.float32)
     gamma = np.ones(shape[1], np.float32)
     beta = np.zeros(shape[1], np.float32)
-    y, mean, rstd, tiling = fwd.twin_forward(x, gamma, beta, G, activate_silu=False)
-    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == mode
+    y, mean, rstd, tiling = twin.twin_forward(x, gamma, beta, G, activate_silu=False)
+    assert twin.FORWARD_MODE_NAMES[tiling["mode"]] == mode
     y_ref, mean_ref, rstd_ref = reference.forward(x.astype(np.float64), None, None, G)
     assert np.max(np.abs(rstd - rstd_ref) / rstd_ref) < 1e-6
     assert np.max(np.abs(mean - mean_ref)) <= 1.3e-4  # half an ulp of 3000 in float32: the stored mean's rounding
@@ -200,7 +202,7 @@ def test_swish_saturates_without_nan():
     x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
     gamma = np.full(4, 50.0, np.float32)
     beta = np.zeros(4, np.float32)
-    y, _, _, _ = fwd.twin_forward(x, gamma, beta, G, swish_scale=40.0)
+    y, _, _, _ = twin.twin_forward(x, gamma, beta, G, swish_scale=40.0)
     want = reference.forward(x.astype(np.float64), gamma, beta, G)[0]
     want = want * (0.5 * (1 + np.tanh(0.5 * 40.0 * want)))  # a form without overflow
     assert not np.any(np.isnan(y)) and np.max(np.abs(y - want)) / np.max(np.abs(want)) < 2e-5
@@ -212,15 +214,15 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("reverse", 0, "immediate"), ("shuf
 
 
 def test_groups_are_split_into_slices_only_when_chunked_and_fewer_than_the_cores():
-    split = {case: fwd.forward_tiling(int(np.prod(shape[:1])), shape[1], int(np.prod(shape[2:], dtype=np.int64)), G,
+    split = {case: twin.forward_tiling(int(np.prod(shape[:1])), shape[1], int(np.prod(shape[2:], dtype=np.int64)), G,
                                       ub_bytes=ub, core_num=cores)["sliceCount"]
              for case, (shape, G, cores, ub, _) in CASES.items()}
     assert split["chunked_split_g1"] > 1 and split["chunked_split_uneven"] > 1 and split["chunked_many_short_rows"] > 1
-    pairs = fwd.forward_tiling(1, 21, 700, 1, ub_bytes=SMALL_UB, core_num=16)
+    pairs = twin.forward_tiling(1, 21, 700, 1, ub_bytes=SMALL_UB, core_num=16)
     assert (pairs["sliceCount"], pairs["sliceItems"]) == (11, 2)  # uneven: the last slice has one chunk
     assert split["chunked_910b_ub"] == split["chunked_unaligned"] == 1  # N * G >= cores
     assert split["resident_ng_below_cores"] == 1  # a resident group is never split
-    t = fwd.forward_tiling(1, 3, 5000, 1, ub_bytes=SMALL_UB, core_num=48)
+    t = twin.forward_tiling(1, 3, 5000, 1, ub_bytes=SMALL_UB, core_num=48)
     assert t["numTasks"] == t["sliceCount"] and t["sliceItems"] & (t["sliceItems"] - 1) == 0  # a power of two
 
 
@@ -228,7 +230,7 @@ def test_ring_plans_on_the_910b_ub():
     """Whole groups too large for mode 0 go through the part ring: resident between the passes
     where they fit with a slot to spare (x read once), else partly resident (8x320x64x64 fp32:
     160 KB of x in a 191 KB UB); a split group's slice is staged."""
-    plan = {(shape, data): fwd.forward_tiling(*shape, data, "float32", core_num=48)
+    plan = {(shape, data): twin.forward_tiling(*shape, data, "float32", core_num=48)
             for shape, data in [((16, 128, 3136, 32), "float32"), ((16, 128, 3136, 32), "float16"),
                                 ((8, 320, 4096, 32), "float16"), ((8, 320, 4096, 32), "float32"),
                                 ((1, 3, 50176, 1), "float32")]}
@@ -238,7 +240,7 @@ def test_ring_plans_on_the_910b_ub():
     assert all(0 < t["ringParts"] == t["ringResident"] < t["xBuffers"] <= 8 for t in full)
     partial = plan[(8, 320, 4096, 32), "float32"]
     assert 0 < partial["ringResident"] < partial["ringParts"] and partial["xBuffers"] <= 8
-    assert all(t["ubBytes"] <= ascendc_twin.UB_910B - fwd.UB_RESERVE for t in plan.values())
+    assert all(t["ubBytes"] <= twin.UB_910B - twin.UB_RESERVE for t in plan.values())
     split = plan[(1, 3, 50176, 1), "float32"]
     assert split["sliceCount"] > 1 and split["staged"] == 1 and split["ringParts"] == 0
 
@@ -247,8 +249,8 @@ def test_ring_chunks_do_not_depend_on_the_split():
     """The ring picks the chunk (its rows) before the split is decided, so a group split over
     the cores computes the same chunk statistics as the ring on one core."""
     for shape, data in [((3, 8, 3136, 2), "bfloat16"), ((4, 12, 1024, 1), "float16"), ((4, 20, 600, 1), "float32")]:
-        ub = ascendc_twin.UB_910B if shape[2] == 3136 else SMALL_UB
-        one, many = (fwd.forward_tiling(*shape, data, "float32", ub_bytes=ub, core_num=c) for c in (1, 48))
+        ub = twin.UB_910B if shape[2] == 3136 else SMALL_UB
+        one, many = (twin.forward_tiling(*shape, data, "float32", ub_bytes=ub, core_num=c) for c in (1, 48))
         assert one["ringParts"] > 0 and many["sliceCount"] > 1 and many["ringParts"] == 0
         assert (one["chunkElems"], one["rowsPerItem"], one["chunksPerRow"]) == \
             (many["chunkElems"], many["rowsPerItem"], many["chunksPerRow"])
@@ -259,12 +261,12 @@ def test_a_launch_of_few_long_rows_gets_smaller_chunks():
     chunks (not below 1024 elements), so a split spreads each group over that many blocks (48 on
     48 cores); the chunk comes from the shape, dtypes and UB, the same on any core count."""
     for data in ("float32", "float16"):
-        plans = [fwd.forward_tiling(1, 3, 50176, 1, data, core_num=c) for c in (1, 8, 48)]
+        plans = [twin.forward_tiling(1, 3, 50176, 1, data, core_num=c) for c in (1, 8, 48)]
         assert len({(t["chunkElems"], t["chunksPerRow"]) for t in plans}) == 1
         assert 3 * plans[0]["chunksPerRow"] >= 48 and plans[0]["chunkElems"] >= 1024
         assert plans[2]["sliceCount"] == 48  # more blocks than the largest chunks that fit would give
-    many = fwd.forward_tiling(64, 3, 50176, 1, "float32", core_num=48)  # enough chunks: the largest that fit
-    assert many["chunkElems"] > fwd.forward_tiling(1, 3, 50176, 1, "float32", core_num=48)["chunkElems"]
+    many = twin.forward_tiling(64, 3, 50176, 1, "float32", core_num=48)  # enough chunks: the largest that fit
+    assert many["chunkElems"] > twin.forward_tiling(1, 3, 50176, 1, "float32", core_num=48)["chunkElems"]
 
 
 def test_channel_coefficients_pay_one_vector_barrier_per_group_not_per_row():
@@ -273,8 +275,8 @@ def test_channel_coefficients_pay_one_vector_barrier_per_group_not_per_row():
     between the two comes once (alternating Muls/Adds row by row paid one per row)."""
     shape, G = (2, 1280, 64), 32
     got, tiling, _ = run(shape, G, "fp32", core_num=1)
-    assert fwd.FORWARD_MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["rows"] == 40
-    barriers = fwd.forward_last_stats()[0]["auto_v_barriers"]
+    assert twin.FORWARD_MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["rows"] == 40
+    barriers = twin.forward_last_stats()[0]["auto_v_barriers"]
     assert barriers < 20 * 2 * G, barriers  # 64 groups; per row it was more than 40 a group
 
 
@@ -291,11 +293,11 @@ def test_short_rows_scale_and_shift_in_one_instruction_each(case, short):
         # a group: Cast in, Adds (- shift), a ReduceSum a row (at a pitch, not contiguous) and one of
         # the row sums, Adds (- mean), Mul (squares), the same ReduceSums, Duplicate/Sqrt/Div (rstd),
         # the 5 of the scale and shift, SiLU's 4, Cast out; a block: the 1.0 constant, gamma/beta casts
-        calls = fwd.forward_last_stats()[0]["vec_calls"]
+        calls = twin.forward_last_stats()[0]["vec_calls"]
         assert calls == 3 + shape[0] * G * (2 * (tiling["rows"] + 1) + 7 + 5 + 5), calls
     shape, G = (2, 1280, 64), 32  # 40 rows of 64 a group: 13 + 5 instructions a group, not 13 + 80
     run(shape, G, "fp32", core_num=1)
-    assert fwd.forward_last_stats()[0]["vec_calls"] <= 2 * G * 20
+    assert twin.forward_last_stats()[0]["vec_calls"] <= 2 * G * 20
 
 
 @pytest.mark.parametrize("case", ["chunked_staged_groups", "chunked_split_g1", "ring_partial", "ring_parts_of_rows"])
@@ -304,7 +306,7 @@ def test_staged_tasks_read_x_once(case):
     once more, gamma/beta and the slice entries (a streamed chunked plan reads x twice)."""
     shape, G, cores, ub, _ = CASES[case]
     got, tiling, _ = run(shape, G, "bf16_fp32", core_num=cores, ub_bytes=ub)
-    reads = sum(s["gm_read_bytes"] for s in fwd.forward_last_stats())
+    reads = sum(s["gm_read_bytes"] for s in twin.forward_last_stats())
     x_bytes = 2 * int(np.prod(shape))
     if tiling["ringParts"]:  # rows of the parts after the resident ones are read again
         again = tiling["rows"] - min(tiling["rows"], tiling["ringResident"] * tiling["partItems"] * tiling["rowsPerItem"])
@@ -339,27 +341,27 @@ def test_a_launch_with_a_short_output_buffer_faults():
     caught as an out-of-bounds GM write, not silently overrun."""
     shape, G = (2, 4, 10), 2
     arrays, _ = make_inputs(shape, "float32", "float32", 1)
-    tiling = fwd.forward_tiling(2, 4, 10, G)
+    tiling = twin.forward_tiling(2, 4, 10, G)
     y = np.zeros(shape, np.float32)
     mean = np.zeros((2, G), np.float32)
     rstd = np.zeros((2, G), np.float32)
     buffers = [arrays["x"], arrays["gamma"], arrays["beta"], y, mean, rstd]
     sizes = [b.nbytes for b in buffers]
-    fwd.forward_launch(buffers, tiling, buffer_bytes=sizes)
+    twin.forward_launch(buffers, tiling, buffer_bytes=sizes)
     for index in (3, 4, 5):
         short = list(sizes)
         short[index] -= 4
-        with pytest.raises(ascendc_twin.TwinFault, match="outside|GM"):
-            fwd.forward_launch(buffers, tiling, buffer_bytes=short)
+        with pytest.raises(twin.TwinFault, match="outside|GM"):
+            twin.forward_launch(buffers, tiling, buffer_bytes=short)
 
 
 def test_a_ub_smaller_than_the_plan_faults():
     shape, G = (2, 64, 1024), 32
     arrays, _ = make_inputs(shape, "float32", "float32", 1)
-    tiling = fwd.forward_tiling(2, 64, 1024, G)
+    tiling = twin.forward_tiling(2, 64, 1024, G)
     outs = [np.zeros(shape, np.float32), np.zeros((2, G), np.float32), np.zeros((2, G), np.float32)]
-    with pytest.raises(ascendc_twin.TwinFault, match="UB overflow"):
-        fwd.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], *outs], tiling,
+    with pytest.raises(twin.TwinFault, match="UB overflow"):
+        twin.forward_launch([arrays["x"], arrays["gamma"], arrays["beta"], *outs], tiling,
                            ub_bytes=tiling["ubBytes"] - 32)
 
 
@@ -382,13 +384,13 @@ GOOD = ((2, 6, 4), (6,), (6,), 3)
 ])
 def test_host_rejects_bad_inputs_naming_the_parameter(change, status, words):
     args = [change.get(i, GOOD[i]) for i in range(4)]
-    got, message = fwd.forward_check_inputs(*args)
+    got, message = twin.forward_check_inputs(*args)
     assert got == status and words in message and message.startswith("GroupNormSiluMs: ")
 
 
 def test_host_accepts_good_inputs():
-    assert fwd.forward_check_inputs(*GOOD) == (0, "")
-    assert fwd.forward_check_inputs((2, 0, 4), (0,), (0,), 1)[0] == 0
+    assert twin.forward_check_inputs(*GOOD) == (0, "")
+    assert twin.forward_check_inputs((2, 0, 4), (0,), (0,), 1)[0] == 0
 
 
 @pytest.mark.parametrize("x, gamma, beta, ok", [
@@ -400,20 +402,20 @@ def test_host_accepts_good_inputs():
     ("float32", "float32", "bfloat16", False),
 ])
 def test_host_dtype_rule(x, gamma, beta, ok):
-    status, message = fwd.forward_check_dtypes(x, gamma, beta)
+    status, message = twin.forward_check_dtypes(x, gamma, beta)
     assert (status == 0) == ok
     if not ok:
         assert status == 2 and ("'gamma'" in message or "'beta'" in message)
         # the tiling takes one parameter dtype: a gamma/beta mismatch is CheckDtypes' alone
         with pytest.raises(ValueError, match="bad dtype pair") if gamma == beta else contextlib.nullcontext():
-            fwd.forward_tiling(2, 4, 3, 2, x, gamma)
+            twin.forward_tiling(2, 4, 3, 2, x, gamma)
 
 
 # ---------------------------------------------------------------- twin rules of Exp / Sqrt / Div
 def test_twin_math_values():
     a = np.linspace(-3, 3, 32).astype(np.float32)
     b = np.linspace(0.5, 2, 32).astype(np.float32)
-    e, s, d = fwd.forward_math_probe("math_values", np.abs(a), b, execution="deferred")
+    e, s, d = twin.forward_math_probe("math_values", np.abs(a), b, execution="deferred")
     assert np.allclose(e, np.exp(np.abs(a)), rtol=1e-6) and np.array_equal(s, np.sqrt(np.abs(a)))
     assert np.array_equal(d, np.abs(a) / b)
 
@@ -422,8 +424,8 @@ def test_twin_math_values():
                                           ("sqrt_overrun", "overrun the buffer"),
                                           ("div_negative_count", "negative count")])
 def test_twin_math_rules(probe, words):
-    with pytest.raises(ascendc_twin.TwinFault, match=words):
-        fwd.forward_math_probe(probe, np.ones(32, np.float32), np.ones(32, np.float32))
+    with pytest.raises(twin.TwinFault, match=words):
+        twin.forward_math_probe(probe, np.ones(32, np.float32), np.ones(32, np.float32))
 
 
 # ---------------------------------------------------------------- the registration contract
@@ -435,7 +437,7 @@ CONTRACT = {"inputs": ["x", "gamma", "beta"], "outputs": ["y", "mean", "rstd"],
 
 
 def test_op_definition_matches_the_contract():
-    root = ascendc_twin.ascendc_dir()
+    root = twin.ascendc_dir()
     source = (root / "op_host" / "group_norm_silu_ms.cpp").read_text()
     assert re.search(r"OP_ADD\(GroupNormSiluMs\)", source)
     assert re.findall(r'this->Input\("(\w+)"\)\.ParamType\(REQUIRED\)', source) == CONTRACT["inputs"]

@@ -1,5 +1,5 @@
 """ms_groupnorm.GroupNorm trains through the AscendC kernel's code on CPU: with
-MS_GROUPNORM_BACKEND=ascendc_twin the backward is the twin library (the unmodified
+MS_GROUPNORM_BACKEND=twin the backward is the twin library (the unmodified
 op_kernel source on the twin AscendC API) behind ops.Custom(func_type="aot")."""
 import mindspore as ms
 import numpy as np
@@ -8,8 +8,8 @@ from mindspore import nn
 
 import ms_groupnorm
 from ms_groupnorm import reference
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.ops import routing
+from ms_groupnorm.backends import twin
 
 
 
@@ -40,7 +40,7 @@ def test_training_step_through_the_twin(mode, twin_backend, dtype, tol):
     net = ms_groupnorm.GroupNorm(G, C, gamma_init=ms.Tensor(rng.standard_normal(C).astype(np.float32) + 1),
                                  beta_init=ms.Tensor(rng.standard_normal(C).astype(np.float32)))
     gamma0, beta0 = net.gamma.asnumpy().astype(np.float64), net.beta.asnumpy().astype(np.float64)
-    assert ascendc_twin.twin_library_path() in _ops.backward_op(G).func  # the backward really is the twin
+    assert twin.twin_library_path() in routing.backward_op(G).func  # the backward really is the twin
 
     loss_net = WeightedSum(net, weight)
     grad_x = ms.grad(loss_net, grad_position=0)(ms.Tensor(x_in, dtype))
@@ -66,11 +66,11 @@ def test_twin_faults_surface_as_errors(twin_backend, monkeypatch):
 
 
 def test_default_backend_is_the_cpu_kernel(monkeypatch):
-    monkeypatch.delenv(_ops.BACKEND_ENV, raising=False)
-    assert _ops.backend_name() == "cpu"
-    assert _ops._op_backend() in ("cpu", _ops.PYBOOST_BACKEND)  # the PyNative fast path runs the CPU kernel
+    monkeypatch.delenv(routing.BACKEND_ENV, raising=False)
+    assert routing.backend_name() == "cpu"
+    assert routing._op_backend() in ("cpu", routing.PYBOOST_BACKEND)  # the PyNative fast path runs the CPU kernel
     monkeypatch.setenv("MS_GROUPNORM_PYBOOST", "0")  # the aot op, whose library can be inspected
-    assert "ascendc_twin" not in _ops.backward_op(2).func
-    monkeypatch.setenv(_ops.BACKEND_ENV, "nonsense")
+    assert "ascendc_twin" not in routing.backward_op(2).func
+    monkeypatch.setenv(routing.BACKEND_ENV, "nonsense")
     with pytest.raises(ValueError, match="MS_GROUPNORM_BACKEND"):
-        _ops.backward_op(2)
+        routing.backward_op(2)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 from test_ascendc_twin import CASES, DTYPES, as_float64, check_against_reference, make_inputs
 
 MODES_OF_THE_KERNEL = ["resident_unaligned_hw", "channel_two_pass", "hw_chunks_unaligned_n3", "channel_split_n47",
@@ -18,9 +18,9 @@ MODES_OF_THE_KERNEL = ["resident_unaligned_hw", "channel_two_pass", "hw_chunks_u
 def run(case, dtype_key, arrays, overflow):
     N, C, HxW, G, cores, mode, _ = CASES[case]
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    got = ascendc_twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G,
+    got = twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G,
                                      data_dtype=data_dtype, stat_dtype=stat_dtype, core_num=cores, overflow=overflow)
-    assert ascendc_twin.MODE_NAMES[got[3]["mode"]] == mode
+    assert twin.MODE_NAMES[got[3]["mode"]] == mode
     return [as_float64(o, data_dtype if i == 0 else stat_dtype) for i, o in enumerate(got[:3])]
 
 

@@ -4,7 +4,7 @@ and ReduceSum's documented A2/A3 summation order."""
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 from ms_groupnorm.backends.twin import TwinFault
 
 # probe -> (pipe that wrote/read first, pipe that accessed without ordering)
@@ -20,7 +20,7 @@ INPUT = np.arange(1, 193, dtype=np.float32)  # gm[0:64] and gm[128:192] are the 
 
 
 def run_pipe_probe(name, **kwargs):
-    return ascendc_twin.twin_probe(name, block_dim=1, out_len=256, init=INPUT, **kwargs)
+    return twin.twin_probe(name, block_dim=1, out_len=256, init=INPUT, **kwargs)
 
 
 def expected_synced():
@@ -52,7 +52,7 @@ def test_each_missing_sync_gives_wrong_numbers_under_deferred_execution(probe):
 
 
 def test_a_queue_hand_over_orders_buffer_reuse():
-    ascendc_twin.twin_probe("queue_reuse", block_dim=1, out_len=64)
+    twin.twin_probe("queue_reuse", block_dim=1, out_len=64)
 
 
 @pytest.mark.parametrize("probe, message", [
@@ -62,7 +62,7 @@ def test_a_queue_hand_over_orders_buffer_reuse():
 ])
 def test_flag_rules(probe, message):
     with pytest.raises(TwinFault, match=message):
-        ascendc_twin.twin_probe(probe, block_dim=1)
+        twin.twin_probe(probe, block_dim=1)
 
 
 @pytest.mark.parametrize("probe, path", [
@@ -72,7 +72,7 @@ def test_flag_rules(probe, message):
 ])
 def test_copies_accept_only_the_documented_tposition_paths(probe, path):
     with pytest.raises(TwinFault, match=f"the data path {path} is not supported"):
-        ascendc_twin.twin_probe(probe, block_dim=1)
+        twin.twin_probe(probe, block_dim=1)
 
 
 def documented_a2_reduce_sum(values):
@@ -96,7 +96,7 @@ def test_reduce_sum_follows_the_documented_a2_order(layout):
         values[:4] = [1e8, 1, -1e8, 1]
     else:  # repeats in sequence: ((1 + 1e8) - 1e8) + 1 = 1; as a tree it would be 0
         values[[0, 64, 128, 192]] = [1, 1e8, -1e8, 1]
-    got = ascendc_twin.twin_probe("reduce_sum_order", block_dim=1, out_len=8 + 256,
+    got = twin.twin_probe("reduce_sum_order", block_dim=1, out_len=8 + 256,
                                   init=np.concatenate([np.zeros(8, np.float32), values]))[0]
     want = documented_a2_reduce_sum(values)
     sequential = np.float32(0)

@@ -10,13 +10,13 @@ import pytest
 from mindspore import nn
 
 from ms_groupnorm import reference
-from ms_groupnorm.ops import routing as _ops
+from ms_groupnorm.ops import routing
 from ms_groupnorm.ops import double_backward
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
-OP_HOST = ascendc_twin.ascendc_dir() / "op_host" / "group_norm_grad_ms.cpp"
-OP_KERNEL = ascendc_twin.ascendc_dir() / "op_kernel" / "group_norm_grad_ms.cpp"
+OP_HOST = twin.ascendc_dir() / "op_host" / "group_norm_grad_ms.cpp"
+OP_KERNEL = twin.ascendc_dir() / "op_kernel" / "group_norm_grad_ms.cpp"
 GE_DTYPE = {"ge::DT_FLOAT": "float32", "ge::DT_FLOAT16": "float16", "ge::DT_BF16": "bfloat16"}
 
 
@@ -112,7 +112,7 @@ class TwinInCannOrder(nn.Cell):
 
     def __init__(self, group, calls):
         super().__init__()
-        self.inner = _ops._backward_op(_ops.GROUP_NORM.backward, (group,), (True, True, True), "ascendc_twin")
+        self.inner = routing._backward_op(routing.GROUP_NORM.backward, (group,), (True, True, True), "ascendc_twin")
         self.calls = calls
 
     def construct(self, dy, mean, rstd, x, gamma, num_groups, dx_req, dgamma_req, dbeta_req):

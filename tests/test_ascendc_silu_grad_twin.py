@@ -12,8 +12,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm import reference as reference_silu
+from ms_groupnorm.backends import twin
+from ms_groupnorm import reference
 from test_ascendc_twin import ACROSS_N, CASES, DTYPES, PER_MODE, as_float64, make_inputs, relative_error, storage
 
 SWISH_SCALES = [1.0, 1.7, -0.5]
@@ -31,13 +31,13 @@ def silu_inputs(shape, G, dtype_key, seed=7, beta_scale=1.0):
 
 def run_silu(arrays, G, dtype_key, swish_scale, **kwargs):
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    return ascendc_twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"],
+    return twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"],
                                            arrays["beta"], G, swish_scale, data_dtype=data_dtype,
                                            stat_dtype=stat_dtype, **kwargs)
 
 
-def reference(exact, G, swish_scale):
-    return reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+def expected(exact, G, swish_scale):
+    return reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
                                    exact["beta"], G, swish_scale)
 
 
@@ -74,11 +74,11 @@ def test_every_mode_dtype_and_scale_matches_reference(case, dtype_key, swish_sca
     got = run_silu(arrays, G, dtype_key, swish_scale, core_num=cores, execution=execution)
     tiling = got[3]
     # the fused variant's larger UB footprint leaves every case in GroupNormGradMs's mode and split
-    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == mode
+    assert twin.MODE_NAMES[tiling["mode"]] == mode
     assert tiling["splitByChannel"] == split
     assert tiling["groupAcrossN"] == (case in ACROSS_N)
     assert tiling["silu"] == 1 and tiling["swish_scale"] == np.float32(swish_scale)
-    check(got[:3], reference(exact, G, swish_scale), dtype_key)
+    check(got[:3], expected(exact, G, swish_scale), dtype_key)
 
 
 ALL_MASKS = list(itertools.product([True, False], repeat=3))
@@ -94,11 +94,11 @@ def test_every_output_mask(case, mask, execution):
     """gamma and beta are loaded for every task, also when only dgamma or dbeta is asked for."""
     N, C, HxW, G, cores, _, _ = CASES[case]
     arrays, exact = silu_inputs((N, C, HxW), G, "bf16_fp32")
-    got = ascendc_twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
+    got = twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"],
                                           arrays["gamma"], arrays["beta"], G, 1.7, mask=mask,
                                           data_dtype="bfloat16", stat_dtype="float32", core_num=cores,
                                           execution=execution)
-    check(got[:3], reference(exact, G, 1.7), "bf16_fp32", mask)
+    check(got[:3], expected(exact, G, 1.7), "bf16_fp32", mask)
 
 
 # G = 1 and G = C in every mode that has them (the CASES hold G = 1 channel split, G = C
@@ -121,7 +121,7 @@ def test_more_shapes(name, dtype_key):
     arrays, exact = silu_inputs(shape, G, dtype_key, seed=11)
     for swish_scale in SWISH_SCALES:
         got = run_silu(arrays, G, dtype_key, swish_scale, core_num=cores)
-        check(got[:3], reference(exact, G, swish_scale), dtype_key)
+        check(got[:3], expected(exact, G, swish_scale), dtype_key)
 
 
 @pytest.mark.parametrize("shape", [(0, 4, 5), (2, 4, 0), (0, 4, 1)], ids=["N0", "HxW0", "N0_hw1"])
@@ -129,7 +129,7 @@ def test_empty_input_gives_zero_dgamma_dbeta(shape):
     data = {k: np.zeros(s, np.float32) for k, s in
             {"x": shape, "dy": shape, "mean": (shape[0], 2), "rstd": (shape[0], 2), "gamma": (4,),
              "beta": (4,)}.items()}
-    dx, dgamma, dbeta, _ = ascendc_twin.twin_silu_backward(data["dy"], data["x"], data["mean"], data["rstd"],
+    dx, dgamma, dbeta, _ = twin.twin_silu_backward(data["dy"], data["x"], data["mean"], data["rstd"],
                                                            data["gamma"], data["beta"], 2, 1.7)
     assert dx.size == 0
     np.testing.assert_array_equal(dgamma, 0.0)
@@ -138,9 +138,9 @@ def test_empty_input_gives_zero_dgamma_dbeta(shape):
 
 def test_gamma_beta_none_mean_ones_and_zeros():
     arrays, exact = silu_inputs((2, 6, 10), 3, "fp32")
-    got = ascendc_twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], None, None, 3,
+    got = twin.twin_silu_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], None, None, 3,
                                           1.7)
-    want = reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, 3, 1.7)
+    want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, 3, 1.7)
     check(got[:3], want, "fp32")
 
 
@@ -149,11 +149,11 @@ def test_swish_scale_enters_the_gradient():
     from ms_groupnorm import reference as plain
     arrays, exact = silu_inputs((2, 6, 7), 3, "fp32")
     got = run_silu(arrays, 3, "fp32", 2.5, core_num=4)
-    y = reference_silu.recompute_y(exact["x"], exact["mean"], exact["rstd"], exact["gamma"], exact["beta"], 3)
-    s = reference_silu.sigmoid(2.5 * y)
+    y = reference.recompute_y(exact["x"], exact["mean"], exact["rstd"], exact["gamma"], exact["beta"], 3)
+    s = reference.sigmoid(2.5 * y)
     wrong = plain.backward(exact["dy"] * (s + y * s * (1 - s)), exact["x"], exact["mean"], exact["rstd"],
                            exact["gamma"], 3)
-    right = reference(exact, 3, 2.5)
+    right = expected(exact, 3, 2.5)
     check(got[:3], right, "fp32")
     for ok, bad in zip(right, wrong):
         assert np.abs(ok - bad).max() > 1e-2 * np.abs(ok).max()  # the check can tell them apart
@@ -237,7 +237,7 @@ def test_equals_group_norm_grad_of_the_explicit_swish_gradient(case, swish_scale
     arrays, exact = silu_inputs((N, C, HxW), G, "fp32")
     fused = run_silu(arrays, G, "fp32", swish_scale, core_num=cores)
     g = swish_gradient_f32(exact, G, swish_scale)
-    plain = ascendc_twin.twin_backward(g, arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G,
+    plain = twin.twin_backward(g, arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G,
                                        core_num=cores)
     for name, a, b in zip(("dx", "dgamma", "dbeta"), fused[:3], plain[:3]):
         scale = max(1.0, float(np.abs(b).max()))
@@ -266,7 +266,7 @@ def test_large_y_overflows_exp_without_nan(case, dtype_key, overflow):
         got = run_silu(arrays, G, dtype_key, swish_scale, core_num=cores, overflow=overflow)
         for out, dtype in zip(got[:3], (data_dtype, stat_dtype, stat_dtype)):
             assert np.isfinite(as_float64(out, dtype)).all()
-        check(got[:3], reference(exact, G, swish_scale), dtype_key)
+        check(got[:3], expected(exact, G, swish_scale), dtype_key)
 
 
 # ---------------------------------------------------------------- broken copies are caught
@@ -275,7 +275,7 @@ FLAGS = ["-std=c++17", "-O0", "-fPIC", "-shared", "-pthread", "-D_GLIBCXX_USE_CX
 
 def build_mutant(tmp_path, path, old, new):
     """The twin library with `old` replaced by `new` in kernels/ascendc/`path` (which must hold it once)."""
-    root = ascendc_twin.ascendc_dir()
+    root = twin.ascendc_dir()
     copy = tmp_path / "ascendc"
     for sub in ("op_kernel", "op_host", "twin"):
         shutil.copytree(root / sub, copy / sub)
@@ -285,20 +285,20 @@ def build_mutant(tmp_path, path, old, new):
     (copy / path).write_text(text.replace(old, new))
     library = tmp_path / "libtwin_mutant.so"
     subprocess.run(["g++", *FLAGS, f"-I{copy / 'twin'}", f"-I{copy / 'op_kernel'}",
-                    *[str(copy / s) for s in ascendc_twin.BACKWARD_SOURCES], "-o", str(library)], check=True,
+                    *[str(copy / s) for s in twin.BACKWARD_SOURCES], "-o", str(library)], check=True,
                    capture_output=True)
     return str(library)
 
 
 def with_library(library, fn):
-    original = ascendc_twin.twin_library_path
-    ascendc_twin._twin_cdll.cache_clear()
-    ascendc_twin.twin_library_path = lambda: library
+    original = twin.twin_library_path
+    twin._twin_cdll.cache_clear()
+    twin.twin_library_path = lambda: library
     try:
         return fn()
     finally:
-        ascendc_twin.twin_library_path = original
-        ascendc_twin._twin_cdll.cache_clear()
+        twin.twin_library_path = original
+        twin._twin_cdll.cache_clear()
 
 
 @pytest.mark.slow
@@ -324,10 +324,10 @@ def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path, path, sync, shape
         return run_silu(arrays, 2, "fp32", 1.0, core_num=cores, mask=mask)
 
     def plain():
-        return ascendc_twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"],
+        return twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"],
                                           2, core_num=cores, mask=mask)
 
-    with pytest.raises(ascendc_twin.TwinFault, match=r"pipe hazard"):
+    with pytest.raises(twin.TwinFault, match=r"pipe hazard"):
         with_library(library, fused)
     with_library(library, plain)  # GroupNormGradMs does not take that path
 
@@ -347,9 +347,9 @@ def test_a_tiling_that_forgets_the_beta_array_overflows_the_ub(tmp_path):
         return run_silu(arrays, G, "fp32", 1.0, core_num=8, ub_bytes=ub)
 
     got = fused()  # the good tiling fits
-    assert ascendc_twin.MODE_NAMES[got[3]["mode"]] == "hw_chunks"
-    check(got[:3], reference(exact, G, 1.0), "fp32")
-    with pytest.raises(ascendc_twin.TwinFault, match=r"UB overflow"):
+    assert twin.MODE_NAMES[got[3]["mode"]] == "hw_chunks"
+    check(got[:3], expected(exact, G, 1.0), "fp32")
+    with pytest.raises(twin.TwinFault, match=r"UB overflow"):
         with_library(library, fused)
 
 
@@ -357,7 +357,7 @@ def test_the_fused_kernel_needs_the_compilers_vector_barriers():
     """The swish gradient is a chain of dependent vector instructions: without --cce-auto-sync
     (and without PipeBarrier<PIPE_V> in the source) the twin refuses it on 2201."""
     arrays, _ = silu_inputs((2, 8, 9), 2, "fp32")
-    with pytest.raises(ascendc_twin.TwinFault):
+    with pytest.raises(twin.TwinFault):
         run_silu(arrays, 2, "fp32", 1.0, core_num=2, auto_sync=False)
 
 
@@ -386,7 +386,7 @@ def test_aot_shim_matches_the_cpu_fused_op(mode, monkeypatch, data, stat, mask):
     """twin_aot_func("GroupNormSiluGrad") is a drop-in for kernels/cpu's GroupNormSiluGrad
     behind ops.Custom: same parameters, attributes and outputs, in GRAPH and PYNATIVE."""
     import mindspore as ms
-    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+    from ms_groupnorm.backends import cpu_kernels
     monkeypatch.setenv("MS_GROUPNORM_TWIN_CORES", "8")
     ms_dtype = {"float32": ms.float32, "float16": ms.float16, "bfloat16": ms.bfloat16}
     shape, G, k = (2, 6, 5, 7), 3, 1.7
@@ -395,11 +395,11 @@ def test_aot_shim_matches_the_cpu_fused_op(mode, monkeypatch, data, stat, mask):
     _, exact = silu_inputs(shape, G, key, seed=5)
     tensors = [ms.Tensor(exact[name].astype(np.float32), ms_dtype[data if name in ("dy", "x") else stat])
                for name in ("dy", "x", "mean", "rstd", "gamma", "beta")]
-    twin = silu_grad_custom(ascendc_twin.twin_aot_func("GroupNormSiluGrad"), G, k, mask)
-    cpu = silu_grad_custom(_kernel_lib.aot_func("GroupNormSiluGrad"), G, k, mask)
-    got = [o.astype(ms.float32).asnumpy().astype(np.float64) for o in twin(*tensors)]
+    on_twin = silu_grad_custom(twin.twin_aot_func("GroupNormSiluGrad"), G, k, mask)
+    cpu = silu_grad_custom(cpu_kernels.aot_func("GroupNormSiluGrad"), G, k, mask)
+    got = [o.astype(ms.float32).asnumpy().astype(np.float64) for o in on_twin(*tensors)]
     want_cpu = [o.astype(ms.float32).asnumpy().astype(np.float64) for o in cpu(*tensors)]
-    want = reference(exact, G, k)
+    want = expected(exact, G, k)
     _, _, tol_dx, tol_stat = DTYPES[key]
     for name, bit, o, c, ref, tol in zip(("dx", "dgamma", "dbeta"), mask, got, want_cpu, want,
                                          (tol_dx, tol_stat, tol_stat)):
@@ -419,7 +419,7 @@ def test_aot_shim_empty_gamma_beta_mean_ones_and_zeros(mode, monkeypatch):
     _, exact = silu_inputs(shape, G, "fp32", seed=9)
     empty = ms.Tensor(np.zeros((0,), np.float32))
     tensors = [ms.Tensor(exact[n].astype(np.float32)) for n in ("dy", "x", "mean", "rstd")] + [empty, empty]
-    got = silu_grad_custom(ascendc_twin.twin_aot_func("GroupNormSiluGrad"), G, k, (True, True, True))(*tensors)
-    want = reference_silu.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, G, k)
+    got = silu_grad_custom(twin.twin_aot_func("GroupNormSiluGrad"), G, k, (True, True, True))(*tensors)
+    want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, None, G, k)
     for o, ref in zip(got, want):
         assert float(np.abs(o.asnumpy() - ref).max()) / max(1.0, float(np.abs(ref).max())) < 2e-5

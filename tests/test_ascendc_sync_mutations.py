@@ -23,15 +23,14 @@ from pathlib import Path
 import pytest
 
 import sync_mutation_launches as launches
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm.backends import twin as fwd
+from ms_groupnorm.backends import twin
 
 SYNC_LINE = re.compile(r"SetFlag<|WaitFlag<|PipeBarrier<|SyncAll(<[^>]*>)?\(\)|Sync<HardEvent::|\.EnQue\(|"
                        r"DeQue<|\.FreeTensor\(")
 FLAGS = ["-std=c++17", "-O0", "-fPIC", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0", "-fvisibility=hidden"]
 FORWARD_PREFIX = "group_norm_silu_ms"  # GroupNormSiluMs's headers; every other one is the backward class's
 # kernel -> (its library's sources, its entry translation unit)
-LIBRARIES = {"forward": fwd.FORWARD_SOURCES, "backward": ascendc_twin.BACKWARD_SOURCES}
+LIBRARIES = {"forward": twin.FORWARD_SOURCES, "backward": twin.BACKWARD_SOURCES}
 ENTRIES = {"forward": "op_kernel/group_norm_silu_ms.cpp", "grad": "op_kernel/group_norm_grad_ms.cpp",
            "silu_grad": "op_kernel/group_norm_silu_grad_ms.cpp"}
 # The default run's sample: (a pattern that finds exactly one sync line in the kernel's headers,
@@ -44,7 +43,7 @@ SAMPLE = [(r"entryInFlight_\) Sync<HardEvent::MTE3_S>", "forward"),
 
 def kernel_headers():
     """Every kernel header (the tiling structs hold no code)."""
-    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    root = twin.ascendc_dir() / "op_kernel"
     return sorted(p.name for p in root.glob("*.h") if not p.name.endswith("_tiling_data.h"))
 
 
@@ -92,7 +91,7 @@ def build_twin_objects():
     """library kind -> the objects of its library other than the kernel entries (twin, host
     tiling), and "unmutated" -> entry -> the unmutated entry's object: compiled once, cached by
     the hash of the sources they are built from."""
-    root = ascendc_twin.ascendc_dir()
+    root = twin.ascendc_dir()
     twin_sources = [*(root / "twin").iterdir(), *(root / "op_host").iterdir(), *(root.parent / "cpu").glob("*.h")]
     cache = Path(tempfile.gettempdir()) / "ms_groupnorm_sync_mutations" / f"objects-{digest_of(twin_sources)}"
     entries = cache / f"entries-{digest_of([*twin_sources, *(root / 'op_kernel').iterdir()])}"
@@ -125,7 +124,7 @@ def build_mutant(twin_objects, workdir, header, text, kernels):
     `text` as op_kernel/`header`; None when it does not compile. Entries not in `kernels` but in
     the same library are compiled from the unmutated headers and linked after the mutated ones,
     so that every inline function the launched kernel calls is the mutated copy."""
-    root = ascendc_twin.ascendc_dir()
+    root = twin.ascendc_dir()
     library_kind = "forward" if kernels == ["forward"] else "backward"
     mutated_dir = workdir / "mutated"
     mutated_dir.mkdir(parents=True, exist_ok=True)
@@ -149,7 +148,7 @@ def build_mutant(twin_objects, workdir, header, text, kernels):
 
 def mutants(candidates, twin_objects, tmp_path):
     """Builds the mutant of each (header, line index, line, kernels), two g++ at a time."""
-    texts = {h: (ascendc_twin.ascendc_dir() / "op_kernel" / h).read_text() for h, *_ in candidates}
+    texts = {h: (twin.ascendc_dir() / "op_kernel" / h).read_text() for h, *_ in candidates}
 
     def build(index):
         header, number, _, kernels = candidates[index]
@@ -172,7 +171,7 @@ def survivors_of(candidates, libraries):
 
 
 def test_the_scan_finds_the_synchronisation_of_all_three_kernels():
-    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    root = twin.ascendc_dir() / "op_kernel"
     found = {h: sync_lines((root / h).read_text()) for h in kernel_headers()}
     forward = sum(len(v) for h, v in found.items() if h.startswith(FORWARD_PREFIX))
     backward = sum(len(v) for h, v in found.items() if not h.startswith(FORWARD_PREFIX))
@@ -189,7 +188,7 @@ def test_the_scan_finds_the_synchronisation_of_all_three_kernels():
 @pytest.mark.exhaustive
 def test_deleting_a_sample_of_sync_lines_is_caught(twin_objects, tmp_path):
     """One line per kernel, each mutant built once, only its kernel's launches."""
-    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    root = twin.ascendc_dir() / "op_kernel"
     candidates = []
     for pattern, kernel in SAMPLE:
         hits = [(h, n, line) for h in kernel_headers() if kernel in kernels_of(h)
@@ -197,7 +196,7 @@ def test_deleting_a_sample_of_sync_lines_is_caught(twin_objects, tmp_path):
         assert len(hits) == 1, f"the sample /{pattern}/ matches {len(hits)} sync lines of {kernel}: update SAMPLE"
         candidates.append((*hits[0], [kernel]))
     for kernel in sorted({c[3][0] for c in candidates}):  # the launches pass on the unmutated kernels
-        library = fwd.forward_library_path() if kernel == "forward" else ascendc_twin.twin_library_path()
+        library = twin.forward_library_path() if kernel == "forward" else twin.twin_library_path()
         assert launches.outcome(library, [kernel]) == "ok", kernel
     survivors = survivors_of(candidates, mutants(candidates, twin_objects, tmp_path))
     assert not survivors, "sync lines whose deletion no launch notices:\n" + "\n".join(survivors)
@@ -205,11 +204,11 @@ def test_deleting_a_sample_of_sync_lines_is_caught(twin_objects, tmp_path):
 
 @pytest.mark.exhaustive
 def test_deleting_any_sync_line_is_caught(twin_objects, tmp_path):
-    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    root = twin.ascendc_dir() / "op_kernel"
     candidates = [(h, n, line, kernels_of(h)) for h in kernel_headers()
                   for n, line in sync_lines((root / h).read_text())]
     for kernels in (["forward"], ["grad", "silu_grad"]):
-        library = fwd.forward_library_path() if kernels == ["forward"] else ascendc_twin.twin_library_path()
+        library = twin.forward_library_path() if kernels == ["forward"] else twin.twin_library_path()
         assert launches.outcome(library, kernels) == "ok", kernels
     survivors = survivors_of(candidates, mutants(candidates, twin_objects, tmp_path))
     assert not survivors, "sync lines whose deletion no launch notices:\n" + "\n".join(survivors)

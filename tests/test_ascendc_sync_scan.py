@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
 SYNC_FORMS = [(re.compile(r"\bSync<HardEvent::(\w+)>\s*\("), "{}"),
               (re.compile(r"\bSetFlag<HardEvent::(\w+)>\s*\("), "{}"),
@@ -67,7 +67,7 @@ def repeated_syncs(text):
 
 
 def kernel_headers():
-    root = ascendc_twin.ascendc_dir() / "op_kernel"
+    root = twin.ascendc_dir() / "op_kernel"
     return {p.name: p.read_text() for p in sorted(root.glob("*.h"))}
 
 

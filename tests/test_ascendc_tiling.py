@@ -3,7 +3,7 @@ calls), through the twin library: the mode ladder for several UB sizes, the work
 and the UB budget."""
 import pytest
 
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
 # Unified-buffer bytes per vector core: Atlas A2 (910B) has 192 KiB; 256 KiB as on the
 # Atlas training/inference parts with a larger UB (910, 310P); 64 KiB as a small bound.
@@ -12,27 +12,27 @@ FP32_CHANNEL_BYTES_PER_ELEM = 36  # 3 double-buffered staging queues (24) + 3 fp
 
 
 def tiling(N, C, HxW, G, ub, cores=48, dtype="float32", stat=None, mask=(True, True, True)):
-    return ascendc_twin.twin_tiling(N, C, HxW, G, dtype, stat, ub, cores, mask)
+    return twin.twin_tiling(N, C, HxW, G, dtype, stat, ub, cores, mask)
 
 
 @pytest.mark.parametrize("ub", list(UB_SIZES.values()), ids=list(UB_SIZES))
 def test_mode_ladder_follows_what_fits(ub):
     # A small group stays resident.
     t = tiling(8, 32, 64, 8, ub)
-    assert ascendc_twin.MODE_NAMES[t["mode"]] == "group_resident"
+    assert twin.MODE_NAMES[t["mode"]] == "group_resident"
     # One channel fits (0.75 of the UB) but a group of 8 channels does not.
     t = tiling(8, 64, ub // 48, 8, ub)
-    assert ascendc_twin.MODE_NAMES[t["mode"]] == "channel_two_pass"
+    assert twin.MODE_NAMES[t["mode"]] == "channel_two_pass"
     assert t["chunkElems"] >= t["HxW"] and t["chunksPerChannel"] == 1
     # A single channel is larger than the UB: HxW in chunks, as large as fit.
     t = tiling(8, 64, ub // 20, 8, ub)
-    assert ascendc_twin.MODE_NAMES[t["mode"]] == "hw_chunks"
+    assert twin.MODE_NAMES[t["mode"]] == "hw_chunks"
     assert t["chunksPerChannel"] == -(-t["HxW"] // t["chunkElems"]) >= 2
     # As large as fits outside the reserve: one more step of 16 elements would not fit.
-    assert 0 <= ub - ascendc_twin.UB_RESERVE - t["ubBytesPhase1"] < 16 * FP32_CHANNEL_BYTES_PER_ELEM + 64
+    assert 0 <= ub - twin.UB_RESERVE - t["ubBytesPhase1"] < 16 * FP32_CHANNEL_BYTES_PER_ELEM + 64
     # HxW == 1.
     t = tiling(8, 64, 1, 8, ub)
-    assert ascendc_twin.MODE_NAMES[t["mode"]] == "hw_one"
+    assert twin.MODE_NAMES[t["mode"]] == "hw_one"
 
 
 @pytest.mark.parametrize("ub", list(UB_SIZES.values()), ids=list(UB_SIZES))
@@ -42,18 +42,18 @@ def test_mode_ladder_follows_what_fits(ub):
 def test_every_plan_fits_in_the_ub(shape, dtype, stat, ub):
     t = tiling(*shape, ub, dtype=dtype, stat=stat)
     # The plan leaves ops-nn's 1 KiB reserve of the UB unused.
-    assert 0 < t["ubBytesPhase1"] <= ub - ascendc_twin.UB_RESERVE
+    assert 0 < t["ubBytesPhase1"] <= ub - twin.UB_RESERVE
     if t["groupAcrossN"]:  # dgamma/dbeta summed in phase 1: no stage 2
         assert t["stage2Cores"] == 0 and t["ubBytesStage2"] == 0 and t["needWorkspace"] == 0
     elif t["hwSlices"] > 1:  # the HxW split: dgamma/dbeta summed by each group's owner after SyncAll
         assert t["stage2Cores"] == 0 and t["ubBytesStage2"] == 0 and t["needWorkspace"] == 1
     else:
-        assert 0 < t["ubBytesStage2"] <= ub - ascendc_twin.UB_RESERVE
+        assert 0 < t["ubBytesStage2"] <= ub - twin.UB_RESERVE
     assert t["chunkElems"] % 16 == 0
 
 
 def test_the_same_shape_descends_the_ladder_as_the_ub_shrinks():
-    modes = [ascendc_twin.MODE_NAMES[tiling(2, 16, 1500, 2, ub, cores=4)["mode"]] for ub in (196608, 65536, 32768)]
+    modes = [twin.MODE_NAMES[tiling(2, 16, 1500, 2, ub, cores=4)["mode"]] for ub in (196608, 65536, 32768)]
     assert modes == ["group_resident", "channel_two_pass", "hw_chunks"]
 
 
@@ -116,7 +116,7 @@ def test_hw_split_depends_on_the_shape_only(shape, slices, slice_elems, cores):
 
 def test_hw_split_slices_larger_than_the_ub_go_in_chunks():
     t = tiling(1, 2, 20000, 1, 32768, cores=48)
-    assert t["hwSlices"] == 9 and ascendc_twin.MODE_NAMES[t["mode"]] == "hw_chunks" and t["chunksPerChannel"] >= 2
+    assert t["hwSlices"] == 9 and twin.MODE_NAMES[t["mode"]] == "hw_chunks" and t["chunksPerChannel"] >= 2
 
 
 def test_hw_one_groups_per_task_occupy_the_cores():
@@ -192,15 +192,15 @@ def test_the_ub_reserve_moves_a_plan_down_the_ladder():
 
     def resident_bytes(hxw):  # infinite when even the larger UB cannot hold the group
         t = tiling(1, 4, hxw, 1, ub + 8192, cores=1, mask=DX_ONLY)
-        return t["ubBytesPhase1"] if ascendc_twin.MODE_NAMES[t["mode"]] == "group_resident" else float("inf")
+        return t["ubBytesPhase1"] if twin.MODE_NAMES[t["mode"]] == "group_resident" else float("inf")
 
     lo, hi = 1, 4000  # the largest HxW (in steps of 16) whose plan fits in the whole UB
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if resident_bytes(mid * 16) <= ub else (lo, mid - 1)
     hxw = lo * 16
-    assert ub - ascendc_twin.UB_RESERVE < resident_bytes(hxw) <= ub
-    assert ascendc_twin.MODE_NAMES[tiling(1, 4, hxw, 1, ub, cores=1, mask=DX_ONLY)["mode"]] == "channel_two_pass"
+    assert ub - twin.UB_RESERVE < resident_bytes(hxw) <= ub
+    assert twin.MODE_NAMES[tiling(1, 4, hxw, 1, ub, cores=1, mask=DX_ONLY)["mode"]] == "channel_two_pass"
 
 
 # ---------------------------------------------------------------- host input validation
@@ -211,7 +211,7 @@ GOOD = dict(dy=(2, 6, 5), mean=(2, 3), rstd=(2, 3), x=(2, 6, 5), gamma=(6,), num
 
 def check(**changes):
     args = dict(GOOD, **changes)
-    return ascendc_twin.twin_check_inputs(args["dy"], args["mean"], args["rstd"], args["x"], args["gamma"],
+    return twin.twin_check_inputs(args["dy"], args["mean"], args["rstd"], args["x"], args["gamma"],
                                           args["num_groups"])
 
 
@@ -224,7 +224,7 @@ def test_host_check_accepts_a_valid_call():
 @pytest.mark.parametrize("missing", ["dy", "mean", "rstd", "x", "gamma"])
 def test_host_check_rejects_a_missing_input(missing):
     status, message = check(**{missing: None})
-    assert ascendc_twin.TILING_STATUS[status] == "missing input"
+    assert twin.TILING_STATUS[status] == "missing input"
     assert f"input '{missing}' is missing" in message
 
 
@@ -243,7 +243,7 @@ def test_host_check_rejects_a_missing_input(missing):
 ])
 def test_host_check_rejects_bad_shapes_and_attributes(changes, status, words):
     got_status, message = check(**changes)
-    assert ascendc_twin.TILING_STATUS[got_status] == status
+    assert twin.TILING_STATUS[got_status] == status
     assert words in message and message.startswith("GroupNormGradMs: ")
 
 
@@ -255,9 +255,9 @@ def test_two_pass_modes_hold_the_first_items_in_the_ub_left_over():
     ub = UB_SIZES["ub192k_910b"]
     for dtype, held, loads in (("float32", 1, 2), ("float16", 4, 3), ("bfloat16", 4, 3)):
         t = tiling(8, 320, 4096, 32, ub, dtype=dtype)
-        assert ascendc_twin.MODE_NAMES[t["mode"]] == "channel_two_pass" and t["heldItems"] == held
+        assert twin.MODE_NAMES[t["mode"]] == "channel_two_pass" and t["heldItems"] == held
         assert t["loadBuffers"] == loads
-        assert t["ubBytesPhase1"] <= ub - ascendc_twin.UB_RESERVE
+        assert t["ubBytesPhase1"] <= ub - twin.UB_RESERVE
     # every item of a task when they all fit (8 channels of 3000 in 16-bit), never more
     t = tiling(2, 16, 3000, 2, ub, cores=4, dtype="float16")
     assert t["heldItems"] == t["D"] * t["chunksPerChannel"] == 8
@@ -275,10 +275,10 @@ def test_a_resident_group_of_short_items_gets_a_third_load_in_flight_unless_fuse
     # operator (vector-bound) keeps two loads and its dx buffers
     ub = UB_SIZES["ub192k_910b"]
     plain = tiling(16, 128, 3136, 32, ub, dtype="float16")
-    assert ascendc_twin.MODE_NAMES[plain["mode"]] == "group_resident"
+    assert twin.MODE_NAMES[plain["mode"]] == "group_resident"
     assert (plain["loadBuffers"], plain["dxBuffers"]) == (3, 4)
-    fused = ascendc_twin.twin_tiling(16, 128, 3136, 32, "float16", None, ub, 48, (True, True, True), silu=True)
-    assert ascendc_twin.MODE_NAMES[fused["mode"]] == "group_resident" and fused["loadBuffers"] == 2
+    fused = twin.twin_tiling(16, 128, 3136, 32, "float16", None, ub, 48, (True, True, True), silu=True)
+    assert twin.MODE_NAMES[fused["mode"]] == "group_resident" and fused["loadBuffers"] == 2
     # in fp32 the resident group leaves no room for the third load's 2 x 12.25 KiB
     assert tiling(16, 128, 3136, 32, ub)["loadBuffers"] == 2
 
@@ -289,7 +289,7 @@ def test_dx_stores_get_up_to_four_buffers_in_what_is_left():
     # in fp32 the resident group leaves room for the two buffers only
     assert tiling(16, 128, 3136, 32, ub, dtype="float16")["dxBuffers"] == 4
     fp32 = tiling(16, 128, 3136, 32, ub)
-    assert ascendc_twin.MODE_NAMES[fp32["mode"]] == "group_resident" and fp32["dxBuffers"] == 2
+    assert twin.MODE_NAMES[fp32["mode"]] == "group_resident" and fp32["dxBuffers"] == 2
     # held items come first: 8x320x64x64 fp32 keeps one item rather than a third dx buffer
     t = tiling(8, 320, 4096, 32, ub)
     assert (t["heldItems"], t["dxBuffers"]) == (1, 2)

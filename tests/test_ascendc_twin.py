@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 
 # (data dtype, stat dtype, tolerance on dx, tolerance on dgamma/dbeta), tolerances relative
 # to max(1, max |reference|). The reference sees the same rounded inputs as the kernel, so
@@ -114,10 +114,10 @@ def relative_error(got, want, dtype):
 
 
 def run_case(shape, G, dtype_key, mask=(True, True, True), core_num=48, policy="concurrent", seed=0,
-             ub_bytes=ascendc_twin.UB_910B, data_seed=7, execution="immediate"):
+             ub_bytes=twin.UB_910B, data_seed=7, execution="immediate"):
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, data_seed)
-    dx, dgamma, dbeta, tiling = ascendc_twin.twin_backward(
+    dx, dgamma, dbeta, tiling = twin.twin_backward(
         arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G, mask=mask,
         data_dtype=data_dtype, stat_dtype=stat_dtype, ub_bytes=ub_bytes, core_num=core_num, policy=policy,
         seed=seed, execution=execution)
@@ -146,7 +146,7 @@ def check_against_reference(got, want, dtype_key, mask):
 def test_every_mode_and_dtype_matches_reference(case, dtype_key, execution):
     N, C, HxW, G, cores, mode, split = CASES[case]
     got, want, tiling = run_case((N, C, HxW), G, dtype_key, core_num=cores, execution=execution)
-    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == mode
+    assert twin.MODE_NAMES[tiling["mode"]] == mode
     assert tiling["splitByChannel"] == split
     assert tiling["groupAcrossN"] == (case in ACROSS_N)
     assert (tiling["hwSlices"] > 1) == (case in HW_SLICES)
@@ -190,10 +190,10 @@ def test_held_items_change_the_traffic_not_the_bits(case):
     # the dx pass, the same outputs bit for bit, and dy and x re-read for the items not held
     N, C, HxW, G, cores, _, _ = CASES[case]
     runs = []
-    for ub in (ascendc_twin.UB_910B, ascendc_twin.UB_910B - 48 * 1024):
+    for ub in (twin.UB_910B, twin.UB_910B - 48 * 1024):
         got, want, tiling = run_case((N, C, HxW), G, "fp32", core_num=cores, ub_bytes=ub, execution="deferred")
         check_against_reference(got, want, "fp32", (True, True, True))
-        gm = sum(s["gm_read_bytes"] for s in ascendc_twin.twin_last_stats())
+        gm = sum(s["gm_read_bytes"] for s in twin.twin_last_stats())
         runs.append(([o.tobytes() for o in got], tiling, gm))
     (bits, big, gm_big), (bits_small, small, gm_small) = runs
     assert (big["mode"], big["chunkElems"]) == (small["mode"], small["chunkElems"])
@@ -207,9 +207,9 @@ def test_held_items_change_the_traffic_not_the_bits(case):
 def test_masked_outputs_are_not_written():
     """The launch gets no dgamma/dbeta buffers at all: a write would be a GM fault."""
     data, exact = make_inputs((2, 8, 9), 2, "float32", "float32", 3)
-    tiling = ascendc_twin.twin_tiling(2, 8, 9, 2, "float32", mask=(True, False, False), core_num=2)
+    tiling = twin.twin_tiling(2, 8, 9, 2, "float32", mask=(True, False, False), core_num=2)
     dx = np.zeros_like(data["x"])
-    ascendc_twin.twin_launch([data["dy"], data["mean"], data["rstd"], data["x"], data["gamma"], dx, None, None], tiling,
+    twin.twin_launch([data["dy"], data["mean"], data["rstd"], data["x"], data["gamma"], dx, None, None], tiling,
                        core_num=2)
     want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], 2)[0]
     assert relative_error(dx, want, "float32") < 2e-5
@@ -219,7 +219,7 @@ def test_masked_outputs_are_not_written():
 def test_empty_input_gives_zero_dgamma_dbeta(shape):
     data = {k: np.zeros(s, np.float32) for k, s in
             {"x": shape, "dy": shape, "mean": (shape[0], 2), "rstd": (shape[0], 2), "gamma": (4,)}.items()}
-    dx, dgamma, dbeta, _ = ascendc_twin.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], data["gamma"], 2)
+    dx, dgamma, dbeta, _ = twin.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], data["gamma"], 2)
     assert dx.size == 0
     np.testing.assert_array_equal(dgamma, 0.0)
     np.testing.assert_array_equal(dbeta, 0.0)
@@ -227,7 +227,7 @@ def test_empty_input_gives_zero_dgamma_dbeta(shape):
 
 def test_gamma_none_means_ones():
     data, exact = make_inputs((2, 6, 10), 3, "float32", "float32", 5)
-    got = ascendc_twin.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], None, 3)
+    got = twin.twin_backward(data["dy"], data["x"], data["mean"], data["rstd"], None, 3)
     want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], None, 3)
     for out, ref in zip(got[:3], want):
         assert relative_error(out, ref.reshape(out.shape), "float32") < 2e-5
@@ -306,9 +306,9 @@ def test_the_split_chosen_by_the_core_count_does_not_change_the_bits(case, dtype
         args = (arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"])
         kwargs = dict(mask=mask, data_dtype=data_dtype, stat_dtype=stat_dtype, core_num=cores)
         if silu:
-            got = ascendc_twin.twin_silu_backward(*args, beta, G, swish_scale=1.3, **kwargs)
+            got = twin.twin_silu_backward(*args, beta, G, swish_scale=1.3, **kwargs)
         else:
-            got = ascendc_twin.twin_backward(*args, G, **kwargs)
+            got = twin.twin_backward(*args, G, **kwargs)
         splits.append((got[3]["mode"], got[3]["splitByChannel"]))
         results.append([None if o is None else o.tobytes() for o in got[:3]])
     assert splits[0] != splits[1], f"both core counts took {splits[0]}: the case no longer switches"
@@ -329,14 +329,14 @@ def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
     beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
-    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, silu=silu, swish_scale=-0.5)
-    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["channelsPerItem"] == D
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, silu=silu, swish_scale=-0.5)
+    assert twin.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["channelsPerItem"] == D
     assert tiling["bcastElems"] == (3 if silu else 1) * 8 * (-(-D // 8) * 8)  # (-k gamma, -k beta,) rstd gamma
-    assert ascendc_twin.twin_tiling(N, C, 81, G, silu=silu)["bcastElems"] == 0  # rows of 96 floats: per row
+    assert twin.twin_tiling(N, C, 81, G, silu=silu)["bcastElems"] == 0  # rows of 96 floats: per row
 
     def launch(t):
         outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
-        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
                                   beta], t, execution="deferred")
         return outs
 
@@ -362,18 +362,18 @@ def test_short_channel_rows_reach_stage2_whole_with_the_sliced_bits(shape, G, dt
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 6)
     beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
-    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, silu=silu)
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, silu=silu)
     assert (tiling["stage2WholeRows"], tiling["stage2Cores"], tiling["stage2PieceElems"]) == (1, 1, C)
     assert tiling["stage2RowsPerLoad"] == min(N, 255 * 8 // C) and not tiling["groupAcrossN"]
     for other_c, why in ((72, "C > 64"), (36, "C not a multiple of 8")):
-        other = ascendc_twin.twin_tiling(N, other_c, HxW, other_c // 4)
+        other = twin.twin_tiling(N, other_c, HxW, other_c // 4)
         assert other["stage2Cores"] > 1 and other["stage2WholeRows"] == 0, why
     sliced = {**tiling, "stage2WholeRows": 0, "stage2SliceElems": 8, "stage2Cores": C // 8, "stage2PieceElems": 8}
 
     def launch(t):
         outs = [np.full_like(arrays[name], 0x7F) if wanted else None
                 for name, wanted in zip(("x", "gamma", "gamma"), mask)]  # garbage to overwrite
-        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
                                   beta], t, execution="deferred")
         return outs
 
@@ -402,13 +402,13 @@ def test_held_items_interleaved_in_the_dx_pass_keep_the_in_order_bits(shape, G, 
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 7)
     beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
-    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=8, silu=silu)
-    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "channel_two_pass" and not tiling["splitByChannel"]
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=8, silu=silu)
+    assert twin.MODE_NAMES[tiling["mode"]] == "channel_two_pass" and not tiling["splitByChannel"]
     assert tiling["heldItems"] == held
 
     def launch(t):
         outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
-        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
                                   beta], t, core_num=8, execution="deferred")
         return outs
 
@@ -456,13 +456,13 @@ def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dty
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
     beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
-    tiling = ascendc_twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, silu=silu,
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, silu=silu,
                                       swish_scale=-0.5)
-    assert ascendc_twin.MODE_NAMES[tiling["mode"]] == "hw_one" and tiling["chunkElems"] > per_group_elems
+    assert twin.MODE_NAMES[tiling["mode"]] == "hw_one" and tiling["chunkElems"] > per_group_elems
 
     def launch(t):
         outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
-        ascendc_twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
                                   beta], t, core_num=cores, execution="deferred")
         return outs
 

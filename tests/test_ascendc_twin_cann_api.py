@@ -10,13 +10,13 @@ that breaks it (kernels/ascendc/twin/twin_probes_common.cc):
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin as ascendc_twin
+from ms_groupnorm.backends import twin
 from ms_groupnorm.backends.twin import TwinFault
 
 
 def probe(name, **kwargs):
     kwargs.setdefault("block_dim", 1)
-    return ascendc_twin.twin_probe(name, **kwargs)
+    return twin.twin_probe(name, **kwargs)
 
 
 def _mask_case(x, lanes):
@@ -76,7 +76,7 @@ def _compat(name, compat, init=None, out_len=64):
     if init is not None:
         out[:len(init)] = init
     error = ctypes.create_string_buffer(2048)
-    status = ascendc_twin._twin_cdll().GnmsTwinProbe(name.encode(), 1, 48, ascendc_twin.UB_910B,
+    status = twin._twin_cdll().GnmsTwinProbe(name.encode(), 1, 48, twin.UB_910B,
                                                      _policy_code("concurrent", "immediate") | (int(compat) << 19), 0,
                                                      out.ctypes.data, out_len, error, len(error))
     if status:

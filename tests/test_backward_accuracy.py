@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import cpu_kernels as kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 
 torch = pytest.importorskip("torch", reason="torch is not installed: the comparison with torch needs it")
 
@@ -56,7 +56,7 @@ def test_group_norm_dgamma_without_bias_under_large_mean_dy(shape, G, dy_mean):
     x, dy, gamma, beta, mean, rstd = inputs(shape, G, dy_mean)
     want = reference.backward(dy.astype(np.float64), x.astype(np.float64), mean.astype(np.float64),
                               rstd.astype(np.float64), gamma.astype(np.float64), G)[1]
-    _, dgamma, _ = kernel_lib.backward(dy, x, mean, rstd, gamma, G)
+    _, dgamma, _ = cpu_kernels.backward(dy, x, mean, rstd, gamma, G)
     assert_unbiased_and_as_accurate_as_torch(dgamma.astype(np.float64), torch_dgamma(x, dy, gamma, beta, G, False),
                                              want)
 
@@ -66,7 +66,7 @@ def test_group_norm_silu_dgamma_without_bias_under_large_mean_dy(shape, G, dy_me
     x, dz, gamma, beta, mean, rstd = inputs(shape, G, dy_mean)
     want = reference.silu_backward(dz.astype(np.float64), x.astype(np.float64), mean.astype(np.float64),
                                    rstd.astype(np.float64), gamma.astype(np.float64), beta.astype(np.float64), G)[1]
-    _, dgamma, _ = kernel_lib.silu_backward(dz, x, mean, rstd, gamma, beta, G)
+    _, dgamma, _ = cpu_kernels.silu_backward(dz, x, mean, rstd, gamma, beta, G)
     assert_unbiased_and_as_accurate_as_torch(dgamma.astype(np.float64), torch_dgamma(x, dz, gamma, beta, G, True),
                                              want)
 
@@ -108,10 +108,10 @@ def test_group_norm_dgamma_without_bias_on_points(shape, G, dy_mean, threads):
     x, dy, gamma, beta, mean, rstd = permuted_inputs(shape, G, dy_mean)
     want = reference.backward(dy.astype(np.float64), x.astype(np.float64), mean.astype(np.float64),
                               rstd.astype(np.float64), gamma.astype(np.float64), G)[1]
-    lib = kernel_lib.cdll()
+    lib = cpu_kernels.cdll()
     lib.MsGroupNormSetNumThreads(threads)
     try:
-        _, dgamma, _ = kernel_lib.backward(dy, x, mean, rstd, gamma, G)
+        _, dgamma, _ = cpu_kernels.backward(dy, x, mean, rstd, gamma, G)
     finally:
         lib.MsGroupNormSetNumThreads(0)
     relative = (dgamma.astype(np.float64) - want) / np.abs(want)

@@ -13,7 +13,7 @@ from mindspore import Tensor, nn
 import ms_groupnorm
 from kernel_arrays import from_storage, to_storage
 from ms_groupnorm import group_norm_forward, reference
-from ms_groupnorm.backends import cpu_kernels as kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 
 # (base, spread, shape, G): x = base + spread * N(0, 1) in float32
 LARGE_MEAN_CASES = [
@@ -55,13 +55,13 @@ FLOAT32_RMS, FLOAT32_MAX = 1.2e-7, 2.5e-7
 def test_kernel_forward_with_large_mean_and_small_spread(base, spread, shape, G):
     x, gamma, beta = large_mean_case(base, spread, shape)
     want, want_mean, want_rstd = reference.forward(x.astype(np.float64), gamma, beta, G, EPS)
-    y, mean, rstd = kernel_lib.forward(x, gamma, beta, G, EPS)
+    y, mean, rstd = cpu_kernels.forward(x, gamma, beta, G, EPS)
     rms, worst = relative_errors(y, want)
     assert rms <= FLOAT32_RMS and worst <= FLOAT32_MAX, (rms, worst)
     # the stored statistics are the float32 roundings of the exact ones
     np.testing.assert_allclose(mean, want_mean.reshape(mean.shape), rtol=2 ** -24)
     np.testing.assert_allclose(rstd, want_rstd.reshape(rstd.shape), rtol=2 ** -23)
-    z, _, _ = kernel_lib.silu_forward(x, gamma, beta, G, EPS)
+    z, _, _ = cpu_kernels.silu_forward(x, gamma, beta, G, EPS)
     rms, worst = relative_errors(z, reference.swish(want))
     assert rms <= 2 * FLOAT32_RMS and worst <= 2 * FLOAT32_MAX, (rms, worst)
 
@@ -124,7 +124,7 @@ def test_sixteen_bit_forward_as_accurate_as_torch(dtype_name):
         x, gamma, beta = sixteen_bit_case(dtype_name, mean, spread)
         want, _, _ = reference.forward(x, gamma, beta, SIXTEEN_BIT_GROUPS, 1e-5)
         # y before its rounding to 16 bits: the same arithmetic on the same values held in float32
-        ours, _, _ = kernel_lib.forward(x.astype(np.float32), gamma.astype(np.float32), beta.astype(np.float32),
+        ours, _, _ = cpu_kernels.forward(x.astype(np.float32), gamma.astype(np.float32), beta.astype(np.float32),
                                         SIXTEEN_BIT_GROUPS, 1e-5)
         theirs = torch_group_norm(x, gamma, beta, "float32")
         ours_err, theirs_err = np.abs(ours - want), np.abs(theirs - want)
@@ -132,7 +132,7 @@ def test_sixteen_bit_forward_as_accurate_as_torch(dtype_name):
         assert ours_err.max() <= 1.2 * theirs_err.max(), mean
         # the 16-bit outputs against the correctly rounded float64 y
         correct = _rounded_like(want, dtype_name)
-        y16, _, _ = kernel_lib.forward(to_storage(x, dtype), to_storage(gamma, dtype), to_storage(beta, dtype),
+        y16, _, _ = cpu_kernels.forward(to_storage(x, dtype), to_storage(gamma, dtype), to_storage(beta, dtype),
                                        SIXTEEN_BIT_GROUPS, 1e-5, data_dtype=dtype_name, stat_dtype=dtype_name)
         ours_misrounded += int(np.count_nonzero(from_storage(y16, dtype) != correct))
         torch_misrounded += int(np.count_nonzero(torch_group_norm(x, gamma, beta, dtype_name) != correct))

@@ -18,7 +18,6 @@ from mindspore import Tensor
 import ms_groupnorm as g
 from cases import assert_close, rounded, tensor, to_numpy
 from ms_groupnorm import ParamInvalidError, ParamTypeError, reference
-from ms_groupnorm import reference as reference_silu
 from ms_groupnorm.ops.checks import MAX_SWISH_SCALE
 from test_hostile_input import call
 
@@ -73,7 +72,7 @@ def _check_magnitude_case(mode, rng, case):
     fn = g.group_norm_silu_forward if case["fused"] else g.group_norm_forward
     out, mean, rstd = call(mode, fn, (tensor(x, dtype),), tensor(gamma, stat), tensor(beta, stat), N, C, HxW, G,
                            eps)
-    ref = (reference_silu.silu_forward if case["fused"] else reference.forward)(x, gamma, beta, G, eps)
+    ref = (reference.silu_forward if case["fused"] else reference.forward)(x, gamma, beta, G, eps)
     assert_close(out, ref[0], dtype, f"out of {case}")
     assert_close(mean, ref[1], stat, f"mean of {case}")
     assert_close(rstd, ref[2], stat, f"rstd of {case}")
@@ -241,11 +240,11 @@ def _scalar_reference(entry, s, x, dy, mean, rstd):
     if entry in ("group_norm", "forward"):
         return reference.forward(x, None, None, G, eps)[:1 if entry == "group_norm" else 3]
     if entry == "silu_forward":
-        return reference_silu.silu_forward(x, None, None, G, eps, scale)
+        return reference.silu_forward(x, None, None, G, eps, scale)
     if entry == "backward":
         grads = reference.backward(dy, x, mean, rstd, None, G)
     else:
-        grads = reference_silu.silu_backward(dy, x, mean, rstd, None, None, G, scale)
+        grads = reference.silu_backward(dy, x, mean, rstd, None, None, G, scale)
     return tuple(grad if bit else None for grad, bit in zip(grads, s["output_mask"]))
 
 
@@ -357,14 +356,14 @@ def _check_strided_case(rng):
     got = call("graph", forward, (x,), None, None, Nv, Cv, HxW, G)
     copies = call("graph", forward, (x.contiguous(),), None, None, Nv, Cv, HxW, G)
     x_np = x.asnumpy().astype(np.float64)
-    want = (reference_silu.silu_forward if fused else reference.forward)(x_np, None, None, G)
+    want = (reference.silu_forward if fused else reference.forward)(x_np, None, None, G)
     for out, copy, ref, name in zip(got, copies, want, ("out", "mean", "rstd")):
         np.testing.assert_array_equal(out.asnumpy(), copy.asnumpy(), err_msg=f"{name} of a {x.shape} view")
         assert_close(out, ref, F32, name)
     mean, rstd = got[1], got[2]
     if fused:
         grads = call("graph", g.group_norm_silu_backward, (dy, x, mean, rstd), None, None, Nv, Cv, HxW, G)
-        want = reference_silu.silu_backward(dy.asnumpy(), x_np, to_numpy(mean), to_numpy(rstd), None, None, G)
+        want = reference.silu_backward(dy.asnumpy(), x_np, to_numpy(mean), to_numpy(rstd), None, None, G)
     else:
         grads = call("graph", g.group_norm_backward, (dy, x, mean, rstd), None, Nv, Cv, HxW, G)
         want = reference.backward(dy.asnumpy(), x_np, to_numpy(mean), to_numpy(rstd), None, G)

@@ -18,7 +18,7 @@ import ms_groupnorm
 from cases import make_inputs, tensor
 from conftest import TWIN_CORES  # the twin device of the twin_backend fixture
 from ms_groupnorm import group_norm, group_norm_forward
-from ms_groupnorm.backends import cpu_kernels as kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 from ms_groupnorm.backends import twin
 from ms_groupnorm.ops import routing
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
@@ -101,7 +101,7 @@ def test_group_norm_forward_gives_the_twin_launch_bits(mode, rng, twin_backend, 
     x = load(store(x + 3.0, data), data)  # a mean the two kernels' roundings tell apart
     want_y, want_mean, want_rstd = direct_launch(x, gamma, beta, G, data, stat, core_num=TWIN_CORES)
     if data == "float32":  # 16-bit outputs both round correctly almost everywhere: the same bits
-        cpu_y = kernel_lib.forward(store(x, data), store(gamma, stat), store(beta, stat), G, 1e-5)[0]
+        cpu_y = cpu_kernels.forward(store(x, data), store(gamma, stat), store(beta, stat), G, 1e-5)[0]
         assert not np.array_equal(load(cpu_y, data), want_y), "these inputs cannot tell the routes apart"
 
     args = (tensor(x, data_dtype), tensor(gamma, stat_dtype), tensor(beta, stat_dtype))

@@ -13,7 +13,6 @@ from mindspore import Tensor, nn
 import ms_groupnorm as g
 from cases import assert_close, rounded, tensor, to_numpy
 from ms_groupnorm import ParamInvalidError, ParamTypeError, reference
-from ms_groupnorm import reference as reference_silu
 
 F32, F16, BF16 = ms.float32, ms.float16, ms.bfloat16
 
@@ -51,7 +50,7 @@ def test_none_gamma_with_float32_beta_and_low_precision_input(mode, rng, data, f
     beta = rounded(rng.standard_normal(4), F32)
     fn = g.group_norm_silu_forward if fused else g.group_norm_forward
     out, mean, rstd = call(mode, fn, (tensor(x, data),), None, tensor(beta, F32), 2, 4, 3, 2)
-    ref = (reference_silu.silu_forward if fused else reference.forward)(x, None, beta, 2)
+    ref = (reference.silu_forward if fused else reference.forward)(x, None, beta, 2)
     assert out.dtype == data and mean.dtype == rstd.dtype == F32  # the parameters' dtype: beta's
     for got, want, dtype, name in zip((out, mean, rstd), ref, (data, F32, F32), ("out", "mean", "rstd")):
         assert_close(got, want, dtype, name)
@@ -88,13 +87,13 @@ def test_strided_views_into_the_contract_functions(mode, rng):
     for got, ref, name in zip((out, mean, rstd), want, ("out", "mean", "rstd")):
         assert_close(got, ref, F32, name)
     z, _, _ = call(mode, g.group_norm_silu_forward, (x,), None, None, 2, 4, 6, 2)
-    assert_close(z, reference_silu.silu_forward(x_np, None, None, 2)[0], F32, "z")
+    assert_close(z, reference.silu_forward(x_np, None, None, 2)[0], F32, "z")
     grads = call(mode, g.group_norm_backward, (dy, x, mean, rstd), None, 2, 4, 6, 2)
     wants = reference.backward(dy_np, x_np, to_numpy(mean), to_numpy(rstd), None, 2)
     for got, ref, name in zip(grads, wants, ("dx", "dgamma", "dbeta")):
         assert_close(got, ref, F32, name)
     grads = call(mode, g.group_norm_silu_backward, (dy, x, mean, rstd), None, None, 2, 4, 6, 2)
-    wants = reference_silu.silu_backward(dy_np, x_np, to_numpy(mean), to_numpy(rstd), None, None, 2)
+    wants = reference.silu_backward(dy_np, x_np, to_numpy(mean), to_numpy(rstd), None, None, 2)
     for got, ref, name in zip(grads, wants, ("silu dx", "silu dgamma", "silu dbeta")):
         assert_close(got, ref, F32, name)
 
@@ -109,7 +108,7 @@ def test_bfloat16_calls_that_reshape(mode, rng, fused):
     dy = rounded(rng.standard_normal(N * C * HxW), BF16)  # shaped unlike input
     x3 = x.reshape(N, C, HxW)
     forward = g.group_norm_silu_forward if fused else g.group_norm_forward
-    ref_forward, ref_backward = ((reference_silu.silu_forward, reference_silu.silu_backward) if fused else
+    ref_forward, ref_backward = ((reference.silu_forward, reference.silu_backward) if fused else
                                  (reference.forward, reference.backward))
     out, mean, rstd = call(mode, forward, (tensor(x, BF16),), None, None, N, C, HxW, G)
     assert out.shape == x.shape and out.dtype == BF16

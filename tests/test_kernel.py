@@ -16,11 +16,11 @@ import pytest
 from cases import DTYPES, SHAPES, assert_close, make_inputs
 from kernel_arrays import DTYPE_NAME, from_storage, to_storage
 from ms_groupnorm import reference
-from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 
 
 def run_backward(x, dy, gamma, mean, rstd, G, data_dtype, stat_dtype, mask=(True, True, True)):
-    outputs = _kernel_lib.backward(
+    outputs = cpu_kernels.backward(
         to_storage(dy, data_dtype), to_storage(x, data_dtype), to_storage(mean, stat_dtype),
         to_storage(rstd, stat_dtype), None if gamma is None else to_storage(gamma, stat_dtype), G, mask,
         data_dtype=DTYPE_NAME[data_dtype], stat_dtype=DTYPE_NAME[stat_dtype])
@@ -29,7 +29,7 @@ def run_backward(x, dy, gamma, mean, rstd, G, data_dtype, stat_dtype, mask=(True
 
 
 def run_forward(x, gamma, beta, G, eps, data_dtype, stat_dtype):
-    y, mean, rstd = _kernel_lib.forward(
+    y, mean, rstd = cpu_kernels.forward(
         to_storage(x, data_dtype), None if gamma is None else to_storage(gamma, stat_dtype),
         None if beta is None else to_storage(beta, stat_dtype), G, eps,
         data_dtype=DTYPE_NAME[data_dtype], stat_dtype=DTYPE_NAME[stat_dtype])
@@ -96,7 +96,7 @@ def test_gamma_none_is_ones(rng):
 def test_empty_input_gives_zero_parameter_grads(shape):
     x = np.zeros(shape, np.float32)
     mean = np.zeros((shape[0], 2), np.float32)
-    dx, dgamma, dbeta = _kernel_lib.backward(x, x, mean, mean, np.ones(4, np.float32), 2)
+    dx, dgamma, dbeta = cpu_kernels.backward(x, x, mean, mean, np.ones(4, np.float32), 2)
     assert dx.shape == shape
     np.testing.assert_array_equal(dgamma, np.zeros(4))
     np.testing.assert_array_equal(dbeta, np.zeros(4))
@@ -107,7 +107,7 @@ def test_no_channels_gives_empty_outputs(shape):
     """C = 0 (so D = C/G = 0) is an empty input too: the kernel returns without dividing by D."""
     x = np.zeros(shape, np.float32)
     mean = np.zeros((shape[0], 1), np.float32)
-    dx, dgamma, dbeta = _kernel_lib.backward(x, x, mean, mean, None, 1)
+    dx, dgamma, dbeta = cpu_kernels.backward(x, x, mean, mean, None, 1)
     assert dx.shape == shape and dgamma.shape == (0,) and dbeta.shape == (0,)
 
 
@@ -132,12 +132,12 @@ def rounded32(a):
 # ---------------------------------------------------------------- determinism
 DETERMINISM_SCRIPT = textwrap.dedent("""
     import hashlib, numpy as np
-    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+    from ms_groupnorm.backends import cpu_kernels as cpu_kernels
     digest = hashlib.sha256()
     # Once with every call free to use all threads (minimum 1 element per thread), so the
     # small shapes run the threaded schedules too, then with the default minimum.
     for minimum in (1, 0):
-        _kernel_lib.cdll().MsGroupNormSetMinElementsPerThread(minimum)
+        cpu_kernels.cdll().MsGroupNormSetMinElementsPerThread(minimum)
         rng = np.random.default_rng(5)
         # (1,3,...,1) and (1,4,512,512): one group, so 2 threads split by channel while
         # 1 thread goes group-wise.
@@ -147,8 +147,8 @@ DETERMINISM_SCRIPT = textwrap.dedent("""
                 x = (rng.standard_normal(shape) * 2 + 1).astype(dt)
                 dy = rng.standard_normal(shape).astype(dt)
                 gamma = rng.standard_normal(shape[1]).astype(np.float32)
-                y, mean, rstd = _kernel_lib.forward(x, gamma, gamma, G, data_dtype=None)
-                for out in (y, mean, rstd) + _kernel_lib.backward(dy, x, mean, rstd, gamma, G):
+                y, mean, rstd = cpu_kernels.forward(x, gamma, gamma, G, data_dtype=None)
+                for out in (y, mean, rstd) + cpu_kernels.backward(dy, x, mean, rstd, gamma, G):
                     digest.update(out.tobytes())
     print(digest.hexdigest())
 """)
@@ -177,8 +177,8 @@ def test_bit_identical_over_repeated_calls(rng):
     x = rng.standard_normal(shape).astype(np.float32)
     dy = rng.standard_normal(shape).astype(np.float32)
     gamma = rng.standard_normal(32).astype(np.float32)
-    _, mean, rstd = _kernel_lib.forward(x, gamma, None, G)
-    first = _kernel_lib.backward(dy, x, mean, rstd, gamma, G)
-    digests = {hashlib.sha256(b"".join(o.tobytes() for o in _kernel_lib.backward(dy, x, mean, rstd, gamma, G)))
+    _, mean, rstd = cpu_kernels.forward(x, gamma, None, G)
+    first = cpu_kernels.backward(dy, x, mean, rstd, gamma, G)
+    digests = {hashlib.sha256(b"".join(o.tobytes() for o in cpu_kernels.backward(dy, x, mean, rstd, gamma, G)))
                .hexdigest() for _ in range(5)}
     assert digests == {hashlib.sha256(b"".join(o.tobytes() for o in first)).hexdigest()}

@@ -12,7 +12,7 @@ import pytest
 from cases import DTYPES, TOLERANCE, assert_close, make_inputs, rounded
 from kernel_arrays import DTYPE_NAME, from_storage, to_storage
 from ms_groupnorm import reference
-from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 from test_kernel_simd import isa_control  # noqa: F401  (the fixture)
 
 # (shape, G): why each row is here
@@ -56,9 +56,9 @@ def _run(x, dy, gamma, beta, G, data_dtype, stat_dtype, mask=(True, True, True))
     """forward (y, mean, rstd) then backward from the kernel's own statistics, in storage form."""
     d, s = DTYPE_NAME[data_dtype], DTYPE_NAME[stat_dtype]
     xs = to_storage(x, data_dtype)
-    y, mean, rstd = _kernel_lib.forward(xs, to_storage(gamma, stat_dtype), to_storage(beta, stat_dtype), G, 1e-5,
+    y, mean, rstd = cpu_kernels.forward(xs, to_storage(gamma, stat_dtype), to_storage(beta, stat_dtype), G, 1e-5,
                                         data_dtype=d, stat_dtype=s)
-    grads = _kernel_lib.backward(to_storage(dy, data_dtype), xs, mean, rstd, to_storage(gamma, stat_dtype), G,
+    grads = cpu_kernels.backward(to_storage(dy, data_dtype), xs, mean, rstd, to_storage(gamma, stat_dtype), G,
                                  mask, data_dtype=d, stat_dtype=s)
     return (y, mean, rstd) + tuple(grads)
 
@@ -147,13 +147,13 @@ def test_a_two_d_input_gets_the_bits_of_its_one_element_rows(lib):
     for isa in _isas(lib):
         lib.MsGroupNormSelectIsa(isa.encode())
         lib.MsGroupNormSetNumThreads(2)
-        y, mean, rstd = _kernel_lib.forward(x, gamma, gamma, G)
-        dx, dg, db = _kernel_lib.backward(dy, x, mean, rstd, gamma, G)
-        y4, mean4, rstd4 = _kernel_lib.forward(x.reshape(6, C, 1, 1), gamma, gamma, G)
+        y, mean, rstd = cpu_kernels.forward(x, gamma, gamma, G)
+        dx, dg, db = cpu_kernels.backward(dy, x, mean, rstd, gamma, G)
+        y4, mean4, rstd4 = cpu_kernels.forward(x.reshape(6, C, 1, 1), gamma, gamma, G)
         assert y4.reshape(6, C).tobytes() == y.tobytes() and mean4.tobytes() == mean.tobytes()
         for n in range(6):  # one sample at a time: N = 1, the group-wise schedule
-            y1, mean1, rstd1 = _kernel_lib.forward(x[n:n + 1], gamma, gamma, G)
-            dx1, _, _ = _kernel_lib.backward(dy[n:n + 1], x[n:n + 1], mean1, rstd1, gamma, G)
+            y1, mean1, rstd1 = cpu_kernels.forward(x[n:n + 1], gamma, gamma, G)
+            dx1, _, _ = cpu_kernels.backward(dy[n:n + 1], x[n:n + 1], mean1, rstd1, gamma, G)
             assert y1.tobytes() == y[n:n + 1].tobytes(), (isa, n)
             assert mean1.tobytes() == mean[n:n + 1].tobytes() and rstd1.tobytes() == rstd[n:n + 1].tobytes()
             assert dx1.tobytes() == dx[n:n + 1].tobytes(), (isa, n)
@@ -178,8 +178,8 @@ def test_a_sample_with_a_double_group_keeps_the_others_right(lib, with_gamma):
         results = []
         for threads in THREADS:
             lib.MsGroupNormSetNumThreads(threads)
-            _, mean, rstd = _kernel_lib.forward(x, gamma, None, G, stat_dtype="float32", data_dtype="float32")
-            grads = _kernel_lib.backward(dy, x, mean, rstd, gamma, G)
+            _, mean, rstd = cpu_kernels.forward(x, gamma, None, G, stat_dtype="float32", data_dtype="float32")
+            grads = cpu_kernels.backward(dy, x, mean, rstd, gamma, G)
             results.append([a.tobytes() for a in grads])
             want = reference.backward(dy, x, mean, rstd, ref_gamma, G)
             for got, exp, name in zip(grads, want, ("dx", "dgamma", "dbeta")):
@@ -230,8 +230,8 @@ def test_by_sample_gives_the_bits_of_the_row_path(lib, data, data_dtype, stat_dt
         results = []
         for threads in (1, 8):
             lib.MsGroupNormSetNumThreads(threads)
-            y, mean, rstd = _kernel_lib.forward(xs, gamma, beta, G, 1e-5, data_dtype=d, stat_dtype=s)
-            grads = _kernel_lib.backward(dys, xs, mean, rstd, gamma, G, (True, True, True), data_dtype=d,
+            y, mean, rstd = cpu_kernels.forward(xs, gamma, beta, G, 1e-5, data_dtype=d, stat_dtype=s)
+            grads = cpu_kernels.backward(dys, xs, mean, rstd, gamma, G, (True, True, True), data_dtype=d,
                                          stat_dtype=s)
             results.append([a.tobytes() for a in (y, mean, rstd) + tuple(grads)])
         names = ("y", "mean", "rstd", "dx", "dgamma", "dbeta")

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+from ms_groupnorm.backends import cpu_kernels
 
 
 def _lib():
-    return _kernel_lib.cdll()
+    return cpu_kernels.cdll()
 
 
 def _cpu_flags():
@@ -113,9 +113,9 @@ def _run_all(lib, sizes, dtype, stat_dtype, seed=7):
         gamma, beta = _bf16(gamma_f), _bf16(beta_f)
     else:
         gamma, beta = gamma_f.astype(stat), beta_f.astype(stat)
-    y, mean, rstd = _kernel_lib.forward(x, gamma, beta, G, 1e-5, stat_dtype=stat_dtype, data_dtype=dtype)
-    dx, dgamma, dbeta = _kernel_lib.backward(dy, x, mean, rstd, gamma, G, data_dtype=dtype, stat_dtype=stat_dtype)
-    _, _, dbeta_only = _kernel_lib.backward(dy, x, mean, rstd, gamma, G, (False, False, True), data_dtype=dtype,
+    y, mean, rstd = cpu_kernels.forward(x, gamma, beta, G, 1e-5, stat_dtype=stat_dtype, data_dtype=dtype)
+    dx, dgamma, dbeta = cpu_kernels.backward(dy, x, mean, rstd, gamma, G, data_dtype=dtype, stat_dtype=stat_dtype)
+    _, _, dbeta_only = cpu_kernels.backward(dy, x, mean, rstd, gamma, G, (False, False, True), data_dtype=dtype,
                                             stat_dtype=stat_dtype)
     return [a.tobytes() for a in (y, mean, rstd, dx, dgamma, dbeta, dbeta_only)]
 
@@ -206,7 +206,7 @@ def _stores_through_forward(lib, values, dtype, hxw=37):
     C = values.size
     x = np.zeros((1, C, hxw), np.float16 if dtype == "float16" else np.uint16)
     gamma = np.zeros(C, np.float32)
-    y, _, _ = _kernel_lib.forward(x, gamma, values, C, 1e-5, stat_dtype="float32", data_dtype=dtype)
+    y, _, _ = cpu_kernels.forward(x, gamma, values, C, 1e-5, stat_dtype="float32", data_dtype=dtype)
     return y.view(np.uint16)
 
 
@@ -252,7 +252,7 @@ def test_forward_mean_when_a_group_starts_with_inf_nan_or_a_huge_value(isa_contr
         isa_control.MsGroupNormSelectIsa(isa.encode())
         for threads in (1, 3):  # group-wise and block-wise schedules
             isa_control.MsGroupNormSetNumThreads(threads)
-            _, mean, _ = _kernel_lib.forward(x, np.ones(4, np.float32), np.zeros(4, np.float32), 2, 1e-5)
+            _, mean, _ = cpu_kernels.forward(x, np.ones(4, np.float32), np.zeros(4, np.float32), 2, 1e-5)
             assert np.array_equal(np.isnan(mean), np.isnan(want)), (isa, threads, mean, want)
             finite = np.isfinite(want)
             assert np.array_equal(mean[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)]), (isa, mean)

@@ -2,7 +2,7 @@
 
 Tests marked ``ascend`` need an Ascend device, CANN and the installed operators
 (ASCEND_CUSTOM_OPP_PATH); elsewhere conftest.py skips them with a one-line reason. They run
-our backward (``_ops.backward_op``: in GRAPH_MODE AscendBackward -> ops.Custom with the C++
+our backward (``routing.backward_op``: in GRAPH_MODE AscendBackward -> ops.Custom with the C++
 infer, jit_level O0 as MindSpore documents for aclnn custom operators; in PYNATIVE_MODE the
 CustomOpBuilder(backend="Ascend") module) for every tiling mode x dtype pair x output mask,
 GRAPH_MODE with dynamic shapes and an unknown rank, the GroupNorm layer in float16/bfloat16
@@ -10,7 +10,7 @@ with float32 statistics (our GroupNormSiluMs forward), the fused GroupNorm + SiL
 (GroupNormSiluMs with SiLU on, GroupNormSiluGradMs; ms_groupnorm.backends.ascend) forward and
 backward in both modes for every tiling-mode shape x dtype pair x swish_scale, its masks,
 the GroupNormSiLU layer and GRAPH dynamic shapes, against the float64
-reference (reference_silu for the fused op) and against MindSpore's built-in GroupNormGrad (aclnnGroupNormBackward; its 910B
+reference (reference for the fused op) and against MindSpore's built-in GroupNormGrad (aclnnGroupNormBackward; its 910B
 kernel takes one dtype for all tensors, so the mixed pairs are compared with the reference
 only), then print a timing table against the built-in (no timed assertion).
 
@@ -27,14 +27,11 @@ import pytest
 import ms_groupnorm
 from cases import assert_close, make_inputs, tensor, to_numpy
 from ms_groupnorm import reference
-from ms_groupnorm.backends import ascend_pyboost as _ascend_pyboost
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.ops import routing as _silu_ops
+from ms_groupnorm.backends import ascend_pyboost
+from ms_groupnorm.ops import routing
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import ascend as ascend_silu
 from ms_groupnorm.backends.ascend_operators import NOT_INSTALLED
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm import reference as reference_silu
+from ms_groupnorm.backends import twin
 
 # (x shape, G) per tiling mode of the host tiling on a 192 KiB UB with 40 or 48 vector cores.
 MODE_SHAPES = {
@@ -60,14 +57,14 @@ def test_each_shape_forces_its_tiling_mode_on_910b(mode, cores):
     shape, G = MODE_SHAPES[mode]
     hxw = int(np.prod(shape[2:], dtype=np.int64))
     for name, (data, stat) in DTYPE_PAIRS.items():
-        t = ascendc_twin.twin_tiling(shape[0], shape[1], hxw, G, NUMPY_NAME[data], NUMPY_NAME[stat],
-                                     ascendc_twin.UB_910B, cores)
+        t = twin.twin_tiling(shape[0], shape[1], hxw, G, NUMPY_NAME[data], NUMPY_NAME[stat],
+                                     twin.UB_910B, cores)
         if mode == "channel_split":
             assert t["splitByChannel"] == 1 and t["groupAcrossN"] == 0, name
         elif mode == "group_across_n":
             assert t["groupAcrossN"] == 1 and t["splitByChannel"] == 0, name
         else:
-            assert ascendc_twin.MODE_NAMES[t["mode"]] == mode and t["splitByChannel"] == 0, name
+            assert twin.MODE_NAMES[t["mode"]] == mode and t["splitByChannel"] == 0, name
 
 
 # ---------------------------------------------------------------- on the device
@@ -85,7 +82,7 @@ class _Ours(ms.nn.Cell):
 
     def __init__(self, G, mask):
         super().__init__()
-        self.op = _ops.backward_op(G, mask)
+        self.op = routing.backward_op(G, mask)
 
     def construct(self, dy, x, mean, rstd, gamma):
         return self.op(dy, x, mean, rstd, gamma)
@@ -165,9 +162,9 @@ def test_timing_table_against_the_builtin():
 @pytest.mark.ascend
 def test_pynative_uses_the_ascend_module():
     _set_mode("pynative")
-    op = _ops.backward_op(4, (True, True, True))
+    op = routing.backward_op(4, (True, True, True))
     assert isinstance(op, ascend.PynativeAscendBackward)
-    assert op.grad == _ascend_pyboost.module().group_norm_grad
+    assert op.grad == ascend_pyboost.module().group_norm_grad
 
 
 @pytest.mark.ascend
@@ -197,7 +194,7 @@ def test_layer_low_precision_with_float32_statistics(dtype, exec_mode):
     are float32, so the backward runs the mixed (data, float32) kernels."""
     _set_mode(exec_mode)
     if exec_mode == "pynative":
-        assert _ascend_pyboost.forward_installed(), "GroupNormSiluMs is not installed (build.sh builds it)"
+        assert ascend_pyboost.forward_installed(), "GroupNormSiluMs is not installed (build.sh builds it)"
         _, mean, _ = ms_groupnorm.group_norm_forward(ms.Tensor(np.ones((2, 8, 3), np.float32), dtype),
                                                      ms.Tensor(np.ones(8, np.float32)),
                                                      ms.Tensor(np.zeros(8, np.float32)), 2, 8, 3, 4)
@@ -246,11 +243,11 @@ class _SiluBackward(ms.nn.Cell):
 
 
 def _check_fused_on_device(shape, G, data, stat, mask, swish_scale, seed=0):
-    assert _silu_ops.fused_backend() == "ascend", NOT_INSTALLED
+    assert routing.fused_backend() == "ascend", NOT_INSTALLED
     N, C, HxW = shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64))
     x, dz, gamma, beta, _, _ = make_inputs(np.random.default_rng(seed), shape, G, data, stat)
     z, mean, rstd = _SiluForward(N, C, HxW, G, swish_scale)(tensor(x, data), tensor(gamma, stat), tensor(beta, stat))
-    want_z, want_mean, want_rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
+    want_z, want_mean, want_rstd = reference.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
     assert (z.dtype, mean.dtype, tuple(mean.shape)) == (data, stat, (N, G))
     assert_close(z, want_z, data, "z vs reference")
     assert_close(mean, want_mean, stat, "mean vs reference")
@@ -258,7 +255,7 @@ def _check_fused_on_device(shape, G, data, stat, mask, swish_scale, seed=0):
     mean, rstd = to_numpy(mean), to_numpy(rstd)
     got = _SiluBackward(N, C, HxW, G, mask, swish_scale)(tensor(dz, data), tensor(x, data), tensor(mean, stat),
                                                          tensor(rstd, stat), tensor(gamma, stat), tensor(beta, stat))
-    want = reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale)
+    want = reference.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale)
     for k, (name, dtype) in enumerate((("dx", data), ("dgamma", stat), ("dbeta", stat))):
         if not mask[k]:
             assert got[k] is None, f"{name} is masked off"
@@ -297,7 +294,7 @@ def test_fused_layer_trains_on_ascend(dtype, exec_mode):
     """GroupNormSiLU (float32 parameters) on the fused operators: float32 statistics for every
     input dtype, gradients vs the float64 reference."""
     _set_mode(exec_mode)
-    assert _silu_ops.fused_backend() == "ascend", NOT_INSTALLED
+    assert routing.fused_backend() == "ascend", NOT_INSTALLED
     rng = np.random.default_rng(6)
     N, C, H, W, G = 2, 32, 6, 5, 8
     x_in = to_numpy(ms.Tensor(rng.standard_normal((N, C, H, W)).astype(np.float32), dtype))
@@ -311,8 +308,8 @@ def test_fused_layer_trains_on_ascend(dtype, exec_mode):
 
     dx, (dgamma, dbeta) = ms.grad(loss, grad_position=0, weights=net.trainable_params())(ms.Tensor(x_in, dtype))
     gamma, beta = net.gamma.asnumpy().astype(np.float64), net.beta.asnumpy().astype(np.float64)
-    _, mean, rstd = reference_silu.silu_forward(x_in, gamma, beta, G)
-    want = reference_silu.silu_backward(to_numpy(ms.Tensor(w, dtype)), x_in, mean, rstd, gamma, beta, G)
+    _, mean, rstd = reference.silu_forward(x_in, gamma, beta, G)
+    want = reference.silu_backward(to_numpy(ms.Tensor(w, dtype)), x_in, mean, rstd, gamma, beta, G)
     assert_close(dx, want[0], dtype, "dx")
     assert_close(dgamma, want[1], ms.float32, "dgamma")
     assert_close(dbeta, want[2], ms.float32, "dbeta")
@@ -324,8 +321,8 @@ class _FusedOps(ms.nn.Cell):
 
     def __init__(self, G, swish_scale):
         super().__init__()
-        self.forward = _silu_ops.silu_forward_op(G, 1e-5, swish_scale)
-        self.backward = _silu_ops.silu_backward_op(G, swish_scale)
+        self.forward = routing.silu_forward_op(G, 1e-5, swish_scale)
+        self.backward = routing.silu_backward_op(G, swish_scale)
 
     def construct(self, x, gamma, beta, dz):
         z, mean, rstd = self.forward(x, gamma, beta)
@@ -339,7 +336,7 @@ def test_fused_graph_dynamic_shapes_and_rank():
     dimensions, then of an unknown rank, run on two shapes: the C++ infers of GroupNormSiluMs
     and GroupNormSiluGradMs."""
     _set_mode("graph")
-    assert _silu_ops.fused_backend() == "ascend", NOT_INSTALLED
+    assert routing.fused_backend() == "ascend", NOT_INSTALLED
     G, C, k = 4, 16, 1.7
     for dynamic in ([None, C, None, None], None):
         net = _FusedOps(G, k)
@@ -351,9 +348,9 @@ def test_fused_graph_dynamic_shapes_and_rank():
                                                    ms.float32)
             z, mean, rstd, *got = net(tensor(x, ms.float32), tensor(gamma, ms.float32), tensor(beta, ms.float32),
                                       tensor(dz, ms.float32))
-            want_z, want_mean, want_rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, k)
+            want_z, want_mean, want_rstd = reference.silu_forward(x, gamma, beta, G, 1e-5, k)
             assert_close(z, want_z, ms.float32, f"z {shape} dynamic={dynamic}")
             assert_close(mean, want_mean, ms.float32, f"mean {shape} dynamic={dynamic}")
-            want = reference_silu.silu_backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
+            want = reference.silu_backward(dz, x, want_mean, want_rstd, gamma, beta, G, k)
             for i, name in enumerate(("dx", "dgamma", "dbeta")):
                 assert_close(got[i], want[i], ms.float32, f"{name} {shape} dynamic={dynamic}")

@@ -19,8 +19,8 @@ from mindspore import ops
 
 from cases import DTYPES, assert_close, env_importing_this_package, make_inputs, tensor, to_numpy
 from ms_groupnorm import GroupNorm, group_norm, group_norm_backward, group_norm_forward, reference
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.backends import cpu_pyboost as _pyboost
+from ms_groupnorm.ops import routing
+from ms_groupnorm.backends import cpu_pyboost
 from ms_groupnorm.backends import native_build
 from ms_groupnorm.errors import ParamInvalidError
 
@@ -50,16 +50,17 @@ def test_op_choice_follows_env_and_mode(fast_path, operator):
     attrs = (G, 1e-5, 1.0)[:len(operator.attr_names)]
     backward_attrs = operator.backward_attr_values(attrs)
     fast_path(False)  # opted out: the aot ops, even in PyNative
-    assert isinstance(_ops.backward_op_for(operator.backward, backward_attrs), ops.Custom)
-    assert type(_ops.forward_op_for(operator, attrs)) is ops.Custom
+    assert isinstance(routing.backward_op_for(operator.backward, backward_attrs), ops.Custom)
+    assert type(routing.forward_op_for(operator, attrs)) is ops.Custom
     fast_path(True)  # the default
-    assert _ops.backward_op_for(operator.backward, backward_attrs) is _pyboost.backward(operator.name, backward_attrs,
-                                                                                        FULL)
-    assert _ops.forward_op_for(operator, attrs) is _ops._forward_op(operator, attrs, FULL, _ops.PYBOOST_BACKEND)
-    assert isinstance(_ops.forward_op_for(operator, attrs), _ops.PynativeForward)
+    module_backward = cpu_pyboost.backward(operator.name, backward_attrs, FULL)
+    assert routing.backward_op_for(operator.backward, backward_attrs) is module_backward
+    assert routing.forward_op_for(operator, attrs) is routing._forward_op(operator, attrs, FULL,
+                                                                          routing.PYBOOST_BACKEND)
+    assert isinstance(routing.forward_op_for(operator, attrs), routing.PynativeForward)
     ms.set_context(mode=ms.GRAPH_MODE)  # graphs keep the aot ops
-    assert isinstance(_ops.backward_op_for(operator.backward, backward_attrs), ops.Custom)
-    assert _ops.forward_op_for(operator, attrs) is _ops._forward_op(operator, attrs, FULL, "cpu")
+    assert isinstance(routing.backward_op_for(operator.backward, backward_attrs), ops.Custom)
+    assert routing.forward_op_for(operator, attrs) is routing._forward_op(operator, attrs, FULL, "cpu")
 
 
 @pytest.mark.parametrize("data_dtype, stat_dtype", DTYPES)
@@ -85,9 +86,9 @@ def test_module_forward_bitwise_equal_to_aot(fast_path, rng, data_dtype, stat_dt
     x, _, gamma, beta, _, _ = make_inputs(rng, SHAPE, G, data_dtype, stat_dtype)
     x_t, gamma_t, beta_t = tensor(x, data_dtype), tensor(gamma, stat_dtype), tensor(beta, stat_dtype)
     none = tensor(np.zeros(0), stat_dtype)  # the "none" gamma/beta, stats in its dtype
-    aot = _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")
+    aot = routing._forward_op(routing.GROUP_NORM, (G, 1e-5), FULL, "cpu")
     for args in ((x_t, gamma_t, beta_t), (x_t, none, none), (x_t, gamma_t, none)):
-        got, want = _pyboost.forwards("group_norm", (G, 1e-5))[0](*args), aot(*args)
+        got, want = cpu_pyboost.forwards("group_norm", (G, 1e-5))[0](*args), aot(*args)
         for g, w, name in zip(got, want, ("y", "mean", "rstd")):
             assert_bitwise(g, w, name)
 
@@ -100,11 +101,11 @@ def test_non_contiguous_inputs(fast_path, rng):
     dy_view = ops.transpose(tensor(np.swapaxes(dy.asnumpy(), 2, 3), ms.float32), (0, 1, 3, 2))
     assert not x_view.is_contiguous() and not dy_view.is_contiguous()
     got = group_norm_backward(dy_view, x_view, mean, rstd, gamma, N, C, HXW, G)
-    want = _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)
+    want = routing._backward_op(routing.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)
     for g, w, name in zip(got, want, ("dx", "dgamma", "dbeta")):
         assert_bitwise(g, w, name)
-    got = _pyboost.forwards("group_norm", (G, 1e-5))[0](x_view, gamma, gamma)
-    want = _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu")(x, gamma, gamma)
+    got = cpu_pyboost.forwards("group_norm", (G, 1e-5))[0](x_view, gamma, gamma)
+    want = routing._forward_op(routing.GROUP_NORM, (G, 1e-5), FULL, "cpu")(x, gamma, gamma)
     for g, w, name in zip(got, want, ("y", "mean", "rstd")):
         assert_bitwise(g, w, name)
 
@@ -151,8 +152,8 @@ def test_forward_without_gradient_runs_the_module_bitwise(fast_path, rng, monkey
     net.gamma.set_data(tensor(gamma, ms.float32))
     net.beta.set_data(tensor(beta, ms.float32))
     module_calls = []
-    forward = _pyboost.forwards("group_norm", (G, 1e-5))[0]
-    op = _ops.forward_op(G, 1e-5)
+    forward = cpu_pyboost.forwards("group_norm", (G, 1e-5))[0]
+    op = routing.forward_op(G, 1e-5)
     monkeypatch.setattr(op, "module_forward", lambda *args: module_calls.append(1) or forward(*args))
     fast = net(x_t), group_norm(x_t, G, net.gamma, net.beta)
     assert len(module_calls) == 2
@@ -217,7 +218,7 @@ def test_recorded_forward_goes_through_the_module_autograd(fast_path, rng, monke
     x, dy, _, _, _, _ = make_inputs(rng, SHAPE, G, ms.float32, ms.float32)
     x_t, w_t = tensor(x, ms.float32), tensor(dy, ms.float32)
     net = GroupNorm(G, C)
-    op = _ops.forward_op(G, 1e-5)
+    op = routing.forward_op(G, 1e-5)
     calls = []
     autograd, plain = op.module_autograd, op.module_forward
     monkeypatch.setattr(op, "module_autograd", lambda *args: calls.append("autograd") or autograd(*args))
@@ -250,16 +251,16 @@ def test_autograd_with_inputs_that_need_no_gradient(fast_path, rng, which):
 def test_cache_is_outside_the_package(monkeypatch, tmp_path):
     """pip owns the installed package: the module is built into the user's cache
     ($MS_GROUPNORM_CACHE, else $XDG_CACHE_HOME/ms_groupnorm, else ~/.cache/ms_groupnorm)."""
-    package = Path(_pyboost.__file__).resolve().parent
-    monkeypatch.delenv(_pyboost.CACHE_ENV, raising=False)
+    package = Path(cpu_pyboost.__file__).resolve().parent
+    monkeypatch.delenv(cpu_pyboost.CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert _pyboost.cache_root() == tmp_path / "xdg" / "ms_groupnorm"
+    assert cpu_pyboost.cache_root() == tmp_path / "xdg" / "ms_groupnorm"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert _pyboost.cache_root() == tmp_path / "home" / ".cache" / "ms_groupnorm"
-    monkeypatch.setenv(_pyboost.CACHE_ENV, str(tmp_path / "mine"))
-    assert _pyboost.cache_root() == tmp_path / "mine"
-    assert package not in _pyboost.cache_root().parents
+    assert cpu_pyboost.cache_root() == tmp_path / "home" / ".cache" / "ms_groupnorm"
+    monkeypatch.setenv(cpu_pyboost.CACHE_ENV, str(tmp_path / "mine"))
+    assert cpu_pyboost.cache_root() == tmp_path / "mine"
+    assert package not in cpu_pyboost.cache_root().parents
 
 
 def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
@@ -267,8 +268,8 @@ def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
     The compiler is replaced by a stand-in that writes the module file."""
     import mindspore.ops as ms_ops
 
-    if _pyboost.off_reason():  # nothing is built on this MindSpore
-        pytest.skip(_pyboost.off_reason())
+    if cpu_pyboost.off_reason():  # nothing is built on this MindSpore
+        pytest.skip(cpu_pyboost.off_reason())
 
     built = []
 
@@ -285,12 +286,12 @@ def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(ms_ops, "CustomOpBuilder", FakeBuilder)
     # A completed build is imported directly, with no builder (native_build.build_module).
     monkeypatch.setattr(native_build, "_load_extension", lambda name, path: loaded.append(path) or "loaded module")
-    monkeypatch.setenv(_pyboost.CACHE_ENV, str(tmp_path))
-    assert _pyboost.build() == "module"
+    monkeypatch.setenv(cpu_pyboost.CACHE_ENV, str(tmp_path))
+    assert cpu_pyboost.build() == "module"
     err = capsys.readouterr().err
     assert "compiling the PyNative fast path" in err and str(tmp_path) in err and "MS_GROUPNORM_PYBOOST=0" in err
     assert tmp_path in built[0].parents
-    assert _pyboost.build() == "loaded module"
+    assert cpu_pyboost.build() == "loaded module"
     assert loaded == built and capsys.readouterr().err == ""
 
 
@@ -299,8 +300,9 @@ def test_ordering_with_builtin_producers_and_consumers(fast_path, rng):
     the module's outputs right away sometimes ran before our kernel had written them (seen
     in ~1-3% of calls on this shape). Inputs come from built-in ops too, the other order."""
     dy, x, mean, rstd, gamma = backward_inputs(rng, ms.float32, ms.float32)
-    backward = _pyboost.backward("group_norm", (G,), FULL)
-    want = [t.asnumpy() for t in _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)]
+    backward = cpu_pyboost.backward("group_norm", (G,), FULL)
+    aot = routing._backward_op(routing.GROUP_NORM.backward, (G,), FULL, "cpu")
+    want = [t.asnumpy() for t in aot(dy, x, mean, rstd, gamma)]
     mismatches = 0
     for _ in range(300):
         outs = backward(ops.add(dy, 0.0), ops.add(x, 0.0), ops.add(mean, 0.0), rstd, gamma)
@@ -323,9 +325,10 @@ def test_gradient_accumulation_over_layers_is_exact(fast_path, rng):
             return (inp * w_t).sum()
         return ms.grad(loss, grad_position=(0, 1, 2))
 
-    fast = grads(_ops.forward_op(G, 1e-5))
-    assert _ops.forward_op(G, 1e-5) is _ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, _ops.PYBOOST_BACKEND)
-    want = grads(_ops._forward_op(_ops.GROUP_NORM, (G, 1e-5), FULL, "cpu"))(x_t, g_t, b_t)
+    fast = grads(routing.forward_op(G, 1e-5))
+    assert routing.forward_op(G, 1e-5) is routing._forward_op(routing.GROUP_NORM, (G, 1e-5), FULL,
+                                                              routing.PYBOOST_BACKEND)
+    want = grads(routing._forward_op(routing.GROUP_NORM, (G, 1e-5), FULL, "cpu"))(x_t, g_t, b_t)
     for _ in range(8):
         for g, w, name in zip(fast(x_t, g_t, b_t), want, ("dx", "dgamma", "dbeta")):
             assert_bitwise(g, w, name)
@@ -343,9 +346,9 @@ REJECTION_SCRIPT = """
 import time
 import numpy as np, mindspore as ms, pytest
 from mindspore import Tensor
-from ms_groupnorm.backends import cpu_pyboost as _pyboost
+from ms_groupnorm.backends import cpu_pyboost
 from ms_groupnorm.backends import native_build
-module = _pyboost.build()
+module = cpu_pyboost.build()
 rng = np.random.default_rng(0)
 t = lambda shape: Tensor(rng.standard_normal(shape).astype(np.float32))
 dy, x, gamma = t((3, 6, 10)), t((3, 6, 10)), t((6,))
@@ -398,7 +401,7 @@ def test_graph_mode_with_fast_path_enabled_uses_aot(fast_path, rng):
         return group_norm_backward(dy, x, mean, rstd, gamma, N, C, HXW, G)
 
     got = backward(dy, x, mean, rstd, gamma)
-    want = _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)
+    want = routing._backward_op(routing.GROUP_NORM.backward, (G,), FULL, "cpu")(dy, x, mean, rstd, gamma)
     for g, w, name in zip(got, want, ("dx", "dgamma", "dbeta")):
         assert_bitwise(g, w, name)
 
@@ -433,14 +436,14 @@ def test_build_failure_falls_back_with_one_warning(fast_path, monkeypatch, caplo
     def broken_build(name="group_norm"):
         raise RuntimeError("simulated compiler failure")
 
-    monkeypatch.setattr(_pyboost, "build", broken_build)
-    _pyboost.module.cache_clear()
+    monkeypatch.setattr(cpu_pyboost, "build", broken_build)
+    cpu_pyboost.module.cache_clear()
     try:
         with caplog.at_level(logging.WARNING, logger="ms_groupnorm"):
-            assert _ops.backward_op(G) is _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")
-            assert _ops.backward_op(G) is _ops._backward_op(_ops.GROUP_NORM.backward, (G,), FULL, "cpu")
+            assert routing.backward_op(G) is routing._backward_op(routing.GROUP_NORM.backward, (G,), FULL, "cpu")
+            assert routing.backward_op(G) is routing._backward_op(routing.GROUP_NORM.backward, (G,), FULL, "cpu")
         warnings = [r for r in caplog.records if "simulated compiler failure" in r.getMessage()]
         assert len(warnings) == 1
     finally:
         monkeypatch.undo()
-        _pyboost.module.cache_clear()  # the next user reloads the real module (cached by name)
+        cpu_pyboost.module.cache_clear()  # the next user reloads the real module (cached by name)

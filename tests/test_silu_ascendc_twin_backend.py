@@ -22,12 +22,10 @@ from mindspore import nn
 
 from cases import assert_close, make_inputs, tensor, to_numpy
 from ms_groupnorm import GroupNormSiLU, group_norm_silu
-from ms_groupnorm.backends import cpu_kernels as _kernel_lib
-from ms_groupnorm.ops import routing as _ops
-from ms_groupnorm.ops import routing as _silu_ops
-from ms_groupnorm.backends import twin as ascendc_twin
-from ms_groupnorm.backends import twin as ascendc_twin_forward
-from ms_groupnorm import reference as reference_silu
+from ms_groupnorm.backends import cpu_kernels
+from ms_groupnorm.ops import routing
+from ms_groupnorm.backends import twin
+from ms_groupnorm import reference
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
 from test_silu_mindspore import Forward, sizes
 
@@ -56,7 +54,7 @@ def load(array, dtype):
 
 @pytest.fixture(scope="module")
 def twin_lib():
-    return ctypes.CDLL(ascendc_twin_forward.forward_library_path())
+    return ctypes.CDLL(twin.forward_library_path())
 
 
 def forward_buffers(x, gamma, beta, G, data, stat, fill=7.0):
@@ -84,14 +82,14 @@ def test_forward_shim_matches_the_reference_and_the_cpu_entry(rng, twin_lib, mak
     gamma, beta = (gamma, beta) if affine else (None, None)
     extra = make_extra(group=G, eps=1e-5, swish_scale=swish)
     dtypes = [data, stat, stat, data, stat, stat]
-    twin = forward_buffers(x, gamma, beta, G, data, stat)
+    on_twin = forward_buffers(x, gamma, beta, G, data, stat)
     cpu = forward_buffers(x, gamma, beta, G, data, stat)
-    assert call_forward(twin_lib, twin, dtypes, extra) == OK
+    assert call_forward(twin_lib, on_twin, dtypes, extra) == OK
     assert call_forward(None, cpu, dtypes, extra) == OK
-    want = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish)
+    want = reference.silu_forward(x, gamma, beta, G, 1e-5, swish)
     for index, ref, dtype, name in ((3, want[0], data if stat == "float32" else stat, "z"), (4, want[1], stat, "mean"),
                                     (5, want[2], stat, "rstd")):
-        got = load(twin[index], dtypes[index])
+        got = load(on_twin[index], dtypes[index])
         assert got.shape == ref.shape, name
         if x.size == 0:  # empty groups: mean 0, rstd NaN, as the CPU kernel writes them
             assert np.array_equal(got, load(cpu[index], dtypes[index]), equal_nan=True), name
@@ -165,7 +163,7 @@ def test_forward_shim_refuses_what_the_cpu_entry_refuses(rng, twin_lib, make_ext
 
 def _call_with_null_tensor(lib, arrays, shapes, dtypes, extra):
     """Like aot_call, where a None tensor is a null data pointer of a non-empty shape."""
-    lib = lib or _kernel_lib.cdll()
+    lib = lib or cpu_kernels.cdll()
     count = len(arrays)
     params = (ctypes.c_void_p * count)(*[None if a is None else a.ctypes.data for a in arrays])
     ndims = (ctypes.c_int * count)(*[len(s) for s in shapes])
@@ -209,7 +207,7 @@ def test_a_kernel_fault_is_status_7(tmp_path, rng, make_extra, monkeypatch, capf
     twin stops it, and the shim returns kKernelFault (7) with the fault on stderr."""
     if shutil.which("g++") is None:
         pytest.skip("needs g++")
-    root = Path(ascendc_twin.ascendc_dir())
+    root = Path(twin.ascendc_dir())
     copy = tmp_path / "kernels"
     shutil.copytree(root, copy / "ascendc")
     shutil.copytree(root.parent / "cpu", copy / "cpu")
@@ -218,9 +216,9 @@ def test_a_kernel_fault_is_status_7(tmp_path, rng, make_extra, monkeypatch, capf
     line = "pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float));"
     assert line in source
     kernel.write_text(source.replace(line, "pipe_->InitBuffer(statBuf_, 2 * t_->statBatch * sizeof(float) + 1048576);"))
-    monkeypatch.setenv(ascendc_twin.ASCENDC_DIR_ENV, str(copy / "ascendc"))
-    monkeypatch.setenv(ascendc_twin.TWIN_CACHE_ENV, str(tmp_path / "cache"))
-    lib = ctypes.CDLL(ascendc_twin.library_path.__wrapped__("forward"))
+    monkeypatch.setenv(twin.ASCENDC_DIR_ENV, str(copy / "ascendc"))
+    monkeypatch.setenv(twin.TWIN_CACHE_ENV, str(tmp_path / "cache"))
+    lib = ctypes.CDLL(twin.library_path.__wrapped__("forward"))
     x, _, gamma, beta, _, _ = make_inputs(rng, (2, 6, 7), 3, ms.float32, ms.float32)
     buffers = forward_buffers(x, gamma, beta, 3, "float32", "float32")
     capfd.readouterr()
@@ -230,11 +228,11 @@ def test_a_kernel_fault_is_status_7(tmp_path, rng, make_extra, monkeypatch, capf
 
 # ---------------------------------------------------------------- through MindSpore
 def test_the_twin_backend_runs_the_twin_libraries(twin_backend):
-    assert _silu_ops.fused_backend() == "ascendc_twin"
-    op = _silu_ops.silu_forward_op(3, 1e-5)
+    assert routing.fused_backend() == "ascendc_twin"
+    op = routing.silu_forward_op(3, 1e-5)
     assert type(op) is ms.ops.Custom  # no PyNative fast path: the aot op in both modes
-    assert op.func == ascendc_twin_forward.forward_aot_func("GroupNormSilu")
-    assert _silu_ops.silu_backward_op(3).func == ascendc_twin.twin_aot_func("GroupNormSiluGrad")
+    assert op.func == twin.forward_aot_func("GroupNormSilu")
+    assert routing.silu_backward_op(3).func == twin.twin_aot_func("GroupNormSiluGrad")
 
 
 FORWARD_CASES = [("float32", "float32", (2, 6, 5, 3), 3, 1.0), ("float16", "float16", (2, 8, 9), 4, 1.0),
@@ -254,11 +252,11 @@ def test_forward_against_the_reference_and_the_cpu_fused_op(mode, rng, monkeypat
     z, mean, rstd = Forward(*sizes(shape), G, 1e-5, swish)(*args)
     assert (z.dtype, mean.dtype, rstd.dtype, z.shape, mean.shape) == (data_dtype, stat_dtype, stat_dtype, shape,
                                                                        (shape[0], G))
-    want = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish)
+    want = reference.silu_forward(x, gamma, beta, G, 1e-5, swish)
     out_dtype = data_dtype if stat_dtype == ms.float32 else stat_dtype
     for got, ref, dtype, name in zip((z, mean, rstd), want, (out_dtype, stat_dtype, stat_dtype), ("z", "mean", "rstd")):
         assert_close(got, ref, dtype, name)
-    monkeypatch.setenv(_ops.BACKEND_ENV, "cpu")
+    monkeypatch.setenv(routing.BACKEND_ENV, "cpu")
     cpu = Forward(*sizes(shape), G, 1e-5, swish)(*args)
     for got, ref, dtype, name in zip((z, mean, rstd), cpu, (out_dtype, stat_dtype, stat_dtype), ("z", "mean", "rstd")):
         assert_close(got, to_numpy(ref), dtype, f"{name} vs cpu")
@@ -267,7 +265,7 @@ def test_forward_against_the_reference_and_the_cpu_fused_op(mode, rng, monkeypat
 def test_group_norm_silu_and_the_layer_forward(mode, rng, twin_backend):
     shape, G = (2, 6, 4, 3), 3
     x, _, gamma, beta, _, _ = make_inputs(rng, shape, G, ms.float16, ms.float32)
-    want = reference_silu.silu_forward(x, gamma, beta, G)[0]
+    want = reference.silu_forward(x, gamma, beta, G)[0]
     z = group_norm_silu(tensor(x, ms.float16), G, tensor(gamma, ms.float32), tensor(beta, ms.float32))
     assert z.dtype == ms.float16
     assert_close(z, want, ms.float16, "group_norm_silu")
@@ -299,10 +297,10 @@ def test_training_step_through_the_twin(mode, rng, twin_backend, data, stat):
     loss_net = WeightedSum(net, w)
     grad_x = ms.grad(loss_net, grad_position=0)(tensor(x, data_dtype))
     nn.TrainOneStepCell(loss_net, nn.SGD(net.trainable_params(), learning_rate=lr))(tensor(x, data_dtype))
-    _, mean, rstd = reference_silu.silu_forward(x, gamma, beta, G)
+    _, mean, rstd = reference.silu_forward(x, gamma, beta, G)
     # the backward gets the statistics the forward saved, rounded to their dtype
     mean, rstd = to_numpy(tensor(mean, stat_dtype)), to_numpy(tensor(rstd, stat_dtype))
-    dx, dgamma, dbeta = reference_silu.silu_backward(w, x, mean, rstd, gamma, beta, G)
+    dx, dgamma, dbeta = reference.silu_backward(w, x, mean, rstd, gamma, beta, G)
     assert grad_x.dtype == data_dtype
     assert_close(grad_x, dx, data_dtype if stat_dtype == ms.float32 else stat_dtype, "dx")
     for param, start, grad, name in ((net.gamma, gamma, dgamma, "gamma"), (net.beta, beta, dbeta, "beta")):
@@ -322,9 +320,9 @@ def test_group_norm_silu_gradients(mode, rng, twin_backend, affine):
     args = (tensor(x, ms.bfloat16), tensor(w, ms.float32), tensor(gamma, ms.float32), tensor(beta, ms.float32))
     dx, dgamma, dbeta = ms.grad(Loss(), grad_position=(0, 2, 3))(*args)
     gamma_ref, beta_ref = (gamma, beta) if affine else (None, None)
-    _, mean, rstd = reference_silu.silu_forward(x, gamma_ref, beta_ref, G)
+    _, mean, rstd = reference.silu_forward(x, gamma_ref, beta_ref, G)
     mean, rstd = (to_numpy(tensor(a, ms.float32)) for a in (mean, rstd))
-    want = reference_silu.silu_backward(w, x, mean, rstd, gamma_ref, beta_ref, G)
+    want = reference.silu_backward(w, x, mean, rstd, gamma_ref, beta_ref, G)
     assert_close(dx, want[0], ms.bfloat16, "dx")
     if affine:
         assert_close(dgamma, want[1], ms.float32, "dgamma")

@@ -9,16 +9,15 @@ import pytest
 import mindspore as ms
 from cases import DTYPES, SHAPES, assert_close, make_inputs
 from kernel_arrays import DTYPE_NAME, from_storage, to_storage
-from ms_groupnorm.backends import cpu_kernels as _kernel_lib
-from ms_groupnorm.backends import cpu_kernels as _silu_kernel_lib
-from ms_groupnorm import reference as reference_silu
+from ms_groupnorm.backends import cpu_kernels
+from ms_groupnorm import reference
 from test_kernel_simd import BUILD_TOLERANCE, STAT_OUTPUTS, _as_float, _available_isas, _bf16, _data, isa_control  # noqa: F401,E501  (fixture)
 
 SWISH_SCALES = [1.0, 1.7, -0.5]
 
 
 def run_forward(x, gamma, beta, G, data_dtype, stat_dtype, swish_scale=1.0, eps=1e-5):
-    z, mean, rstd = _silu_kernel_lib.silu_forward(
+    z, mean, rstd = cpu_kernels.silu_forward(
         to_storage(x, data_dtype), None if gamma is None else to_storage(gamma, stat_dtype),
         None if beta is None else to_storage(beta, stat_dtype), G, eps, swish_scale,
         data_dtype=DTYPE_NAME[data_dtype], stat_dtype=DTYPE_NAME[stat_dtype])
@@ -27,7 +26,7 @@ def run_forward(x, gamma, beta, G, data_dtype, stat_dtype, swish_scale=1.0, eps=
 
 def run_backward(dz, x, mean, rstd, gamma, beta, G, data_dtype, stat_dtype, mask=(True, True, True),
                  swish_scale=1.0):
-    outputs = _silu_kernel_lib.silu_backward(
+    outputs = cpu_kernels.silu_backward(
         to_storage(dz, data_dtype), to_storage(x, data_dtype), to_storage(mean, stat_dtype),
         to_storage(rstd, stat_dtype), None if gamma is None else to_storage(gamma, stat_dtype),
         None if beta is None else to_storage(beta, stat_dtype), G, mask, swish_scale,
@@ -38,8 +37,8 @@ def run_backward(dz, x, mean, rstd, gamma, beta, G, data_dtype, stat_dtype, mask
 
 def z_from_stats(x, gamma, beta, mean, rstd, G, swish_scale):
     """The exact z of the statistics the kernel returned (rounded to the stats dtype)."""
-    y = reference_silu.recompute_y(x, mean, rstd, gamma, beta, G)
-    return reference_silu.swish(y, swish_scale)
+    y = reference.recompute_y(x, mean, rstd, gamma, beta, G)
+    return reference.swish(y, swish_scale)
 
 
 @pytest.mark.parametrize("data_dtype,stat_dtype", DTYPES)
@@ -48,7 +47,7 @@ def test_forward_matches_reference(rng, shape, G, data_dtype, stat_dtype):
     x, _, gamma, beta, _, _ = make_inputs(rng, shape, G, data_dtype, stat_dtype)
     for swish_scale in SWISH_SCALES:
         z, mean, rstd = run_forward(x, gamma, beta, G, data_dtype, stat_dtype, swish_scale)
-        want_z, want_mean, want_rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
+        want_z, want_mean, want_rstd = reference.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
         assert_close(mean, want_mean, stat_dtype, "mean")
         assert_close(rstd, want_rstd, stat_dtype, "rstd")
         if stat_dtype == ms.float32:  # z from float32 statistics: data-dtype accuracy
@@ -63,7 +62,7 @@ def test_backward_matches_reference(rng, shape, G, data_dtype, stat_dtype):
     x, dz, gamma, beta, mean, rstd = make_inputs(rng, shape, G, data_dtype, stat_dtype)
     for swish_scale in SWISH_SCALES:
         got = run_backward(dz, x, mean, rstd, gamma, beta, G, data_dtype, stat_dtype, swish_scale=swish_scale)
-        want = reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale)
+        want = reference.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale)
         for out, ref, dtype, name in zip(got, want, (data_dtype, stat_dtype, stat_dtype), ("dx", "dgamma", "dbeta")):
             assert_close(out, ref, dtype, f"{name} (k={swish_scale})")
 
@@ -74,11 +73,10 @@ def test_swish_scale_enters_the_gradient(rng):
     shape, G = (2, 6, 7), 3
     x, dz, gamma, beta, mean, rstd = make_inputs(rng, shape, G, ms.float32, ms.float32)
     got = run_backward(dz, x, mean, rstd, gamma, beta, G, ms.float32, ms.float32, swish_scale=2.5)
-    right = reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, 2.5)
+    right = reference.silu_backward(dz, x, mean, rstd, gamma, beta, G, 2.5)
     # the gradient with the scale missing from the derivative's second term
-    y = reference_silu.recompute_y(x, mean, rstd, gamma, beta, G)
-    s = reference_silu.sigmoid(2.5 * y)
-    from ms_groupnorm import reference
+    y = reference.recompute_y(x, mean, rstd, gamma, beta, G)
+    s = reference.sigmoid(2.5 * y)
     wrong = reference.backward(dz * (s + y * s * (1 - s)), x, mean, rstd, gamma, G)
     for out, ok, bad, name in zip(got, right, wrong, ("dx", "dgamma", "dbeta")):
         assert_close(out, ok, ms.float32, name)
@@ -92,7 +90,7 @@ def test_output_mask(rng, mask, data_dtype, stat_dtype):
     shape, G = (3, 6, 5, 4), 3
     x, dz, gamma, beta, mean, rstd = make_inputs(rng, shape, G, data_dtype, stat_dtype)
     got = run_backward(dz, x, mean, rstd, gamma, beta, G, data_dtype, stat_dtype, mask, swish_scale=1.3)
-    want = reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, 1.3)
+    want = reference.silu_backward(dz, x, mean, rstd, gamma, beta, G, 1.3)
     for bit, out, ref, dtype, name in zip(mask, got, want, (data_dtype, stat_dtype, stat_dtype),
                                           ("dx", "dgamma", "dbeta")):
         if bit:
@@ -107,9 +105,9 @@ def test_absent_gamma_beta_mean_ones_and_zeros(rng, with_gamma, with_beta):
     x, dz, gamma, beta, _, _ = make_inputs(rng, shape, G, ms.bfloat16, ms.float32)
     gamma, beta = (gamma if with_gamma else None), (beta if with_beta else None)
     z, mean, rstd = run_forward(x, gamma, beta, G, ms.bfloat16, ms.float32)
-    assert_close(z, reference_silu.silu_forward(x, gamma, beta, G)[0], ms.bfloat16, "z")
+    assert_close(z, reference.silu_forward(x, gamma, beta, G)[0], ms.bfloat16, "z")
     got = run_backward(dz, x, mean, rstd, gamma, beta, G, ms.bfloat16, ms.float32)
-    for out, ref, dtype, name in zip(got, reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G),
+    for out, ref, dtype, name in zip(got, reference.silu_backward(dz, x, mean, rstd, gamma, beta, G),
                                      (ms.bfloat16, ms.float32, ms.float32), ("dx", "dgamma", "dbeta")):
         assert_close(out, ref, dtype, name)
 
@@ -119,11 +117,11 @@ def test_empty_inputs(shape):
     x = np.zeros(shape, np.float32)
     G = 3 if shape[1] else 1
     gamma = np.ones(shape[1], np.float32)
-    z, mean, rstd = _silu_kernel_lib.silu_forward(x, gamma, gamma, G)
+    z, mean, rstd = cpu_kernels.silu_forward(x, gamma, gamma, G)
     assert z.shape == shape and mean.shape == (shape[0], G)
     if shape[0] * shape[1]:
         assert not mean.any() and np.isnan(rstd).all()  # as GroupNorm: mean 0, rstd NaN
-    dx, dgamma, dbeta = _silu_kernel_lib.silu_backward(x, x, mean, rstd, gamma, gamma, G)
+    dx, dgamma, dbeta = cpu_kernels.silu_backward(x, x, mean, rstd, gamma, gamma, G)
     assert dx.shape == shape and not dgamma.any() and not dbeta.any()
 
 
@@ -132,7 +130,7 @@ def test_group_too_large_for_the_scratch(rng):
     shape, G = (2, 2, 70000), 1
     x, dz, gamma, beta, mean, rstd = make_inputs(rng, shape, G, ms.float32, ms.float32)
     got = run_backward(dz, x, mean, rstd, gamma, beta, G, ms.float32, ms.float32, swish_scale=0.9)
-    for out, ref, name in zip(got, reference_silu.silu_backward(dz, x, mean, rstd, gamma, beta, G, 0.9),
+    for out, ref, name in zip(got, reference.silu_backward(dz, x, mean, rstd, gamma, beta, G, 0.9),
                               ("dx", "dgamma", "dbeta")):
         assert_close(out, ref, ms.float32, name)
 
@@ -142,21 +140,21 @@ def test_statistics_are_those_of_the_group_norm_kernel(rng):
         x = (rng.standard_normal(shape) * 2 + 3).astype(dtype)
         gamma = rng.standard_normal(shape[1]).astype(np.float32)
         name = "float32" if dtype == np.float32 else "float16"
-        _, mean, rstd = _silu_kernel_lib.silu_forward(x, gamma, gamma, G, data_dtype=name)
-        _, want_mean, want_rstd = _kernel_lib.forward(x, gamma, gamma, G, data_dtype=name)
+        _, mean, rstd = cpu_kernels.silu_forward(x, gamma, gamma, G, data_dtype=name)
+        _, want_mean, want_rstd = cpu_kernels.forward(x, gamma, gamma, G, data_dtype=name)
         assert mean.tobytes() == want_mean.tobytes() and rstd.tobytes() == want_rstd.tobytes()
 
 
 def test_bad_arguments_get_a_status_not_a_crash():
     x = np.zeros((2, 6, 4), np.float64)
-    with pytest.raises(_kernel_lib.KernelError, match="returned 4"):  # float64: unfused pair only
-        _silu_kernel_lib.silu_forward(x, None, None, 3)
-    with pytest.raises(_kernel_lib.KernelError, match="returned 5"):  # C % group != 0
-        _silu_kernel_lib.silu_forward(x.astype(np.float32), None, None, 4)
+    with pytest.raises(cpu_kernels.KernelError, match="returned 4"):  # float64: unfused pair only
+        cpu_kernels.silu_forward(x, None, None, 3)
+    with pytest.raises(cpu_kernels.KernelError, match="returned 5"):  # C % group != 0
+        cpu_kernels.silu_forward(x.astype(np.float32), None, None, 4)
     x32 = x.astype(np.float32)
     stats = np.zeros((2, 3), np.float32)
-    with pytest.raises(_kernel_lib.KernelError, match="returned 4"):  # fp32 data with fp16 stats
-        _silu_kernel_lib.silu_backward(x32, x32, stats.astype(np.float16), stats.astype(np.float16), None, None, 3)
+    with pytest.raises(cpu_kernels.KernelError, match="returned 4"):  # fp32 data with fp16 stats
+        cpu_kernels.silu_backward(x32, x32, stats.astype(np.float16), stats.astype(np.float16), None, None, 3)
 
 
 # (N, C, HxW, G) as in test_kernel_simd.SIZES: vector and block tails, HxW below a
@@ -178,9 +176,9 @@ def _run_all(sizes, dtype, stat_dtype, swish_scale, seed=7):
         stat = np.float32 if stat_dtype == "float32" else x.dtype
         gamma, beta = gamma_f.astype(stat), beta_f.astype(stat)
     kw = dict(data_dtype=dtype, stat_dtype=stat_dtype)
-    z, mean, rstd = _silu_kernel_lib.silu_forward(x, gamma, beta, G, 1e-5, swish_scale, **kw)
-    grads = _silu_kernel_lib.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale=swish_scale, **kw)
-    _, _, dbeta_only = _silu_kernel_lib.silu_backward(dz, x, mean, rstd, gamma, beta, G, (False, False, True),
+    z, mean, rstd = cpu_kernels.silu_forward(x, gamma, beta, G, 1e-5, swish_scale, **kw)
+    grads = cpu_kernels.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale=swish_scale, **kw)
+    _, _, dbeta_only = cpu_kernels.silu_backward(dz, x, mean, rstd, gamma, beta, G, (False, False, True),
                                                  swish_scale, **kw)
     return [a.tobytes() for a in (z, mean, rstd, *grads, dbeta_only)]
 
@@ -220,8 +218,8 @@ def test_omp_num_threads_1_and_2_give_the_same_bits(tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     script = ("import hashlib, sys; sys.path[:0] = [%r, %r]\n"
               "from test_silu_kernel import _run_all\n"
-              "from ms_groupnorm.backends import cpu_kernels as _kernel_lib\n"
-              "_kernel_lib.cdll().MsGroupNormSetMinElementsPerThread(1)\n"
+              "from ms_groupnorm.backends import cpu_kernels\n"
+              "cpu_kernels.cdll().MsGroupNormSetMinElementsPerThread(1)\n"
               "h = hashlib.sha256()\n"
               "for s in [(2, 6, 37, 3), (1, 3, 1000, 1), (4, 32, 256, 8)]:\n"
               "    for d in ('float32', 'bfloat16'):\n"
@@ -253,7 +251,7 @@ def test_fp16_and_bf16_stores_round_to_nearest_even(isa_control, isa):  # noqa: 
     nan = np.isnan(EDGE)
     for dtype in ("float16", "bfloat16"):
         x = np.zeros((1, C, hxw), np.float16 if dtype == "float16" else np.uint16)
-        z, _, _ = _silu_kernel_lib.silu_forward(x, np.zeros(C, np.float32), EDGE, C, 1e-5, 0.0, data_dtype=dtype,
+        z, _, _ = cpu_kernels.silu_forward(x, np.zeros(C, np.float32), EDGE, C, 1e-5, 0.0, data_dtype=dtype,
                                            stat_dtype="float32")
         bits = z.view(np.uint16)[0]
         with np.errstate(over="ignore"):

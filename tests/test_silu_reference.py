@@ -4,7 +4,7 @@ the backward's use of saved mean/rstd is checked too), swish_scale 1 and not 1."
 import numpy as np
 import pytest
 
-from ms_groupnorm import reference as reference_silu
+from ms_groupnorm import reference
 
 
 def _numeric_grad(f, a, h=1e-6):
@@ -30,10 +30,10 @@ def test_backward_matches_finite_differences(shape, G, swish_scale):
     w = rng.standard_normal(shape)
 
     def loss():
-        return float((reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)[0] * w).sum())
+        return float((reference.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)[0] * w).sum())
 
-    _, mean, rstd = reference_silu.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
-    dx, dgamma, dbeta = reference_silu.silu_backward(w, x, mean, rstd, gamma, beta, G, swish_scale)
+    _, mean, rstd = reference.silu_forward(x, gamma, beta, G, 1e-5, swish_scale)
+    dx, dgamma, dbeta = reference.silu_backward(w, x, mean, rstd, gamma, beta, G, swish_scale)
     for got, wrt, name in ((dx, x, "dx"), (dgamma, gamma, "dgamma"), (dbeta, beta, "dbeta")):
         np.testing.assert_allclose(got, _numeric_grad(loss, wrt), rtol=1e-6, atol=1e-7, err_msg=name)
 
@@ -41,14 +41,14 @@ def test_backward_matches_finite_differences(shape, G, swish_scale):
 def test_swish_and_its_derivative():
     t = np.linspace(-60, 60, 2001)
     for k in (1.0, 2.5):
-        np.testing.assert_allclose(reference_silu.swish(t, k), t / (1 + np.exp(-k * t)), rtol=1e-14, atol=1e-300)
+        np.testing.assert_allclose(reference.swish(t, k), t / (1 + np.exp(-k * t)), rtol=1e-14, atol=1e-300)
         h = 1e-6
-        numeric = (reference_silu.swish(t + h, k) - reference_silu.swish(t - h, k)) / (2 * h)
-        np.testing.assert_allclose(reference_silu.swish_grad(t, k), numeric, rtol=1e-6, atol=1e-8)
-    assert reference_silu.swish(np.array([-800.0]))[0] == 0.0  # no overflow warning, right limit
+        numeric = (reference.swish(t + h, k) - reference.swish(t - h, k)) / (2 * h)
+        np.testing.assert_allclose(reference.swish_grad(t, k), numeric, rtol=1e-6, atol=1e-8)
+    assert reference.swish(np.array([-800.0]))[0] == 0.0  # no overflow warning, right limit
 
 
 def test_empty_input():
     x = np.zeros((0, 4, 3))
-    dx, dgamma, dbeta = reference_silu.silu_backward(x, x, np.zeros((0, 2)), np.zeros((0, 2)), None, None, 2)
+    dx, dgamma, dbeta = reference.silu_backward(x, x, np.zeros((0, 2)), np.zeros((0, 2)), None, None, 2)
     assert dx.shape == x.shape and not dgamma.any() and not dbeta.any()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ms_groupnorm import _compat
-from ms_groupnorm.backends import cpu_pyboost as _pyboost
+from ms_groupnorm.backends import cpu_pyboost
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,15 +87,15 @@ def test_import_is_silent():
 def test_the_fast_path_is_on_or_off_with_a_one_line_notice(caplog):
     """Where the installed MindSpore can run the PyNative fast path it is built and used;
     where it cannot (off_reason), module() gives one one-line warning and the aot ops run."""
-    if _pyboost.missing_tools():
-        pytest.skip(f"building the fast path needs {', '.join(_pyboost.missing_tools())}")
-    reason = _pyboost.off_reason()
-    _pyboost.module.cache_clear()
+    if cpu_pyboost.missing_tools():
+        pytest.skip(f"building the fast path needs {', '.join(cpu_pyboost.missing_tools())}")
+    reason = cpu_pyboost.off_reason()
+    cpu_pyboost.module.cache_clear()
     try:
         with caplog.at_level(logging.WARNING, logger="ms_groupnorm"):
-            module = _pyboost.module()
+            module = cpu_pyboost.module()
     finally:
-        _pyboost.module.cache_clear()
+        cpu_pyboost.module.cache_clear()
     if reason is None:
         assert module is not None and not caplog.records
     else:

@@ -34,9 +34,9 @@ def as_float32(array, dtype):
 
 class KernelLib:
     def __init__(self):
-        from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+        from ms_groupnorm.backends import cpu_kernels
 
-        self.lib = _kernel_lib.cdll()
+        self.lib = cpu_kernels.cdll()
 
     def set_threads(self, threads):
         self.lib.MsGroupNormSetNumThreads(threads)

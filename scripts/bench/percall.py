@@ -26,10 +26,10 @@ def percall_worker(threads, rounds):
 
     import ms_groupnorm
     from ms_groupnorm import functional as F
-    from ms_groupnorm.backends import cpu_kernels as _kernel_lib
+    from ms_groupnorm.backends import cpu_kernels
 
     op_tuning.threads_num(threads)
-    _kernel_lib.cdll().MsGroupNormSetNumThreads(threads)
+    cpu_kernels.cdll().MsGroupNormSetNumThreads(threads)
     ms.set_context(mode=ms.PYNATIVE_MODE)
     N, C, H, W, G = TINY
     rng = np.random.default_rng(1)
