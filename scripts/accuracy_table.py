@@ -18,8 +18,13 @@ Cases (what CANN's ATK data and the hard regimes look like):
     python scripts/accuracy_table.py --no-twin  # without the twin (it builds on first use)
 """
 import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
+
+# the twin's ctypes harness lives beside the twin (kernels/ascendc/twin/twin.py), not in the package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernels" / "ascendc" / "twin"))
 
 OUTPUTS = ("y", "mean", "rstd", "dx", "dgamma", "dbeta")
 EPS = 1e-5
@@ -74,7 +79,7 @@ def run_cpu_kernel(x, dy, gamma, beta, G, stats):
 
 
 def run_twin(x, dy, gamma, beta, G, stats):
-    from ms_groupnorm.backends import twin
+    import twin
     y, mean, rstd, _ = twin.twin_forward(x, gamma, beta, G, EPS, activate_silu=False)
     return (y, mean, rstd) + tuple(twin.twin_backward(dy, x, *stats, gamma, G)[:3])
 

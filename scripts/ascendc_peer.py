@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "kernels" / "ascendc" / "twin")]  # package, peer, harness
 import cann_peer  # noqa: E402
 from ms_groupnorm import reference  # noqa: E402
-from ms_groupnorm.backends.twin import TwinFault  # noqa: E402
+from twin import TwinFault  # noqa: E402
 
 PEER_DTYPES = {"fp32": "float32"}
 HEADER = " CANN est. µs (mode, cores) | ours / CANN |"

@@ -8,7 +8,7 @@ from pathlib import Path
 import aclnn_header
 
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import twin
+import twin
 
 STUBS = Path(__file__).resolve().parent / "ascend_stubs"
 OP_HOST = twin.ascendc_dir() / "op_host"

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ms_groupnorm.backends import twin
+import twin
 from ms_groupnorm.backends import twin_build
-from ms_groupnorm.backends.twin import TwinFault
+from twin import TwinFault
 
 ENVS = ("OPS_NN", "METADEF", "ASC_DEVKIT")
 HOW_TO_GET = ("fetch hicann/ops-nn, hicann/metadef and mirror-cann/asc-devkit, extract a work tree of each and set "

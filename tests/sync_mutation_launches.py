@@ -9,7 +9,7 @@ real one) and says "ok" or how a launch was caught."""
 import numpy as np
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
+import twin
 import test_ascendc_forward_twin as forward_cases
 from test_ascendc_forward_slices_per_block import spread_over_blocks
 from test_ascendc_twin import CASES as TWIN_CASES

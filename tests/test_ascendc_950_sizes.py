@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
+import twin
 
 UB_950 = 248 * 1024
 PLATFORMS = {  # (UB bytes, vector cores)

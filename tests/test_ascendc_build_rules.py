@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import twin
+import twin
 
 ASCENDC = twin.ascendc_dir()
 OP_HOST = ASCENDC / "op_host" / "group_norm_grad_ms.cpp"

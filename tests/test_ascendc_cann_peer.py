@@ -19,7 +19,7 @@ import pytest
 
 import cann_peer
 from ms_groupnorm import reference
-from ms_groupnorm.backends.twin import TwinFault
+from twin import TwinFault
 
 ANCHORS = [(2, 64, 32 * 32, 32), (8, 320, 64 * 64, 32), (16, 128, 56 * 56, 32), (32, 32, 28 * 28, 8),
            (4, 1280, 8 * 8, 32), (1, 3, 224 * 224, 1), (3, 60, 17 * 19, 6)]  # scripts/ascendc_cost.py ANCHORS

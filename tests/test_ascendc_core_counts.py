@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
+import twin
 
 CORE_COUNTS = (1, 2, 3, 5, 7, 16, 17, 47, 48)
 # (N, C, HxW, G, output mask); every case switches split at least once over CORE_COUNTS

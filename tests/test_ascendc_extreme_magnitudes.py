@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
+import twin
 from test_ascendc_twin import as_float64, relative_error, storage
 
 FLT_MAX = float(np.finfo(np.float32).max)

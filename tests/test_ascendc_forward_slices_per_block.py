@@ -9,7 +9,7 @@ must be those of the host's plan, under immediate and deferred pipe execution.""
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin
+import twin
 from test_ascendc_forward_twin import CASES, DTYPES, MEAN_TOL, RSTD_TOL, errors, expected, make_inputs
 
 # (case of test_ascendc_forward_twin.CASES, dtype key): split groups (sliceCount > 1)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
+import twin
 from test_ascendc_twin import as_float64, storage
 
 # (x dtype, gamma/beta dtype, tolerance on y relative to max(1, max |y|)). mean and rstd are

@@ -9,7 +9,7 @@ from mindspore import nn
 import ms_groupnorm
 from ms_groupnorm import reference
 from ms_groupnorm.ops import routing
-from ms_groupnorm.backends import twin
+import twin
 
 
 

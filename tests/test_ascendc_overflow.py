@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
+import twin
 from test_ascendc_twin import CASES, DTYPES, as_float64, check_against_reference, make_inputs
 
 MODES_OF_THE_KERNEL = ["resident_unaligned_hw", "channel_two_pass", "hw_chunks_unaligned_n3", "channel_split_n47",

@@ -4,8 +4,8 @@ and ReduceSum's documented A2/A3 summation order."""
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin
-from ms_groupnorm.backends.twin import TwinFault
+import twin
+from twin import TwinFault
 
 # probe -> (pipe that wrote/read first, pipe that accessed without ordering)
 HAZARDS = {

@@ -13,7 +13,7 @@ from ms_groupnorm import reference
 from ms_groupnorm.ops import routing
 from ms_groupnorm.ops import double_backward
 from ms_groupnorm.backends import ascend
-from ms_groupnorm.backends import twin
+import twin
 
 OP_HOST = twin.ascendc_dir() / "op_host" / "group_norm_grad_ms.cpp"
 OP_KERNEL = twin.ascendc_dir() / "op_kernel" / "group_norm_grad_ms.cpp"

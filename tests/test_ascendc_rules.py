@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
-from ms_groupnorm.backends.twin import TwinFault
+import twin
+from twin import TwinFault
 
 
 def kernel_buffers(N, C, HxW, G, seed=0):

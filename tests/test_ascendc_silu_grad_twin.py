@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin
+import twin
 from ms_groupnorm import reference
 from test_ascendc_twin import ACROSS_N, CASES, DTYPES, PER_MODE, as_float64, make_inputs, relative_error, storage
 

@@ -11,8 +11,8 @@ breaks it and one that keeps it:
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin
-from ms_groupnorm.backends.twin import TwinFault
+import twin
+from twin import TwinFault
 
 
 def probe(name, **kwargs):

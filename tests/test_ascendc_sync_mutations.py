@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import sync_mutation_launches as launches
-from ms_groupnorm.backends import twin
+import twin
 
 SYNC_LINE = re.compile(r"SetFlag<|WaitFlag<|PipeBarrier<|SyncAll(<[^>]*>)?\(\)|Sync<HardEvent::|\.EnQue\(|"
                        r"DeQue<|\.FreeTensor\(")

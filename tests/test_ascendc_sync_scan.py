@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from ms_groupnorm.backends import twin
+import twin
 
 SYNC_FORMS = [(re.compile(r"\bSync<HardEvent::(\w+)>\s*\("), "{}"),
               (re.compile(r"\bSetFlag<HardEvent::(\w+)>\s*\("), "{}"),

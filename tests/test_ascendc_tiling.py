@@ -3,7 +3,7 @@ calls), through the twin library: the mode ladder for several UB sizes, the work
 and the UB budget."""
 import pytest
 
-from ms_groupnorm.backends import twin
+import twin
 
 # Unified-buffer bytes per vector core: Atlas A2 (910B) has 192 KiB; 256 KiB as on the
 # Atlas training/inference parts with a larger UB (910, 310P); 64 KiB as a small bound.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ms_groupnorm import reference
-from ms_groupnorm.backends import twin
+import twin
 
 # (data dtype, stat dtype, tolerance on dx, tolerance on dgamma/dbeta), tolerances relative
 # to max(1, max |reference|). The reference sees the same rounded inputs as the kernel, so

@@ -10,8 +10,8 @@ that breaks it (kernels/ascendc/twin/twin_probes_common.cc):
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import twin
-from ms_groupnorm.backends.twin import TwinFault
+import twin
+from twin import TwinFault
 
 
 def probe(name, **kwargs):
@@ -70,7 +70,7 @@ def test_init_output_then_barrier_may_reuse_the_popped_ub():
 
 def _compat(name, compat, init=None, out_len=64):
     """A probe with Config::cannCompat (policy bit 19) on or off."""
-    from ms_groupnorm.backends.twin import _policy_code
+    from twin import _policy_code
     import ctypes
     out = np.zeros(out_len, np.float32)
     if init is not None:

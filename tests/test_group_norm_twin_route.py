@@ -19,7 +19,7 @@ from cases import make_inputs, tensor
 from conftest import TWIN_CORES  # the twin device of the twin_backend fixture
 from ms_groupnorm import group_norm, group_norm_forward
 from ms_groupnorm.backends import cpu_kernels
-from ms_groupnorm.backends import twin
+import twin
 from ms_groupnorm.ops import routing
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
 from test_silu_ascendc_twin_backend import BAD_DTYPE, MS_DTYPES, OK, PAIRS, forward_buffers, load, store

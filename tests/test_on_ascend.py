@@ -31,7 +31,7 @@ from ms_groupnorm.backends import ascend_pyboost
 from ms_groupnorm.ops import routing
 from ms_groupnorm.backends import ascend
 from ms_groupnorm.backends.ascend_operators import NOT_INSTALLED
-from ms_groupnorm.backends import twin
+import twin
 
 # (x shape, G) per tiling mode of the host tiling on a 192 KiB UB with 40 or 48 vector cores.
 MODE_SHAPES = {

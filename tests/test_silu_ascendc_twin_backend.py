@@ -24,7 +24,7 @@ from cases import assert_close, make_inputs, tensor, to_numpy
 from ms_groupnorm import GroupNormSiLU, group_norm_silu
 from ms_groupnorm.backends import cpu_kernels
 from ms_groupnorm.ops import routing
-from ms_groupnorm.backends import twin
+import twin
 from ms_groupnorm import reference
 from test_abi import aot_call, fake_extra_lib, make_extra  # noqa: F401  (fixtures)
 from test_silu_mindspore import Forward, sizes

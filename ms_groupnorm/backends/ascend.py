@@ -21,7 +21,7 @@ OpDef's five (data, statistics) columns.
 
 ``$MS_GROUPNORM_BACKEND=ascend`` selects these routes on any machine (simulation only: the
 tests intercept what would reach the device). The CPU twins that run the kernel source on
-this machine are ``twin``.
+this machine are built by ``twin_build``.
 """
 import functools
 import os

@@ -1,4 +1,5 @@
-"""Building the CPU twins of the AscendC kernels (backends/twin.py calls them).
+"""Building the CPU twins of the AscendC kernels (the "ascendc_twin" backend loads their aot shims;
+the tests' ctypes harness, kernels/ascendc/twin/twin.py, calls the rest).
 
 kernels/ascendc/op_kernel compiled unmodified with g++ against kernels/ascendc/twin's AscendC
 stand-in, with the host tiling and input checks, into two libraries (one loader,

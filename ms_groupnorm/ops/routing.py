@@ -16,7 +16,7 @@ backend             mode              runs
 "cpu_pyboost"       PYNATIVE_MODE     ``backends.cpu_pyboost`` (``$MS_GROUPNORM_PYBOOST=0``
                                       opts out): the aot op in graphs, the module in eager
                                       calls (recorded for autograd by the module itself)
-"ascendc_twin"      both              ``backends.cpu_aot`` on ``backends.twin``'s aot shims
+"ascendc_twin"      both              ``backends.cpu_aot`` on the twins' aot shims (twin_build)
 "ascend"            GRAPH_MODE        ``backends.ascend`` Cells on the AscendC operators
 "ascend_pyboost"    PYNATIVE_MODE     ``backends.ascend`` through ``backends.ascend_pyboost``
 "ascend_builtin"    both              MindSpore's own GroupNorm (``backends.ascend.BuiltinForward``):
@@ -64,7 +64,7 @@ def _device_target():
 def backend_name():
     """Which backend runs: "ascend" when MindSpore's device target is Ascend, else
     $MS_GROUPNORM_BACKEND: "cpu" (default, kernels/cpu), "ascendc_twin" (the AscendC
-    kernels' source run by their CPU twins, see ms_groupnorm.backends.twin) or "ascend" (the
+    kernels' source run by their CPU twins, see ms_groupnorm.backends.twin_build) or "ascend" (the
     Ascend routes on any machine: for simulation, where tests intercept what would reach
     the device; on a machine without an Ascend device they cannot run)."""
     if _device_target() == "Ascend":

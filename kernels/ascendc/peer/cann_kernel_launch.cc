@@ -63,6 +63,6 @@ GNMS_PEER_EXPORT int GnmsPeerGroupNormGradLaunch(void *const *buffers, const int
   return status;
 }
 
-// The cost counters of the last launch, as GnmsTwinLastStats gives them (ascendc_twin.STAT_FIELDS).
+// The cost counters of the last launch, as GnmsTwinLastStats gives them (kernels/ascendc/twin/twin.py's STAT_FIELDS).
 GNMS_PEER_EXPORT int GnmsPeerLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }
 GNMS_PEER_EXPORT void GnmsPeerCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }

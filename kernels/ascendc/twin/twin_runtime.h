@@ -98,7 +98,7 @@ std::vector<PipeStats> LastLaunchStats();
 CostModel DefaultCost();
 void SetDefaultCost(const CostModel &cost);
 // The C API's view of both, one row per value: the name Python reads it by
-// (ms_groupnorm.backends.twin.COST_FIELDS / STAT_FIELDS, which GnmsTwinFieldNames hands over)
+// (kernels/ascendc/twin/twin.py's COST_FIELDS / STAT_FIELDS, which GnmsTwinFieldNames hands over)
 // and the CostModel / PipeStats member it is. The arrays, their sizes and the names all come
 // from these two lists, so they cannot drift apart.
 #define GNMS_TWIN_COST_FIELDS(X)                                                                    \

@@ -1,13 +1,15 @@
-"""The CPU twins of the AscendC kernels, called with ctypes (built by backends/twin_build.py,
-whose names this module re-exports: the "backward" library runs GroupNormGradMs and the fused
-GroupNormSiluGradMs and the probes, the "forward" library GroupNormSiluMs).
+"""The CPU twins of the AscendC kernels, called with ctypes: the tests' and scripts' harness, not part
+of the installed package (tests find it through setup.cfg's pythonpath, scripts add this folder to
+sys.path). The libraries are built by ms_groupnorm/backends/twin_build.py, whose names this module
+re-exports: the "backward" library runs GroupNormGradMs and the fused GroupNormSiluGradMs and the
+probes, the "forward" library GroupNormSiluMs.
 
 ``twin_tiling``/``twin_launch``/``twin_backward``/``twin_silu_backward``/``twin_probe`` and
 ``forward_tiling``/``forward_launch``/``twin_forward`` call them with ctypes (kernel-only;
 tests use them to make both good and deliberately broken launches). bf16 travels as uint16
 bit patterns; policies and executions by name. What MS_GROUPNORM_BACKEND=ascendc_twin runs
-is ``backends.cpu_aot`` with these aot shims; the operators on a real device are
-``backends.ascend``.
+is ``ms_groupnorm.backends.cpu_aot`` with these aot shims; the operators on a real device are
+``ms_groupnorm.backends.ascend``.
 """
 import ctypes
 import functools
@@ -15,7 +17,7 @@ import functools
 import numpy as np
 
 # re-exported: what tests and scripts reach through this module
-from .twin_build import (ASCENDC_DIR_ENV, BACKWARD_SOURCES, FORWARD_SOURCES, HASHED_DIRS, LIBRARIES,  # noqa: F401
+from ms_groupnorm.backends.twin_build import (ASCENDC_DIR_ENV, BACKWARD_SOURCES, FORWARD_SOURCES, HASHED_DIRS, LIBRARIES,  # noqa: F401
                          TWIN_CACHE_ENV, ascendc_dir, build_lock, forward_aot_func, forward_library_path,
                          library_path, twin_aot_func, twin_library_path)
 
