@@ -175,7 +175,7 @@ def kernel_library(paths):
     kernel_text = b"".join(p.read_bytes() for p in sorted(kernel_dir.glob("group_norm_grad*")) if p.is_file())
     jobs = [(["g++", *flags, "-c", str(ASCENDC / "twin" / s)],
              cache / f"twin-{Path(s).stem}-{_digest(twin_digest, *flags)}.o")
-            for s in ("twin_runtime.cc", "twin_pipes.cc")]
+            for s in ("twin_runtime.cc", "twin_pipes.cc", "twin_c_api.cc")]
     jobs.append((["g++", *flags, "-w", "-include", str(header), "-c", str(ops_nn / KERNEL)],
                  cache / f"kernel-group_norm_grad-{_digest(twin_digest, kernel_text, text, *flags)}.o"))
     launch = PEER / "cann_kernel_launch.cc"
@@ -202,11 +202,7 @@ def libraries():
     kernel.GnmsPeerGroupNormGradLaunch.restype = cint
     kernel.GnmsPeerGroupNormGradLaunch.argtypes = [ptr, ptr, ptr, i64, i64, i64, i64, i64, i64, cint, ctypes.c_uint64,
                                                    ctypes.c_char_p, cint]
-    kernel.GnmsPeerLastStats.restype = cint
-    kernel.GnmsPeerLastStats.argtypes = [ptr, cint]
-    kernel.GnmsPeerCostModel.restype = None
-    kernel.GnmsPeerCostModel.argtypes = [ptr, ptr]
-    return host, kernel, tuple(fields)
+    return host, twin._with_common_api(kernel), tuple(fields)
 
 
 # ---------------------------------------------------------------- CANN's tiling and its launch
@@ -281,12 +277,12 @@ def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="
 
 def last_stats():
     """Per-block cost counters of the last CANN launch: dicts of twin.STAT_FIELDS."""
-    return twin._last_stats(libraries()[1].GnmsPeerLastStats)
+    return twin._last_stats(libraries()[1].GnmsTwinLastStats)
 
 
 def cost_model(**changes):
     """The peer library's cost constants (its own copy of twin::CostModel), as twin.twin_cost_model."""
-    return twin._cost_model(libraries()[1].GnmsPeerCostModel, changes)
+    return twin._cost_model(libraries()[1].GnmsTwinCostModel, changes)
 
 
 # ---------------------------------------------------------------- the ttk close rule

@@ -56,7 +56,7 @@ def test_reduce_sum_synchronises_its_scalar_store_itself(execution):
     for i in range(4):
         assert out[i * 64] == 32.0  # 64 x 0.5
         np.testing.assert_array_equal(out[i * 64 + 8:i * 64 + 16], np.full(8, 0.5 * 4 * 32 / 64, np.float32))
-    stats = twin.twin_last_stats()[0]
+    stats = twin.probe_last_stats()[0]
     assert stats["api_flag_pairs"] == 3 * 4  # V_S, S_V, S_MTE3 per call
     assert stats["scalar_ub"] >= 4  # the store of dst[0] is the scalar unit's
 
@@ -70,9 +70,9 @@ def test_reduce_sum_result_is_a_scalar_write():
 
 def test_a_reduce_sum_round_trip_costs_the_vector_pipe_drain():
     probe("reduce_sum_round_trips", out_len=64)
-    one = twin.twin_last_stats()[0]["end_ns"]
+    one = twin.probe_last_stats()[0]["end_ns"]
     probe("reduce_sum_round_trips", out_len=8 * 64)
-    eight = twin.twin_last_stats()[0]["end_ns"]
+    eight = twin.probe_last_stats()[0]["end_ns"]
     assert eight > 7 * one  # each round trip is serial: nothing overlaps it
 
 
@@ -93,7 +93,7 @@ def test_whole_reduce_sum_sums_each_repeat_as_a_tree_on_the_vector_unit():
         want.append(lanes[0])
     np.testing.assert_array_equal(out[:4], np.array(want, np.float32))
     assert list(out[:4]) == [1.0, 2.0, 3.0, 4.0]  # the pairs cancel first
-    stats = twin.twin_last_stats()[0]
+    stats = twin.probe_last_stats()[0]
     assert stats["api_flag_pairs"] == 0  # no scalar round trip
 
 
@@ -102,7 +102,7 @@ def test_whole_reduce_sum_sums_each_repeat_as_a_tree_on_the_vector_unit():
                                           ("vector_write_after_read", "writes UB bytes still being read")])
 def test_dependent_vector_pairs_need_the_compilers_barrier(name, access):
     probe(name)  # auto-sync (the default build): the compiler inserts one barrier
-    assert twin.twin_last_stats()[0]["auto_v_barriers"] == 1
+    assert twin.probe_last_stats()[0]["auto_v_barriers"] == 1
     with pytest.raises(TwinFault, match=rf"V->V dependency without a barrier: V .* {access}.*no "
                                         r"PipeBarrier<PIPE_V> in between"):
         probe(name, auto_sync=False)
@@ -111,20 +111,20 @@ def test_dependent_vector_pairs_need_the_compilers_barrier(name, access):
 @pytest.mark.parametrize("name", ["vector_pair_with_barrier", "vector_independent"])
 def test_ordered_or_independent_vector_ops_need_no_compiler_barrier(name):
     probe(name, auto_sync=False)
-    assert twin.twin_last_stats()[0]["auto_v_barriers"] == 0
+    assert twin.probe_last_stats()[0]["auto_v_barriers"] == 0
 
 
 def test_compiler_barriers_are_costed():
     # The one compiler barrier of the probe costs vec_barrier_cycles on the V pipe's timeline.
-    default = twin.twin_cost_model()
+    default = twin.probe_cost_model()
     ends = {}
     try:
         for cycles in (0.0, 1000.0):
-            twin.twin_cost_model(vec_barrier_cycles=cycles)
+            twin.probe_cost_model(vec_barrier_cycles=cycles)
             probe("vector_read_after_write")
-            ends[cycles] = twin.twin_last_stats()[0]["end_ns"]
+            ends[cycles] = twin.probe_last_stats()[0]["end_ns"]
     finally:
-        twin.twin_cost_model(**default)
+        twin.probe_cost_model(**default)
     assert ends[1000.0] - ends[0.0] == pytest.approx(1000.0 / default["clock_ghz"])
 
 

@@ -76,7 +76,7 @@ def _compat(name, compat, init=None, out_len=64):
     if init is not None:
         out[:len(init)] = init
     error = ctypes.create_string_buffer(2048)
-    status = twin._twin_cdll().GnmsTwinProbe(name.encode(), 1, 48, twin.UB_910B,
+    status = twin._probe_cdll().GnmsTwinProbe(name.encode(), 1, 48, twin.UB_910B,
                                                      _policy_code("concurrent", "immediate") | (int(compat) << 19), 0,
                                                      out.ctypes.data, out_len, error, len(error))
     if status:

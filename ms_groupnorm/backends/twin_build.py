@@ -30,17 +30,21 @@ ASCENDC_DIR_ENV = "MS_GROUPNORM_ASCENDC_DIR"
 TWIN_CACHE_ENV = "MS_GROUPNORM_TWIN_CACHE"
 # The translation units of each library (relative to kernels/ascendc); headers are found
 # by the compiler and hashed by directory (HASHED_DIRS).
-BACKWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_launch.cc", "twin/twin_aot.cc",
-                    "twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
-                    "twin/twin_probes_vector.cc", "twin/twin_probes_strided.cc",
-                    "twin/twin_probes_common.cc", "twin/twin_host_checks.cc",
-                    "op_kernel/group_norm_grad_ms.cpp",
-                    "op_kernel/group_norm_silu_grad_ms.cpp", "op_host/group_norm_grad_ms_tiling.cpp")
-FORWARD_SOURCES = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_forward.cc", "twin/twin_forward_aot.cc",
-                   "op_kernel/group_norm_silu_ms.cpp", "op_host/group_norm_silu_ms_tiling.cpp")
+_RUNTIME = ("twin/twin_runtime.cc", "twin/twin_pipes.cc", "twin/twin_c_api.cc")
+BACKWARD_SOURCES = _RUNTIME + ("twin/twin_launch.cc", "twin/twin_aot.cc", "twin/twin_host_checks.cc",
+                               "op_kernel/group_norm_grad_ms.cpp", "op_kernel/group_norm_silu_grad_ms.cpp",
+                               "op_host/group_norm_grad_ms_tiling.cpp")
+FORWARD_SOURCES = _RUNTIME + ("twin/twin_forward.cc", "twin/twin_forward_aot.cc", "op_kernel/group_norm_silu_ms.cpp",
+                              "op_host/group_norm_silu_ms_tiling.cpp")
+# The probe kernels that break one twin rule each: for the tests only, so not in the libraries
+# the "ascendc_twin" backend loads.
+PROBE_SOURCES = _RUNTIME + ("twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
+                            "twin/twin_probes_vector.cc", "twin/twin_probes_strided.cc",
+                            "twin/twin_probes_common.cc")
 LIBRARIES = {"backward": ("libms_groupnorm_ascendc_twin", BACKWARD_SOURCES),
-             "forward": ("libms_groupnorm_ascendc_forward_twin", FORWARD_SOURCES)}
-# Every file here is part of both libraries' build keys (the twins include the CPU kernels'
+             "forward": ("libms_groupnorm_ascendc_forward_twin", FORWARD_SOURCES),
+             "probes": ("libms_groupnorm_ascendc_twin_probes", PROBE_SOURCES)}
+# Every file here is part of every library's build key (the twins include the CPU kernels'
 # half types and aot ABI helpers from ../cpu).
 HASHED_DIRS = ("twin", "op_kernel", "op_host", "../cpu")
 _HASHED_SUFFIXES = (".h", ".cc", ".cpp")
@@ -87,8 +91,8 @@ def _source_digest(root, sources):
 
 @functools.lru_cache(maxsize=None)
 def library_path(which):
-    """Path of the twin library ``which`` ("backward" or "forward"), compiled with g++ on
-    first use and cached by source hash."""
+    """Path of the twin library ``which`` ("backward", "forward" or "probes"), compiled with g++
+    on first use and cached by source hash."""
     root = ascendc_dir()
     prefix, sources = LIBRARIES[which]
     target = _cache_dir() / f"{prefix}-{_source_digest(root, sources)}.so"
@@ -113,8 +117,8 @@ def _compile(which, root, sources, prefix, target):
                *[str(root / s) for s in sources], "-o", str(scratch)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        what = "AscendC CPU twin" if which == "backward" else "AscendC forward twin"
-        raise RuntimeError(f"ms_groupnorm: building the {what} failed:\n" + " ".join(command) + "\n" +
+        raise RuntimeError(f"ms_groupnorm: building the AscendC CPU twin ({which} library) failed:\n"
+                           + " ".join(command) + "\n" +
                            result.stderr[-4000:])
     os.replace(scratch, target)  # atomic: a reader never sees a half-written file
     for stale in [*target.parent.glob(f"{prefix}-*.so"), *target.parent.glob(f"{prefix}-*.so.lock")]:
@@ -126,7 +130,7 @@ def _compile(which, root, sources, prefix, target):
 
 
 def twin_library_path():
-    """Path of the backward twin library (GroupNormGradMs, GroupNormSiluGradMs, probes)."""
+    """Path of the backward twin library (GroupNormGradMs, GroupNormSiluGradMs)."""
     return library_path("backward")
 
 

@@ -62,7 +62,4 @@ GNMS_PEER_EXPORT int GnmsPeerGroupNormGradLaunch(void *const *buffers, const int
   }
   return status;
 }
-
-// The cost counters of the last launch, as GnmsTwinLastStats gives them (kernels/ascendc/twin/twin.py's STAT_FIELDS).
-GNMS_PEER_EXPORT int GnmsPeerLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }
-GNMS_PEER_EXPORT void GnmsPeerCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }
+// Its cost constants and counters: twin_c_api.cc, linked into this library too.

@@ -19,7 +19,7 @@ import numpy as np
 # re-exported: what tests and scripts reach through this module
 from ms_groupnorm.backends.twin_build import (ASCENDC_DIR_ENV, BACKWARD_SOURCES, FORWARD_SOURCES, HASHED_DIRS, LIBRARIES,  # noqa: F401
                          TWIN_CACHE_ENV, ascendc_dir, build_lock, forward_aot_func, forward_library_path,
-                         library_path, twin_aot_func, twin_library_path)
+                         library_path, PROBE_SOURCES, twin_aot_func, twin_library_path)
 
 # ---------------------------------------------------------------- the CPU twin: ctypes calls
 POLICIES = {"concurrent": 0, "forward": 1, "reverse": 2, "shuffle": 3, "interleave": 4}
@@ -60,9 +60,12 @@ def _twin_cdll():
     lib.GnmsTwinLaunch.argtypes = [ptr, ptr, ptr, dbl, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p, cint]
     lib.GnmsTwinCheckInputs.restype = cint
     lib.GnmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, ctypes.c_char_p, cint]
-    lib.GnmsTwinProbe.restype = cint
-    lib.GnmsTwinProbe.argtypes = [ctypes.c_char_p, i64, i64, i64, cint, ctypes.c_uint64, ptr, i64,
-                                  ctypes.c_char_p, cint]
+    return _with_common_api(lib)
+
+
+def _with_common_api(lib):
+    """``lib`` with the calls every twin library has (twin_c_api.cc) declared."""
+    ptr, cint = ctypes.c_void_p, ctypes.c_int
     lib.GnmsTwinLastStats.restype = cint
     lib.GnmsTwinLastStats.argtypes = [ptr, cint]
     lib.GnmsTwinCostModel.restype = None
@@ -70,6 +73,16 @@ def _twin_cdll():
     lib.GnmsTwinFieldNames.restype = ctypes.c_char_p
     lib.GnmsTwinFieldNames.argtypes = [cint]
     return lib
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_cdll():
+    """The probe kernels' library (twin_probes*.cc), apart from the operators' libraries."""
+    lib = ctypes.CDLL(library_path("probes"))
+    lib.GnmsTwinProbe.restype = ctypes.c_int
+    lib.GnmsTwinProbe.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+                                  ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_char_p, ctypes.c_int]
+    return _with_common_api(lib)
 
 
 @functools.lru_cache(maxsize=2)
@@ -121,8 +134,19 @@ def twin_cost_model(**changes):
 
 
 def twin_last_stats():
-    """Per-block cost counters of the last successful launch: a list of dicts (STAT_FIELDS)."""
+    """Per-block cost counters of the backward library's last successful launch: a list of
+    dicts (STAT_FIELDS)."""
     return _last_stats(_twin_cdll().GnmsTwinLastStats)
+
+
+def probe_cost_model(**changes):
+    """twin_cost_model for the probe library's launches."""
+    return _cost_model(_probe_cdll().GnmsTwinCostModel, changes)
+
+
+def probe_last_stats():
+    """twin_last_stats for the last probe that ran to its end."""
+    return _last_stats(_probe_cdll().GnmsTwinLastStats)
 
 
 def tiling_fields():
@@ -248,7 +272,7 @@ def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurr
     if init is not None:
         out[:len(init)] = init
     error = ctypes.create_string_buffer(2048)
-    status = _twin_cdll().GnmsTwinProbe(name.encode(), block_dim, core_num, ub_bytes,
+    status = _probe_cdll().GnmsTwinProbe(name.encode(), block_dim, core_num, ub_bytes,
                                         _policy_code(policy, execution, auto_sync, overflow) | (0 if check_hazards else 1 << 16),
                                         seed,
                                         out.ctypes.data, out_len, error, len(error))
@@ -280,11 +304,7 @@ def _forward_cdll():
     lib.GnsmsTwinCheckDtypes.argtypes = [cint, cint, cint, ctypes.c_char_p, cint]
     lib.GnsmsTwinMathProbe.restype = cint
     lib.GnsmsTwinMathProbe.argtypes = [ctypes.c_char_p, ptr, cint, ctypes.c_char_p, cint]
-    lib.GnsmsTwinCostModel.restype = None
-    lib.GnsmsTwinCostModel.argtypes = [ptr, ptr]
-    lib.GnsmsTwinLastStats.restype = cint
-    lib.GnsmsTwinLastStats.argtypes = [ptr, cint]
-    return lib
+    return _with_common_api(lib)
 
 
 def forward_tiling_fields():
@@ -385,10 +405,10 @@ def forward_math_probe(name, a, b, execution="immediate"):
 def forward_cost_model(**changes):
     """The forward library's cost constants (twin::CostModel) as a dict; keyword arguments
     change them for its later launches (COST_FIELDS)."""
-    return _cost_model(_forward_cdll().GnsmsTwinCostModel, changes)
+    return _cost_model(_forward_cdll().GnmsTwinCostModel, changes)
 
 
 def forward_last_stats():
     """Per-block cost counters of the forward library's last successful launch (dicts of
     STAT_FIELDS)."""
-    return _last_stats(_forward_cdll().GnsmsTwinLastStats)
+    return _last_stats(_forward_cdll().GnmsTwinLastStats)

@@ -191,13 +191,3 @@ GNMS_TWIN_EXPORT int GnsmsTwinMathProbe(const char *name, float *gm, int executi
   return status;
 }
 
-// ---------------------------------------------------------------- cost counters (scripts/ascendc_cost.py --forward)
-// This library has its own copy of the twin runtime, so it exports the same two calls as
-// twin_launch.cc does for the backward's library, with the same layouts.
-
-// The cost constants of later launches (values != nullptr sets them) and the per-block
-// counters of the last successful launch, in the layout of twin::ExchangeCostModel /
-// twin::CopyLastStats (twin_runtime.h's GNMS_TWIN_COST_FIELDS / GNMS_TWIN_STAT_FIELDS).
-GNMS_TWIN_EXPORT void GnsmsTwinCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }
-
-GNMS_TWIN_EXPORT int GnsmsTwinLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }

@@ -142,12 +142,3 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   return status;
 }
 
-// The cost constants of later launches (values != nullptr sets them) and the per-block
-// counters of the last successful launch, in the layout of twin::ExchangeCostModel /
-// twin::CopyLastStats, and the names of both layouts (0: cost constants, 1: counters; every
-// twin library shares them).
-GNMS_TWIN_EXPORT void GnmsTwinCostModel(const double *values, double *out) { twin::ExchangeCostModel(values, out); }
-
-GNMS_TWIN_EXPORT int GnmsTwinLastStats(double *out, int maxBlocks) { return twin::CopyLastStats(out, maxBlocks); }
-
-GNMS_TWIN_EXPORT const char *GnmsTwinFieldNames(int which) { return twin::FieldNames(which); }
