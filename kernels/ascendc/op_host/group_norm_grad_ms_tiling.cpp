@@ -38,7 +38,9 @@ constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels a
 constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
-int64_t BytesOf(ScalarType t) { return t == ScalarType::kFloat32 ? 4 : 2; }
+using gn_tiling::BytesOf;
+using gn_tiling::NumElements;
+using gn_tiling::ShapeText;
 
 // Slices per channel of the HxW split (1: no split), from the shape only (see kSliceTargetTasks).
 int64_t HwSlices(int64_t N, int64_t C, int64_t L) {
@@ -67,22 +69,6 @@ void SplitTasks(int64_t numTasks, int64_t coreNum, GroupNormGradMsTilingData *t)
 }
 
 const char *const kInputNames[kNumSiluGradInputs] = {"dy", "mean", "rstd", "x", "gamma", "beta"};
-
-std::string ShapeText(const ShapeView &s) {
-  std::string text = "(";
-  for (int64_t i = 0; i < s.rank; ++i) text += (i ? ", " : "") + std::to_string(s.dims[i]);
-  return text + (s.rank == 1 ? ",)" : ")");
-}
-
-// Element count, or -1 when a dimension is negative (an unresolved dynamic dimension).
-int64_t NumElements(const ShapeView &s) {
-  int64_t n = 1;
-  for (int64_t i = 0; i < s.rank; ++i) {
-    if (s.dims[i] < 0) return -1;
-    n *= s.dims[i];
-  }
-  return n;
-}
 
 // The message names the operator (`op`): GroupNormGradMs or GroupNormSiluGradMs.
 int Reject(const char *op, int status, const std::string &text, std::string *message) {

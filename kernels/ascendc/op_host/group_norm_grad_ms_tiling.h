@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../op_kernel/group_norm_grad_ms_tiling_data.h"
+#include "tiling_shapes.h"
 
 namespace gnms {
 
@@ -15,7 +16,8 @@ namespace gnms {
 // norm/group_norm_grad/op_host/group_norm_grad_tiling.cpp: RESERVE_SAPCE = 1024).
 constexpr int64_t kUbReserveBytes = 1024;
 
-enum class ScalarType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+using gn_tiling::ScalarType;
+using gn_tiling::ShapeView;
 
 struct TilingInput {
   int64_t N = 0;
@@ -48,14 +50,6 @@ enum TilingStatus : int {
 enum InputIndex : int { kInputDy = 0, kInputMean = 1, kInputRstd = 2, kInputX = 3, kInputGamma = 4, kNumInputs = 5 };
 // GroupNormSiluGradMs takes GroupNormGradMs's inputs, then beta.
 enum SiluGradInputIndex : int { kInputBeta = 5, kNumSiluGradInputs = 6 };
-
-// One input's shape as the framework hands it to the host; present == false means the
-// framework gave no descriptor or shape for that input.
-struct ShapeView {
-  bool present = false;
-  const int64_t *dims = nullptr;  // rank values
-  int64_t rank = 0;
-};
 
 // Validates the inputs (OpDef order) and num_groups (nullptr: attribute absent) before any
 // size is derived from them: x has rank >= 2 and no negative dimension; dy has x's shape;

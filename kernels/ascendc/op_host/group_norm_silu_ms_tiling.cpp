@@ -39,7 +39,9 @@ constexpr int64_t kMaxBlockCoefBytes = 32 * 1024;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 int64_t AlignBytes(int64_t bytes) { return AlignUp(bytes, kBlockBytes); }
-int64_t BytesOf(ScalarType t) { return t == ScalarType::kFloat32 ? 4 : 2; }
+using gn_tiling::BytesOf;
+using gn_tiling::NumElements;
+using gn_tiling::ShapeText;
 
 int64_t ReduceWorkElems(int64_t maxCount) {
   // ReduceSum keeps one fp32 partial per 64-element repeat, rounded up to a block.
@@ -123,21 +125,6 @@ double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataByte
 }
 
 const char *const kInputNames[kNumInputs] = {"x", "gamma", "beta"};
-
-std::string ShapeText(const ShapeView &s) {
-  std::string text = "(";
-  for (int64_t i = 0; i < s.rank; ++i) text += (i ? ", " : "") + std::to_string(s.dims[i]);
-  return text + (s.rank == 1 ? ",)" : ")");
-}
-
-int64_t NumElements(const ShapeView &s) {
-  int64_t n = 1;
-  for (int64_t i = 0; i < s.rank; ++i) {
-    if (s.dims[i] < 0) return -1;
-    n *= s.dims[i];
-  }
-  return n;
-}
 
 int Reject(int status, const std::string &text, std::string *message) {
   if (message != nullptr) *message = "GroupNormSiluMs: " + text;

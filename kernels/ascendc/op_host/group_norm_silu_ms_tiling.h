@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../op_kernel/group_norm_silu_ms_tiling_data.h"
+#include "tiling_shapes.h"
 
 namespace gnsms {
 
@@ -26,7 +27,8 @@ constexpr int64_t kSliceEntryFloats = 8;  // (count, mean, M2) padded to 32 byte
 // event id of the 8 A2/A3 have (asc-devkit TQue简介.md, "TQue Buffer限制").
 constexpr int64_t kMaxRingSlots = 8;
 
-enum class ScalarType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+using gn_tiling::ScalarType;
+using gn_tiling::ShapeView;
 
 struct TilingInput {
   int64_t N = 0;
@@ -53,13 +55,6 @@ enum TilingStatus : int {
 
 // Positions of the inputs in the operator definition.
 enum InputIndex : int { kInputX = 0, kInputGamma = 1, kInputBeta = 2, kNumInputs = 3 };
-
-// One input's shape as the framework hands it to the host; present == false: no descriptor.
-struct ShapeView {
-  bool present = false;
-  const int64_t *dims = nullptr;
-  int64_t rank = 0;
-};
 
 // Validates the inputs (OpDef order) and num_groups (nullptr: attribute absent) before any
 // size is derived from them: x has rank >= 2 and no negative dimension; num_groups > 0 and

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tiling_shapes.h"
+
 namespace gnms_host {
 
 // The framework's log is not available to a plain custom-op project without extra
@@ -19,10 +21,9 @@ inline ge::graphStatus Refuse(const std::string &message) {
   return ge::GRAPH_FAILED;
 }
 
-// ge's float dtypes as a tiling function's ScalarType (gnms:: or gnsms::, the same three
-// enumerators); false for any other dtype.
-template <typename ScalarType>
-bool ToScalarType(ge::DataType dtype, ScalarType *out) {
+// ge's float dtypes as the tilings' ScalarType; false for any other dtype.
+inline bool ToScalarType(ge::DataType dtype, gn_tiling::ScalarType *out) {
+  using gn_tiling::ScalarType;
   switch (dtype) {
     case ge::DT_FLOAT: *out = ScalarType::kFloat32; return true;
     case ge::DT_FLOAT16: *out = ScalarType::kFloat16; return true;

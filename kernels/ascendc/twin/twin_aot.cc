@@ -34,7 +34,7 @@ bool ParseType(const char *name, gnms::ScalarType *t) {
   return true;
 }
 
-int64_t BytesOf(gnms::ScalarType t) { return t == gnms::ScalarType::kFloat32 ? 4 : 2; }
+using gn_tiling::BytesOf;
 
 int64_t NumElements(int ndim, const int64_t *shape) {
   int64_t total = 1;
