@@ -59,6 +59,10 @@ class ForwardKernel {
   void Run() {
     if (op_.points != nullptr && stats_.BySample()) {
       stats_.RunBySample([this](int64_t n) { SampleOutput(n); });
+    } else if (stats_.SmallGroupsBySample()) {  // each group's output as the group-wise schedule writes it
+      stats_.RunBySample([this](int64_t n) {
+        for (int64_t g = 0; g < s_.G; ++g) Output(n, g * s_.D(), s_.D());
+      });
     } else {
       stats_.Run([this](int64_t n, int64_t c_first, int64_t rows) { Output(n, c_first, rows); });
     }
