@@ -186,8 +186,9 @@ template <typename T, typename VectorAdd, typename ScalarAdd>
   return total;
 }
 
-// SumRow of `rows` rows of n <= kShortRow elements, kShortRowBatch rows at a time, for the
-// forward's statistics of many tiny groups (HxW = 1, a few channels per group). There a
+// SumRow of `rows` rows of n elements (any n up to kBlock; taken for n < V::kWidth, see
+// UseShortRows), kShortRowBatch rows at a time, for the forward's statistics of many tiny
+// groups (a few elements per group). There a
 // row's block set-up, lane stores and fold cost 50-100 times its elements (8000 x 64,
 // G = 32: 0.4x torch's forward). Each row gets SumRow's bits: element i goes to lane
 // i % kLanes by the same scalar add (add(lane, v, r), r the row) that SumRow's vector and
@@ -195,7 +196,6 @@ template <typename T, typename VectorAdd, typename ScalarAdd>
 // batch side by side so that the double adds run a vector across rows. Lanes past the row's
 // elements are +0 in SumRow; a lane is never -0 (0 + v is +0 for v = -0, and a sum is -0
 // only when both terms are), so leaving out the adds of those zeros changes no bit.
-constexpr int64_t kShortRow = 2 * kLanes;
 constexpr int kShortRowBatch = 16;
 template <typename T, typename ScalarAdd>
 [[gnu::always_inline]] inline void ShortRowSums(const T *x, int64_t n, int64_t rows, double *sums,
