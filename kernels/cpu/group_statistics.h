@@ -103,6 +103,7 @@ class GroupStatistics {
   // rstd (beyond a standard deviation of 8.5e37 the float32 rstd is subnormal).
   double MeanDouble(int64_t ng) const { return mean_d_[ng]; }
   double RstdDouble(int64_t ng) const { return rstd_d_[ng]; }
+  const double *RstdDoubles(int64_t ng) const { return rstd_d_ + ng; }  // from group ng on
   // Whether group ng's statistics came from the double loops (WideGroup); its y is then
   // computed in double too, from MeanDouble(ng) and RstdDouble(ng).
   bool Wide(int64_t ng) const { return wide_[ng] != 0; }

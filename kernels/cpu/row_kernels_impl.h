@@ -388,9 +388,17 @@ inline void Coefficients(double rstd, double rest, const double *gamma, const do
   }
 }
 
+inline void CoefficientsEach(const double *rstd, const double *rest, int64_t groups, int64_t rows, const double *gamma,
+                             const double *beta, float *scale, float *shift) {
+  for (int64_t k = 0; k < groups; ++k) {
+    Coefficients(rstd[k], rest[k], gamma + k * rows, beta + k * rows, rows, scale + k * rows, shift + k * rows);
+  }
+}
+
 template <typename T>
 RowKernels<T> MakeRowKernels() {
   return RowKernels<T>{&ReduceGrad<T>,       &Sum<T>,          &CenteredSquares<T>, &AffineGrad<T>,
                        &Normalize<T>,        &CenteredSum<T>,  &Coefficients,       &PointGradSums<T>,
-                       &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>};
+                       &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>,
+                       &CoefficientsEach};
 }
