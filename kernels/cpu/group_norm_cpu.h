@@ -83,32 +83,56 @@ class BackwardKernel {
   // The sums take each group's form as Reduce does (CentredSums), so a large-mean dy gives
   // dgamma no bias here either.
   void Sample(int64_t n, float *room) {
-    const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C, ng0 = n * G;
+    // The per-group work is unrolled for the few-channel groups of 2-D inputs: with D a
+    // compile-time constant the loops over a group's channels vanish, and the tests that
+    // send a group to the double loops become flags checked once per sample. (At 8000 x 64,
+    // G = 32, the per-group loops and branches were 3/4 of the backward.)
+    switch (s_.D()) {
+      case 1:
+        return SampleOf<1>(n, room);
+      case 2:
+        return SampleOf<2>(n, room);
+      case 3:
+        return SampleOf<3>(n, room);
+      case 4:
+        return SampleOf<4>(n, room);
+      default:
+        return SampleOf<0>(n, room);
+    }
+  }
+
+  // Sample with kD channels per group (0: s_.D(), known at run time only).
+  template <int kD>
+  void SampleOf(int64_t n, float *room) {
+    const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), nc = n * C, ng0 = n * G;
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
-    // one pass over the groups before the sums and one after them, each group's steps
-    // inlined: with a few channels per group the per-group loops and calls cost more than
-    // the points (8000 x 64, G = 32)
     // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
     // dx coefficients go there) holds mu for the points of centred groups and 0 elsewhere,
-    // filled only once a sample has such a group (ordinary data never has one).
+    // filled only once a sample has such a group.
     bool any_wide = false, any_centred = false;
     float *centre = a;
-    for (int64_t g = 0, c = 0; g < G; ++g) {
+    for (int64_t g = 0; g < G; ++g) {
       const float m = ToFloat(in_.mean[ng0 + g]), r = ToFloat(in_.rstd[ng0 + g]);
       any_wide |= wide::RstdOutsideFloatRange(r);
-      const bool centred = need_ds_ && CentredSums(m, r);
-      if (centred && !any_centred) std::fill(centre, centre + c, 0.0f);
-      any_centred |= centred;
-      for (const int64_t end = c + D; c < end; ++c) {
-        mu[c] = m;
-        if (any_centred) centre[c] = centred ? m : 0.0f;
-      }
+      for (int64_t d = 0; d < D; ++d) mu[g * D + d] = m;
+      if (!need_ds_ || !CentredSums(m, r)) continue;
+      if (!any_centred) std::fill(centre, centre + C, 0.0f);
+      any_centred = true;
+      for (int64_t d = 0; d < D; ++d) centre[g * D + d] = m;
     }
     if (any_wide) {
       for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);
     } else {
       rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, any_centred ? centre : nullptr, C, &sums_.db[nc],
                             need_ds_ ? &sums_.ds[nc] : nullptr);
+    }
+    // Every group's coefficients as GroupCoefficients and InputGrad form them, with their
+    // checks gathered in `plain`: a group whose sums overflowed, or whose rstd or
+    // coefficients leave the float32 range, sends the sample to the general loop below,
+    // which forms the same numbers with those groups' double paths.
+    if (!any_wide && mask_.dx && SampleCoefficients<kD>(n, a, b, c0)) {
+      rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
+      return;
     }
     for (int64_t g = 0, c = 0; g < G; ++g) {
       const int64_t ng = ng0 + g;
@@ -129,6 +153,49 @@ class BackwardKernel {
     } else {
       rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
     }
+  }
+
+  // Sample n's per-point dx coefficients a, b, c0 (and the groups' b and c0 in sums_), as
+  // GroupCoefficients and GroupInputGrad compute them on the float32 path: the same
+  // expressions in the same order, so the same bits. False when some group needs a double
+  // path (non-finite channel sums, rstd or a coefficient outside float32's range); the
+  // caller then takes the general loop, which redoes every group.
+  template <int kD>
+  [[gnu::always_inline]] inline bool SampleCoefficients(int64_t n, float *a, float *b, float *c0) {
+    const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), ng0 = n * G;
+    const double *db = &sums_.db[n * C], *ds = &sums_.ds[n * C];
+    bool plain = true;
+    for (int64_t g = 0; g < G; ++g) {
+      // GroupSums' chains (channel d in chain d % 4), unrolled by 4 as there so that the
+      // chains stay in registers when D is known only at run time
+      double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
+      auto add = [&](int64_t d, int k) __attribute__((always_inline)) {
+        const double gamma = gamma_[g * D + d];
+        s1_chain[k] += gamma * db[g * D + d];
+        if (need_ds_) t2_chain[k] += gamma * ds[g * D + d];
+      };
+      int64_t d = 0;
+      for (; d + kChainsOverChannels <= D; d += kChainsOverChannels) {
+        for (int k = 0; k < kChainsOverChannels; ++k) add(d + k, k);
+      }
+      for (int k = 0; d < D; ++d, ++k) add(d, k);
+      const double s1 = (s1_chain[0] + s1_chain[1]) + (s1_chain[2] + s1_chain[3]);
+      const double t2 = (t2_chain[0] + t2_chain[1]) + (t2_chain[2] + t2_chain[3]);
+      const double r = ToFloat(in_.rstd[ng0 + g]);
+      const double b_group = -r * r * r * t2 * inv_m_, c0_group = -r * s1 * inv_m_;
+      sums_.b[ng0 + g] = b_group;
+      sums_.c0[ng0 + g] = c0_group;
+      // bitwise, not short-circuit: no branch per group
+      plain &= std::isfinite(s1) & std::isfinite(t2) & !wide::RstdOutsideFloatRange(r) &
+               !wide::LostInFloat(b_group) & !wide::LostInFloat(c0_group);
+      const float b_float = static_cast<float>(b_group), c0_float = static_cast<float>(c0_group);
+      for (d = 0; d < D; ++d) {
+        a[g * D + d] = static_cast<float>(r * gamma_[g * D + d]);
+        b[g * D + d] = b_float;
+        c0[g * D + d] = c0_float;
+      }
+    }
+    return plain;
   }
 
   // db[n, c] and (when needed) ds[n, c] for `rows` channels of one group from c_first; every

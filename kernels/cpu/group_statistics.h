@@ -73,6 +73,12 @@ class GroupStatistics {
   // HxW = 1 with enough samples (SplitBySample): sample by sample, the statistics of its G
   // groups (as the group-wise schedule computes them), then output(n) for its C points.
   bool BySample() const { return SplitBySample(s_, ThreadsFor(s_.N * s_.C * s_.HxW)); }
+  // Groups of at most kShiftElements elements, any HxW, with enough samples: sample by sample
+  // too, so that SmallGroups sums all of a sample's groups in one call per sum (short rows
+  // such as 64 x 4 x 2, G = 4, spent most of their time in per-group calls and folds).
+  bool SmallGroupsBySample() const {
+    return group_size_ <= kShiftElements && s_.N >= ThreadsFor(s_.N * s_.C * s_.HxW);
+  }
   template <typename Output>
   void RunBySample(Output &&output) {
     const int64_t G = s_.G;
@@ -97,6 +103,7 @@ class GroupStatistics {
   // rstd (beyond a standard deviation of 8.5e37 the float32 rstd is subnormal).
   double MeanDouble(int64_t ng) const { return mean_d_[ng]; }
   double RstdDouble(int64_t ng) const { return rstd_d_[ng]; }
+  const double *RstdDoubles(int64_t ng) const { return rstd_d_ + ng; }  // from group ng on
   // Whether group ng's statistics came from the double loops (WideGroup); its y is then
   // computed in double too, from MeanDouble(ng) and RstdDouble(ng).
   bool Wide(int64_t ng) const { return wide_[ng] != 0; }

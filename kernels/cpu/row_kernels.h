@@ -92,6 +92,10 @@ struct RowKernels {
   // centered_sum and centered_squares of `rows` rows with a mean per row, mu[r]
   void (*centered_sum_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
   void (*centered_squares_each)(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums);
+  // coefficients for `groups` consecutive groups of `rows` channels each, group k with rstd[k] and
+  // rest[k]: the forward of HxW = 1 (its points), one call for a sample instead of one per group
+  void (*coefficients_each)(const double *rstd, const double *rest, int64_t groups, int64_t rows,
+                            const double *gamma, const double *beta, float *scale, float *shift);
 };
 
 // The form of the backward's sum of dy * (x - mu) over a row (both operators' reduce_grad),

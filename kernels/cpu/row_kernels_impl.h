@@ -186,8 +186,63 @@ template <typename T, typename VectorAdd, typename ScalarAdd>
   return total;
 }
 
+// SumRow of `rows` rows of n elements (any n up to kBlock; taken for n < V::kWidth, see
+// UseShortRows), kShortRowBatch rows at a time, for the forward's statistics of many tiny
+// groups (a few elements per group). There a
+// row's block set-up, lane stores and fold cost 50-100 times its elements (8000 x 64,
+// G = 32: 0.4x torch's forward). Each row gets SumRow's bits: element i goes to lane
+// i % kLanes by the same scalar add (add(lane, v, r), r the row) that SumRow's vector and
+// scalar steps compute alike, and the lanes fold by FoldLanes' tree, here with the rows of a
+// batch side by side so that the double adds run a vector across rows. Lanes past the row's
+// elements are +0 in SumRow; a lane is never -0 (0 + v is +0 for v = -0, and a sum is -0
+// only when both terms are), so leaving out the adds of those zeros changes no bit.
+constexpr int kShortRowBatch = 16;
+template <typename T, typename ScalarAdd>
+[[gnu::always_inline]] inline void ShortRowSums(const T *x, int64_t n, int64_t rows, double *sums,
+                                                ScalarAdd add) {
+  const int used = static_cast<int>(n < kLanes ? n : kLanes);  // lanes that get an element
+  const int fold_rows = (used + kFoldWidth - 1) / kFoldWidth;  // rows of 8 lanes to fold
+  for (int64_t r0 = 0; r0 < rows; r0 += kShortRowBatch) {
+    const int batch = static_cast<int>(rows - r0 < kShortRowBatch ? rows - r0 : kShortRowBatch);
+    float lanes[kLanes][kShortRowBatch];
+    for (int l = 0; l < fold_rows * kFoldWidth; ++l) {
+      for (int w = 0; w < kShortRowBatch; ++w) lanes[l][w] = 0.0f;
+    }
+    for (int w = 0; w < batch; ++w) {
+      const T *row = x + (r0 + w) * n;
+      for (int64_t i = 0; i < n; ++i) {
+        const int l = static_cast<int>(i % kLanes);
+        lanes[l][w] = add(lanes[l][w], ToFloat(row[i]), r0 + w);
+      }
+    }
+    double part[kFoldWidth][kShortRowBatch];  // FoldLanes, a row of the batch per column
+    for (int k = 0; k < kFoldWidth; ++k) {
+      for (int w = 0; w < kShortRowBatch; ++w) part[k][w] = lanes[k][w];
+    }
+    for (int row = 1; row < fold_rows; ++row) {
+      for (int k = 0; k < kFoldWidth; ++k) {
+        for (int w = 0; w < kShortRowBatch; ++w) part[k][w] += lanes[row * kFoldWidth + k][w];
+      }
+    }
+    for (int width = kFoldWidth / 2; width > 0; width /= 2) {
+      for (int k = 0; k < width; ++k) {
+        for (int w = 0; w < kShortRowBatch; ++w) part[k][w] += part[k + width][w];
+      }
+    }
+    for (int w = 0; w < batch; ++w) sums[r0 + w] = 0.0 + part[0][w];  // SumRow's total of one block
+  }
+}
+// Only rows shorter than a vector: from one vector up SumRow's vector steps and register fold
+// are faster than the scalar adds here (16-element rows: 1.8x slower here, AVX-512). Below
+// kShortRowsMin rows a batch is mostly empty columns and the row loop is as fast.
+constexpr int64_t kShortRowsMin = 4;
+inline bool UseShortRows(int64_t n, int64_t rows) { return n > 0 && n < V::kWidth && rows >= kShortRowsMin; }
+
 template <typename T>
 void Sum(const T *x, int64_t hxw, int64_t rows, double *sums) {
+  if (UseShortRows(hxw, rows)) {
+    return ShortRowSums(x, hxw, rows, sums, [](float lane, float v, int64_t) { return lane + v; });
+  }
   auto vector_add = [](typename V::reg acc, typename V::reg v) { return V::Add(acc, v); };
   auto scalar_add = [](float lane, float v) { return lane + v; };
   for (int64_t r = 0; r < rows; ++r) sums[r] = SumRow(x + r * hxw, hxw, vector_add, scalar_add);
@@ -218,13 +273,23 @@ void CenteredSquares(const T *x, float mu, int64_t hxw, int64_t rows, double *su
 // CenteredSum and CenteredSquares with a mean per row, mu[r]: the forward's statistics of
 // many small groups (HxW = 1, a few channels per group) in one call, each row summed exactly
 // as the one-row call with mu[r] sums it.
+// Short rows go through ShortRowSums with the scalar step of CenteredSum / CenteredSquares.
 template <typename T>
 void CenteredSumEach(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums) {
+  if (UseShortRows(hxw, rows)) {
+    return ShortRowSums(x, hxw, rows, sums, [mu](float lane, float v, int64_t r) { return lane + (v - mu[r]); });
+  }
   for (int64_t r = 0; r < rows; ++r) CenteredSum(x + r * hxw, mu[r], hxw, 1, sums + r);
 }
 
 template <typename T>
 void CenteredSquaresEach(const T *x, const float *mu, int64_t hxw, int64_t rows, double *sums) {
+  if (UseShortRows(hxw, rows)) {
+    return ShortRowSums(x, hxw, rows, sums, [mu](float lane, float v, int64_t r) {
+      const float d = v - mu[r];
+      return V::MulAdd(d, d, lane);
+    });
+  }
   for (int64_t r = 0; r < rows; ++r) CenteredSquares(x + r * hxw, mu[r], hxw, 1, sums + r);
 }
 
@@ -323,9 +388,17 @@ inline void Coefficients(double rstd, double rest, const double *gamma, const do
   }
 }
 
+inline void CoefficientsEach(const double *rstd, const double *rest, int64_t groups, int64_t rows, const double *gamma,
+                             const double *beta, float *scale, float *shift) {
+  for (int64_t k = 0; k < groups; ++k) {
+    Coefficients(rstd[k], rest[k], gamma + k * rows, beta + k * rows, rows, scale + k * rows, shift + k * rows);
+  }
+}
+
 template <typename T>
 RowKernels<T> MakeRowKernels() {
   return RowKernels<T>{&ReduceGrad<T>,       &Sum<T>,          &CenteredSquares<T>, &AffineGrad<T>,
                        &Normalize<T>,        &CenteredSum<T>,  &Coefficients,       &PointGradSums<T>,
-                       &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>};
+                       &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>,
+                       &CoefficientsEach};
 }
