@@ -40,6 +40,11 @@
  *   (x - shift) - mean(x - shift); mode 1 as (x - shift) * a_c + b_c with a_c = rstd * gamma_c
  *   and b_c = beta_c - mean(x - shift) * a_c (one Muls and one Adds per channel), neither
  *   with the rounding of the stored mean.
+ *   Mode 0 with HxW > 1 first tries x itself (ZeroCentredStats): mean = sum x / M and
+ *   var = sum x^2 / M - mean^2, kept when mean^2 <= var, and y = x * a_c + (beta_c - mean * a_c)
+ *   in two roundings; the shift's x - shift rounds every x far from it (one signed error per
+ *   binade) and its mean cancels to ulp(shift) when the mean is near 0. Other groups take the
+ *   two-pass statistics above.
  *   mode 2 (empty_groups, D * HxW == 0): mean = 0 and rstd = NaN (no variance), y empty.
  * rstd is computed on the vector unit (Duplicate, Sqrt, Div): the AscendC API documents no
  * scalar square root.
@@ -332,7 +337,9 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void IssueGroupLoad(int64_t task);
   __aicore__ inline float CentreAndSquare(const LocalTensor<float> &src, float shift, float *sum);
   __aicore__ inline void ResidentTask(int64_t task, int64_t end);
-  __aicore__ inline void RowsScaleShift(const LocalTensor<float> &xF, float rstd, uint32_t c0);
+  __aicore__ inline bool ZeroCentredStats(const LocalTensor<float> &src, float *mean, float *var);
+  __aicore__ inline void RowsScaleShift(const LocalTensor<float> &xF, float rstd, uint32_t c0,
+                                        const LocalTensor<float> &src, float mean);
 
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
