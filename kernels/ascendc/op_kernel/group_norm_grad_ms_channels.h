@@ -116,6 +116,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   LocalTensor<float> red = ReduceDst();
   const bool bcast = resident && t_->bcastElems > 0;  // then the group is one item (channels == cpi)
   if (bcast) BroadcastRows(rstd, c0 / t_->D);  // needs only gamma (beta): V works on it while the item loads
+  const Centring cen = CentringOf(mean, rstd);  // x - centre, then the sums less shift * db
   CascadeSum dbSum;
   CascadeSum dgSum;
   dbSum.Reset();
@@ -129,12 +130,12 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     LocalTensor<float> dyF = resident ? ResidentDy(local) : FloatBuf(0);
     LocalTensor<float> xF = resident ? ResidentX(local) : FloatBuf(1);
     LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
-    TakeItem(span, mean, dyF, xF);
+    TakeItem(span, cen.centre, dyF, xF);
     // Mode 0 without SILU keeps x - mean resident: its dx then multiplies x - mean by
     // XhatFactor * b, as the channel split's dx does, so the tiling's choice between the two
     // (it depends on the core count) gives the same bits.
     LocalTensor<float> xhat = (resident && !SILU) ? tmp : xF;
-    Muls(xhat, xF, XhatFactor(mean, rstd), span);
+    Muls(xhat, xF, XhatFactor(cen.centre, rstd), span);
     if constexpr (SILU) {  // dz -> g (mode 0: the resident dy, once for both passes); -t in tmp
       if (affineUnsynced_ && !bcast) {  // (the broadcast path reads gamma/beta on the vector unit only)
         Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads
@@ -143,10 +144,16 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
       if (bcast) {  // AffineT's products and sums, every row at once: each row's whole stride, as
         // AffineT's rows but the last (whose padding it leaves: here computed too, in bounds, unused)
         const uint8_t repeats = static_cast<uint8_t>(rows);
-        Mul(tmp, xF, RowBlocks(0), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+        if (cen.shift != 0.0f) {  // xhat - shift first, as AffineT does
+          Adds(tmp, xF, -cen.shift, static_cast<int32_t>(rows * stride));
+          Mul(tmp, tmp, RowBlocks(0), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+        } else {
+          Mul(tmp, xF, RowBlocks(0), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+        }
         Add(tmp, tmp, RowBlocks(1), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
       } else {
-        AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, -swishScale_, rows, stride, len);  // -t
+        AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, -swishScale_, rows, stride, len,
+                cen.shift);  // -t
       }
       SwishGradFromNegT(dyF, tmp, FloatBuf(resident ? 1 : 3), Ones(), span);
     }
@@ -183,6 +190,17 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     }
   }
   if (chunks > 1) Sync<HardEvent::S_V>();  // vector and MTE3 readers of db/dg follow the scalar writes
+  if (cen.shift != 0.0f) {
+    // dg = sum dy * (x - centre) * factor - shift * db, each channel's on its own (the same bits
+    // whether a call has one channel or the group's D), in pieces of the work buffer
+    LocalTensor<float> tmp = FloatBuf(resident ? 0 : 2);
+    for (int64_t first = 0; first < channels; first += t_->chunkElems) {
+      const int32_t count = static_cast<int32_t>(channels - first < t_->chunkElems ? channels - first
+                                                                                   : t_->chunkElems);
+      Muls(tmp, db[first], cen.shift, count);
+      Sub(dg[first], dg[first], tmp, count);
+    }
+  }
 }
 
 // dx of slice `slice` of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with
@@ -192,6 +210,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd,
     const LocalTensor<float> &gamma, int64_t gammaIndex, float b, float e, bool frontTaken) {
   const bool aligned = t_->copyAligned != 0;
+  // xhat = (x - centre) * factor - shift (CentringOf): dx = a_c dy - b (x - centre) factor - (e - b shift)
+  const Centring cen = CentringOf(mean, rstd);
+  if (cen.shift != 0.0f) e -= b * cen.shift;
   if (t_->mode == GNG_MODE_GROUP_RESIDENT) {  // items of channelsPerItem channels, one store each
     const int32_t L = static_cast<int32_t>(t_->HxW);
     const int64_t cpi = t_->channelsPerItem;
@@ -210,7 +231,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
         }
       }
       // SILU: the resident x is xhat (the swish gradient needed it); else x - mean (ChannelSums).
-      Muls(tmp, ResidentX(local), SILU ? b : XhatFactor(mean, rstd) * b, span);
+      Muls(tmp, ResidentX(local), SILU ? b : XhatFactor(cen.centre, rstd) * b, span);
       Sub(dyRes, dyRes, tmp, span);
       StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW, L, dyRes, -e, aligned, rows);
     }
@@ -243,7 +264,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
       DxFront(len, mean, rstd, gamma, gammaIndex + local, heldFirst > 0 ? item : -1, rows);
     }
     // SILU: xF is xhat; else x - mean, and rstd * (x - mean) * b = xhat * b
-    Muls(xF, xF, SILU ? b : XhatFactor(mean, rstd) * b, span);
+    Muls(xF, xF, SILU ? b : XhatFactor(cen.centre, rstd) * b, span);
     Sub(dyF, dyF, xF, span);
     const int64_t start = slice * t_->sliceElems + chunk * t_->chunkElems;
     StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned, rows);
@@ -292,10 +313,11 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
   LocalTensor<float> xF = FloatBuf(1);
   const int64_t stride = t_->residentStride;
   const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
-  TakeItem(span, mean, dyF, xF, true, dxItem);
+  const Centring cen = CentringOf(mean, rstd);  // as the sums pass
+  TakeItem(span, cen.centre, dyF, xF, true, dxItem);
   if constexpr (SILU) {
-    Muls(xF, xF, XhatFactor(mean, rstd), span);  // xhat
-    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, rows, stride, len);  // -t
+    Muls(xF, xF, XhatFactor(cen.centre, rstd), span);  // xhat + shift
+    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, rows, stride, len, cen.shift);  // -t
     SwishGradFromNegT(dyF, FloatBuf(2), FloatBuf(3), Ones(), span);
   }
   for (int64_t r = 0; r < rows; ++r) {

@@ -45,6 +45,28 @@ __aicore__ inline int64_t HwOneCoefElems(int64_t rows) {
 // The factor that turns the centred x of TakeCentredX into xhat.
 __aicore__ inline float XhatFactor(float mean, float rstd) { return rstd / CentringScale(mean); }
 
+// The point a group's x is centred on before the sums dg = sum dy * xhat (modes 0-2), chosen
+// per group from its mean and rstd alone, so every tiling, core count and pass chooses alike.
+//  * |mean| * rstd <= 1: x itself (centre 0), and the sums are taken of dy * (x * rstd), minus
+//    shift * sum dy with shift = mean * rstd. Rounding x - mean would give every x of one binade
+//    the same signed error (mean's offset from that binade's grid): under a dy of large mean
+//    (CANN's ATK data: dy ~ N(mu, sigma), |mu| up to 100) those errors add up into a bias of
+//    dgamma instead of cancelling. The products x * rstd and dy * (x * rstd) round
+//    independently, and with |mean| at most the spread the subtraction cancels little.
+//  * beyond: x - mean as before (shift 0), which keeps a mean far above the spread out of the
+//    products; there most x lie within a factor 2 of the mean and x - mean is exact.
+// xhat is then (x - centre) * XhatFactor - shift: the sums subtract shift * db per channel, dx
+// takes b * shift into its constant, and the swish gradient's t its argument minus shift.
+struct Centring {
+  float centre;
+  float shift;
+};
+__aicore__ inline Centring CentringOf(float mean, float rstd) {
+  const float ratio = (mean < 0.0f ? -mean : mean) * rstd;
+  if (ratio <= 1.0f) return Centring{0.0f, mean * rstd};  // false for NaN: those keep x - mean
+  return Centring{mean, 0.0f};
+}
+
 // A channel-split phase-1 task: HxW slice `slice` of channel c of sample n, in group g
 // (group = n * G + g, the index of its mean/rstd).
 struct ChannelTask {

@@ -67,7 +67,7 @@ __aicore__ inline void CentreInPlace(int64_t len, float mean, const LocalTensor<
   const float scale = CentringScale(mean);
   const int32_t n = static_cast<int32_t>(len);
   if (scale != 1.0f) Muls(dst, dst, scale, n);  // the rare path (bf16 data)
-  Adds(dst, dst, -mean * scale, n);
+  if (mean != 0.0f) Adds(dst, dst, -mean * scale, n);  // (x + -0 is x: nothing to do for centre 0)
 }
 
 // (x - mean) * CentringScale(mean) of x in `src` (a staging buffer or a held copy) to `dst`.

@@ -40,6 +40,13 @@
  *   (x - shift) - mean(x - shift); mode 1 as (x - shift) * a_c + b_c with a_c = rstd * gamma_c
  *   and b_c = beta_c - mean(x - shift) * a_c (one Muls and one Adds per channel), neither
  *   with the rounding of the stored mean.
+ *   Mode 0 with HxW > 1 first tries x itself (ZeroCentredStats): mean = sum x / M and
+ *   var = sum x^2 / M - mean^2, kept when mean^2 <= var, and y = x * a_c + (beta_c - mean * a_c)
+ *   in two roundings; the shift's x - shift rounds every x far from it (one signed error per
+ *   binade) and its mean cancels to ulp(shift) when the mean is near 0. Other groups take the
+ *   two-pass statistics above. Mode 1 takes shift 0 for a group whose first 32 bytes hold both
+ *   signs (ChunkedShift, alike on every block of a split group), and a chunk of it its sums of
+ *   x and x^2 where its mean^2 <= its var (ChunkMoments).
  *   mode 2 (empty_groups, D * HxW == 0): mean = 0 and rstd = NaN (no variance), y empty.
  * rstd is computed on the vector unit (Duplicate, Sqrt, Div): the AscendC API documents no
  * scalar square root.
@@ -120,13 +127,16 @@ class KernelGroupNormSiluMs {
       if (first + 1 < end) IssueGroupLoad(first + 1);
       for (int64_t task = first; task < end; ++task) ResidentTask(task, end);
     } else if (t_->ringParts != 0) {
+      if (first < end) IssueHead(first);  // ahead of the parts: the first group's shift waits on it alone
       RingBegin(first, end);
       for (int64_t task = first; task < end; ++task) RingTask(task);
     } else if (t_->sliceCount == 1 && t_->staged != 0) {
+      if (first < end) IssueHead(first);
       IssueStage(first);
       IssueBlockCoefs(first, end);
       for (int64_t task = first; task < end; ++task) StagedTask(task, task + 1 < end);
     } else if (t_->sliceCount == 1) {
+      if (first < end) IssueHead(first);
       StreamBegin(first, end, 0, 1);
       IssueBlockCoefs(first, end);
       for (int64_t task = first; task < end; ++task) ChunkedTask(task);
@@ -297,6 +307,49 @@ class KernelGroupNormSiluMs {
   // larger than the spread costs the sums no digits.
   __aicore__ inline float GroupShift(int64_t group) { return ToF32(xGm_.GetValue(group * groupElems_)); }
 
+  // The shift of a chunked group (mode 1, every task of it alike): 0 when the group's first 32
+  // bytes hold both signs (or a 0), else GroupShift. Values of both signs are taken as the mark of
+  // a mean within the spread (a heuristic: a group of large mean whose first values straddle 0 has
+  // its statistics in x's units, as torch's are, instead of exact). There the shift's x - shift
+  // rounds every x far from it with one signed error per binade, and shift + mean(x - shift)
+  // cancels to ulp(shift) when the mean is near 0; from x itself (shift 0) both are gone. A group
+  // whose first values have one sign keeps the first element, whose x - shift is exact near it
+  // (a mean far above the spread). The bytes come
+  // in by one DMA into slicesInBuf_ (free before SyncAll, and after it once its entries are read:
+  // scalar reads, done before the scalar unit issues the next DMA, as the backward's stat window).
+  // A block's whole groups (sliceCount 1) have the next group's bytes issued as a group starts
+  // (IssueHead), so that its wait is not one DMA latency a group; split groups load and wait at once.
+  __aicore__ inline int64_t HeadElems() const {
+    return groupElems_ < 32 / static_cast<int64_t>(sizeof(T)) ? groupElems_ : 32 / static_cast<int64_t>(sizeof(T));
+  }
+  __aicore__ inline void IssueHead(int64_t group) {
+    LocalTensor<T> head = slicesInBuf_.Get<float>().template ReinterpretCast<T>();
+    DataCopyExtParams copy{1, static_cast<uint32_t>(HeadElems() * sizeof(T)), 0, 0, 0};
+    DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
+    DataCopyPad(head, xGm_[group * groupElems_], copy, pad);
+    headEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until TakeHead has waited
+    SetFlag<HardEvent::MTE2_S>(headEvent_);
+  }
+  __aicore__ inline float ChunkedShift(int64_t group) {
+    IssueHead(group);
+    return TakeHead();
+  }
+  __aicore__ inline float TakeHead() {
+    WaitFlag<HardEvent::MTE2_S>(headEvent_);
+    pipe_->ReleaseEventID<HardEvent::MTE2_S>(headEvent_);
+    const int64_t n = HeadElems();
+    LocalTensor<T> head = slicesInBuf_.Get<float>().template ReinterpretCast<T>();
+    float low = ToF32(head.GetValue(0));
+    float high = low;
+    for (int64_t i = 1; i < n; ++i) {
+      const float v = ToF32(head.GetValue(static_cast<uint32_t>(i)));
+      low = v < low ? v : low;
+      high = v > high ? v : high;
+    }
+    const float first = ToF32(head.GetValue(0));
+    return (low <= 0.0f && high >= 0.0f) ? 0.0f : first;  // NaN: false, the first element
+  }
+
   // Keeps the mean and rstd of group (n * G + g) for the block's next store of statistics
   // (a block records consecutive groups).
   __aicore__ inline void RecordStats(int64_t group, float mean, float rstd, bool noVariance) {
@@ -332,7 +385,9 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void IssueGroupLoad(int64_t task);
   __aicore__ inline float CentreAndSquare(const LocalTensor<float> &src, float shift, float *sum);
   __aicore__ inline void ResidentTask(int64_t task, int64_t end);
-  __aicore__ inline void RowsScaleShift(const LocalTensor<float> &xF, float rstd, uint32_t c0);
+  __aicore__ inline bool ZeroCentredStats(const LocalTensor<float> &src, float *mean, float *var);
+  __aicore__ inline void RowsScaleShift(const LocalTensor<float> &xF, float rstd, uint32_t c0,
+                                        const LocalTensor<float> &src, float mean);
 
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
@@ -436,6 +491,7 @@ class KernelGroupNormSiluMs {
   int64_t blockEnd_ = 0;
   bool xfShifted_ = false;  // XF() holds a split block's one chunk as x - shift (SliceStatsTask)
   bool entryInFlight_ = false;  // a slice entry's copy to the workspace may still be running
+  int32_t headEvent_ = 0;  // the MTE2 -> S event of the head load in flight (IssueHead)
   // staged chunks: the task's x buffer (taken from the x queue) and whether items come from it
   bool staged_ = false;
   LocalTensor<T> stage_;

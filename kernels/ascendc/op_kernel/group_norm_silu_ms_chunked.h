@@ -88,6 +88,20 @@ __aicore__ inline ChunkStats KernelGroupNormSiluMs<T, U>::ChunkMoments(const Loc
   LocalTensor<float> tmp = Tmp();
   const int32_t n = static_cast<int32_t>(len);
   const float nb = static_cast<float>(len);
+  if (shift == 0.0f) {  // (ChunkedShift) from x itself: sum x and sum x^2, kept where mean^2 <= var
+    // (at most a factor 2 cancelled), else the two passes below: x - mean would round every x of
+    // one binade with the same signed error, x^2 rounds on its own
+    Mul(tmp, src, src, n);
+    const float sum = SumRows(src, 1, len);
+    TakeBlockCoefs();  // the block's first chunk: its gamma/beta have landed by now
+    const float squares = SumRows(tmp, 1, len);
+    const float mb = sum / nb;
+    const float m2b = squares - sum * mb;
+    if (InSafeRange(sum) && InSafeRange(squares) && mb * mb * nb <= m2b && m2b >= 0x1p-100f) {  // false for NaN
+      *inRange = true;
+      return ChunkStats{nb, mb, m2b, scaled};
+    }
+  }
   Adds(tmp, src, -shift, n);
   const float sum = SumRows(tmp, 1, len);
   const float mb = sum / nb;
@@ -225,7 +239,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
 // A whole group in one block: both passes.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::ChunkedTask(int64_t task) {
-  const float shift = GroupShift(TaskGroup(task));
+  const float shift = TakeHead();  // (issued by Process, or by the block's previous task)
+  if (task + 1 < blockEnd_) IssueHead(TaskGroup(task + 1));
   ChanCascade stats;
   SliceStats(task, shift, &stats);
   const ChunkStats total = stats.Total();
@@ -249,7 +264,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StagedTask(int64_t task, boo
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task) {
   ChanCascade stats;
-  sliceShift_ = GroupShift(TaskGroup(task));  // kept for the y pass of the block's last slice
+  sliceShift_ = ChunkedShift(TaskGroup(task));  // kept for the y pass of the block's last slice
   SliceStats(task, sliceShift_, &stats);
   const ChunkStats total = stats.Total();
   LocalTensor<float> entry = sliceOutBuf_.Get<float>();
@@ -294,7 +309,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutputTask(int64_t task
                          count < 0.0f});
   }
   const ChunkStats total = stats.Total();
-  const float shift = task + 1 == blockEnd_ ? sliceShift_ : GroupShift(group);
+  const float shift = task + 1 == blockEnd_ ? sliceShift_ : ChunkedShift(group);
   const float rstd = GroupRstd(group, shift, total, task % slices == 0);
   FlushStats();  // the group's owner stores mean/rstd now, ahead of its y on the MTE3 queue
   SliceOutput(task, shift, total, rstd);

@@ -28,6 +28,28 @@ __aicore__ inline float KernelGroupNormSiluMs<T, U>::CentreAndSquare(const Local
   return offset;
 }
 
+// The statistics of a group whose mean is at most its spread, from x itself (no shift):
+// mean = sum x / M and var = sum x^2 / M - mean^2 (Tmp() = x^2). Centring on a shift (the group's
+// first element) would round x - shift for every x not near it, each x of one binade with the same
+// signed error, and the mean shift + mean(x - shift) would cancel up to ulp(shift) / |mean| when
+// the mean is near 0; x and x^2 round on their own. With mean^2 <= var the subtraction cancels at
+// most a factor 2. False (nothing recorded) for any other group, or one whose sums are out of the
+// safe range or whose variance is below 2^-100 (squares near fp32's underflow): those take the
+// two-pass statistics of x - shift.
+template <typename T, typename U>
+__aicore__ inline bool KernelGroupNormSiluMs<T, U>::ZeroCentredStats(const LocalTensor<float> &src, float *mean,
+                                                                   float *var) {
+  const int32_t span = static_cast<int32_t>(t_->rows * t_->rowPitch);
+  Mul(Tmp(), src, src, span);
+  const float sum = SumRows(src, t_->rows, t_->rowLen);
+  TakeBlockCoefs();  // the block's first group: its gamma/beta (issued after its x) have landed by now
+  const float squares = SumRows(Tmp(), t_->rows, t_->rowLen);  // its V -> S wait also covers gamma/beta
+  if (!InSafeRange(sum) || !InSafeRange(squares)) return false;
+  *mean = sum * invM_;
+  *var = squares * invM_ - *mean * *mean;
+  return *mean * *mean <= *var && *var >= 0x1p-100f;  // false for NaN
+}
+
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, int64_t end) {
   const bool loadAhead = task + 2 < end;  // the load two groups ahead (one more is in flight)
@@ -47,10 +69,42 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
     IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
     IssueRows(betaQue_, betaGm_, g * t_->D, 1, t_->D);
   }
+  float zeroMean = 0.0f;
+  float zeroVar = 0.0f;
+  const bool zeroCentred = t_->vectorCoef == 0 && ZeroCentredStats(src, &zeroMean, &zeroVar);
+  if (taskCoef && t_->vectorCoef == 0) {  // ordered before the scalar reads by Rstd's (or the squares') V -> S
+    TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
+    TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
+  }
+  if (zeroCentred) {
+    // y = x * a_c + (beta_c - mean * a_c), a_c = rstd * gamma_c: two roundings, from x itself
+    const float rstd = Rstd(zeroVar, t_->eps);
+    RecordStats(task, zeroMean, rstd, false);
+    const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_);
+    if (t_->bcastElems > 0) {
+      RowsScaleShift(xF, rstd, c0, src, zeroMean);
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        Muls(xF[r * t_->rowPitch], src[r * t_->rowPitch], rstd * GammaF().GetValue(c0 + r),
+             static_cast<int32_t>(t_->rowPitch));
+      }
+    }
+    xAheadQue_.FreeTensor(staging);  // x is read (the Muls above): its buffer may take the next load
+    if (loadAhead && t_->xBuffers == 2) IssueGroupLoad(task + 2);
+    if (t_->bcastElems == 0) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float a = rstd * GammaF().GetValue(c0 + r);
+        Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(c0 + r) - zeroMean * a,
+             static_cast<int32_t>(t_->rowPitch));
+      }
+    }
+    StoreRows(task * groupElems_, rows, len, span, xF);
+    return;
+  }
   const float shift = GroupShift(task);
   float sum = 0.0f;
   float offset = CentreAndSquare(src, shift, &sum);
-  if (taskCoef) {
+  if (taskCoef && t_->vectorCoef != 0) {
     TakeAsFloat<U>(gammaQue_, t_->coefElems, GammaF());
     TakeAsFloat<U>(betaQue_, t_->coefElems, BetaF());
   }
@@ -74,7 +128,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
     Mul(xF, xF, GammaF(), span);
     Add(xF, xF, BetaF(), span);
   } else if (t_->bcastElems > 0) {
-    RowsScaleShift(xF, rstd, static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_));
+    RowsScaleShift(xF, rstd, static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_), xF, 0.0f);
   } else {
     const int32_t pitch = static_cast<int32_t>(t_->rowPitch);
     const uint32_t c0 = static_cast<uint32_t>(taskCoef ? 0 : g * t_->D - coefBase_);  // the group's first channel in the arrays
@@ -97,9 +151,12 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
 // its row's block in every one of its 8 DataBlocks (block stride 0 reuses the first DataBlock,
 // .../SIMD计算说明/高维切分.md) and the next row's block at the next repeat. Instead of a Muls and
 // an Adds a row: the same products and sums, in 5 vector instructions a group.
+// From ZeroCentredStats: src is x itself and the shifts are beta_c - mean * rstd * gamma_c (Tmp() holds
+// the products); from the two-pass statistics src is x - mean in xF and `mean` is 0.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsScaleShift(const LocalTensor<float> &xF, float rstd,
-                                                                uint32_t c0) {
+                                                                uint32_t c0, const LocalTensor<float> &src,
+                                                                float mean) {
   const int64_t rows = t_->rows;
   const int64_t rows8 = (rows + FLOATS_PER_BLOCK - 1) / FLOATS_PER_BLOCK * FLOATS_PER_BLOCK;
   LocalTensor<float> scale = bcastBuf_.Get<float>();
@@ -108,9 +165,13 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsScaleShift(const LocalTe
   Brcb(scale, GammaF()[c0], brcbRepeats, BrcbRepeatParams(1, 8));
   Brcb(shift, BetaF()[c0], brcbRepeats, BrcbRepeatParams(1, 8));
   Muls(scale, scale, rstd, static_cast<int32_t>(FLOATS_PER_BLOCK * rows));
+  if (mean != 0.0f) {  // (a span of the group is at least 8 floats a row: Tmp() holds them)
+    Muls(Tmp(), scale, mean, static_cast<int32_t>(FLOATS_PER_BLOCK * rows));
+    Sub(shift, shift, Tmp(), static_cast<int32_t>(FLOATS_PER_BLOCK * rows));
+  }
   const uint8_t pitch = static_cast<uint8_t>(t_->rowPitch / FLOATS_PER_BLOCK);  // blocks between rows (<= 8)
   const BinaryRepeatParams params(1, 1, 0, pitch, pitch, 1);
-  Mul(xF, xF, scale, static_cast<uint64_t>(t_->rowLen), static_cast<uint8_t>(rows), params);
+  Mul(xF, src, scale, static_cast<uint64_t>(t_->rowLen), static_cast<uint8_t>(rows), params);
   Add(xF, xF, shift, static_cast<uint64_t>(t_->rowLen), static_cast<uint8_t>(rows), params);
 }
 

@@ -100,7 +100,8 @@ __aicore__ inline LocalTensor<float> KernelGroupNormSiluMs<T, U>::RingItem(int64
 // A whole group: the statistics of its parts in order (the first R kept), then y.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingTask(int64_t task) {
-  const float shift = GroupShift(task);
+  const float shift = TakeHead();  // (issued by Process, or by the block's previous task)
+  if (task + 1 < blockEnd_) IssueHead(task + 1);
   ChanCascade stats;
   stats.Reset();
   for (int64_t part = 0; part < t_->ringParts; ++part) {

@@ -28,11 +28,15 @@ using namespace AscendC;
 // from xhat): gk = k * gamma_c and bk = k * beta_c, read by the scalar unit. Every row's Muls,
 // then every row's Adds: each Adds depends on its row's Muls, so in row order the compiler puts
 // a V barrier before every Adds; in this order one barrier serves them all (same values).
+// shift: `xhat` holds xhat + shift (the backward's centring, group_norm_grad_ms_common.h
+// CentringOf); t is then formed from xhat + shift - shift, one more instruction (none for 0).
 __aicore__ inline void AffineT(const LocalTensor<float> &t, const LocalTensor<float> &xhat,
                                const LocalTensor<float> &gamma, const LocalTensor<float> &beta, int64_t index,
-                               float k, int64_t rows, int64_t stride, int32_t len) {
+                               float k, int64_t rows, int64_t stride, int32_t len, float shift = 0.0f) {
+  if (shift != 0.0f) Adds(t, xhat, -shift, static_cast<int32_t>((rows - 1) * stride + len));
+  const LocalTensor<float> &from = shift != 0.0f ? t : xhat;
   for (int64_t r = 0; r < rows; ++r) {
-    Muls(t[r * stride], xhat[r * stride], gamma.GetValue(index + r) * k,
+    Muls(t[r * stride], from[r * stride], gamma.GetValue(index + r) * k,
          r + 1 < rows ? static_cast<int32_t>(stride) : len);
   }
   for (int64_t r = 0; r < rows; ++r) {
