@@ -8,7 +8,7 @@
 # modes against the float64 reference (ms_groupnorm/reference.py), swish_scale 1 and
 # 1.7, masks, the GroupNormSiLU layer, dynamic shapes; and a timing table against the built-in. Ends with one line: "VERDICT: PASS ..." or "VERDICT: FAIL ...".
 #
-# Minimum versions: MindSpore 2.10 (Ascend wheel) and CANN 8.2; see build.sh.
+# Minimum versions: MindSpore 2.7.1 (Ascend wheel; 2.7.1 to 2.10 are supported) and CANN 8.2; see build.sh.
 #
 # Exit status: 0 all passed, 1 a test failed, 2 no CANN / build failed.
 # Environment: ASCEND_HOME_PATH (CANN, default /usr/local/Ascend/ascend-toolkit/latest),
