@@ -204,7 +204,7 @@ def test_the_ub_reserve_moves_a_plan_down_the_ladder():
 
 
 # ---------------------------------------------------------------- host input validation
-# gnms::CheckInputs: what the CANN tiling and InferShape run before deriving any size, so
+# ms_groupnorm::grad_tiling::CheckInputs: what the CANN tiling and InferShape run before deriving any size, so
 # that a bad call fails with a message instead of the kernel reading GM out of bounds.
 GOOD = dict(dy=(2, 6, 5), mean=(2, 3), rstd=(2, 3), x=(2, 6, 5), gamma=(6,), num_groups=3)
 

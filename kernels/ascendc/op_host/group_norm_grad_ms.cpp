@@ -1,6 +1,6 @@
 /*
  * CANN registration of GroupNormGradMs: operator definition, InferShape/InferDataType and
- * the tiling entry, which only translates the TilingContext into a gnms::TilingInput and
+ * the tiling entry, which only translates the TilingContext into a ms_groupnorm::grad_tiling::TilingInput and
  * calls the plain tiling function (group_norm_grad_ms_tiling.cpp), the one the CPU twin
  * and the tests run (through group_norm_grad_ms_host.h, shared with GroupNormSiluGradMs).
  *
@@ -16,9 +16,9 @@
 #include "group_norm_grad_ms_host.h"
 
 namespace {
-using gnms_host::ReadBoolAttr;
-using gnms_host::Refuse;
-using InputShapes = gnms_host::InputShapes<gnms::ShapeView, gnms::kNumInputs>;
+using ms_groupnorm::op_host::ReadBoolAttr;
+using ms_groupnorm::op_host::Refuse;
+using InputShapes = ms_groupnorm::op_host::InputShapes<ms_groupnorm::grad_tiling::ShapeView, ms_groupnorm::grad_tiling::kNumInputs>;
 
 constexpr const char *kOpName = "GroupNormGradMs";
 constexpr size_t kAttrNumGroups = 0;
@@ -30,7 +30,7 @@ constexpr size_t kAttrDbetaIsRequire = 3;
 ge::graphStatus CheckInputs(const InputShapes &shapes, const gert::RuntimeAttrs *attrs) {
   const int64_t *numGroups = attrs == nullptr ? nullptr : attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   std::string message;
-  if (gnms::CheckInputs(shapes.views, numGroups, &message) != gnms::kTilingOk) return Refuse(message);
+  if (ms_groupnorm::grad_tiling::CheckInputs(shapes.views, numGroups, &message) != ms_groupnorm::grad_tiling::kTilingOk) return Refuse(message);
   return ge::GRAPH_SUCCESS;
 }
 }  // namespace
@@ -42,13 +42,13 @@ static ge::graphStatus GroupNormGradMsTiling(gert::TilingContext *context) {
   shapes.FromTiling(context);
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   if (CheckInputs(shapes, attrs) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-  gnms::TilingInput in;
-  gnms_host::SetSizes(shapes.views[gnms::kInputX], &in);
+  ms_groupnorm::grad_tiling::TilingInput in;
+  ms_groupnorm::op_host::SetSizes(shapes.views[ms_groupnorm::grad_tiling::kInputX], &in);
   in.G = *attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   in.dxRequired = ReadBoolAttr(attrs, kAttrDxIsRequire, true);  // optional attributes default to true
   in.dgammaRequired = ReadBoolAttr(attrs, kAttrDgammaIsRequire, true);
   in.dbetaRequired = ReadBoolAttr(attrs, kAttrDbetaIsRequire, true);
-  return gnms_host::TileGradKernel(context, kOpName, in);
+  return ms_groupnorm::op_host::TileGradKernel(context, kOpName, in);
 }
 }  // namespace optiling
 
@@ -59,12 +59,12 @@ static graphStatus GroupNormGradMsInferShape(gert::InferShapeContext *context) {
   InputShapes shapes;
   shapes.FromInferShape(context);
   if (CheckInputs(shapes, context->GetAttrs()) != GRAPH_SUCCESS) return GRAPH_FAILED;
-  return gnms_host::InferGradShapes(context, kOpName);
+  return ms_groupnorm::op_host::InferGradShapes(context, kOpName);
 }
 
 static graphStatus GroupNormGradMsInferDataType(gert::InferDataTypeContext *context) {
   if (context == nullptr) return Refuse("GroupNormGradMs InferDataType: null context");
-  return gnms_host::InferGradDataTypes(context);
+  return ms_groupnorm::op_host::InferGradDataTypes(context);
 }
 }  // namespace ge
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-namespace gnms {
+namespace ms_groupnorm::grad_tiling {
 namespace {
 
 constexpr int64_t kElemAlign = 16;       // 16 elements are 32 bytes of fp16/bf16 and 64 bytes of fp32
@@ -38,9 +38,9 @@ constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels a
 constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
-using gn_tiling::BytesOf;
-using gn_tiling::NumElements;
-using gn_tiling::ShapeText;
+using ms_groupnorm::tiling::BytesOf;
+using ms_groupnorm::tiling::NumElements;
+using ms_groupnorm::tiling::ShapeText;
 
 // Slices per channel of the HxW split (1: no split), from the shape only (see kSliceTargetTasks).
 int64_t HwSlices(int64_t N, int64_t C, int64_t L) {
@@ -459,4 +459,4 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   return kTilingOk;
 }
 
-}  // namespace gnms
+}  // namespace ms_groupnorm::grad_tiling

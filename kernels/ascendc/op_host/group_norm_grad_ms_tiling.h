@@ -10,14 +10,14 @@
 #include "../op_kernel/group_norm_grad_ms_tiling_data.h"
 #include "tiling_shapes.h"
 
-namespace gnms {
+namespace ms_groupnorm::grad_tiling {
 
 // UB bytes the plan leaves unused, as CANN's own GroupNormGrad tiling does (hicann/ops-nn
 // norm/group_norm_grad/op_host/group_norm_grad_tiling.cpp: RESERVE_SAPCE = 1024).
 constexpr int64_t kUbReserveBytes = 1024;
 
-using gn_tiling::ScalarType;
-using gn_tiling::ShapeView;
+using ms_groupnorm::tiling::ScalarType;
+using ms_groupnorm::tiling::ShapeView;
 
 struct TilingInput {
   int64_t N = 0;
@@ -76,6 +76,6 @@ int64_t UserWorkspaceBytes(const GroupNormGradMsTilingData &t);
 // Human-readable name of a tiling mode, for logs and test ids.
 const char *ModeName(int64_t mode);
 
-}  // namespace gnms
+}  // namespace ms_groupnorm::grad_tiling
 
 #endif  // GROUP_NORM_GRAD_MS_TILING_H

@@ -21,7 +21,7 @@
 
 #include "group_norm_grad_ms_tiling.h"
 
-namespace gnms {
+namespace ms_groupnorm::grad_tiling {
 namespace {
 
 constexpr int64_t kBlockBytes = 32;
@@ -125,6 +125,6 @@ int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes, int64_t
 }
 
 }  // namespace
-}  // namespace gnms
+}  // namespace ms_groupnorm::grad_tiling
 
 #endif  // GROUP_NORM_GRAD_MS_UB_H

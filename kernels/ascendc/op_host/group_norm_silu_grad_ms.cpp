@@ -18,10 +18,10 @@
 #include "group_norm_grad_ms_host.h"
 
 namespace {
-using gnms_host::ReadBoolAttr;
-using gnms_host::ReadFloatAttr;
-using gnms_host::Refuse;
-using InputShapes = gnms_host::InputShapes<gnms::ShapeView, gnms::kNumSiluGradInputs>;
+using ms_groupnorm::op_host::ReadBoolAttr;
+using ms_groupnorm::op_host::ReadFloatAttr;
+using ms_groupnorm::op_host::Refuse;
+using InputShapes = ms_groupnorm::op_host::InputShapes<ms_groupnorm::grad_tiling::ShapeView, ms_groupnorm::grad_tiling::kNumSiluGradInputs>;
 
 constexpr const char *kOpName = "GroupNormSiluGradMs";
 constexpr size_t kAttrNumGroups = 0;
@@ -36,7 +36,7 @@ ge::graphStatus CheckInputs(const InputShapes &shapes, const gert::RuntimeAttrs 
   const int64_t *numGroups = attrs == nullptr ? nullptr : attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   const float *swishScale = attrs == nullptr ? nullptr : attrs->GetAttrPointer<float>(kAttrSwishScale);
   std::string message;
-  if (gnms::CheckSiluGradInputs(shapes.views, numGroups, swishScale, &message) != gnms::kTilingOk) {
+  if (ms_groupnorm::grad_tiling::CheckSiluGradInputs(shapes.views, numGroups, swishScale, &message) != ms_groupnorm::grad_tiling::kTilingOk) {
     return Refuse(message);
   }
   return ge::GRAPH_SUCCESS;
@@ -50,22 +50,22 @@ static ge::graphStatus GroupNormSiluGradMsTiling(gert::TilingContext *context) {
   shapes.FromTiling(context);
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   if (CheckInputs(shapes, attrs) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-  const gert::CompileTimeTensorDesc *gammaDesc = context->GetInputDesc(gnms::kInputGamma);
-  const gert::CompileTimeTensorDesc *betaDesc = context->GetInputDesc(gnms::kInputBeta);
-  const gert::CompileTimeTensorDesc *meanDesc = context->GetInputDesc(gnms::kInputMean);
+  const gert::CompileTimeTensorDesc *gammaDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputGamma);
+  const gert::CompileTimeTensorDesc *betaDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputBeta);
+  const gert::CompileTimeTensorDesc *meanDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputMean);
   if (gammaDesc == nullptr || betaDesc == nullptr || meanDesc == nullptr ||
       gammaDesc->GetDataType() != meanDesc->GetDataType() || betaDesc->GetDataType() != meanDesc->GetDataType()) {
     return Refuse("GroupNormSiluGradMs: 'gamma' and 'beta' must have the dtype of 'mean'");
   }
-  gnms::TilingInput in;
-  gnms_host::SetSizes(shapes.views[gnms::kInputX], &in);
+  ms_groupnorm::grad_tiling::TilingInput in;
+  ms_groupnorm::op_host::SetSizes(shapes.views[ms_groupnorm::grad_tiling::kInputX], &in);
   in.G = *attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   in.silu = true;
   in.swishScale = ReadFloatAttr(attrs, kAttrSwishScale, kDefaultSwishScale);
   in.dxRequired = ReadBoolAttr(attrs, kAttrDxIsRequire, true);
   in.dgammaRequired = ReadBoolAttr(attrs, kAttrDgammaIsRequire, true);
   in.dbetaRequired = ReadBoolAttr(attrs, kAttrDbetaIsRequire, true);
-  return gnms_host::TileGradKernel(context, kOpName, in);
+  return ms_groupnorm::op_host::TileGradKernel(context, kOpName, in);
 }
 }  // namespace optiling
 
@@ -75,12 +75,12 @@ static graphStatus GroupNormSiluGradMsInferShape(gert::InferShapeContext *contex
   InputShapes shapes;
   shapes.FromInferShape(context);
   if (CheckInputs(shapes, context->GetAttrs()) != GRAPH_SUCCESS) return GRAPH_FAILED;
-  return gnms_host::InferGradShapes(context, kOpName);
+  return ms_groupnorm::op_host::InferGradShapes(context, kOpName);
 }
 
 static graphStatus GroupNormSiluGradMsInferDataType(gert::InferDataTypeContext *context) {
   if (context == nullptr) return Refuse("GroupNormSiluGradMs InferDataType: null context");
-  return gnms_host::InferGradDataTypes(context);
+  return ms_groupnorm::op_host::InferGradDataTypes(context);
 }
 }  // namespace ge
 

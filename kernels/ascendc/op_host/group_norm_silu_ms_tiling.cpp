@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <string>
 
-namespace gnsms {
+namespace ms_groupnorm::forward_tiling {
 namespace {
 
 constexpr int64_t kBlockBytes = 32;
@@ -39,9 +39,9 @@ constexpr int64_t kMaxBlockCoefBytes = 32 * 1024;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 int64_t AlignBytes(int64_t bytes) { return AlignUp(bytes, kBlockBytes); }
-using gn_tiling::BytesOf;
-using gn_tiling::NumElements;
-using gn_tiling::ShapeText;
+using ms_groupnorm::tiling::BytesOf;
+using ms_groupnorm::tiling::NumElements;
+using ms_groupnorm::tiling::ShapeText;
 
 int64_t ReduceWorkElems(int64_t maxCount) {
   // ReduceSum keeps one fp32 partial per 64-element repeat, rounded up to a block.
@@ -438,4 +438,4 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
   return kTilingOk;
 }
 
-}  // namespace gnsms
+}  // namespace ms_groupnorm::forward_tiling

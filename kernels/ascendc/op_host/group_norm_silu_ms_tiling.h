@@ -10,7 +10,7 @@
 #include "../op_kernel/group_norm_silu_ms_tiling_data.h"
 #include "tiling_shapes.h"
 
-namespace gnsms {
+namespace ms_groupnorm::forward_tiling {
 
 // UB bytes the plan leaves unused, as CANN's own GroupNorm kernels' tilings do (see
 // group_norm_grad_ms_tiling.h).
@@ -27,8 +27,8 @@ constexpr int64_t kSliceEntryFloats = 8;  // (count, mean, M2) padded to 32 byte
 // event id of the 8 A2/A3 have (asc-devkit TQue简介.md, "TQue Buffer限制").
 constexpr int64_t kMaxRingSlots = 8;
 
-using gn_tiling::ScalarType;
-using gn_tiling::ShapeView;
+using ms_groupnorm::tiling::ScalarType;
+using ms_groupnorm::tiling::ShapeView;
 
 struct TilingInput {
   int64_t N = 0;
@@ -79,6 +79,6 @@ int64_t UserWorkspaceBytes(const GroupNormSiluMsTilingData &t);
 // Human-readable name of a tiling mode, for logs and test ids.
 const char *ModeName(int64_t mode);
 
-}  // namespace gnsms
+}  // namespace ms_groupnorm::forward_tiling
 
 #endif  // GROUP_NORM_SILU_MS_TILING_H

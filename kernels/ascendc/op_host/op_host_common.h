@@ -12,7 +12,7 @@
 
 #include "tiling_shapes.h"
 
-namespace gnms_host {
+namespace ms_groupnorm::op_host {
 
 // The framework's log is not available to a plain custom-op project without extra
 // headers; stderr reaches the user's console and the plog of the process.
@@ -22,8 +22,8 @@ inline ge::graphStatus Refuse(const std::string &message) {
 }
 
 // ge's float dtypes as the tilings' ScalarType; false for any other dtype.
-inline bool ToScalarType(ge::DataType dtype, gn_tiling::ScalarType *out) {
-  using gn_tiling::ScalarType;
+inline bool ToScalarType(ge::DataType dtype, ms_groupnorm::tiling::ScalarType *out) {
+  using ms_groupnorm::tiling::ScalarType;
   switch (dtype) {
     case ge::DT_FLOAT: *out = ScalarType::kFloat32; return true;
     case ge::DT_FLOAT16: *out = ScalarType::kFloat16; return true;
@@ -69,6 +69,6 @@ struct InputShapes {
   }
 };
 
-}  // namespace gnms_host
+}  // namespace ms_groupnorm::op_host
 
 #endif  // GNMS_OP_HOST_COMMON_H

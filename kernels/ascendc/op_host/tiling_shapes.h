@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace gn_tiling {
+namespace ms_groupnorm::tiling {
 
 enum class ScalarType : int { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
 
@@ -38,6 +38,6 @@ inline int64_t NumElements(const ShapeView &s) {
   return n;
 }
 
-}  // namespace gn_tiling
+}  // namespace ms_groupnorm::tiling
 
 #endif  // GROUP_NORM_MS_TILING_SHAPES_H

@@ -70,11 +70,11 @@ using namespace AscendC;
 
 constexpr int32_t FLOATS_PER_BLOCK = 8;
 constexpr uint32_t FLOAT_QNAN_BITS = 0x7FC00000U;
-constexpr int64_t MAX_SLICES = 64;  // gnsms::kMaxSlices
+constexpr int64_t MAX_SLICES = 64;  // ms_groupnorm::forward_tiling::kMaxSlices
 // a split group's slice in the workspace: count (negative when the slice's statistics are in the
 // units of x * SCALE_DOWN: a slice has at least one element), mean, M2
 constexpr int64_t SLICE_ENTRY_FLOATS = 3;
-constexpr int64_t MAX_RING_SLOTS = 8;  // gnsms::kMaxRingSlots
+constexpr int64_t MAX_RING_SLOTS = 8;  // ms_groupnorm::forward_tiling::kMaxRingSlots
 
 // pass 2 of an item: the group's centring and coefficients (a = rstd * gamma_c and
 // b = beta_c - centre * a per channel: y = (x - shift) * a + b, one Muls and one Adds a row)

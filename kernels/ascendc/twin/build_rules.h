@@ -44,7 +44,7 @@ enum KernelMetaType : uint8_t {
   KERNEL_TYPE_MAX,
 };
 
-namespace twin_rules {
+namespace twin::rules {
 
 // ---------------------------------------------------------------- tiling keys
 constexpr bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -114,15 +114,15 @@ inline void CheckSyncAllKernelType() {
   }
 }
 
-}  // namespace twin_rules
+}  // namespace twin::rules
 
 #define GNMS_TWIN_STRINGIZE_(x) #x
 #define GNMS_TWIN_EXPANDED_TEXT_(x) GNMS_TWIN_STRINGIZE_(x)
 
 #define TILING_KEY_IS(key) \
-  (::twin_rules::TilingKeyIs<::twin_rules::IsNumericKeyText(GNMS_TWIN_EXPANDED_TEXT_(key))>((key)))
-#define KERNEL_TASK_TYPE_DEFAULT(type) ::twin_rules::DeclareDefault((type), #type)
+  (::twin::rules::TilingKeyIs<::twin::rules::IsNumericKeyText(GNMS_TWIN_EXPANDED_TEXT_(key))>((key)))
+#define KERNEL_TASK_TYPE_DEFAULT(type) ::twin::rules::DeclareDefault((type), #type)
 #define KERNEL_TASK_TYPE(key, type) \
-  ::twin_rules::DeclareForKey<::twin_rules::IsNumericKeyText(GNMS_TWIN_EXPANDED_TEXT_(key))>((key), (type), #type)
+  ::twin::rules::DeclareForKey<::twin::rules::IsNumericKeyText(GNMS_TWIN_EXPANDED_TEXT_(key))>((key), (type), #type)
 
 #endif  // GNMS_TWIN_BUILD_RULES_H

@@ -72,14 +72,14 @@ enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL 
   static_assert(std::is_trivially_copyable<type>::value, "tiling data must be a plain struct")
 #define GET_TILING_DATA_WITH_STRUCT(type, var, tilingPtr) \
   type var;                                               \
-  ::twin_api::ReadTiling(&(var), (tilingPtr), sizeof(type))
+  ::twin::api::ReadTiling(&(var), (tilingPtr), sizeof(type))
 
-namespace twin_api {
+namespace twin::api {
 inline void ReadTiling(void *dst, const uint8_t *tiling, size_t bytes) {
   twin::CheckGm(tiling, bytes, "GET_TILING_DATA");
   std::memcpy(dst, tiling, bytes);
 }
-}  // namespace twin_api
+}  // namespace twin::api
 
 namespace AscendC {
 

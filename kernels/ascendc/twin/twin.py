@@ -40,7 +40,7 @@ DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 MODE_NAMES = {0: "group_resident", 1: "channel_two_pass", 2: "hw_chunks", 3: "hw_one"}
 TILING_STATUS = {1: "bad shape", 2: "bad dtype pair", 3: "bad platform", 4: "does not fit in UB", 5: "missing input"}
-UB_RESERVE = 1024  # bytes of UB the host tiling leaves unused (gnms::kUbReserveBytes)
+UB_RESERVE = 1024  # bytes of UB the host tiling leaves unused (ms_groupnorm::grad_tiling::kUbReserveBytes)
 UB_910B = 196608  # Atlas A2 (Ascend910B) vector core UB, 192 KiB
 
 
@@ -185,7 +185,7 @@ def _check_inputs(check_function, shapes, num_groups):
 
 
 def twin_check_inputs(dy, mean, rstd, x, gamma, num_groups):
-    """The host's input validation (gnms::CheckInputs) on shapes given as tuples; None stands
+    """The host's input validation (ms_groupnorm::grad_tiling::CheckInputs) on shapes given as tuples; None stands
     for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
     return _check_inputs(_twin_cdll().GnmsTwinCheckInputs, (dy, mean, rstd, x, gamma), num_groups)
 
@@ -285,7 +285,7 @@ def twin_probe(name, block_dim=4, core_num=48, ub_bytes=UB_910B, policy="concurr
 
 # ---------------------------------------------------------------- the forward twin: ctypes calls
 FORWARD_MODE_NAMES = {0: "group_resident", 1: "chunked", 2: "empty_groups"}
-# The forward host tiling leaves the same UB_RESERVE unused (gnsms::kUbReserveBytes).
+# The forward host tiling leaves the same UB_RESERVE unused (ms_groupnorm::forward_tiling::kUbReserveBytes).
 
 
 @functools.lru_cache(maxsize=None)
@@ -330,13 +330,13 @@ def forward_tiling(N, C, HxW, G, data_dtype="float32", param_dtype=None, eps=1e-
 
 
 def forward_check_inputs(x, gamma, beta, num_groups):
-    """The host's input validation (gnsms::CheckInputs) on shapes given as tuples; None stands
+    """The host's input validation (ms_groupnorm::forward_tiling::CheckInputs) on shapes given as tuples; None stands
     for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
     return _check_inputs(_forward_cdll().GnsmsTwinCheckInputs, (x, gamma, beta), num_groups)
 
 
 def forward_check_dtypes(x, gamma, beta):
-    """The host's dtype rule (gnsms::CheckDtypes) on dtype names. Returns (status, message)."""
+    """The host's dtype rule (ms_groupnorm::forward_tiling::CheckDtypes) on dtype names. Returns (status, message)."""
     error = ctypes.create_string_buffer(1024)
     status = _forward_cdll().GnsmsTwinCheckDtypes(DTYPE_CODES[x], DTYPE_CODES[gamma], DTYPE_CODES[beta], error,
                                                   len(error))

@@ -25,16 +25,16 @@ namespace {
 
 using namespace ms_groupnorm;  // NOLINT: the status codes of aot_status.h
 
-bool ParseType(const char *name, gnms::ScalarType *t) {
+bool ParseType(const char *name, ms_groupnorm::grad_tiling::ScalarType *t) {
   if (name == nullptr) return false;
-  if (std::strcmp(name, "float32") == 0) *t = gnms::ScalarType::kFloat32;
-  else if (std::strcmp(name, "float16") == 0) *t = gnms::ScalarType::kFloat16;
-  else if (std::strcmp(name, "bfloat16") == 0) *t = gnms::ScalarType::kBFloat16;
+  if (std::strcmp(name, "float32") == 0) *t = ms_groupnorm::grad_tiling::ScalarType::kFloat32;
+  else if (std::strcmp(name, "float16") == 0) *t = ms_groupnorm::grad_tiling::ScalarType::kFloat16;
+  else if (std::strcmp(name, "bfloat16") == 0) *t = ms_groupnorm::grad_tiling::ScalarType::kBFloat16;
   else return false;
   return true;
 }
 
-using gn_tiling::BytesOf;
+using ms_groupnorm::tiling::BytesOf;
 
 int64_t NumElements(int ndim, const int64_t *shape) {
   int64_t total = 1;
@@ -54,14 +54,14 @@ bool ReadBool(mindspore::AotExtra *extra, const char *name) {
 }
 
 // The raw pattern of 1.0 in the statistics dtype.
-std::vector<uint8_t> Ones(int64_t count, gnms::ScalarType t) {
+std::vector<uint8_t> Ones(int64_t count, ms_groupnorm::grad_tiling::ScalarType t) {
   std::vector<uint8_t> out(static_cast<size_t>(count * BytesOf(t)));
   const float one = 1.0f;
   const uint16_t half_one = 0x3C00;
   const uint16_t bf16_one = 0x3F80;
   for (int64_t i = 0; i < count; ++i) {
-    if (t == gnms::ScalarType::kFloat32) std::memcpy(&out[i * 4], &one, 4);
-    else std::memcpy(&out[i * 2], t == gnms::ScalarType::kFloat16 ? &half_one : &bf16_one, 2);
+    if (t == ms_groupnorm::grad_tiling::ScalarType::kFloat32) std::memcpy(&out[i * 4], &one, 4);
+    else std::memcpy(&out[i * 2], t == ms_groupnorm::grad_tiling::ScalarType::kFloat16 ? &half_one : &bf16_one, 2);
   }
   return out;
 }
@@ -77,7 +77,7 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   }
   auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
   if (ndims[kX] < 2 || ndims[kX] > 8) return kBadRank;
-  gnms::TilingInput in;
+  ms_groupnorm::grad_tiling::TilingInput in;
   in.N = shapes[kX][0];
   in.C = shapes[kX][1];
   in.HxW = NumElements(ndims[kX] - 2, shapes[kX] + 2);
@@ -92,7 +92,7 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   in.dgammaRequired = ReadBool(extra, "dgamma_is_require");
   in.dbetaRequired = ReadBool(extra, "dbeta_is_require");
   if (!ParseType(dtypes[kX], &in.dataType) || !ParseType(dtypes[kMean], &in.statType)) return kBadDtype;
-  gnms::ScalarType other;
+  ms_groupnorm::grad_tiling::ScalarType other;
   if (!ParseType(dtypes[kDy], &other) || other != in.dataType) return kBadDtype;
   for (int i : {kRstd, kGamma}) {
     if (!ParseType(dtypes[i], &other) || other != in.statType) return kBadDtype;
@@ -118,8 +118,8 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   in.ubBytes = EnvInt("MS_GROUPNORM_TWIN_UB", 196608);
   in.coreNum = EnvInt("MS_GROUPNORM_TWIN_CORES", 48);
   GroupNormGradMsTilingData tiling;
-  const int tilingStatus = gnms::ComputeTiling(in, &tiling);
-  if (tilingStatus != gnms::kTilingOk) {
+  const int tilingStatus = ms_groupnorm::grad_tiling::ComputeTiling(in, &tiling);
+  if (tilingStatus != ms_groupnorm::grad_tiling::kTilingOk) {
     std::fprintf(stderr, "ms_groupnorm twin: tiling failed with status %d\n", tilingStatus);
     return kBadShape;
   }
@@ -138,10 +138,10 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   }
   const int64_t dataBytes = BytesOf(in.dataType);
   const int64_t statBytes = BytesOf(in.statType);
-  gnms_twin::LaunchBuffers buffers;
-  void *ptrs[gnms_twin::kLaunchBuffers] = {params[kDy],  params[kMean],   params[kRstd],  params[kX], gamma,
+  twin::launch::LaunchBuffers buffers;
+  void *ptrs[twin::launch::kLaunchBuffers] = {params[kDy],  params[kMean],   params[kRstd],  params[kX], gamma,
                                            params[kDx], params[kDgamma], params[kDbeta], beta};
-  const int64_t bytes[gnms_twin::kLaunchBuffers] = {numel * dataBytes,
+  const int64_t bytes[twin::launch::kLaunchBuffers] = {numel * dataBytes,
                                                     in.N * in.G * statBytes,
                                                     in.N * in.G * statBytes,
                                                     numel * dataBytes,
@@ -150,7 +150,7 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
                                                     in.dgammaRequired ? in.C * statBytes : 0,
                                                     in.dbetaRequired ? in.C * statBytes : 0,
                                                     silu ? in.C * statBytes : 0};
-  for (int i = 0; i < gnms_twin::kLaunchBuffers; ++i) {
+  for (int i = 0; i < twin::launch::kLaunchBuffers; ++i) {
     buffers.ptr[i] = ptrs[i];
     buffers.bytes[i] = bytes[i];
   }
@@ -162,7 +162,7 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   config.saturation = EnvInt("MS_GROUPNORM_TWIN_SATURATION", 0) != 0;  // 1: saturation overflow mode
   config.seed = static_cast<uint64_t>(EnvInt("MS_GROUPNORM_TWIN_SEED", 0));
   std::string error;
-  if (gnms_twin::LaunchKernel(buffers, tiling, gnms::TilingKeyFor(in.dataType, in.statType), config, &error) != 0) {
+  if (twin::launch::LaunchKernel(buffers, tiling, ms_groupnorm::grad_tiling::TilingKeyFor(in.dataType, in.statType), config, &error) != 0) {
     std::fprintf(stderr, "ms_groupnorm twin: kernel fault: %s\n", error.c_str());
     return kKernelFault;
   }

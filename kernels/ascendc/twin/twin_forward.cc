@@ -36,29 +36,29 @@ void CopyError(const std::string &message, char *error, int errorLen) {
 
 GNMS_TWIN_EXPORT const char *GnsmsTwinTilingFields() { return kForwardTilingFields; }
 
-// dataType/paramType: 0 float32, 1 float16, 2 bfloat16. Returns a gnsms::TilingStatus.
+// dataType/paramType: 0 float32, 1 float16, 2 bfloat16. Returns a ms_groupnorm::forward_tiling::TilingStatus.
 GNMS_TWIN_EXPORT int GnsmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G, int dataType, int paramType,
                                      double eps, int activateSilu, double swishScale, int64_t ubBytes,
                                      int64_t coreNum, int64_t *tilingOut, int64_t *tilingKeyOut) {
-  if (dataType < 0 || dataType > 2 || paramType < 0 || paramType > 2) return gnsms::kTilingBadDtype;
-  gnsms::TilingInput in;
+  if (dataType < 0 || dataType > 2 || paramType < 0 || paramType > 2) return ms_groupnorm::forward_tiling::kTilingBadDtype;
+  ms_groupnorm::forward_tiling::TilingInput in;
   in.N = N;
   in.C = C;
   in.HxW = HxW;
   in.G = G;
-  in.dataType = static_cast<gnsms::ScalarType>(dataType);
-  in.paramType = static_cast<gnsms::ScalarType>(paramType);
+  in.dataType = static_cast<ms_groupnorm::forward_tiling::ScalarType>(dataType);
+  in.paramType = static_cast<ms_groupnorm::forward_tiling::ScalarType>(paramType);
   in.eps = static_cast<float>(eps);
   in.activateSilu = activateSilu != 0;
   in.swishScale = static_cast<float>(swishScale);
   in.ubBytes = ubBytes;
   in.coreNum = coreNum;
   GroupNormSiluMsTilingData t;
-  const int status = gnsms::ComputeTiling(in, &t);
-  if (status != gnsms::kTilingOk) return status;
+  const int status = ms_groupnorm::forward_tiling::ComputeTiling(in, &t);
+  if (status != ms_groupnorm::forward_tiling::kTilingOk) return status;
   std::memcpy(tilingOut, &t, kForwardIntFields * sizeof(int64_t));
-  *tilingKeyOut = gnsms::TilingKeyFor(in.dataType, in.paramType);
-  return gnsms::kTilingOk;
+  *tilingKeyOut = ms_groupnorm::forward_tiling::TilingKeyFor(in.dataType, in.paramType);
+  return ms_groupnorm::forward_tiling::kTilingOk;
 }
 
 // Runs the kernel on the twin. buffers: x, gamma, beta, y, mean, rstd with their sizes in
@@ -81,7 +81,7 @@ GNMS_TWIN_EXPORT int GnsmsTwinLaunch(void *const *buffers, const int64_t *buffer
   }
   regions.push_back({tilingGm.data(), tilingGm.size(), "tiling"});
   // The user workspace (slice statistics of split groups), as the framework allocates it.
-  const size_t workspaceBytes = static_cast<size_t>(gnsms::UserWorkspaceBytes(t));
+  const size_t workspaceBytes = static_cast<size_t>(ms_groupnorm::forward_tiling::UserWorkspaceBytes(t));
   std::vector<float> workspace(workspaceBytes / sizeof(float) + 1);
   if (workspaceBytes > 0) regions.push_back({workspace.data(), workspaceBytes, "workspace"});
   twin::Config config;
@@ -107,9 +107,9 @@ GNMS_TWIN_EXPORT int GnsmsTwinLaunch(void *const *buffers, const int64_t *buffer
 // shapes back to back. numGroups == nullptr: the attribute is absent.
 GNMS_TWIN_EXPORT int GnsmsTwinCheckInputs(const int64_t *dims, const int64_t *ranks, const int64_t *numGroups,
                                           char *error, int errorLen) {
-  gnsms::ShapeView shapes[gnsms::kNumInputs];
+  ms_groupnorm::forward_tiling::ShapeView shapes[ms_groupnorm::forward_tiling::kNumInputs];
   const int64_t *next = dims;
-  for (int i = 0; i < gnsms::kNumInputs; ++i) {
+  for (int i = 0; i < ms_groupnorm::forward_tiling::kNumInputs; ++i) {
     if (ranks[i] < 0) continue;
     shapes[i].present = true;
     shapes[i].dims = next;
@@ -117,15 +117,15 @@ GNMS_TWIN_EXPORT int GnsmsTwinCheckInputs(const int64_t *dims, const int64_t *ra
     next += ranks[i];
   }
   std::string message;
-  const int status = gnsms::CheckInputs(shapes, numGroups, &message);
+  const int status = ms_groupnorm::forward_tiling::CheckInputs(shapes, numGroups, &message);
   CopyError(message, error, errorLen);
   return status;
 }
 
 GNMS_TWIN_EXPORT int GnsmsTwinCheckDtypes(int x, int gamma, int beta, char *error, int errorLen) {
   std::string message;
-  const int status = gnsms::CheckDtypes(static_cast<gnsms::ScalarType>(x), static_cast<gnsms::ScalarType>(gamma),
-                                        static_cast<gnsms::ScalarType>(beta), &message);
+  const int status = ms_groupnorm::forward_tiling::CheckDtypes(static_cast<ms_groupnorm::forward_tiling::ScalarType>(x), static_cast<ms_groupnorm::forward_tiling::ScalarType>(gamma),
+                                        static_cast<ms_groupnorm::forward_tiling::ScalarType>(beta), &message);
   CopyError(message, error, errorLen);
   return status;
 }

@@ -52,7 +52,7 @@ int64_t EnvInt(const char *name, int64_t fallback) {
   return value == nullptr || *value == '\0' ? fallback : std::strtoll(value, nullptr, 10);
 }
 
-// The twin's dtype code (gnsms::ScalarType) of a float32/float16/bfloat16 DType.
+// The twin's dtype code (ms_groupnorm::forward_tiling::ScalarType) of a float32/float16/bfloat16 DType.
 int TwinType(DType t) { return t == DType::kFloat32 ? 0 : t == DType::kFloat16 ? 1 : 2; }
 
 int64_t BytesOf(DType t) { return t == DType::kFloat32 ? 4 : 2; }
@@ -101,7 +101,7 @@ int RunOnTwin(void **params, const ForwardTensors &call, const GroupNormSizes &s
   int64_t key = 0;
   const int tiling_status = GnsmsTwinTiling(s.N, s.C, s.HxW, s.G, TwinType(data), TwinType(stat), eps,
                                             activate_silu ? 1 : 0, swish_k, ub, cores, tiling, &key);
-  if (tiling_status != gnsms::kTilingOk) {
+  if (tiling_status != ms_groupnorm::forward_tiling::kTilingOk) {
     std::fprintf(stderr, "ms_groupnorm twin: forward tiling failed with status %d\n", tiling_status);
     return kBadShape;
   }

@@ -1,4 +1,4 @@
-// C API for ctypes: the host-side input validation of GroupNormGradMs (gnms::CheckInputs,
+// C API for ctypes: the host-side input validation of GroupNormGradMs (ms_groupnorm::grad_tiling::CheckInputs,
 // the plain function the CANN tiling and InferShape call), so that tests can make every
 // rejection the host must give, missing descriptors included.
 #include <cstring>
@@ -9,12 +9,12 @@
 #define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 // ranks[i] < 0: input i has no descriptor/shape; dims holds the present shapes back to back.
-// numGroups == nullptr: the attribute is absent. Returns a gnms::TilingStatus and the message.
+// numGroups == nullptr: the attribute is absent. Returns a ms_groupnorm::grad_tiling::TilingStatus and the message.
 GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ranks, const int64_t *numGroups,
                                          char *error, int errorLen) {
-  gnms::ShapeView shapes[gnms::kNumInputs];
+  ms_groupnorm::grad_tiling::ShapeView shapes[ms_groupnorm::grad_tiling::kNumInputs];
   const int64_t *next = dims;
-  for (int i = 0; i < gnms::kNumInputs; ++i) {
+  for (int i = 0; i < ms_groupnorm::grad_tiling::kNumInputs; ++i) {
     if (ranks[i] < 0) continue;
     shapes[i].present = true;
     shapes[i].dims = next;
@@ -22,7 +22,7 @@ GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ran
     next += ranks[i];
   }
   std::string message;
-  const int status = gnms::CheckInputs(shapes, numGroups, &message);
+  const int status = ms_groupnorm::grad_tiling::CheckInputs(shapes, numGroups, &message);
   if (error != nullptr && errorLen > 0) {
     std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
     error[errorLen - 1] = '\0';

@@ -40,7 +40,7 @@ void CopyError(const std::string &message, char *error, int errorLen) {
 
 }  // namespace
 
-namespace gnms_twin {
+namespace twin::launch {
 
 int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &tiling, int64_t tilingKey,
                  const twin::Config &config, std::string *error) {
@@ -51,9 +51,9 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
   // start at zero is cleared by the kernel, e.g. with Fill, 张量变换/Fill-97.md; atomic adds do not
   // clear GM, simd_atomic/asc_set_atomic_add.md): quiet NaNs here, so that a kernel reading a cell
   // no task wrote, or adding into one, gets NaN instead of the zeros a plain allocation would give.
-  std::vector<float> workspace(static_cast<size_t>(gnms::UserWorkspaceBytes(tiling) / sizeof(float)) + 1,
+  std::vector<float> workspace(static_cast<size_t>(ms_groupnorm::grad_tiling::UserWorkspaceBytes(tiling) / sizeof(float)) + 1,
                                std::numeric_limits<float>::quiet_NaN());
-  const size_t workspaceBytes = static_cast<size_t>(gnms::UserWorkspaceBytes(tiling));
+  const size_t workspaceBytes = static_cast<size_t>(ms_groupnorm::grad_tiling::UserWorkspaceBytes(tiling));
   static const char *const kNames[kLaunchBuffers] = {"dy", "mean", "rstd", "x", "gamma", "dx", "dgamma", "dbeta",
                                                      "beta"};
   std::vector<twin::GmRegion> regions;
@@ -79,23 +79,23 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
       error);
 }
 
-}  // namespace gnms_twin
+}  // namespace twin::launch
 
 GNMS_TWIN_EXPORT const char *GnmsTwinTilingFields() { return kTilingFields; }
 
 // dataType/statType: 0 float32, 1 float16, 2 bfloat16; silu != 0: GroupNormSiluGradMs's tiling
-// with swishScale. Writes the int64 fields (kTilingFields). Returns a gnms::TilingStatus.
+// with swishScale. Writes the int64 fields (kTilingFields). Returns a ms_groupnorm::grad_tiling::TilingStatus.
 GNMS_TWIN_EXPORT int GnmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G, int dataType, int statType,
                                     int64_t ubBytes, int64_t coreNum, int dxRequired, int dgammaRequired,
                                     int dbetaRequired, int silu, double swishScale, int64_t *tilingOut,
                                     int64_t *tilingKeyOut) {
-  gnms::TilingInput in;
+  ms_groupnorm::grad_tiling::TilingInput in;
   in.N = N;
   in.C = C;
   in.HxW = HxW;
   in.G = G;
-  in.dataType = static_cast<gnms::ScalarType>(dataType);
-  in.statType = static_cast<gnms::ScalarType>(statType);
+  in.dataType = static_cast<ms_groupnorm::grad_tiling::ScalarType>(dataType);
+  in.statType = static_cast<ms_groupnorm::grad_tiling::ScalarType>(statType);
   in.ubBytes = ubBytes;
   in.coreNum = coreNum;
   in.dxRequired = dxRequired != 0;
@@ -103,13 +103,13 @@ GNMS_TWIN_EXPORT int GnmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G
   in.dbetaRequired = dbetaRequired != 0;
   in.silu = silu != 0;
   in.swishScale = static_cast<float>(swishScale);
-  if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return gnms::kTilingBadDtype;
+  if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return ms_groupnorm::grad_tiling::kTilingBadDtype;
   GroupNormGradMsTilingData t;
-  const int status = gnms::ComputeTiling(in, &t);
-  if (status != gnms::kTilingOk) return status;
+  const int status = ms_groupnorm::grad_tiling::ComputeTiling(in, &t);
+  if (status != ms_groupnorm::grad_tiling::kTilingOk) return status;
   std::memcpy(tilingOut, &t, kTilingFieldCount * sizeof(int64_t));
-  *tilingKeyOut = gnms::TilingKeyFor(in.dataType, in.statType);
-  return gnms::kTilingOk;
+  *tilingKeyOut = ms_groupnorm::grad_tiling::TilingKeyFor(in.dataType, in.statType);
+  return ms_groupnorm::grad_tiling::kTilingOk;
 }
 
 // Runs the kernel on the twin. buffers: dy, mean, rstd, x, gamma, dx, dgamma, dbeta, beta
@@ -119,8 +119,8 @@ GNMS_TWIN_EXPORT int GnmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G
 GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferBytes, const int64_t *tiling,
                                     double swishScale, int64_t tilingKey, int64_t ubBytes, int64_t coreNum,
                                     int policy, uint64_t seed, char *error, int errorLen) {
-  gnms_twin::LaunchBuffers launch;
-  for (int i = 0; i < gnms_twin::kLaunchBuffers; ++i) {
+  twin::launch::LaunchBuffers launch;
+  for (int i = 0; i < twin::launch::kLaunchBuffers; ++i) {
     launch.ptr[i] = buffers[i];
     launch.bytes[i] = bufferBytes[i];
   }
@@ -137,7 +137,7 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   config.seed = seed;
   config.cost = twin::DefaultCost();
   std::string message;
-  const int status = gnms_twin::LaunchKernel(launch, t, tilingKey, config, &message);
+  const int status = twin::launch::LaunchKernel(launch, t, tilingKey, config, &message);
   CopyError(message, error, errorLen);
   return status;
 }

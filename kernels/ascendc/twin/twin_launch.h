@@ -9,7 +9,7 @@
 #include "../op_kernel/group_norm_grad_ms_tiling_data.h"
 #include "twin_runtime.h"
 
-namespace gnms_twin {
+namespace twin::launch {
 
 // The kernel's GM arguments: dy, mean, rstd, x, gamma, dx, dgamma, dbeta (GroupNormGradMs's
 // CANN order), then beta (GroupNormSiluGradMs's sixth input; unused by GroupNormGradMs).
@@ -24,6 +24,6 @@ struct LaunchBuffers {
 int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &tiling, int64_t tilingKey,
                  const twin::Config &config, std::string *error);
 
-}  // namespace gnms_twin
+}  // namespace twin::launch
 
 #endif  // GNMS_TWIN_LAUNCH_H

@@ -10,17 +10,17 @@
 
 namespace {
 
-using twin_probes::ProbeArgs;
-using twin_probes::ProbeMap;
+using twin::probes::ProbeArgs;
+using twin::probes::ProbeMap;
 
 const ProbeMap &Probes() {
   static const ProbeMap probes = [] {
     ProbeMap all;
-    twin_probes::AddBufferProbes(&all);
-    twin_probes::AddSyncProbes(&all);
-    twin_probes::AddVectorProbes(&all);
-    twin_probes::AddStridedProbes(&all);
-    twin_probes::AddCommonProbes(&all);
+    twin::probes::AddBufferProbes(&all);
+    twin::probes::AddSyncProbes(&all);
+    twin::probes::AddVectorProbes(&all);
+    twin::probes::AddStridedProbes(&all);
+    twin::probes::AddCommonProbes(&all);
     return all;
   }();
   return probes;

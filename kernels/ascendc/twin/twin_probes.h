@@ -16,7 +16,7 @@
 #include <map>
 #include <string>
 
-namespace twin_probes {
+namespace twin::probes {
 
 struct ProbeArgs {
   float *out;       // GM buffer of outLen floats, the only one the launch is given
@@ -34,6 +34,6 @@ void AddVectorProbes(ProbeMap *probes);
 void AddStridedProbes(ProbeMap *probes);
 void AddCommonProbes(ProbeMap *probes);  // twin_probes_common.cc: the API CANN's kernels add
 
-}  // namespace twin_probes
+}  // namespace twin::probes
 
 #endif  // GNMS_TWIN_PROBES_H

@@ -8,7 +8,7 @@
 #include "twin_probes.h"
 
 using namespace AscendC;
-using twin_probes::ProbeArgs;
+using twin::probes::ProbeArgs;
 
 namespace {
 
@@ -87,7 +87,7 @@ void CopyPadRowsProbe(const ProbeArgs &a, uint16_t rows, bool toGm) {
 
 }  // namespace
 
-namespace twin_probes {
+namespace twin::probes {
 
 void AddBufferProbes(ProbeMap *probes) {
   probes->insert({
@@ -239,4 +239,4 @@ void AddBufferProbes(ProbeMap *probes) {
   });
 }
 
-}  // namespace twin_probes
+}  // namespace twin::probes

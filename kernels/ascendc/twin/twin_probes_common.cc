@@ -8,7 +8,7 @@
 #include "twin_probes.h"
 
 using namespace AscendC;
-using twin_probes::ProbeArgs;
+using twin::probes::ProbeArgs;
 
 namespace {
 
@@ -173,7 +173,7 @@ void CastModeProbe(const ProbeArgs &a, RoundMode mode) {
 
 }  // namespace
 
-namespace twin_probes {
+namespace twin::probes {
 
 void AddCommonProbes(ProbeMap *probes) {
   probes->insert({
@@ -203,4 +203,4 @@ void AddCommonProbes(ProbeMap *probes) {
   });
 }
 
-}  // namespace twin_probes
+}  // namespace twin::probes

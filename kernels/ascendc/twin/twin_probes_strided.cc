@@ -9,7 +9,7 @@
 #include "twin_probes.h"
 
 using namespace AscendC;
-using twin_probes::ProbeArgs;
+using twin::probes::ProbeArgs;
 
 namespace {
 
@@ -51,7 +51,7 @@ void RowScaleProbe(const ProbeArgs &a, int broken) {
 
 }  // namespace
 
-namespace twin_probes {
+namespace twin::probes {
 
 void AddStridedProbes(ProbeMap *probes) {
   probes->insert({
@@ -65,4 +65,4 @@ void AddStridedProbes(ProbeMap *probes) {
   });
 }
 
-}  // namespace twin_probes
+}  // namespace twin::probes

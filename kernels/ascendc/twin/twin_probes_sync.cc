@@ -8,7 +8,7 @@
 #include "twin_probes.h"
 
 using namespace AscendC;
-using twin_probes::ProbeArgs;
+using twin::probes::ProbeArgs;
 
 namespace {
 
@@ -79,7 +79,7 @@ void PipeProbe(const ProbeArgs &a, Missing miss) {
 
 }  // namespace
 
-namespace twin_probes {
+namespace twin::probes {
 
 void AddSyncProbes(ProbeMap *probes) {
   probes->insert({
@@ -292,4 +292,4 @@ void AddSyncProbes(ProbeMap *probes) {
   });
 }
 
-}  // namespace twin_probes
+}  // namespace twin::probes

@@ -8,9 +8,9 @@
 #include "twin_probes.h"
 
 using namespace AscendC;
-using twin_probes::ProbeArgs;
+using twin::probes::ProbeArgs;
 
-namespace twin_probes {
+namespace twin::probes {
 
 void AddVectorProbes(ProbeMap *probes) {
   probes->insert({
@@ -137,4 +137,4 @@ void AddVectorProbes(ProbeMap *probes) {
   });
 }
 
-}  // namespace twin_probes
+}  // namespace twin::probes

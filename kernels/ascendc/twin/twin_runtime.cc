@@ -251,7 +251,7 @@ void LockAtomics() { Current().atomics().lock(); }
 void UnlockAtomics() { Current().atomics().unlock(); }
 
 void SyncAllBlocks() {
-  twin_rules::CheckSyncAllKernelType();  // SyncAll under AIV_ONLY/AIC_ONLY cannot work on hardware
+  twin::rules::CheckSyncAllKernelType();  // SyncAll under AIV_ONLY/AIC_ONLY cannot work on hardware
   Current().Barrier(static_cast<int>(tls_block->blockIdx));
 }
 
