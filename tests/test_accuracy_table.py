@@ -109,31 +109,25 @@ def table():
     return accuracy_table.measure(implementations=("CPU kernel", "AscendC twin", "torch float32"))
 
 
-def test_cpu_kernel_as_accurate_as_torch_on_every_case(table):
-    failures = _beyond(table, "CPU kernel", KNOWN_GAPS)
+IMPLEMENTATIONS = pytest.mark.parametrize("name, gaps", [("CPU kernel", KNOWN_GAPS), ("AscendC twin", TWIN_KNOWN_GAPS)],
+                                          ids=["cpu", "twin"])
+
+
+@IMPLEMENTATIONS
+def test_as_accurate_as_torch_on_every_case(table, name, gaps):
+    failures = _beyond(table, name, gaps)
     assert not failures, "\n".join(failures)
 
 
-def test_known_gaps_are_still_gaps(table):
-    """A gap that closed must leave KNOWN_GAPS (so the list stays the truth)."""
-    assert not _closed_gaps(table, "CPU kernel", KNOWN_GAPS)
+@IMPLEMENTATIONS
+def test_known_gaps_are_still_gaps(table, name, gaps):
+    """A gap that closed must leave its list (so the list stays the truth)."""
+    assert not _closed_gaps(table, name, gaps)
 
 
-def test_cpu_kernel_no_worse_than_torch_in_the_geometric_mean(table):
-    assert _geometric_mean_ratio(table, "CPU kernel") <= 1.0
-
-
-def test_twin_as_accurate_as_torch_on_every_case(table):
-    failures = _beyond(table, "AscendC twin", TWIN_KNOWN_GAPS)
-    assert not failures, "\n".join(failures)
-
-
-def test_twin_known_gaps_are_still_gaps(table):
-    assert not _closed_gaps(table, "AscendC twin", TWIN_KNOWN_GAPS)
-
-
-def test_twin_no_worse_than_torch_in_the_geometric_mean(table):
-    assert _geometric_mean_ratio(table, "AscendC twin") <= 1.0
+@pytest.mark.parametrize("name", ["CPU kernel", "AscendC twin"], ids=["cpu", "twin"])
+def test_no_worse_than_torch_in_the_geometric_mean(table, name):
+    assert _geometric_mean_ratio(table, name) <= 1.0
 
 
 def test_twin_within_float32_accuracy(table):
