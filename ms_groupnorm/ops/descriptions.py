@@ -11,8 +11,7 @@ reference, for a backward the bprop of its own
 feeds (``saved``: which forward inputs/outputs the backward takes after dy) and how the
 Ascend operator that runs it is set (``ascend_fixed``).
 
-``ops.routing``, ``functional`` and the backends read these fields and never an operator's
-name, so a new operator is a new pair of descriptions here, its kernels and its tests
+``ops.routing`` and the backends read these fields and never an operator's name, so a new operator is a new pair of descriptions here, its kernels and its tests
 (docs/how-it-works.md, "Adding an operator"; tests/test_toy_operator.py does it).
 """
 import functools
@@ -102,7 +101,8 @@ GROUP_NORM_SILU = Description(
     inputs=("x", "gamma", "beta"), outputs=("z", "mean", "rstd"),
     attrs=(("group", "int"), ("eps", "float"), ("swish_scale", "float")), reference=reference.silu_forward,
     pyboost="group_norm_silu", twin_library="forward", ascend=GROUP_NORM_SILU_MS,
-    ascend_fixed=(("activate_silu", True),), saved=("x", "mean", "rstd", "gamma", "beta"), backward=GROUP_NORM_SILU_GRAD)
+    ascend_fixed=(("activate_silu", True),), saved=("x", "mean", "rstd", "gamma", "beta"),
+    backward=GROUP_NORM_SILU_GRAD)
 
 OPERATORS = (GROUP_NORM, GROUP_NORM_SILU)
 BY_NAME = {forward.name: forward for forward in OPERATORS}  # the PyNative modules name an operator

@@ -207,16 +207,21 @@ def _forward_op(description, attrs, mask, backend):
     # backward (the Ascend module with our operator) or MindSpore's runs (the fallback).
     own_backward = backend == ASCEND_BUILTIN_BACKEND or (
         backend == ASCEND_PYBOOST_BACKEND and _our_ascend_forward(description))
-    backward = None if own_backward else _backward_op(description.backward, description.backward_attr_values(attrs), mask,
-                                                      _aot_backend(backend), double_backward.OF_X)
+    backward = None if own_backward else _backward_op(description.backward, description.backward_attr_values(attrs),
+                                                      mask, _aot_backend(backend), double_backward.OF_X)
     return _forward(description, attrs, mask, backend, backward)
+
+
+def _backend_for(description):
+    """The backend key for ``description``'s ops now: an operator MindSpore also has runs on
+    every backend, any other where fused_backend() finds its kernels."""
+    return _op_backend() if description.builtin else _fused_op_backend()
 
 
 def backward_op_for(description, attr_values, mask=FULL_MASK):
     """The backward op of ``description`` with attributes ``attr_values`` (before the mask),
     on the current backend; cached per configuration and backend."""
-    # One MindSpore also has runs everywhere, any other where fused_backend() finds its kernels.
-    backend = _op_backend() if description.builtin else _fused_op_backend()
+    backend = _backend_for(description)
     if backend == PYBOOST_BACKEND and recording_gradient():
         # The module's backward function records nothing for autograd, and a gradient
         # through it would silently be zero: the aot op, whose bprop differentiates it.
@@ -229,7 +234,7 @@ def forward_op_for(description, attr_values, mask=FULL_MASK):
     backend (so the cache is per backend too). ``mask`` says which of x, gamma, beta are
     real inputs whose gradient is wanted: an empty "none" gamma/beta gets an empty gradient."""
     return _forward_op(description, description.attr_values(attr_values), _bool_triple(mask),
-                       _op_backend() if description.builtin else _fused_op_backend())  # as in backward_op_for
+                       _backend_for(description))
 
 
 # The getters the callers name, called inside functions MindSpore compiles too.
