@@ -11,8 +11,8 @@ reference, for a backward the bprop of its own
 feeds (``saved``: which forward inputs/outputs the backward takes after dy) and how the
 Ascend operator that runs it is set (``ascend_fixed``).
 
-``ops.routing`` and the backends read these fields and never an operator's name, so a new operator is a new pair of descriptions here, its kernels and its tests
-(docs/how-it-works.md, "Adding an operator"; tests/test_toy_operator.py does it).
+``ops.routing`` and the backends read these fields and never an operator's name, so a new
+operator is a new pair of descriptions here, its kernels and its tests (docs/how-it-works.md, "Adding an operator"; tests/test_toy_operator.py does it).
 """
 import functools
 from dataclasses import dataclass
