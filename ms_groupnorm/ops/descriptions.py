@@ -12,7 +12,8 @@ feeds (``saved``: which forward inputs/outputs the backward takes after dy) and 
 Ascend operator that runs it is set (``ascend_fixed``).
 
 ``ops.routing`` and the backends read these fields and never an operator's name, so a new
-operator is a new pair of descriptions here, its kernels and its tests (docs/how-it-works.md, "Adding an operator"; tests/test_toy_operator.py does it).
+operator is a new pair of descriptions here, its kernels and its tests (docs/how-it-works.md,
+"Adding an operator"; tests/test_toy_operator.py does it).
 """
 import functools
 from dataclasses import dataclass
