@@ -84,6 +84,10 @@ DTYPES = {"fp32": ("float32", "float32"), "fp16": ("float16", "float16"), "bf16"
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 CORES = 48
 MAX_RUN_ELEMS = 1 << 24  # larger shapes run with fewer samples (no anchor is that large)
+# A shape whose one sample is larger is not run: the twin holds every array in host memory (with
+# the float64 inputs, ~40 bytes an element), and a sample cannot be cut without changing the
+# kernel's mode. CANN's tiling UT has such shapes (1x2130x1664x1664: 5.9G elements).
+MAX_SAMPLE_ELEMS = 1 << 26
 HBM_BYTES_PER_NS = 1600.0  # 1.6 TB/s, the whole chip: the bound every table closes with
 
 
@@ -392,6 +396,8 @@ def main():
     constants = cost_model()
     print("cost model: " + ", ".join(f"{k}={v:g}" for k, v in constants.items()))
     print()
+    too_large = [shape for shape in anchors if math.prod(flat(shape)[1:3]) > MAX_SAMPLE_ELEMS]
+    anchors = [shape for shape in anchors if shape not in too_large]
     rows = []
     if args.forward:
         print(FORWARD_HEADER)
@@ -401,6 +407,7 @@ def main():
                 rows.append(measure_forward(shape, dtype_key))
                 print(forward_row(rows[-1]), flush=True)
         print()
+        print_not_run(too_large)
         print("\n".join(closing_lines(rows, bool(args.table))))
         return
     compare = args.silu_grad and not args.table  # a table's rows are many: its comparison column is left out
@@ -422,9 +429,17 @@ def main():
             else:
                 print(row(rows[-1]), flush=True)
     print()
+    print_not_run(too_large)
     print("\n".join(closing_lines(rows, bool(args.table))))
     if peer:
         print(peer.summary(peer_pairs))
+
+
+def print_not_run(shapes):
+    """The shapes left out of the table and its closing lines, and why."""
+    for shape in shapes:
+        print(f"not run: {shape_label(shape)} (one sample of {math.prod(flat(shape)[1:3]):,} elements is beyond "
+              f"MAX_SAMPLE_ELEMS = {MAX_SAMPLE_ELEMS:,}, what the twin holds in host memory here)")
 
 
 if __name__ == "__main__":

@@ -78,3 +78,13 @@ def test_any_rank_runs_and_a_table_closes_per_dtype(tmp_path, monkeypatch):
     assert closing == ["fp32: worst_over_bound=4.00 (a G1, fp32) geomean_over_bound=2.83",
                        "fp16: worst_over_bound=8.00 (a G1, fp16) geomean_over_bound=8.00",
                        "worst_over_bound=8.00 (a G1, fp16) geomean_over_bound=4.00"]
+
+
+def test_a_sample_beyond_host_memory_is_listed_not_run():
+    """CANN's tiling UT shape 1x2130x1664x1664 (5.9G elements a sample) cannot be held by the twin: it is named
+    as not run, out of the closing line, instead of the script dying of a 44 GiB allocation."""
+    lines = run_script("--shapes", "1x2130x1664x1664:71,2x64x32x32:32", "--dtypes", "fp32")
+    rows, _ = column_of(lines, "est./bound")
+    assert len(rows) == 1 and "2x64x32x32 G32" in rows[0]
+    assert any(line.startswith("not run: 1x2130x1664x1664 G71") for line in lines), lines[-3:]
+    assert CLOSING.match(lines[-1]) and "2x64x32x32 G32" in lines[-1]
