@@ -470,3 +470,44 @@ def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dty
     assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "chunkElems": per_group_elems})]
     check_against_reference(got, _reference_grads(exact, beta, stat_dtype, G, silu, -0.5), dtype_key,
                             (True, True, True))
+
+
+# ---------------------------------------------------------------- one C API for both operator libraries
+def test_operator_libraries_export_one_c_api():
+    """The backward and forward libraries export the same entry points (twin_c_api.h), so twin.py
+    declares them once; what differs travels in arrays the libraries name element by element."""
+    import shutil
+    import subprocess
+    if shutil.which("nm") is None:
+        pytest.skip("nm (binutils) is not installed")
+
+    def c_api(path):
+        symbols = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True,
+                                 check=True).stdout.split()
+        return {s for s in symbols if s.startswith(("GnmsTwin", "GnsmsTwin"))}
+
+    backward, forward = c_api(twin.twin_library_path()), c_api(twin.forward_library_path())
+    assert backward == forward
+    assert backward == {"GnmsTwinArrayNames", "GnmsTwinTilingFields", "GnmsTwinTiling", "GnmsTwinLaunch",
+                        "GnmsTwinCheckInputs", "GnmsTwinCheckDtypes", "GnmsTwinCostModel", "GnmsTwinLastStats",
+                        "GnmsTwinFieldNames"}
+    for lib in (twin._twin_cdll(), twin._forward_cdll()):
+        for array in twin._ARRAYS:
+            assert all(twin._array_names(lib, array))
+        assert lib.GnmsTwinArrayNames(len(twin._ARRAYS)) is None  # the arrays end there
+    assert twin._array_names(twin._twin_cdll(), "inputs") == ("dy", "mean", "rstd", "x", "gamma")
+    assert twin._array_names(twin._forward_cdll(), "buffers") == ("x", "gamma", "beta", "y", "mean", "rstd")
+
+
+@pytest.mark.parametrize("data, stat, ok", [("float32", "float32", True), ("float16", "float32", True),
+                                            ("bfloat16", "bfloat16", True), ("float32", "float16", False),
+                                            ("float16", "bfloat16", False)])
+def test_backward_dtype_rule_matches_its_tiling(data, stat, ok):
+    """GnmsTwinCheckDtypes of the backward library: the pair its tiling accepts."""
+    status, message = twin._check_dtypes(twin._twin_cdll(), {"dataType": data, "statType": stat})
+    assert (status == 0) == ok and (ok or "statistics" in message)
+    if not ok:
+        with pytest.raises(ValueError, match="bad dtype pair"):
+            twin.twin_tiling(2, 4, 3, 2, data, stat)
+    with pytest.raises(KeyError, match="statType"):  # packed by name: a missing element is refused
+        twin._check_dtypes(twin._twin_cdll(), {"dataType": data})

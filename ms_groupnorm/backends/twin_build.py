@@ -2,14 +2,14 @@
 the tests' ctypes harness, kernels/ascendc/twin/twin.py, calls the rest).
 
 kernels/ascendc/op_kernel compiled unmodified with g++ against kernels/ascendc/twin's AscendC
-stand-in, with the host tiling and input checks, into two libraries (one loader,
+stand-in, with the host tiling and input checks, into three libraries (one loader,
 ``library_path``, cached by a hash of every file of twin/, op_kernel/, op_host/ and the
 kernels/cpu headers they include, so no header list needs keeping):
 
 * "backward": GroupNormGradMs and the fused GroupNormSiluGradMs (same kernel class, swish
-  gradient on), the probes, and an aot shim with the CPU kernels' ABI
+  gradient on; twin/twin_launch.cc's part of twin/twin_c_api.h), and an aot shim with the CPU kernels' ABI
   (``twin_aot_func("GroupNormGrad")``, ``twin_aot_func("GroupNormSiluGrad")``);
-* "forward": GroupNormSiluMs (twin/twin_forward.cc's C API) and its aot shims ``GroupNormSilu``
+* "forward": GroupNormSiluMs (twin/twin_forward.cc's part of twin/twin_c_api.h) and its aot shims ``GroupNormSilu``
   (SiLU on) and ``GroupNorm`` (SiLU off: GroupNorm's forward, as the Ascend route runs it)
   (``forward_aot_func``).
 
@@ -40,7 +40,7 @@ FORWARD_SOURCES = _RUNTIME + ("twin/twin_forward.cc", "twin/twin_forward_aot.cc"
 # the "ascendc_twin" backend loads.
 PROBE_SOURCES = _RUNTIME + ("twin/twin_probes.cc", "twin/twin_probes_buffers.cc", "twin/twin_probes_sync.cc",
                             "twin/twin_probes_vector.cc", "twin/twin_probes_strided.cc",
-                            "twin/twin_probes_common.cc")
+                            "twin/twin_probes_common.cc", "twin/twin_probes_math.cc")
 LIBRARIES = {"backward": ("libms_groupnorm_ascendc_twin", BACKWARD_SOURCES),
              "forward": ("libms_groupnorm_ascendc_forward_twin", FORWARD_SOURCES),
              "probes": ("libms_groupnorm_ascendc_twin_probes", PROBE_SOURCES)}

@@ -22,7 +22,7 @@ extern "C" void group_norm_grad(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR 
 #define GNMS_PEER_EXPORT extern "C" __attribute__((visibility("default")))
 
 // buffers/bytes: dy, mean, rstd, x, gamma, dx, dgamma, dbeta. policy: the twin's scheduling policy
-// (low byte) and pipe execution (next byte), as GnmsTwinLaunch takes them; bit 16: no hazard checks;
+// (low byte) and pipe execution (next byte), as GnmsTwinLaunch (twin_c_api.h) takes them; bit 16: no hazard checks;
 // bit 19: Config::cannCompat.
 // Returns 0, or 1 with the twin's fault in `error`.
 GNMS_PEER_EXPORT int GnmsPeerGroupNormGradLaunch(void *const *buffers, const int64_t *bytes, const uint8_t *tiling,

@@ -1,11 +1,12 @@
 """The CPU twins of the AscendC kernels, called with ctypes: the tests' and scripts' harness, not part
 of the installed package (tests find it through setup.cfg's pythonpath, scripts add this folder to
 sys.path). The libraries are built by ms_groupnorm/backends/twin_build.py, whose names this module
-re-exports: the "backward" library runs GroupNormGradMs and the fused GroupNormSiluGradMs and the
-probes, the "forward" library GroupNormSiluMs.
+re-exports: the "backward" library runs GroupNormGradMs and the fused GroupNormSiluGradMs, the
+"forward" library GroupNormSiluMs, the "probes" library the probe kernels.
 
 ``twin_tiling``/``twin_launch``/``twin_backward``/``twin_silu_backward``/``twin_probe`` and
-``forward_tiling``/``forward_launch``/``twin_forward`` call them with ctypes (kernel-only;
+``forward_tiling``/``forward_launch``/``twin_forward`` call them with ctypes, through one set of
+declarations (both operator libraries export twin_c_api.h's entry points; kernel-only;
 tests use them to make both good and deliberately broken launches). bf16 travels as uint16
 bit patterns; policies and executions by name. What MS_GROUPNORM_BACKEND=ascendc_twin runs
 is ``ms_groupnorm.backends.cpu_aot`` with these aot shims; the operators on a real device are
@@ -48,21 +49,6 @@ class TwinFault(RuntimeError):
     """The twin stopped a launch for breaking a hardware rule."""
 
 
-@functools.lru_cache(maxsize=None)
-def _twin_cdll():
-    lib = ctypes.CDLL(twin_library_path())
-    i64, ptr, cint = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
-    lib.GnmsTwinTilingFields.restype = ctypes.c_char_p
-    lib.GnmsTwinTiling.restype = cint
-    dbl = ctypes.c_double
-    lib.GnmsTwinTiling.argtypes = [i64] * 4 + [cint, cint, i64, i64, cint, cint, cint, cint, dbl, ptr, ptr]
-    lib.GnmsTwinLaunch.restype = cint
-    lib.GnmsTwinLaunch.argtypes = [ptr, ptr, ptr, dbl, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p, cint]
-    lib.GnmsTwinCheckInputs.restype = cint
-    lib.GnmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, ctypes.c_char_p, cint]
-    return _with_common_api(lib)
-
-
 def _with_common_api(lib):
     """``lib`` with the calls every twin library has (twin_c_api.cc) declared."""
     ptr, cint = ctypes.c_void_p, ctypes.c_int
@@ -73,6 +59,89 @@ def _with_common_api(lib):
     lib.GnmsTwinFieldNames.restype = ctypes.c_char_p
     lib.GnmsTwinFieldNames.argtypes = [cint]
     return lib
+
+
+def _operator_api(lib):
+    """``lib``, an operator's library (twin_launch.cc or twin_forward.cc), with twin_c_api.h's
+    entry points declared: both define the same ones, with the same signatures."""
+    i64, ptr, cint, text = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
+    lib.GnmsTwinArrayNames.restype = text
+    lib.GnmsTwinArrayNames.argtypes = [cint]
+    lib.GnmsTwinTilingFields.restype = text
+    lib.GnmsTwinTilingFields.argtypes = []
+    lib.GnmsTwinTiling.restype = cint
+    lib.GnmsTwinTiling.argtypes = [ptr, ptr, ptr, i64, i64, ptr, ptr]
+    lib.GnmsTwinLaunch.restype = cint
+    lib.GnmsTwinLaunch.argtypes = [ptr, ptr, ptr, ptr, i64, i64, i64, cint, ctypes.c_uint64, text, cint]
+    lib.GnmsTwinCheckInputs.restype = cint
+    lib.GnmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, text, cint]
+    lib.GnmsTwinCheckDtypes.restype = cint
+    lib.GnmsTwinCheckDtypes.argtypes = [ptr, text, cint]
+    return _with_common_api(lib)
+
+
+@functools.lru_cache(maxsize=None)
+def _twin_cdll():
+    """The backward library (GroupNormGradMs, GroupNormSiluGradMs)."""
+    return _operator_api(ctypes.CDLL(twin_library_path()))
+
+
+# GnmsTwinArrayNames' ``which`` (twin_c_api.h's GnmsTwinArray).
+_ARRAYS = {"options": 0, "scalars": 1, "buffers": 2, "inputs": 3, "dtypes": 4}
+
+
+def _array_names(lib, array):
+    """The element names of one of ``lib``'s operator arrays, in the library's order."""
+    return tuple(lib.GnmsTwinArrayNames(_ARRAYS[array]).decode().split(","))
+
+
+def _pack(lib, array, values, dtype):
+    """``values`` (a dict by element name) as the array ``array`` of ``lib``, in its layout; the
+    names must match exactly, so that an element added on one side cannot go unnoticed."""
+    names = _array_names(lib, array)
+    if set(values) != set(names):
+        raise KeyError(f"{array}: the library takes {names}, given {sorted(values)}")
+    return np.array([values[name] for name in names], dtype)
+
+
+def _tiling(lib, shape, options, scalars, ub_bytes, core_num):
+    """GnmsTwinTiling: (int64 fields as a dict, tiling key); raises ValueError on failure."""
+    fields = lib.GnmsTwinTilingFields().decode().split(",")
+    out = np.zeros(len(fields), np.int64)
+    key = ctypes.c_int64(0)
+    shape = np.array(shape, np.int64)
+    options = _pack(lib, "options", options, np.intc)
+    scalars = _pack(lib, "scalars", scalars, np.float64)
+    status = lib.GnmsTwinTiling(shape.ctypes.data, options.ctypes.data, scalars.ctypes.data, ub_bytes, core_num,
+                                out.ctypes.data, ctypes.byref(key))
+    if status:
+        raise ValueError(f"tiling failed: {TILING_STATUS.get(status, status)}")
+    return dict(zip(fields, (int(v) for v in out))), key.value
+
+
+def _launch(lib, buffers, buffer_bytes, tiling, scalars, ub_bytes, core_num, policy_code, seed):
+    """GnmsTwinLaunch of ``buffers`` (numpy arrays or None, at most the library's buffer count;
+    the rest None); ``buffer_bytes`` overrides the sizes the launch declares. Raises TwinFault."""
+    count = len(_array_names(lib, "buffers"))
+    buffers = list(buffers) + [None] * (count - len(buffers))
+    ptrs = (ctypes.c_void_p * count)(*[_raw(b) for b in buffers])
+    sizes = list(buffer_bytes) if buffer_bytes is not None else [0 if b is None else b.nbytes for b in buffers]
+    sizes = np.array(sizes + [0] * (count - len(sizes)), np.int64)
+    fields = np.array([tiling[name] for name in lib.GnmsTwinTilingFields().decode().split(",")], np.int64)
+    scalars = _pack(lib, "scalars", scalars, np.float64)
+    error = ctypes.create_string_buffer(2048)
+    status = lib.GnmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data, scalars.ctypes.data, tiling["key"],
+                                ub_bytes, core_num, policy_code, seed, error, len(error))
+    if status:
+        raise TwinFault(error.value.decode())
+
+
+def _check_dtypes(lib, dtypes):
+    """GnmsTwinCheckDtypes on dtype names given by element name: (status, message)."""
+    codes = _pack(lib, "dtypes", {k: DTYPE_CODES[v] for k, v in dtypes.items()}, np.intc)
+    error = ctypes.create_string_buffer(1024)
+    status = lib.GnmsTwinCheckDtypes(codes.ctypes.data, error, len(error))
+    return status, error.value.decode()
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,34 +229,35 @@ def twin_tiling(N, C, HxW, G, data_dtype="float32", stat_dtype=None, ub_bytes=UB
     """The host tiling function's result as a dict (plus "key" and "swish_scale"); raises
     ValueError on failure. ``silu``: the fused GroupNormSiluGradMs's tiling."""
     stat_dtype = stat_dtype or data_dtype
-    out = np.zeros(len(tiling_fields()), np.int64)
-    key = ctypes.c_int64(0)
-    status = _twin_cdll().GnmsTwinTiling(N, C, HxW, G, DTYPE_CODES[data_dtype], DTYPE_CODES[stat_dtype], ub_bytes,
-                                         core_num, *[int(bool(m)) for m in mask], int(bool(silu)),
-                                         float(swish_scale), out.ctypes.data, ctypes.byref(key))
-    if status:
-        raise ValueError(f"tiling failed: {TILING_STATUS.get(status, status)}")
-    tiling = dict(zip(tiling_fields(), (int(v) for v in out)))
-    tiling["key"] = key.value
+    dx, dgamma, dbeta = (int(bool(m)) for m in mask)
+    options = {"dataType": DTYPE_CODES[data_dtype], "statType": DTYPE_CODES[stat_dtype], "dxRequired": dx,
+               "dgammaRequired": dgamma, "dbetaRequired": dbeta, "silu": int(bool(silu))}
+    tiling, key = _tiling(_twin_cdll(), (N, C, HxW, G), options, {"swishScale": float(swish_scale)}, ub_bytes,
+                          core_num)
+    tiling["key"] = key
     tiling["swish_scale"] = float(np.float32(swish_scale)) if silu else 1.0
     return tiling
 
 
-def _check_inputs(check_function, shapes, num_groups):
-    """A host input validation on ``shapes`` (tuples, None for a missing descriptor) and
-    num_groups (None: a missing attribute): (status, message)."""
-    ranks = np.array([-1 if s is None else len(s) for s in shapes], np.int64)
-    dims = np.array([d for s in shapes if s is not None for d in s] or [0], np.int64)
+def _check_inputs(lib, shapes, num_groups):
+    """GnmsTwinCheckInputs on ``shapes`` (a dict by input name of tuples, None for a missing
+    descriptor) and num_groups (None: a missing attribute): (status, message)."""
+    names = _array_names(lib, "inputs")
+    if set(shapes) != set(names):
+        raise KeyError(f"inputs: the library takes {names}, given {sorted(shapes)}")
+    ordered = [shapes[name] for name in names]
+    ranks = np.array([-1 if s is None else len(s) for s in ordered], np.int64)
+    dims = np.array([d for s in ordered if s is not None for d in s] or [0], np.int64)
     groups = None if num_groups is None else ctypes.byref(ctypes.c_int64(num_groups))
     error = ctypes.create_string_buffer(1024)
-    status = check_function(dims.ctypes.data, ranks.ctypes.data, groups, error, len(error))
+    status = lib.GnmsTwinCheckInputs(dims.ctypes.data, ranks.ctypes.data, groups, error, len(error))
     return status, error.value.decode()
 
 
 def twin_check_inputs(dy, mean, rstd, x, gamma, num_groups):
     """The host's input validation (ms_groupnorm::grad_tiling::CheckInputs) on shapes given as tuples; None stands
     for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
-    return _check_inputs(_twin_cdll().GnmsTwinCheckInputs, (dy, mean, rstd, x, gamma), num_groups)
+    return _check_inputs(_twin_cdll(), {"dy": dy, "mean": mean, "rstd": rstd, "x": x, "gamma": gamma}, num_groups)
 
 
 def _raw(array):
@@ -199,18 +269,8 @@ def twin_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurre
     """Runs the kernel on the twin. ``buffers``: dy, mean, rstd, x, gamma, dx, dgamma, dbeta and,
     for the fused entry (tiling["silu"]), beta (numpy arrays or None); ``buffer_bytes``
     overrides the sizes the launch declares."""
-    buffers = list(buffers) + [None] * (9 - len(buffers))
-    ptrs = (ctypes.c_void_p * 9)(*[_raw(b) for b in buffers])
-    sizes = list(buffer_bytes) if buffer_bytes is not None else [0 if b is None else b.nbytes for b in buffers]
-    sizes = np.array(sizes + [0] * (9 - len(sizes)), np.int64)
-    fields = np.array([tiling[name] for name in tiling_fields()], np.int64)
-    error = ctypes.create_string_buffer(2048)
-    status = _twin_cdll().GnmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data,
-                                         float(tiling.get("swish_scale", 1.0)), tiling["key"], ub_bytes,
-                                         core_num, _policy_code(policy, execution, auto_sync, overflow), seed, error,
-                                         len(error))
-    if status:
-        raise TwinFault(error.value.decode())
+    _launch(_twin_cdll(), buffers, buffer_bytes, tiling, {"swishScale": float(tiling.get("swish_scale", 1.0))},
+            ub_bytes, core_num, _policy_code(policy, execution, auto_sync, overflow), seed)
 
 
 def _launch_backward(dy, x, mean, rstd, gamma, beta, group, silu, swish_scale, mask, data_dtype, stat_dtype,
@@ -290,25 +350,12 @@ FORWARD_MODE_NAMES = {0: "group_resident", 1: "chunked", 2: "empty_groups"}
 
 @functools.lru_cache(maxsize=None)
 def _forward_cdll():
-    lib = ctypes.CDLL(forward_library_path())
-    i64, ptr, cint, dbl = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int, ctypes.c_double
-    lib.GnsmsTwinTilingFields.restype = ctypes.c_char_p
-    lib.GnsmsTwinTiling.restype = cint
-    lib.GnsmsTwinTiling.argtypes = [i64] * 4 + [cint, cint, dbl, cint, dbl, i64, i64, ptr, ptr]
-    lib.GnsmsTwinLaunch.restype = cint
-    lib.GnsmsTwinLaunch.argtypes = [ptr, ptr, ptr, dbl, dbl, i64, i64, i64, cint, ctypes.c_uint64, ctypes.c_char_p,
-                                    cint]
-    lib.GnsmsTwinCheckInputs.restype = cint
-    lib.GnsmsTwinCheckInputs.argtypes = [ptr, ptr, ptr, ctypes.c_char_p, cint]
-    lib.GnsmsTwinCheckDtypes.restype = cint
-    lib.GnsmsTwinCheckDtypes.argtypes = [cint, cint, cint, ctypes.c_char_p, cint]
-    lib.GnsmsTwinMathProbe.restype = cint
-    lib.GnsmsTwinMathProbe.argtypes = [ctypes.c_char_p, ptr, cint, ctypes.c_char_p, cint]
-    return _with_common_api(lib)
+    """The forward library (GroupNormSiluMs): the same C API as the backward's."""
+    return _operator_api(ctypes.CDLL(forward_library_path()))
 
 
 def forward_tiling_fields():
-    return _forward_cdll().GnsmsTwinTilingFields().decode().split(",")
+    return _forward_cdll().GnmsTwinTilingFields().decode().split(",")
 
 
 def forward_tiling(N, C, HxW, G, data_dtype="float32", param_dtype=None, eps=1e-5, activate_silu=True,
@@ -316,47 +363,32 @@ def forward_tiling(N, C, HxW, G, data_dtype="float32", param_dtype=None, eps=1e-
     """The host tiling's result as a dict (int fields, plus "key", "eps", "swish_scale");
     raises ValueError on failure."""
     param_dtype = param_dtype or data_dtype
-    fields = forward_tiling_fields()
-    out = np.zeros(len(fields), np.int64)
-    key = ctypes.c_int64(0)
-    status = _forward_cdll().GnsmsTwinTiling(N, C, HxW, G, DTYPE_CODES[data_dtype], DTYPE_CODES[param_dtype], eps,
-                                     int(bool(activate_silu)), swish_scale, ub_bytes, core_num, out.ctypes.data,
-                                     ctypes.byref(key))
-    if status:
-        raise ValueError(f"tiling failed: {TILING_STATUS.get(status, status)}")
-    tiling = dict(zip(fields, (int(v) for v in out)))
-    tiling.update(key=key.value, eps=float(eps), swish_scale=float(swish_scale))
+    options = {"dataType": DTYPE_CODES[data_dtype], "paramType": DTYPE_CODES[param_dtype],
+               "activateSilu": int(bool(activate_silu))}
+    tiling, key = _tiling(_forward_cdll(), (N, C, HxW, G), options, {"eps": eps, "swishScale": swish_scale},
+                          ub_bytes, core_num)
+    tiling.update(key=key, eps=float(eps), swish_scale=float(swish_scale))
     return tiling
 
 
 def forward_check_inputs(x, gamma, beta, num_groups):
     """The host's input validation (ms_groupnorm::forward_tiling::CheckInputs) on shapes given as tuples; None stands
     for a missing descriptor (or, for num_groups, a missing attribute). Returns (status, message)."""
-    return _check_inputs(_forward_cdll().GnsmsTwinCheckInputs, (x, gamma, beta), num_groups)
+    return _check_inputs(_forward_cdll(), {"x": x, "gamma": gamma, "beta": beta}, num_groups)
 
 
 def forward_check_dtypes(x, gamma, beta):
     """The host's dtype rule (ms_groupnorm::forward_tiling::CheckDtypes) on dtype names. Returns (status, message)."""
-    error = ctypes.create_string_buffer(1024)
-    status = _forward_cdll().GnsmsTwinCheckDtypes(DTYPE_CODES[x], DTYPE_CODES[gamma], DTYPE_CODES[beta], error,
-                                                  len(error))
-    return status, error.value.decode()
+    return _check_dtypes(_forward_cdll(), {"x": x, "gamma": gamma, "beta": beta})
 
 
 def forward_launch(buffers, tiling, ub_bytes=UB_910B, core_num=48, policy="concurrent", seed=0, buffer_bytes=None,
                    execution="immediate"):
     """Runs the kernel on the twin. ``buffers``: x, gamma, beta, y, mean, rstd (numpy arrays or
     None); ``buffer_bytes`` overrides the sizes the launch declares. Raises TwinFault."""
-    ptrs = (ctypes.c_void_p * 6)(*[None if b is None else b.ctypes.data for b in buffers])
-    sizes = np.array(buffer_bytes if buffer_bytes is not None else
-                     [0 if b is None else b.nbytes for b in buffers], np.int64)
-    fields = np.array([tiling[name] for name in forward_tiling_fields()], np.int64)
-    error = ctypes.create_string_buffer(2048)
-    status = _forward_cdll().GnsmsTwinLaunch(ptrs, sizes.ctypes.data, fields.ctypes.data, tiling["eps"],
-                                     tiling["swish_scale"], tiling["key"], ub_bytes, core_num,
-                                     _policy_code(policy, execution), seed, error, len(error))
-    if status:
-        raise TwinFault(error.value.decode())
+    scalars = {"eps": tiling["eps"], "swishScale": tiling["swish_scale"]}
+    _launch(_forward_cdll(), buffers, buffer_bytes, tiling, scalars, ub_bytes, core_num, _policy_code(policy, execution),
+            seed)
 
 
 def twin_forward(x, gamma, beta, num_groups, eps=1e-5, activate_silu=True, swish_scale=1.0, data_dtype=None,
@@ -387,19 +419,18 @@ def twin_forward(x, gamma, beta, num_groups, eps=1e-5, activate_silu=True, swish
 
 
 def forward_math_probe(name, a, b, execution="immediate"):
-    """Runs one of twin_forward.cc's math probes on inputs a, b (32 floats each); returns
-    (exp(a), sqrt(a), a / b) as the probe wrote them, raises TwinFault or KeyError."""
-    lib = _forward_cdll()
-    gm = np.zeros(160, np.float32)
-    gm[:32], gm[32:64] = a, b
-    error = ctypes.create_string_buffer(2048)
-    status = lib.GnsmsTwinMathProbe(name.encode(), gm.ctypes.data, EXECUTIONS[execution], error,
-                                    len(error))
-    if status == 2:
+    """Runs one of twin_probes_math.cc's probes of the forward's Exp, Sqrt and Div on inputs a, b
+    (32 floats each); returns (exp(a), sqrt(a), a / b) as the probe wrote them, raises TwinFault or
+    KeyError."""
+    if name not in _MATH_PROBES:
         raise KeyError(name)
-    if status:
-        raise TwinFault(error.value.decode())
+    init = np.zeros(160, np.float32)
+    init[:32], init[32:64] = a, b
+    gm = twin_probe(name, block_dim=1, out_len=160, init=init, execution=execution)
     return gm[64:96], gm[96:128], gm[128:160]
+
+
+_MATH_PROBES = ("math_values", "exp_misaligned", "sqrt_overrun", "div_negative_count")
 
 
 def forward_cost_model(**changes):

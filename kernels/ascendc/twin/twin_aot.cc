@@ -17,9 +17,8 @@
 #include "../../cpu/aot_extra.h"
 #include "../../cpu/aot_status.h"
 #include "../op_host/group_norm_grad_ms_tiling.h"
+#include "twin_c_api.h"  // GNMS_TWIN_EXPORT
 #include "twin_launch.h"
-
-#define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 

@@ -28,17 +28,7 @@
 #include "../../cpu/aot_abi.h"
 #include "../op_host/group_norm_silu_ms_tiling.h"
 
-#define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
-
-// twin_forward.cc's C API, in this library: the host tiling and the launch of the kernel.
-extern "C" {
-int GnsmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G, int dataType, int paramType, double eps,
-                    int activateSilu, double swishScale, int64_t ubBytes, int64_t coreNum, int64_t *tilingOut,
-                    int64_t *tilingKeyOut);
-int GnsmsTwinLaunch(void *const *buffers, const int64_t *bufferBytes, const int64_t *tilingFields, double eps,
-                    double swishScale, int64_t tilingKey, int64_t ubBytes, int64_t coreNum, int policy,
-                    uint64_t seed, char *error, int errorLen);
-}
+#include "twin_c_api.h"  // twin_forward.cc's part of it, in this library: the host tiling, the launch
 
 namespace {
 
@@ -99,8 +89,11 @@ int RunOnTwin(void **params, const ForwardTensors &call, const GroupNormSizes &s
   const int64_t cores = EnvInt("MS_GROUPNORM_TWIN_CORES", 48);
   int64_t tiling[kTilingFieldsCapacity] = {};
   int64_t key = 0;
-  const int tiling_status = GnsmsTwinTiling(s.N, s.C, s.HxW, s.G, TwinType(data), TwinType(stat), eps,
-                                            activate_silu ? 1 : 0, swish_k, ub, cores, tiling, &key);
+  // In the layouts twin_forward.cc's GnmsTwinArrayNames gives.
+  const int64_t shape[kGnmsTwinShapeLength] = {s.N, s.C, s.HxW, s.G};
+  const int options[3] = {TwinType(data), TwinType(stat), activate_silu ? 1 : 0};
+  const double scalars[2] = {eps, swish_k};
+  const int tiling_status = GnmsTwinTiling(shape, options, scalars, ub, cores, tiling, &key);
   if (tiling_status != ms_groupnorm::forward_tiling::kTilingOk) {
     std::fprintf(stderr, "ms_groupnorm twin: forward tiling failed with status %d\n", tiling_status);
     return kBadShape;
@@ -132,7 +125,7 @@ int RunOnTwin(void **params, const ForwardTensors &call, const GroupNormSizes &s
                                       (EnvInt("MS_GROUPNORM_TWIN_SATURATION", 0) != 0 ? 1 << 18 : 0));
   const auto seed = static_cast<uint64_t>(EnvInt("MS_GROUPNORM_TWIN_SEED", 0));
   char error[2048] = {};
-  if (GnsmsTwinLaunch(buffers, bytes, tiling, eps, swish_k, key, ub, cores, policy, seed, error, sizeof error) != 0) {
+  if (GnmsTwinLaunch(buffers, bytes, tiling, scalars, key, ub, cores, policy, seed, error, sizeof error) != 0) {
     std::fprintf(stderr, "ms_groupnorm twin: kernel fault: %s\n", error);
     return kKernelFault;
   }

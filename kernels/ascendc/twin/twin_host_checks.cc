@@ -1,15 +1,14 @@
-// C API for ctypes: the host-side input validation of GroupNormGradMs (ms_groupnorm::grad_tiling::CheckInputs,
-// the plain function the CANN tiling and InferShape call), so that tests can make every
-// rejection the host must give, missing descriptors included.
-#include <cstring>
+// The backward library's host checks in the twins' C API (twin_c_api.h): GroupNormGradMs's input
+// validation (ms_groupnorm::grad_tiling::CheckInputs, the plain function the CANN tiling and
+// InferShape call), so that tests can make every rejection the host must give, missing
+// descriptors included, and its dtype rule.
 #include <string>
 
 #include "../op_host/group_norm_grad_ms_tiling.h"
+#include "twin_c_api.h"
 
-#define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
-
-// ranks[i] < 0: input i has no descriptor/shape; dims holds the present shapes back to back.
-// numGroups == nullptr: the attribute is absent. Returns a ms_groupnorm::grad_tiling::TilingStatus and the message.
+// Inputs in GnmsTwinArrayNames(kGnmsTwinInputs)'s order. Returns a
+// ms_groupnorm::grad_tiling::TilingStatus and the message.
 GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ranks, const int64_t *numGroups,
                                          char *error, int errorLen) {
   ms_groupnorm::grad_tiling::ShapeView shapes[ms_groupnorm::grad_tiling::kNumInputs];
@@ -23,9 +22,19 @@ GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ran
   }
   std::string message;
   const int status = ms_groupnorm::grad_tiling::CheckInputs(shapes, numGroups, &message);
-  if (error != nullptr && errorLen > 0) {
-    std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
-    error[errorLen - 1] = '\0';
-  }
+  twin::api::CopyError(message.c_str(), error, errorLen);
   return status;
+}
+
+// The backward host has one dtype rule, the one its tiling applies (group_norm_grad_ms_tiling.cpp:
+// a pair with a tiling key, i.e. statistics in the data dtype or float32); dtypes: data, statistics.
+GNMS_TWIN_EXPORT int GnmsTwinCheckDtypes(const int *dtypes, char *error, int errorLen) {
+  namespace gt = ms_groupnorm::grad_tiling;
+  const bool known = dtypes[0] >= 0 && dtypes[0] <= 2 && dtypes[1] >= 0 && dtypes[1] <= 2;
+  if (!known || gt::TilingKeyFor(static_cast<gt::ScalarType>(dtypes[0]), static_cast<gt::ScalarType>(dtypes[1])) < 0) {
+    twin::api::CopyError("GroupNormGradMs: the statistics must be in the data dtype or float32", error, errorLen);
+    return gt::kTilingBadDtype;
+  }
+  twin::api::CopyError("", error, errorLen);
+  return gt::kTilingOk;
 }

@@ -1,6 +1,7 @@
-// C API of the CPU twin for ctypes: the host tiling function and a launch of the
-// unmodified GroupNormGradMs kernel on the twin, with the launch's buffers, tiling and
-// device configuration given explicitly so that tests can also make broken launches.
+// The backward library's operator part of the twins' C API (twin_c_api.h): the host tiling
+// and a launch of the unmodified GroupNormGradMs / GroupNormSiluGradMs kernel on the twin, with
+// the launch's buffers, tiling and device configuration given explicitly so that tests can also
+// make broken launches. Its input and dtype checks are in twin_host_checks.cc.
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "../op_host/group_norm_grad_ms_tiling.h"
 #include "kernel_operator.h"
+#include "twin_c_api.h"
 #include "twin_launch.h"
 
 extern "C" void group_norm_grad_ms(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
@@ -17,12 +19,10 @@ extern "C" void group_norm_silu_grad_ms(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, 
                                         GM_ADDR beta, GM_ADDR dx, GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace,
                                         GM_ADDR tiling);
 
-#define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
-
 namespace {
 
 // Names of the int64 fields of GroupNormGradMsTilingData, in declaration order; the float
-// swishScale after them travels separately (a double argument).
+// swishScale after them travels in the scalars (twin_c_api.h).
 const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
@@ -31,12 +31,6 @@ const char *const kTilingFields =
 constexpr int kTilingFieldCount = 44;
 static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
               "update kTilingFields");
-
-void CopyError(const std::string &message, char *error, int errorLen) {
-  if (error == nullptr || errorLen <= 0) return;
-  std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
-  error[errorLen - 1] = '\0';
-}
 
 }  // namespace
 
@@ -83,41 +77,52 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
 
 GNMS_TWIN_EXPORT const char *GnmsTwinTilingFields() { return kTilingFields; }
 
-// dataType/statType: 0 float32, 1 float16, 2 bfloat16; silu != 0: GroupNormSiluGradMs's tiling
-// with swishScale. Writes the int64 fields (kTilingFields). Returns a ms_groupnorm::grad_tiling::TilingStatus.
-GNMS_TWIN_EXPORT int GnmsTwinTiling(int64_t N, int64_t C, int64_t HxW, int64_t G, int dataType, int statType,
-                                    int64_t ubBytes, int64_t coreNum, int dxRequired, int dgammaRequired,
-                                    int dbetaRequired, int silu, double swishScale, int64_t *tilingOut,
-                                    int64_t *tilingKeyOut) {
-  ms_groupnorm::grad_tiling::TilingInput in;
-  in.N = N;
-  in.C = C;
-  in.HxW = HxW;
-  in.G = G;
-  in.dataType = static_cast<ms_groupnorm::grad_tiling::ScalarType>(dataType);
-  in.statType = static_cast<ms_groupnorm::grad_tiling::ScalarType>(statType);
-  in.ubBytes = ubBytes;
-  in.coreNum = coreNum;
-  in.dxRequired = dxRequired != 0;
-  in.dgammaRequired = dgammaRequired != 0;
-  in.dbetaRequired = dbetaRequired != 0;
-  in.silu = silu != 0;
-  in.swishScale = static_cast<float>(swishScale);
-  if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return ms_groupnorm::grad_tiling::kTilingBadDtype;
-  GroupNormGradMsTilingData t;
-  const int status = ms_groupnorm::grad_tiling::ComputeTiling(in, &t);
-  if (status != ms_groupnorm::grad_tiling::kTilingOk) return status;
-  std::memcpy(tilingOut, &t, kTilingFieldCount * sizeof(int64_t));
-  *tilingKeyOut = ms_groupnorm::grad_tiling::TilingKeyFor(in.dataType, in.statType);
-  return ms_groupnorm::grad_tiling::kTilingOk;
+// The layouts of this library's arrays (twin_c_api.h's GnmsTwinArray). Options: the data and
+// statistics dtypes, which outputs are required, and silu != 0 for GroupNormSiluGradMs's tiling
+// (with swishScale, the one scalar). Buffers: GroupNormGradMs's CANN order, then beta
+// (GroupNormSiluGradMs's sixth input; twin_launch.h). Dtypes: the pair the tiling accepts.
+GNMS_TWIN_EXPORT const char *GnmsTwinArrayNames(int which) {
+  switch (which) {
+    case kGnmsTwinOptions: return "dataType,statType,dxRequired,dgammaRequired,dbetaRequired,silu";
+    case kGnmsTwinScalars: return "swishScale";
+    case kGnmsTwinBuffers: return "dy,mean,rstd,x,gamma,dx,dgamma,dbeta,beta";
+    case kGnmsTwinInputs: return "dy,mean,rstd,x,gamma";
+    case kGnmsTwinDtypes: return "dataType,statType";
+    default: return nullptr;
+  }
 }
 
-// Runs the kernel on the twin. buffers: dy, mean, rstd, x, gamma, dx, dgamma, dbeta, beta
-// with their sizes in bytes (what the launch hands the device: GM accesses outside them
-// fault); tiling: the int64 fields, swishScale the float one. Returns 0, or 1 with the fault
-// message in `error`.
+// Writes the int64 fields (kTilingFields). Returns a ms_groupnorm::grad_tiling::TilingStatus.
+GNMS_TWIN_EXPORT int GnmsTwinTiling(const int64_t *shape, const int *options, const double *scalars,
+                                    int64_t ubBytes, int64_t coreNum, int64_t *tilingOut, int64_t *tilingKeyOut) {
+  namespace gt = ms_groupnorm::grad_tiling;
+  const int dataType = options[0], statType = options[1];
+  gt::TilingInput in;
+  in.N = shape[0];
+  in.C = shape[1];
+  in.HxW = shape[2];
+  in.G = shape[3];
+  in.dataType = static_cast<gt::ScalarType>(dataType);
+  in.statType = static_cast<gt::ScalarType>(statType);
+  in.ubBytes = ubBytes;
+  in.coreNum = coreNum;
+  in.dxRequired = options[2] != 0;
+  in.dgammaRequired = options[3] != 0;
+  in.dbetaRequired = options[4] != 0;
+  in.silu = options[5] != 0;
+  in.swishScale = static_cast<float>(scalars[0]);
+  if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return gt::kTilingBadDtype;
+  GroupNormGradMsTilingData t;
+  const int status = gt::ComputeTiling(in, &t);
+  if (status != gt::kTilingOk) return status;
+  std::memcpy(tilingOut, &t, kTilingFieldCount * sizeof(int64_t));
+  *tilingKeyOut = gt::TilingKeyFor(in.dataType, in.statType);
+  return gt::kTilingOk;
+}
+
+// Runs the kernel on the twin: the GroupNormSiluGradMs entry when the tiling's silu is set.
 GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferBytes, const int64_t *tiling,
-                                    double swishScale, int64_t tilingKey, int64_t ubBytes, int64_t coreNum,
+                                    const double *scalars, int64_t tilingKey, int64_t ubBytes, int64_t coreNum,
                                     int policy, uint64_t seed, char *error, int errorLen) {
   twin::launch::LaunchBuffers launch;
   for (int i = 0; i < twin::launch::kLaunchBuffers; ++i) {
@@ -126,19 +131,10 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   }
   GroupNormGradMsTilingData t{};
   std::memcpy(&t, tiling, kTilingFieldCount * sizeof(int64_t));
-  t.swishScale = static_cast<float>(swishScale);
-  twin::Config config;
-  config.ubBytes = ubBytes;
-  config.coreNum = coreNum;
-  config.policy = policy & 0xFF;  // bits 8-15: the execution of the pipes (twin::Execution)
-  config.execution = (policy >> 8) & 0xFF;
-  config.autoSync = ((policy >> 17) & 1) == 0;   // bit 17: no --cce-auto-sync
-  config.saturation = ((policy >> 18) & 1) != 0;  // bit 18: saturation overflow mode
-  config.seed = seed;
-  config.cost = twin::DefaultCost();
+  t.swishScale = static_cast<float>(scalars[0]);
   std::string message;
+  const twin::Config config = twin::api::LaunchConfig(ubBytes, coreNum, policy, seed);
   const int status = twin::launch::LaunchKernel(launch, t, tilingKey, config, &message);
-  CopyError(message, error, errorLen);
+  twin::api::CopyError(message.c_str(), error, errorLen);
   return status;
 }
-

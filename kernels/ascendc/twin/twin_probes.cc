@@ -1,12 +1,11 @@
-// Runs the probe kernels of twin_probes.h by name (the ctypes entry GnmsTwinProbe).
+// Runs the probe kernels of twin_probes.h by name (the ctypes entry GnmsTwinProbe, twin_c_api.h).
 #include <cstring>
 #include <map>
 #include <string>
 
 #include "kernel_operator.h"
+#include "twin_c_api.h"
 #include "twin_probes.h"
-
-#define GNMS_TWIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 
@@ -21,6 +20,7 @@ const ProbeMap &Probes() {
     twin::probes::AddVectorProbes(&all);
     twin::probes::AddStridedProbes(&all);
     twin::probes::AddCommonProbes(&all);
+    twin::probes::AddMathProbes(&all);
     return all;
   }();
   return probes;
@@ -51,9 +51,6 @@ GNMS_TWIN_EXPORT int GnmsTwinProbe(const char *name, int64_t blockDim, int64_t c
   const ProbeArgs args{out, outLen};
   std::string message;
   const int status = twin::Launch(config, blockDim, 0, regions, [&] { it->second(args); }, &message);
-  if (error != nullptr && errorLen > 0) {
-    std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
-    error[errorLen - 1] = '\0';
-  }
+  twin::api::CopyError(message.c_str(), error, errorLen);
   return status;
 }

@@ -6,7 +6,8 @@
 //
 // The probes are grouped by the rules they check: twin_probes_buffers.cc (queues, UB, GM,
 // data paths), twin_probes_sync.cc (SyncAll, pipes, flags, event ids, V -> V) and
-// twin_probes_vector.cc (reductions, casts), twin_probes_strided.cc (repeat-stride forms);
+// twin_probes_vector.cc (reductions, casts), twin_probes_strided.cc (repeat-stride forms),
+// twin_probes_common.cc (the API CANN's kernels add), twin_probes_math.cc (Exp, Sqrt, Div);
 // twin_probes.cc runs them by name.
 #ifndef GNMS_TWIN_PROBES_H
 #define GNMS_TWIN_PROBES_H
@@ -33,6 +34,7 @@ void AddSyncProbes(ProbeMap *probes);
 void AddVectorProbes(ProbeMap *probes);
 void AddStridedProbes(ProbeMap *probes);
 void AddCommonProbes(ProbeMap *probes);  // twin_probes_common.cc: the API CANN's kernels add
+void AddMathProbes(ProbeMap *probes);    // twin_probes_math.cc: the forward's Exp, Sqrt, Div
 
 }  // namespace twin::probes
 
