@@ -29,9 +29,11 @@ CASES = {
     "hw_one_group_runs": (3, 40, 1, 40, (True, True, True)),
     # mode 3 with many samples: tasks of whole samples whose sums are one workspace row each
     "hw_one_sample_runs": (101, 24, 1, 3, (True, True, True)),
+    # the same with D = 2: a batch loads one sample's gamma (beta) rows and copies them in UB
+    "hw_one_sample_runs_d2": (400, 64, 1, 32, (True, True, True)),
 }
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
-SHAPE_SPLITS = {"hw_one_sample_runs"}
+SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2"}
 OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
 

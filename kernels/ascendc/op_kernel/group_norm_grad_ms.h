@@ -412,6 +412,17 @@ class KernelGroupNormGradMs {
   __aicore__ inline void HwOneApply(const LocalTensor<float> &dst, int64_t k, int64_t rows, bool add);
   template <typename Que>
   __aicore__ inline void IssueAffineRows(Que &que, const GlobalTensor<U> &src, int64_t q0, int64_t rows);
+  // The gamma (beta) rows a batch loads: with hwOneSamples and groups of D not a multiple of 16 (a
+  // burst a row) one sample's G rows, the same for every sample; else the batch's own rows (D a
+  // multiple of 16: a sample's rows are one burst already and the UB copies cost more: 4096x512 G32
+  // fp32 est./bound 7.17 -> 7.20 with them).
+  __aicore__ inline int64_t HwOneAffineRows(int64_t rows) const {
+    return (t_->hwOneSamples > 0 && !RowsAreOneBurst(t_->D)) ? t_->G : rows;
+  }
+  // The loaded gamma (beta) rows as fp32 into dst, then, with hwOneSamples, copied to every sample
+  // of the batch's `rows` groups.
+  template <typename Que>
+  __aicore__ inline void HwOneTakeAffine(Que &que, const LocalTensor<float> &dst, int64_t rows);
 
   const GroupNormGradMsTilingData *t_ = nullptr;
   // the load stream (see StreamBegin)

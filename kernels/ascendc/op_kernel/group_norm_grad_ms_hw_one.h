@@ -1,5 +1,6 @@
 // Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h) for mode 3 (HxW == 1):
-// runs of whole groups as flat vectors, gamma (and with SILU beta) loaded as rows like the data.
+// runs of whole groups as flat vectors, gamma (and with SILU beta) loaded as rows like the data
+// (one sample's rows a batch of whole samples, copied in UB: HwOneTakeAffine).
 // Included by group_norm_grad_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_GRAD_MS_HW_ONE_H
 #define GROUP_NORM_GRAD_MS_HW_ONE_H
@@ -57,6 +58,24 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffineRows(Que &q
   que.EnQue(staging);
 }
 
+// With hwOneSamples a batch is whole samples from a sample's first group and every sample's gamma
+// (beta) rows are the same G rows: they are loaded once and copied sample to sample in UB, doubling
+// the copied run each step (log2 of the batch's samples instructions). Muls by 1.0f is exact, so
+// the values are those a per-sample load gives, bit for bit.
+template <typename T, typename U, bool SILU>
+template <typename Que>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeAffine(Que &que, const LocalTensor<float> &dst,
+                                                                          int64_t rows) {
+  const int64_t P = AlignUp(t_->D, 16);
+  const int64_t loaded = HwOneAffineRows(rows) * P;
+  const int64_t span = rows * P;
+  TakeAsFloat<U>(que, loaded, dst);
+  for (int64_t have = loaded; have < span; have *= 2) {
+    const int64_t n = (span - have < have) ? span - have : have;
+    Muls(dst[have], dst, 1.0f, static_cast<int32_t>(n));
+  }
+}
+
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0, int64_t rows) {
   const int64_t D = t_->D;
@@ -72,8 +91,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
   IssuePaddedRows(rowDyQue_, dyGm_, base, rows, D);
   IssuePaddedRows(rowXQue_, xGm_, base, rows, D);
-  if (SILU || t_->dxRequired != 0) IssueAffineRows(gammaQue_, gammaGm_, q0, rows);
-  if constexpr (SILU) IssueAffineRows(betaQue_, betaGm_, q0, rows);
+  // gamma (beta) rows: with whole samples a batch, one sample's G rows (G bursts a batch, not a
+  // burst a group: 8000x64 G32 moved ~5,300 gamma bursts a core of its ~21,500), copied in UB
+  if (SILU || t_->dxRequired != 0) IssueAffineRows(gammaQue_, gammaGm_, q0, HwOneAffineRows(rows));
+  if constexpr (SILU) IssueAffineRows(betaQue_, betaGm_, q0, HwOneAffineRows(rows));
   TakeAsFloat<T>(rowDyQue_, span, dyF);
   TakeAsFloat<T>(rowXQue_, span, xF);
   const bool vectorCoefficients = HwOneVectorCoefficients(rows);
@@ -104,8 +125,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
     }
   }
   if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: -t = -k * (gamma * xhat + beta)
-    TakeAsFloat<U>(gammaQue_, span, gF);
-    TakeAsFloat<U>(betaQue_, span, sums);  // beta, until t is formed
+    HwOneTakeAffine(gammaQue_, gF, rows);
+    HwOneTakeAffine(betaQue_, sums, rows);  // beta, until t is formed
     Mul(gdy, gF, xF, span);
     Add(gdy, gdy, sums, span);
     Muls(gdy, gdy, -swishScale_, span);  // -t
@@ -126,22 +147,25 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
     Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF (and the next batch dyF)
   }
   if (t_->dxRequired == 0) return;
-  if constexpr (!SILU) TakeAsFloat<U>(gammaQue_, span, gF);
+  if constexpr (!SILU) HwOneTakeAffine(gammaQue_, gF, rows);
   Mul(gdy, gF, dyF, span);  // gamma * dy
   Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
   if (vectorCoefficients) {  // the sums by WholeReduceSum: ReduceSum's lanes and tree for D <= 64
     const RowSumOperands both[2] = {{sums, gdy, ReduceWork()}, {sums[r8], dgF, ReduceWork()}};
     RowSums(both, 2, rows, P, d, 0);
-    Sync<HardEvent::V_S>();  // the scalar reads of the sums
-    for (int64_t j = 0; j < rows; ++j) {
-      const float rstd = Stat(false, q0 + j);
-      const float c1 = sums.GetValue(j) * invM_;
-      const float c2 = sums.GetValue(r8 + j) * invM_;
-      sums.SetValue(2 * r8 + j, rstd * c2);
-      sums.SetValue(3 * r8 + j, rstd);
-      sums.SetValue(4 * r8 + j, -rstd * c1);
-    }
-    Sync<HardEvent::S_V>();  // Brcb reads the scalars
+    // Only rstd goes through the scalar unit (a read and a write a group, not 6: 8000x64 G32 had
+    // ~58,700 scalar UB accesses a core); c1 = sum * invM, rstd * c2 and -(rstd * c1) are formed by
+    // the vector unit over the batch, each element the same fp32 products as the scalar forms
+    // (-rstd * c1 is -(rstd * c1) exactly).
+    Sync<HardEvent::V_S>();  // the first part's Brcb reads of the rstd slot are done
+    for (int64_t j = 0; j < rows; ++j) sums.SetValue(3 * r8 + j, Stat(false, q0 + j));
+    Sync<HardEvent::S_V>();  // the vector unit reads the rstd slot
+    const int32_t n = static_cast<int32_t>(rows);
+    Muls(sums[2 * r8], sums[r8], invM_, n);    // c2
+    Mul(sums[2 * r8], sums[2 * r8], sums[3 * r8], n);  // rstd * c2
+    Muls(sums[4 * r8], sums, invM_, n);        // c1
+    Mul(sums[4 * r8], sums[4 * r8], sums[3 * r8], n);  // rstd * c1
+    Muls(sums[4 * r8], sums[4 * r8], -1.0f, n);
     HwOneApply(xF, 0, rows, false);
     HwOneApply(gdy, 1, rows, false);
     HwOneApply(gdy, 2, rows, true);
