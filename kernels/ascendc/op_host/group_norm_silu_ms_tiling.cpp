@@ -2,9 +2,10 @@
 //
 // The kernel allocates, in this order, with every buffer rounded up to 32 bytes (K =
 // chunkElems: the whole group in mode 0, one chunk in mode 1):
-//   the x queue (VECIN, depth 1) of xBuffers buffers of xBufferElems x-dtype elements (mode 0
-//   and streamed chunks: 2 buffers of K, one load in flight while the previous one is
-//   computed; staged chunks: 2 or 1 buffers of the task's whole x); the y queue (VECOUT,
+//   the x queue of xBuffers buffers of xBufferElems x-dtype elements (mode 0 and streamed
+//   chunks: VECIN depth 2, 2 buffers of K, one load in flight while the previous one is
+//   computed; staged chunks: VECIN depth 1, 2 or 1 buffers of the task's whole x; with a part
+//   ring, one TBuf of xBuffers x xBufferElems instead); the y queue (VECOUT,
 //   depth 1) of 2 buffers of K; 2 fp32 work buffers of K; a scratch buffer: reduce result (8
 //   floats), the constant 1.0 (8), the per-row partial sums and the ReduceSum work buffer;
 //   mean/rstd staging (VECOUT, 2 x statBatch floats); with coefficient arrays (coefElems > 0):
