@@ -15,10 +15,12 @@
 
 #include "group_norm_grad_ms_host.h"
 
+namespace grad_tiling = ms_groupnorm::grad_tiling;  // the tiling this file calls, by its short name
+
 namespace {
 using ms_groupnorm::op_host::ReadBoolAttr;
 using ms_groupnorm::op_host::Refuse;
-using InputShapes = ms_groupnorm::op_host::InputShapes<ms_groupnorm::grad_tiling::ShapeView, ms_groupnorm::grad_tiling::kNumInputs>;
+using InputShapes = ms_groupnorm::op_host::InputShapes<grad_tiling::ShapeView, grad_tiling::kNumInputs>;
 
 constexpr const char *kOpName = "GroupNormGradMs";
 constexpr size_t kAttrNumGroups = 0;
@@ -30,7 +32,7 @@ constexpr size_t kAttrDbetaIsRequire = 3;
 ge::graphStatus CheckInputs(const InputShapes &shapes, const gert::RuntimeAttrs *attrs) {
   const int64_t *numGroups = attrs == nullptr ? nullptr : attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   std::string message;
-  if (ms_groupnorm::grad_tiling::CheckInputs(shapes.views, numGroups, &message) != ms_groupnorm::grad_tiling::kTilingOk) return Refuse(message);
+  if (grad_tiling::CheckInputs(shapes.views, numGroups, &message) != grad_tiling::kTilingOk) return Refuse(message);
   return ge::GRAPH_SUCCESS;
 }
 }  // namespace
@@ -42,8 +44,8 @@ static ge::graphStatus GroupNormGradMsTiling(gert::TilingContext *context) {
   shapes.FromTiling(context);
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   if (CheckInputs(shapes, attrs) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-  ms_groupnorm::grad_tiling::TilingInput in;
-  ms_groupnorm::op_host::SetSizes(shapes.views[ms_groupnorm::grad_tiling::kInputX], &in);
+  grad_tiling::TilingInput in;
+  ms_groupnorm::op_host::SetSizes(shapes.views[grad_tiling::kInputX], &in);
   in.G = *attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   in.dxRequired = ReadBoolAttr(attrs, kAttrDxIsRequire, true);  // optional attributes default to true
   in.dgammaRequired = ReadBoolAttr(attrs, kAttrDgammaIsRequire, true);

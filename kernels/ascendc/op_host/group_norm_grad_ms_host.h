@@ -25,7 +25,8 @@ inline void SetSizes(const ms_groupnorm::grad_tiling::ShapeView &x, ms_groupnorm
 
 // Dtypes (dy: data, mean: statistics) and platform into `in`, then the tiling, key, block
 // count, schedule mode and workspace size into the context. `op` names the operator in errors.
-inline ge::graphStatus TileGradKernel(gert::TilingContext *context, const char *op, ms_groupnorm::grad_tiling::TilingInput in) {
+inline ge::graphStatus TileGradKernel(gert::TilingContext *context, const char *op,
+                                      ms_groupnorm::grad_tiling::TilingInput in) {
   const std::string name(op);
   const gert::CompileTimeTensorDesc *dyDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputDy);
   const gert::CompileTimeTensorDesc *meanDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputMean);
@@ -44,7 +45,8 @@ inline ge::graphStatus TileGradKernel(gert::TilingContext *context, const char *
   const int status = ms_groupnorm::grad_tiling::ComputeTiling(in, &tiling);
   if (status != ms_groupnorm::grad_tiling::kTilingOk) {
     return Refuse(name + ": tiling failed (status " + std::to_string(status) +
-                  (status == ms_groupnorm::grad_tiling::kTilingNoFit ? ": C/num_groups too large for the unified buffer)" : ")"));
+                  (status == ms_groupnorm::grad_tiling::kTilingNoFit ? ": C/num_groups too large for the unified buffer)"
+                                                                     : ")"));
   }
   GroupNormGradMsTilingData *out = context->GetTilingData<GroupNormGradMsTilingData>();
   if (out == nullptr) return Refuse(name + ": no tiling data buffer");
@@ -54,7 +56,8 @@ inline ge::graphStatus TileGradKernel(gert::TilingContext *context, const char *
   context->SetScheduleMode(kScheduleModeBatch);
   size_t *workspaces = context->GetWorkspaceSizes(1);
   if (workspaces == nullptr) return Refuse(name + ": no workspace size slot");
-  workspaces[0] = platform.GetLibApiWorkSpaceSize() + static_cast<size_t>(ms_groupnorm::grad_tiling::UserWorkspaceBytes(tiling));
+  workspaces[0] = platform.GetLibApiWorkSpaceSize() +
+                  static_cast<size_t>(ms_groupnorm::grad_tiling::UserWorkspaceBytes(tiling));
   return ge::GRAPH_SUCCESS;
 }
 

@@ -17,11 +17,13 @@
 
 #include "group_norm_grad_ms_host.h"
 
+namespace grad_tiling = ms_groupnorm::grad_tiling;  // the tiling this file calls, by its short name
+
 namespace {
 using ms_groupnorm::op_host::ReadBoolAttr;
 using ms_groupnorm::op_host::ReadFloatAttr;
 using ms_groupnorm::op_host::Refuse;
-using InputShapes = ms_groupnorm::op_host::InputShapes<ms_groupnorm::grad_tiling::ShapeView, ms_groupnorm::grad_tiling::kNumSiluGradInputs>;
+using InputShapes = ms_groupnorm::op_host::InputShapes<grad_tiling::ShapeView, grad_tiling::kNumSiluGradInputs>;
 
 constexpr const char *kOpName = "GroupNormSiluGradMs";
 constexpr size_t kAttrNumGroups = 0;
@@ -36,7 +38,7 @@ ge::graphStatus CheckInputs(const InputShapes &shapes, const gert::RuntimeAttrs 
   const int64_t *numGroups = attrs == nullptr ? nullptr : attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   const float *swishScale = attrs == nullptr ? nullptr : attrs->GetAttrPointer<float>(kAttrSwishScale);
   std::string message;
-  if (ms_groupnorm::grad_tiling::CheckSiluGradInputs(shapes.views, numGroups, swishScale, &message) != ms_groupnorm::grad_tiling::kTilingOk) {
+  if (grad_tiling::CheckSiluGradInputs(shapes.views, numGroups, swishScale, &message) != grad_tiling::kTilingOk) {
     return Refuse(message);
   }
   return ge::GRAPH_SUCCESS;
@@ -50,15 +52,15 @@ static ge::graphStatus GroupNormSiluGradMsTiling(gert::TilingContext *context) {
   shapes.FromTiling(context);
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   if (CheckInputs(shapes, attrs) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-  const gert::CompileTimeTensorDesc *gammaDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputGamma);
-  const gert::CompileTimeTensorDesc *betaDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputBeta);
-  const gert::CompileTimeTensorDesc *meanDesc = context->GetInputDesc(ms_groupnorm::grad_tiling::kInputMean);
+  const gert::CompileTimeTensorDesc *gammaDesc = context->GetInputDesc(grad_tiling::kInputGamma);
+  const gert::CompileTimeTensorDesc *betaDesc = context->GetInputDesc(grad_tiling::kInputBeta);
+  const gert::CompileTimeTensorDesc *meanDesc = context->GetInputDesc(grad_tiling::kInputMean);
   if (gammaDesc == nullptr || betaDesc == nullptr || meanDesc == nullptr ||
       gammaDesc->GetDataType() != meanDesc->GetDataType() || betaDesc->GetDataType() != meanDesc->GetDataType()) {
     return Refuse("GroupNormSiluGradMs: 'gamma' and 'beta' must have the dtype of 'mean'");
   }
-  ms_groupnorm::grad_tiling::TilingInput in;
-  ms_groupnorm::op_host::SetSizes(shapes.views[ms_groupnorm::grad_tiling::kInputX], &in);
+  grad_tiling::TilingInput in;
+  ms_groupnorm::op_host::SetSizes(shapes.views[grad_tiling::kInputX], &in);
   in.G = *attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   in.silu = true;
   in.swishScale = ReadFloatAttr(attrs, kAttrSwishScale, kDefaultSwishScale);

@@ -17,6 +17,8 @@
 #include "group_norm_silu_ms_tiling.h"
 #include "op_host_common.h"
 
+namespace forward_tiling = ms_groupnorm::forward_tiling;  // the tiling this file calls, by its short name
+
 namespace {
 constexpr size_t kAttrNumGroups = 0;
 constexpr size_t kAttrEps = 1;
@@ -33,13 +35,13 @@ using ms_groupnorm::op_host::ReadBoolAttr;
 using ms_groupnorm::op_host::ReadFloatAttr;
 using ms_groupnorm::op_host::Refuse;
 using ms_groupnorm::op_host::ToScalarType;
-using InputShapes = ms_groupnorm::op_host::InputShapes<ms_groupnorm::forward_tiling::ShapeView, ms_groupnorm::forward_tiling::kNumInputs>;
+using InputShapes = ms_groupnorm::op_host::InputShapes<forward_tiling::ShapeView, forward_tiling::kNumInputs>;
 
 // Shared by InferShape and tiling: null attributes and every shape rule.
 ge::graphStatus CheckInputs(const InputShapes &shapes, const gert::RuntimeAttrs *attrs) {
   const int64_t *numGroups = attrs == nullptr ? nullptr : attrs->GetAttrPointer<int64_t>(kAttrNumGroups);
   std::string message;
-  if (ms_groupnorm::forward_tiling::CheckInputs(shapes.views, numGroups, &message) != ms_groupnorm::forward_tiling::kTilingOk) return Refuse(message);
+  if (forward_tiling::CheckInputs(shapes.views, numGroups, &message) != forward_tiling::kTilingOk) return Refuse(message);
   return ge::GRAPH_SUCCESS;
 }
 }  // namespace
@@ -52,8 +54,8 @@ static ge::graphStatus GroupNormSiluMsTiling(gert::TilingContext *context) {
   const gert::RuntimeAttrs *attrs = context->GetAttrs();
   if (CheckInputs(shapes, attrs) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
 
-  const ms_groupnorm::forward_tiling::ShapeView &x = shapes.views[ms_groupnorm::forward_tiling::kInputX];
-  ms_groupnorm::forward_tiling::TilingInput in;
+  const forward_tiling::ShapeView &x = shapes.views[forward_tiling::kInputX];
+  forward_tiling::TilingInput in;
   in.N = x.dims[0];
   in.C = x.dims[1];
   in.HxW = 1;
@@ -62,19 +64,21 @@ static ge::graphStatus GroupNormSiluMsTiling(gert::TilingContext *context) {
   in.eps = ReadFloatAttr(attrs, kAttrEps, kDefaultEps);
   in.activateSilu = ReadBoolAttr(attrs, kAttrActivateSilu, true);
   in.swishScale = ReadFloatAttr(attrs, kAttrSwishScale, kDefaultSwishScale);
-  const gert::CompileTimeTensorDesc *xDesc = context->GetInputDesc(ms_groupnorm::forward_tiling::kInputX);
-  const gert::CompileTimeTensorDesc *gammaDesc = context->GetInputDesc(ms_groupnorm::forward_tiling::kInputGamma);
-  const gert::CompileTimeTensorDesc *betaDesc = context->GetInputDesc(ms_groupnorm::forward_tiling::kInputBeta);
+  const gert::CompileTimeTensorDesc *xDesc = context->GetInputDesc(forward_tiling::kInputX);
+  const gert::CompileTimeTensorDesc *gammaDesc = context->GetInputDesc(forward_tiling::kInputGamma);
+  const gert::CompileTimeTensorDesc *betaDesc = context->GetInputDesc(forward_tiling::kInputBeta);
   if (xDesc == nullptr || gammaDesc == nullptr || betaDesc == nullptr) {
     return Refuse("GroupNormSiluMs: no tensor descriptor for 'x', 'gamma' or 'beta'");
   }
-  ms_groupnorm::forward_tiling::ScalarType betaType;
+  forward_tiling::ScalarType betaType;
   if (!ToScalarType(xDesc->GetDataType(), &in.dataType) || !ToScalarType(gammaDesc->GetDataType(), &in.paramType) ||
       !ToScalarType(betaDesc->GetDataType(), &betaType)) {
     return Refuse("GroupNormSiluMs: 'x', 'gamma' and 'beta' must be float32, float16 or bfloat16");
   }
   std::string message;
-  if (ms_groupnorm::forward_tiling::CheckDtypes(in.dataType, in.paramType, betaType, &message) != ms_groupnorm::forward_tiling::kTilingOk) return Refuse(message);
+  if (forward_tiling::CheckDtypes(in.dataType, in.paramType, betaType, &message) != forward_tiling::kTilingOk) {
+    return Refuse(message);
+  }
   if (context->GetPlatformInfo() == nullptr) return Refuse("GroupNormSiluMs: no platform info in the TilingContext");
   auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
   uint64_t ubSize = 0;
@@ -83,20 +87,20 @@ static ge::graphStatus GroupNormSiluMsTiling(gert::TilingContext *context) {
   in.coreNum = static_cast<int64_t>(platform.GetCoreNumAiv());
 
   GroupNormSiluMsTilingData tiling;
-  const int status = ms_groupnorm::forward_tiling::ComputeTiling(in, &tiling);
-  if (status != ms_groupnorm::forward_tiling::kTilingOk) {
+  const int status = forward_tiling::ComputeTiling(in, &tiling);
+  if (status != forward_tiling::kTilingOk) {
     return Refuse("GroupNormSiluMs: tiling failed (status " + std::to_string(status) +
-                  (status == ms_groupnorm::forward_tiling::kTilingNoFit ? ": the unified buffer is too small)" : ")"));
+                  (status == forward_tiling::kTilingNoFit ? ": the unified buffer is too small)" : ")"));
   }
   GroupNormSiluMsTilingData *out = context->GetTilingData<GroupNormSiluMsTilingData>();
   if (out == nullptr) return Refuse("GroupNormSiluMs: no tiling data buffer");
   *out = tiling;
-  context->SetTilingKey(static_cast<uint64_t>(ms_groupnorm::forward_tiling::TilingKeyFor(in.dataType, in.paramType)));
+  context->SetTilingKey(static_cast<uint64_t>(forward_tiling::TilingKeyFor(in.dataType, in.paramType)));
   context->SetBlockDim(static_cast<uint32_t>(tiling.blockDim));
   context->SetScheduleMode(kScheduleModeBatch);
   size_t *workspaces = context->GetWorkspaceSizes(1);
   if (workspaces == nullptr) return Refuse("GroupNormSiluMs: no workspace size slot");
-  workspaces[0] = platform.GetLibApiWorkSpaceSize() + static_cast<size_t>(ms_groupnorm::forward_tiling::UserWorkspaceBytes(tiling));
+  workspaces[0] = platform.GetLibApiWorkSpaceSize() + static_cast<size_t>(forward_tiling::UserWorkspaceBytes(tiling));
   return ge::GRAPH_SUCCESS;
 }
 }  // namespace optiling
@@ -112,7 +116,7 @@ static graphStatus GroupNormSiluMsInferShape(gert::InferShapeContext *context) {
   gert::Shape *mean = context->GetOutputShape(kOutputMean);
   gert::Shape *rstd = context->GetOutputShape(kOutputRstd);
   if (y == nullptr || mean == nullptr || rstd == nullptr) return Refuse("GroupNormSiluMs: null output shape");
-  const gert::Shape *x = context->GetInputShape(ms_groupnorm::forward_tiling::kInputX);
+  const gert::Shape *x = context->GetInputShape(forward_tiling::kInputX);
   *y = *x;
   const int64_t groups = *context->GetAttrs()->GetAttrPointer<int64_t>(kAttrNumGroups);
   for (gert::Shape *stat : {mean, rstd}) {
@@ -126,7 +130,7 @@ static graphStatus GroupNormSiluMsInferShape(gert::InferShapeContext *context) {
 // y follows x; mean and rstd are float32 whatever x is (the float32-statistics contract).
 static graphStatus GroupNormSiluMsInferDataType(gert::InferDataTypeContext *context) {
   if (context == nullptr) return Refuse("GroupNormSiluMs InferDataType: null context");
-  context->SetOutputDataType(kOutputY, context->GetInputDataType(ms_groupnorm::forward_tiling::kInputX));
+  context->SetOutputDataType(kOutputY, context->GetInputDataType(forward_tiling::kInputX));
   context->SetOutputDataType(kOutputMean, DT_FLOAT);
   context->SetOutputDataType(kOutputRstd, DT_FLOAT);
   return GRAPH_SUCCESS;

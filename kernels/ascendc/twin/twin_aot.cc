@@ -20,15 +20,17 @@
 #include "twin_c_api.h"  // GNMS_TWIN_EXPORT
 #include "twin_launch.h"
 
+namespace grad_tiling = ms_groupnorm::grad_tiling;  // the tiling this file calls, by its short name
+
 namespace {
 
 using namespace ms_groupnorm;  // NOLINT: the status codes of aot_status.h
 
-bool ParseType(const char *name, ms_groupnorm::grad_tiling::ScalarType *t) {
+bool ParseType(const char *name, grad_tiling::ScalarType *t) {
   if (name == nullptr) return false;
-  if (std::strcmp(name, "float32") == 0) *t = ms_groupnorm::grad_tiling::ScalarType::kFloat32;
-  else if (std::strcmp(name, "float16") == 0) *t = ms_groupnorm::grad_tiling::ScalarType::kFloat16;
-  else if (std::strcmp(name, "bfloat16") == 0) *t = ms_groupnorm::grad_tiling::ScalarType::kBFloat16;
+  if (std::strcmp(name, "float32") == 0) *t = grad_tiling::ScalarType::kFloat32;
+  else if (std::strcmp(name, "float16") == 0) *t = grad_tiling::ScalarType::kFloat16;
+  else if (std::strcmp(name, "bfloat16") == 0) *t = grad_tiling::ScalarType::kBFloat16;
   else return false;
   return true;
 }
@@ -53,14 +55,14 @@ bool ReadBool(mindspore::AotExtra *extra, const char *name) {
 }
 
 // The raw pattern of 1.0 in the statistics dtype.
-std::vector<uint8_t> Ones(int64_t count, ms_groupnorm::grad_tiling::ScalarType t) {
+std::vector<uint8_t> Ones(int64_t count, grad_tiling::ScalarType t) {
   std::vector<uint8_t> out(static_cast<size_t>(count * BytesOf(t)));
   const float one = 1.0f;
   const uint16_t half_one = 0x3C00;
   const uint16_t bf16_one = 0x3F80;
   for (int64_t i = 0; i < count; ++i) {
-    if (t == ms_groupnorm::grad_tiling::ScalarType::kFloat32) std::memcpy(&out[i * 4], &one, 4);
-    else std::memcpy(&out[i * 2], t == ms_groupnorm::grad_tiling::ScalarType::kFloat16 ? &half_one : &bf16_one, 2);
+    if (t == grad_tiling::ScalarType::kFloat32) std::memcpy(&out[i * 4], &one, 4);
+    else std::memcpy(&out[i * 2], t == grad_tiling::ScalarType::kFloat16 ? &half_one : &bf16_one, 2);
   }
   return out;
 }
@@ -76,7 +78,7 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   }
   auto *extra = static_cast<mindspore::AotExtra *>(extra_ptr);
   if (ndims[kX] < 2 || ndims[kX] > 8) return kBadRank;
-  ms_groupnorm::grad_tiling::TilingInput in;
+  grad_tiling::TilingInput in;
   in.N = shapes[kX][0];
   in.C = shapes[kX][1];
   in.HxW = NumElements(ndims[kX] - 2, shapes[kX] + 2);
@@ -91,7 +93,7 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   in.dgammaRequired = ReadBool(extra, "dgamma_is_require");
   in.dbetaRequired = ReadBool(extra, "dbeta_is_require");
   if (!ParseType(dtypes[kX], &in.dataType) || !ParseType(dtypes[kMean], &in.statType)) return kBadDtype;
-  ms_groupnorm::grad_tiling::ScalarType other;
+  grad_tiling::ScalarType other;
   if (!ParseType(dtypes[kDy], &other) || other != in.dataType) return kBadDtype;
   for (int i : {kRstd, kGamma}) {
     if (!ParseType(dtypes[i], &other) || other != in.statType) return kBadDtype;
@@ -117,8 +119,8 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   in.ubBytes = EnvInt("MS_GROUPNORM_TWIN_UB", 196608);
   in.coreNum = EnvInt("MS_GROUPNORM_TWIN_CORES", 48);
   GroupNormGradMsTilingData tiling;
-  const int tilingStatus = ms_groupnorm::grad_tiling::ComputeTiling(in, &tiling);
-  if (tilingStatus != ms_groupnorm::grad_tiling::kTilingOk) {
+  const int tilingStatus = grad_tiling::ComputeTiling(in, &tiling);
+  if (tilingStatus != grad_tiling::kTilingOk) {
     std::fprintf(stderr, "ms_groupnorm twin: tiling failed with status %d\n", tilingStatus);
     return kBadShape;
   }
@@ -161,7 +163,7 @@ int LaunchFromAot(int nparam, void **params, int *ndims, int64_t **shapes, const
   config.saturation = EnvInt("MS_GROUPNORM_TWIN_SATURATION", 0) != 0;  // 1: saturation overflow mode
   config.seed = static_cast<uint64_t>(EnvInt("MS_GROUPNORM_TWIN_SEED", 0));
   std::string error;
-  if (twin::launch::LaunchKernel(buffers, tiling, ms_groupnorm::grad_tiling::TilingKeyFor(in.dataType, in.statType), config, &error) != 0) {
+  if (twin::launch::LaunchKernel(buffers, tiling, grad_tiling::TilingKeyFor(in.dataType, in.statType), config, &error) != 0) {
     std::fprintf(stderr, "ms_groupnorm twin: kernel fault: %s\n", error.c_str());
     return kKernelFault;
   }

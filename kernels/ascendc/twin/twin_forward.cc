@@ -10,6 +10,8 @@
 #include "kernel_operator.h"
 #include "twin_c_api.h"
 
+namespace forward_tiling = ms_groupnorm::forward_tiling;  // the tiling this file calls, by its short name
+
 extern "C" void group_norm_silu_ms(GM_ADDR x, GM_ADDR gamma, GM_ADDR beta, GM_ADDR y, GM_ADDR mean, GM_ADDR rstd,
                                    GM_ADDR workspace, GM_ADDR tiling);
 
@@ -43,7 +45,7 @@ GNMS_TWIN_EXPORT const char *GnmsTwinArrayNames(int which) {
   }
 }
 
-// Returns a ms_groupnorm::forward_tiling::TilingStatus.
+// Returns a forward_tiling::TilingStatus.
 GNMS_TWIN_EXPORT int GnmsTwinTiling(const int64_t *shape, const int *options, const double *scalars,
                                     int64_t ubBytes, int64_t coreNum, int64_t *tilingOut, int64_t *tilingKeyOut) {
   namespace ft = ms_groupnorm::forward_tiling;
@@ -88,7 +90,7 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
   }
   regions.push_back({tilingGm.data(), tilingGm.size(), "tiling"});
   // The user workspace (slice statistics of split groups), as the framework allocates it.
-  const size_t workspaceBytes = static_cast<size_t>(ms_groupnorm::forward_tiling::UserWorkspaceBytes(t));
+  const size_t workspaceBytes = static_cast<size_t>(forward_tiling::UserWorkspaceBytes(t));
   std::vector<float> workspace(workspaceBytes / sizeof(float) + 1);
   if (workspaceBytes > 0) regions.push_back({workspace.data(), workspaceBytes, "workspace"});
   auto gm = [&](int i) { return static_cast<GM_ADDR>(buffers[i]); };
@@ -104,9 +106,9 @@ GNMS_TWIN_EXPORT int GnmsTwinLaunch(void *const *buffers, const int64_t *bufferB
 // Inputs in GnmsTwinArrayNames(kGnmsTwinInputs)'s order (x, gamma, beta).
 GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ranks, const int64_t *numGroups,
                                          char *error, int errorLen) {
-  ms_groupnorm::forward_tiling::ShapeView shapes[ms_groupnorm::forward_tiling::kNumInputs];
+  forward_tiling::ShapeView shapes[forward_tiling::kNumInputs];
   const int64_t *next = dims;
-  for (int i = 0; i < ms_groupnorm::forward_tiling::kNumInputs; ++i) {
+  for (int i = 0; i < forward_tiling::kNumInputs; ++i) {
     if (ranks[i] < 0) continue;
     shapes[i].present = true;
     shapes[i].dims = next;
@@ -114,16 +116,16 @@ GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ran
     next += ranks[i];
   }
   std::string message;
-  const int status = ms_groupnorm::forward_tiling::CheckInputs(shapes, numGroups, &message);
+  const int status = forward_tiling::CheckInputs(shapes, numGroups, &message);
   twin::api::CopyError(message.c_str(), error, errorLen);
   return status;
 }
 
-// dtypes: x, gamma, beta (ms_groupnorm::forward_tiling::CheckDtypes).
+// dtypes: x, gamma, beta (forward_tiling::CheckDtypes).
 GNMS_TWIN_EXPORT int GnmsTwinCheckDtypes(const int *dtypes, char *error, int errorLen) {
-  using ms_groupnorm::forward_tiling::ScalarType;
+  using forward_tiling::ScalarType;
   std::string message;
-  const int status = ms_groupnorm::forward_tiling::CheckDtypes(
+  const int status = forward_tiling::CheckDtypes(
       static_cast<ScalarType>(dtypes[0]), static_cast<ScalarType>(dtypes[1]), static_cast<ScalarType>(dtypes[2]),
       &message);
   twin::api::CopyError(message.c_str(), error, errorLen);

@@ -30,6 +30,8 @@
 
 #include "twin_c_api.h"  // twin_forward.cc's part of it, in this library: the host tiling, the launch
 
+namespace forward_tiling = ms_groupnorm::forward_tiling;  // the tiling this file calls, by its short name
+
 namespace {
 
 using namespace ms_groupnorm;  // NOLINT: the aot_abi.h helpers and the status codes of aot_status.h
@@ -42,7 +44,7 @@ int64_t EnvInt(const char *name, int64_t fallback) {
   return value == nullptr || *value == '\0' ? fallback : std::strtoll(value, nullptr, 10);
 }
 
-// The twin's dtype code (ms_groupnorm::forward_tiling::ScalarType) of a float32/float16/bfloat16 DType.
+// The twin's dtype code (forward_tiling::ScalarType) of a float32/float16/bfloat16 DType.
 int TwinType(DType t) { return t == DType::kFloat32 ? 0 : t == DType::kFloat16 ? 1 : 2; }
 
 int64_t BytesOf(DType t) { return t == DType::kFloat32 ? 4 : 2; }
@@ -94,7 +96,7 @@ int RunOnTwin(void **params, const ForwardTensors &call, const GroupNormSizes &s
   const int options[3] = {TwinType(data), TwinType(stat), activate_silu ? 1 : 0};
   const double scalars[2] = {eps, swish_k};
   const int tiling_status = GnmsTwinTiling(shape, options, scalars, ub, cores, tiling, &key);
-  if (tiling_status != ms_groupnorm::forward_tiling::kTilingOk) {
+  if (tiling_status != forward_tiling::kTilingOk) {
     std::fprintf(stderr, "ms_groupnorm twin: forward tiling failed with status %d\n", tiling_status);
     return kBadShape;
   }

@@ -7,13 +7,15 @@
 #include "../op_host/group_norm_grad_ms_tiling.h"
 #include "twin_c_api.h"
 
+namespace grad_tiling = ms_groupnorm::grad_tiling;  // the tiling this file calls, by its short name
+
 // Inputs in GnmsTwinArrayNames(kGnmsTwinInputs)'s order. Returns a
-// ms_groupnorm::grad_tiling::TilingStatus and the message.
+// grad_tiling::TilingStatus and the message.
 GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ranks, const int64_t *numGroups,
                                          char *error, int errorLen) {
-  ms_groupnorm::grad_tiling::ShapeView shapes[ms_groupnorm::grad_tiling::kNumInputs];
+  grad_tiling::ShapeView shapes[grad_tiling::kNumInputs];
   const int64_t *next = dims;
-  for (int i = 0; i < ms_groupnorm::grad_tiling::kNumInputs; ++i) {
+  for (int i = 0; i < grad_tiling::kNumInputs; ++i) {
     if (ranks[i] < 0) continue;
     shapes[i].present = true;
     shapes[i].dims = next;
@@ -21,7 +23,7 @@ GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ran
     next += ranks[i];
   }
   std::string message;
-  const int status = ms_groupnorm::grad_tiling::CheckInputs(shapes, numGroups, &message);
+  const int status = grad_tiling::CheckInputs(shapes, numGroups, &message);
   twin::api::CopyError(message.c_str(), error, errorLen);
   return status;
 }

@@ -13,6 +13,8 @@
 #include "twin_c_api.h"
 #include "twin_launch.h"
 
+namespace grad_tiling = ms_groupnorm::grad_tiling;  // the tiling this file calls, by its short name
+
 extern "C" void group_norm_grad_ms(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
                                    GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace, GM_ADDR tiling);
 extern "C" void group_norm_silu_grad_ms(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma,
@@ -45,9 +47,9 @@ int LaunchKernel(const LaunchBuffers &buffers, const GroupNormGradMsTilingData &
   // start at zero is cleared by the kernel, e.g. with Fill, 张量变换/Fill-97.md; atomic adds do not
   // clear GM, simd_atomic/asc_set_atomic_add.md): quiet NaNs here, so that a kernel reading a cell
   // no task wrote, or adding into one, gets NaN instead of the zeros a plain allocation would give.
-  std::vector<float> workspace(static_cast<size_t>(ms_groupnorm::grad_tiling::UserWorkspaceBytes(tiling) / sizeof(float)) + 1,
+  std::vector<float> workspace(static_cast<size_t>(grad_tiling::UserWorkspaceBytes(tiling) / sizeof(float)) + 1,
                                std::numeric_limits<float>::quiet_NaN());
-  const size_t workspaceBytes = static_cast<size_t>(ms_groupnorm::grad_tiling::UserWorkspaceBytes(tiling));
+  const size_t workspaceBytes = static_cast<size_t>(grad_tiling::UserWorkspaceBytes(tiling));
   static const char *const kNames[kLaunchBuffers] = {"dy", "mean", "rstd", "x", "gamma", "dx", "dgamma", "dbeta",
                                                      "beta"};
   std::vector<twin::GmRegion> regions;
@@ -92,7 +94,7 @@ GNMS_TWIN_EXPORT const char *GnmsTwinArrayNames(int which) {
   }
 }
 
-// Writes the int64 fields (kTilingFields). Returns a ms_groupnorm::grad_tiling::TilingStatus.
+// Writes the int64 fields (kTilingFields). Returns a grad_tiling::TilingStatus.
 GNMS_TWIN_EXPORT int GnmsTwinTiling(const int64_t *shape, const int *options, const double *scalars,
                                     int64_t ubBytes, int64_t coreNum, int64_t *tilingOut, int64_t *tilingKeyOut) {
   namespace gt = ms_groupnorm::grad_tiling;
