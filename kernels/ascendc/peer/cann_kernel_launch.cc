@@ -9,12 +9,12 @@
 // tiling's workspace size less the system part, which the caller gives). It starts as quiet NaNs,
 // as our own launches' workspace does (twin_launch.cc): the kernel must clear what it adds into.
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "kernel_operator.h"
+#include "twin_c_api.h"
 
 extern "C" void group_norm_grad(GM_ADDR dy, GM_ADDR mean, GM_ADDR rstd, GM_ADDR x, GM_ADDR gamma, GM_ADDR dx,
                                 GM_ADDR dgamma, GM_ADDR dbeta, GM_ADDR workspace, GM_ADDR tilingdata);
@@ -38,15 +38,7 @@ GNMS_PEER_EXPORT int GnmsPeerGroupNormGradLaunch(void *const *buffers, const int
   }
   regions.push_back({tilingGm.data(), tilingGm.size(), "tiling"});
   if (userWorkspaceBytes > 0) regions.push_back({workspace.data(), static_cast<size_t>(userWorkspaceBytes), "workspace"});
-  twin::Config config;
-  config.ubBytes = ubBytes;
-  config.coreNum = coreNum;
-  config.policy = policy & 0xFF;
-  config.execution = (policy >> 8) & 0xFF;
-  config.checkHazards = ((policy >> 16) & 1) == 0;
-  config.cannCompat = ((policy >> 19) & 1) != 0;  // twin::Config::cannCompat
-  config.seed = seed;
-  config.cost = twin::DefaultCost();
+  const twin::Config config = twin::api::LaunchConfig(ubBytes, coreNum, policy, seed);
   auto gm = [&](int i) { return static_cast<GM_ADDR>(buffers[i]); };
   std::string message;
   const int status = twin::Launch(
@@ -56,10 +48,7 @@ GNMS_PEER_EXPORT int GnmsPeerGroupNormGradLaunch(void *const *buffers, const int
                         reinterpret_cast<GM_ADDR>(workspace.data()), tilingGm.data());
       },
       &message);
-  if (error != nullptr && errorLen > 0) {
-    std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
-    error[errorLen - 1] = '\0';
-  }
+  twin::api::CopyError(message.c_str(), error, errorLen);
   return status;
 }
 // Its cost constants and counters: twin_c_api.cc, linked into this library too.

@@ -34,7 +34,8 @@ OVERFLOW_MODES = {"inf_nan": 0, "saturation": 1}
 
 def _policy_code(policy, execution, auto_sync=True, overflow="inf_nan"):
     """The policy argument of the C entry points: bits 0-7 block order, 8-15 pipe execution,
-    16 no hazard checks (probes only), 17 no --cce-auto-sync, 18 saturation mode."""
+    17 no --cce-auto-sync, 18 saturation mode; callers that need them add 16 (no hazard checks)
+    and 19 (the relaxations for CANN's kernels). twin_c_api.h's LaunchConfig reads it."""
     return (POLICIES[policy] | (EXECUTIONS[execution] << 8) | (0 if auto_sync else 1 << 17)
             | (OVERFLOW_MODES[overflow] << 18))
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}

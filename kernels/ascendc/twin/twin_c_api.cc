@@ -21,8 +21,10 @@ twin::Config LaunchConfig(int64_t ubBytes, int64_t coreNum, int policy, uint64_t
   config.coreNum = coreNum;
   config.policy = policy & 0xFF;
   config.execution = (policy >> 8) & 0xFF;
+  config.checkHazards = ((policy >> 16) & 1) == 0;
   config.autoSync = ((policy >> 17) & 1) == 0;
   config.saturation = ((policy >> 18) & 1) != 0;
+  config.cannCompat = ((policy >> 19) & 1) != 0;
   config.seed = seed;
   config.cost = twin::DefaultCost();
   return config;

@@ -78,9 +78,11 @@ namespace twin::api {
 // Copies `message` into the caller's error buffer, truncated and terminated.
 void CopyError(const char *message, char *error, int errorLen);
 
-// The device configuration of an operator launch: the UB size, the core count and the policy
-// argument's bits 0-7 block order, 8-15 pipe execution, 17 no --cce-auto-sync, 18 saturation
-// overflow mode (the probes add bits 16 and 19), with the default cost constants.
+// The device configuration of a launch (an operator's, a probe's or CANN's kernel's): the UB size,
+// the core count and the policy argument's bits 0-7 block order, 8-15 pipe execution, 16 no
+// hazard checks, 17 no --cce-auto-sync, 18 saturation overflow mode, 19 the relaxations for CANN's
+// kernels (twin::Config), with the default cost constants. The one decoder of that layout
+// (kernels/ascendc/twin/twin.py's _policy_code writes it).
 twin::Config LaunchConfig(int64_t ubBytes, int64_t coreNum, int policy, uint64_t seed);
 
 }  // namespace twin::api

@@ -1,5 +1,4 @@
 // Runs the probe kernels of twin_probes.h by name (the ctypes entry GnmsTwinProbe, twin_c_api.h).
-#include <cstring>
 #include <map>
 #include <string>
 
@@ -35,17 +34,7 @@ GNMS_TWIN_EXPORT int GnmsTwinProbe(const char *name, int64_t blockDim, int64_t c
   const auto &probes = Probes();
   const auto it = probes.find(name);
   if (it == probes.end()) return 2;
-  twin::Config config;
-  config.ubBytes = ubBytes;
-  config.coreNum = coreNum;
-  config.policy = policy & 0xFF;  // bits 8-15: the execution of the pipes; bit 16: no hazard checks
-  config.execution = (policy >> 8) & 0xFF;
-  config.checkHazards = ((policy >> 16) & 1) == 0;
-  config.cost = twin::DefaultCost();
-  config.autoSync = ((policy >> 17) & 1) == 0;    // bit 17: no --cce-auto-sync
-  config.saturation = ((policy >> 18) & 1) != 0;  // bit 18: saturation overflow mode
-  config.cannCompat = ((policy >> 19) & 1) != 0;  // bit 19: the relaxations for CANN's kernels
-  config.seed = seed;
+  const twin::Config config = twin::api::LaunchConfig(ubBytes, coreNum, policy, seed);
   std::vector<twin::GmRegion> regions;
   if (outLen > 0) regions.push_back({out, static_cast<size_t>(outLen) * sizeof(float), "out"});
   const ProbeArgs args{out, outLen};
