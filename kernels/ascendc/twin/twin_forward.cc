@@ -48,27 +48,26 @@ GNMS_TWIN_EXPORT const char *GnmsTwinArrayNames(int which) {
 // Returns a forward_tiling::TilingStatus.
 GNMS_TWIN_EXPORT int GnmsTwinTiling(const int64_t *shape, const int *options, const double *scalars,
                                     int64_t ubBytes, int64_t coreNum, int64_t *tilingOut, int64_t *tilingKeyOut) {
-  namespace ft = ms_groupnorm::forward_tiling;
   const int dataType = options[0], paramType = options[1];
-  if (dataType < 0 || dataType > 2 || paramType < 0 || paramType > 2) return ft::kTilingBadDtype;
-  ft::TilingInput in;
+  if (dataType < 0 || dataType > 2 || paramType < 0 || paramType > 2) return forward_tiling::kTilingBadDtype;
+  forward_tiling::TilingInput in;
   in.N = shape[0];
   in.C = shape[1];
   in.HxW = shape[2];
   in.G = shape[3];
-  in.dataType = static_cast<ft::ScalarType>(dataType);
-  in.paramType = static_cast<ft::ScalarType>(paramType);
+  in.dataType = static_cast<forward_tiling::ScalarType>(dataType);
+  in.paramType = static_cast<forward_tiling::ScalarType>(paramType);
   in.eps = static_cast<float>(scalars[0]);
   in.activateSilu = options[2] != 0;
   in.swishScale = static_cast<float>(scalars[1]);
   in.ubBytes = ubBytes;
   in.coreNum = coreNum;
   GroupNormSiluMsTilingData t;
-  const int status = ft::ComputeTiling(in, &t);
-  if (status != ft::kTilingOk) return status;
+  const int status = forward_tiling::ComputeTiling(in, &t);
+  if (status != forward_tiling::kTilingOk) return status;
   std::memcpy(tilingOut, &t, kForwardIntFields * sizeof(int64_t));
-  *tilingKeyOut = ft::TilingKeyFor(in.dataType, in.paramType);
-  return ft::kTilingOk;
+  *tilingKeyOut = forward_tiling::TilingKeyFor(in.dataType, in.paramType);
+  return forward_tiling::kTilingOk;
 }
 
 // Runs the kernel on the twin. Returns 0, or 1 with the fault message in `error`.

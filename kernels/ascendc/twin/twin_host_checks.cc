@@ -31,12 +31,12 @@ GNMS_TWIN_EXPORT int GnmsTwinCheckInputs(const int64_t *dims, const int64_t *ran
 // The backward host has one dtype rule, the one its tiling applies (group_norm_grad_ms_tiling.cpp:
 // a pair with a tiling key, i.e. statistics in the data dtype or float32); dtypes: data, statistics.
 GNMS_TWIN_EXPORT int GnmsTwinCheckDtypes(const int *dtypes, char *error, int errorLen) {
-  namespace gt = ms_groupnorm::grad_tiling;
   const bool known = dtypes[0] >= 0 && dtypes[0] <= 2 && dtypes[1] >= 0 && dtypes[1] <= 2;
-  if (!known || gt::TilingKeyFor(static_cast<gt::ScalarType>(dtypes[0]), static_cast<gt::ScalarType>(dtypes[1])) < 0) {
+  using grad_tiling::ScalarType;
+  if (!known || grad_tiling::TilingKeyFor(static_cast<ScalarType>(dtypes[0]), static_cast<ScalarType>(dtypes[1])) < 0) {
     twin::api::CopyError("GroupNormGradMs: the statistics must be in the data dtype or float32", error, errorLen);
-    return gt::kTilingBadDtype;
+    return grad_tiling::kTilingBadDtype;
   }
   twin::api::CopyError("", error, errorLen);
-  return gt::kTilingOk;
+  return grad_tiling::kTilingOk;
 }

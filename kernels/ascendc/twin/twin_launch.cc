@@ -26,10 +26,12 @@ namespace {
 // Names of the int64 fields of GroupNormGradMsTilingData, in declaration order; the float
 // swishScale after them travels in the scalars (twin_c_api.h).
 const char *const kTilingFields =
-    "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,numTasks,phase1Cores,"
-    "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,channelsPerItem,groupsPerTask,numFloatBufs,statElems,"
-    "reduceWorkElems,copyAligned,statWindowElems,reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,stage2WholeRows,"
-    "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,bcastElems,hwOneSamples,silu";
+    "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,"
+    "numTasks,phase1Cores,tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,"
+    "channelsPerItem,groupsPerTask,numFloatBufs,statElems,reduceWorkElems,copyAligned,statWindowElems,"
+    "reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,stage2WholeRows,"
+    "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,"
+    "bcastElems,hwOneSamples,silu";
 constexpr int kTilingFieldCount = 44;
 static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
               "update kTilingFields");
@@ -97,15 +99,14 @@ GNMS_TWIN_EXPORT const char *GnmsTwinArrayNames(int which) {
 // Writes the int64 fields (kTilingFields). Returns a grad_tiling::TilingStatus.
 GNMS_TWIN_EXPORT int GnmsTwinTiling(const int64_t *shape, const int *options, const double *scalars,
                                     int64_t ubBytes, int64_t coreNum, int64_t *tilingOut, int64_t *tilingKeyOut) {
-  namespace gt = ms_groupnorm::grad_tiling;
   const int dataType = options[0], statType = options[1];
-  gt::TilingInput in;
+  grad_tiling::TilingInput in;
   in.N = shape[0];
   in.C = shape[1];
   in.HxW = shape[2];
   in.G = shape[3];
-  in.dataType = static_cast<gt::ScalarType>(dataType);
-  in.statType = static_cast<gt::ScalarType>(statType);
+  in.dataType = static_cast<grad_tiling::ScalarType>(dataType);
+  in.statType = static_cast<grad_tiling::ScalarType>(statType);
   in.ubBytes = ubBytes;
   in.coreNum = coreNum;
   in.dxRequired = options[2] != 0;
@@ -113,13 +114,13 @@ GNMS_TWIN_EXPORT int GnmsTwinTiling(const int64_t *shape, const int *options, co
   in.dbetaRequired = options[4] != 0;
   in.silu = options[5] != 0;
   in.swishScale = static_cast<float>(scalars[0]);
-  if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return gt::kTilingBadDtype;
+  if (dataType < 0 || dataType > 2 || statType < 0 || statType > 2) return grad_tiling::kTilingBadDtype;
   GroupNormGradMsTilingData t;
-  const int status = gt::ComputeTiling(in, &t);
-  if (status != gt::kTilingOk) return status;
+  const int status = grad_tiling::ComputeTiling(in, &t);
+  if (status != grad_tiling::kTilingOk) return status;
   std::memcpy(tilingOut, &t, kTilingFieldCount * sizeof(int64_t));
-  *tilingKeyOut = gt::TilingKeyFor(in.dataType, in.statType);
-  return gt::kTilingOk;
+  *tilingKeyOut = grad_tiling::TilingKeyFor(in.dataType, in.statType);
+  return grad_tiling::kTilingOk;
 }
 
 // Runs the kernel on the twin: the GroupNormSiluGradMs entry when the tiling's silu is set.
