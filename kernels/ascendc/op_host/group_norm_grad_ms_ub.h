@@ -111,7 +111,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   if (l.ownerRows > 0) {
     total += AlignBytes(2 * l.ownerRows * l.statElems * 4) + kBufferNum * AlignBytes(l.statElems * statBytes);
   }
-  total += AlignBytes(2 * l.statWindow * statBytes);  // the mean/rstd window
+  total += AlignBytes(GngStatWindowSlots(l.mode) * 2 * l.statWindow * statBytes);  // the mean/rstd window(s)
   if (l.held > 0) total += AlignBytes(2 * l.held * l.K * dataBytes);  // the held items, as loaded
   return total;
 }

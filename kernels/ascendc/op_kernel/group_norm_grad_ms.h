@@ -78,7 +78,7 @@ class KernelGroupNormGradMs {
       int64_t first = block * t_->tasksPerCore + (block < t_->tailCores ? block : t_->tailCores);
       int64_t count = t_->tasksPerCore + (block < t_->tailCores ? 1 : 0);
       if (t_->mode == GNG_MODE_HW_ONE) {
-        for (int64_t task = first; task < first + count; ++task) HwOneTask(task);
+        HwOneRun(first, count);
       } else if (t_->splitByChannel != 0) {
         // one stream: every task's sums pass, then (after SyncAll) every task's dx pass, so
         // the first dx loads are in flight across the SyncAll (they read inputs only)
@@ -133,7 +133,7 @@ class KernelGroupNormGradMs {
   // ------------------------------------------------------------------ buffers
   __aicore__ inline void InitPhase1Buffers() {
     const int64_t K = t_->chunkElems;
-    if (t_->mode == GNG_MODE_HW_ONE) {  // one batch in flight: depth-1 queues
+    if (t_->mode == GNG_MODE_HW_ONE) {  // two batches in flight (HwOneRun)
       pipe_->InitBuffer(rowDyQue_, BUFFER_NUM, K * sizeof(T));
       pipe_->InitBuffer(rowXQue_, BUFFER_NUM, K * sizeof(T));
     } else if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
@@ -192,7 +192,8 @@ class KernelGroupNormGradMs {
         pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
       }
     }
-    pipe_->InitBuffer(statWindow_, 2 * t_->statWindowElems * sizeof(U));  // mean, then rstd
+    // mean, then rstd; mode 3: two such slots, the batch's and the next one's (HwOneIssueStats)
+    pipe_->InitBuffer(statWindow_, GngStatWindowSlots(t_->mode) * 2 * t_->statWindowElems * sizeof(U));
     statFirst_ = 0;
     statCount_ = 0;
     if constexpr (SILU) Duplicate(Ones(), 1.0f, static_cast<int32_t>(K));  // once: the numerator of s = 1 / (1 + e)
@@ -253,6 +254,7 @@ class KernelGroupNormGradMs {
   // (group_norm_grad_ms_stream.h).
   __aicore__ inline float Stat(bool isMean, int64_t i);
   __aicore__ inline void IssueStatWindow(int64_t first);
+  __aicore__ inline void WaitStatWindow();
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
   // the free stat staging buffer, so db and dg may still be on their way to the workspace)
@@ -399,12 +401,36 @@ class KernelGroupNormGradMs {
   // Each group's D channels sit in UB at a stride of P = D rounded up to 16 elements
   // (DataCopyPad rows), so every per-group vector operand starts 32-byte aligned; the groups go
   // through UB in batches of K / P (global groups q = n * G + g from q0).
-  __aicore__ inline void HwOneTask(int64_t task);
-
+  __aicore__ inline void HwOneRun(int64_t first, int64_t count);
+  __aicore__ inline void HwOneTaskGroups(int64_t task, int64_t *q0, int64_t *groups) const;
+  __aicore__ inline void HwOneIssueRows(int64_t q0, int64_t rows);
+  // A batch of `rows` groups from q0 whose dy and x rows HwOneIssueRows issued.
   __aicore__ inline void HwOneBatch(int64_t q0, int64_t rows);
+  // gamma as fp32 rows once a core: batches of whole samples all use a prefix of the same rows.
+  __aicore__ inline bool HwOneGammaOnce() const { return t_->hwOneSamples > 0; }
+  __aicore__ inline int64_t HwOneGammaRows(int64_t rows) const { return HwOneGammaOnce() ? HwOneBatchRows() : rows; }
+  __aicore__ inline void HwOneTakeGamma(const LocalTensor<float> &gF, int64_t rows);
   // Groups of at most 64 channels whose coefficient rows fit in FloatBuf(3) (HwOneCoefElems): a
   // batch's per-group scalars go through UB as arrays, broadcast into a block a group (Brcb) and
   // applied to every group at once (one repeat a group); its c1/c2 sums by RowSums.
+  // Groups a mode-3 batch: as many rows of D rounded up to 16 as K holds (>= 1), at most the stat
+  // window's (so HwOneStatsAsVectors takes every full batch) where whole samples still fit: the
+  // batch size changes no sum's order (dx is per group; the dgamma/dbeta rows add up by sample).
+  __aicore__ inline int64_t HwOneBatchRows() const {
+    const int64_t rows = t_->chunkElems / AlignUp(t_->D, 16);
+    const int64_t unit = t_->hwOneSamples > 0 ? t_->G : 1;
+    const int64_t windowRows = t_->statWindowElems / unit * unit;
+    return (windowRows > 0 && windowRows < rows) ? windowRows : rows;
+  }
+  // The batch's -mean and rstd as vectors from its stat slot (false: the scalar loop's job).
+  __aicore__ inline bool HwOneStatsAsVectors(int64_t rows);
+  __aicore__ inline void HwOneIssueStats(int64_t q0, int64_t rows);
+  __aicore__ inline void HwOneTakeStats();
+  // The current batch's mean (rstd) in its slot, as loaded; HwStat: of its group j, as fp32.
+  __aicore__ inline LocalTensor<U> HwStatSlot(bool isMean) {
+    return statWindow_.Get<U>()[(2 * hwStatSlot_ + (isMean ? 0 : 1)) * t_->statWindowElems];
+  }
+  __aicore__ inline float HwStat(bool isMean, int64_t j) { return ToF32(HwStatSlot(isMean).GetValue(j)); }
   __aicore__ inline bool HwOneVectorCoefficients(int64_t rows) const {
     return t_->D <= 64 && HwOneCoefElems(rows) <= t_->chunkElems;
   }
@@ -465,10 +491,15 @@ class KernelGroupNormGradMs {
   TQue<QuePosition::VECIN, 1> statQue_;
   TQue<QuePosition::VECIN, 1> gammaQue_;
   TQue<QuePosition::VECIN, 1> betaQue_;  // mode 3, SILU
-  TQue<QuePosition::VECIN, 1> rowDyQue_;  // mode 3
-  TQue<QuePosition::VECIN, 1> rowXQue_;
+  TQue<QuePosition::VECIN, BUFFER_NUM> rowDyQue_;  // mode 3: the batch's rows and the next batch's (HwOneRun)
+  TQue<QuePosition::VECIN, BUFFER_NUM> rowXQue_;
   TBuf<QuePosition::VECCALC> floatBuf_;
   TBuf<QuePosition::VECOUT> floatOutBuf_;  // mode 3: dy and dg rows that MTE3 stores to the workspace
+  int64_t hwStatsIssued_ = 0;  // mode 3: batches whose stats are issued, taken; the current one's slot
+  int64_t hwStatsTaken_ = 0;
+  int64_t hwStatSlot_ = 0;
+  int32_t hwStatEvent_[2] = {};
+  bool gammaFormed_ = false;  // mode 3: gamma's rows are in FloatBuf(1) for every later batch (HwOneGammaOnce)
   TBuf<QuePosition::VECOUT> hwAccBuf_;     // mode 3 with hwOneSamples: a task's db and dg sums per channel
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma

@@ -30,6 +30,9 @@ using GroupNormMsScalar::ToF32;  // group_norm_ms_to_f32.h
 constexpr float CENTRING_LIMIT = 0x1p102f;
 constexpr float CENTRING_SCALE_DOWN = 0x1p-88f;
 
+// mean * MEAN_SCALE_TEST is below 1 in magnitude exactly when CentringScale(mean) is 1.
+constexpr float MEAN_SCALE_TEST = 0x1p-102f;
+
 __aicore__ inline float CentringScale(float mean) {
   return (mean < CENTRING_LIMIT && mean > -CENTRING_LIMIT) ? 1.0f : CENTRING_SCALE_DOWN;
 }

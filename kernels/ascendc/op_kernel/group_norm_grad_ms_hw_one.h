@@ -13,32 +13,70 @@ namespace GroupNormGradMsKernel {
 // With hwOneSamples, a task is a run of that many whole samples in batches of whole samples:
 // each sample's db (dy itself) and dg rows are added, in sample order, to the task's per-channel
 // sums (hwAccBuf_), stored as workspace row `task` at its end; stage 2 adds the rows of the tasks.
+// The groups of a mode-3 task: [*q0, *q0 + *groups).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTask(int64_t task) {
-  const int64_t perBatch = t_->chunkElems / AlignUp(t_->D, 16);  // >= 1: K >= D rounded up to 16
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTaskGroups(int64_t task, int64_t *q0,
+                                                                          int64_t *groups) const {
   if (t_->hwOneSamples > 0) {
-    const int64_t width = t_->G * AlignUp(t_->D, 16);  // a sample's rows; perBatch is a multiple of G
     const int64_t taskRows = t_->hwOneSamples * t_->G;
-    const int64_t q0 = task * taskRows;
-    const int64_t groups = (t_->N * t_->G - q0 < taskRows) ? t_->N * t_->G - q0 : taskRows;
-    LocalTensor<float> acc = hwAccBuf_.Get<float>();
-    Duplicate(acc, 0.0f, static_cast<int32_t>(2 * width));
-    for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
-      HwOneBatch(q0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
-    }
-    Sync<HardEvent::V_MTE3>();
-    StorePaddedRows(wsDbGm_, task * t_->C, t_->G, acc, t_->D);
-    StorePaddedRows(wsDgGm_, task * t_->C, t_->G, acc[width], t_->D);
-    Sync<HardEvent::MTE3_V>();  // the next task's Duplicate rewrites the sums
+    *q0 = task * taskRows;
+    *groups = (t_->N * t_->G - *q0 < taskRows) ? t_->N * t_->G - *q0 : taskRows;
     return;
   }
   const int64_t runsPerSample = (t_->G + t_->groupsPerTask - 1) / t_->groupsPerTask;
-  const int64_t n = task / runsPerSample;
   const int64_t g0 = (task % runsPerSample) * t_->groupsPerTask;
-  const int64_t groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
-  for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
-    HwOneBatch(n * t_->G + g0 + j0, (groups - j0 < perBatch) ? groups - j0 : perBatch);
+  *q0 = (task / runsPerSample) * t_->G + g0;
+  *groups = (t_->G - g0 < t_->groupsPerTask) ? t_->G - g0 : t_->groupsPerTask;
+}
+
+// Mode 3, a core's tasks [first, first + count) as one stream of batches: the dy and x loads of
+// the next batch (of this task or the next one) are issued before a batch is computed, so their
+// DMA latency overlaps its vector work (the queues hold two batches: InitPhase1Buffers). With
+// hwOneSamples, each task's per-channel sums start at 0 and are stored as workspace row `task`
+// at its end; stage 2 adds the rows of the tasks.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneRun(int64_t first, int64_t count) {
+  const int64_t perBatch = HwOneBatchRows();
+  int64_t q0 = 0;
+  int64_t groups = 0;
+  if (count > 0) {
+    HwOneTaskGroups(first, &q0, &groups);
+    HwOneIssueRows(q0, groups < perBatch ? groups : perBatch);
   }
+  for (int64_t task = first; task < first + count; ++task) {
+    HwOneTaskGroups(task, &q0, &groups);
+    const int64_t width = t_->G * AlignUp(t_->D, 16);  // a sample's rows (hwOneSamples)
+    if (t_->hwOneSamples > 0) Duplicate(hwAccBuf_.Get<float>(), 0.0f, static_cast<int32_t>(2 * width));
+    for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
+      const int64_t rows = (groups - j0 < perBatch) ? groups - j0 : perBatch;
+      if (j0 + perBatch < groups) {  // the next batch of this task
+        const int64_t left = groups - j0 - perBatch;
+        HwOneIssueRows(q0 + j0 + perBatch, left < perBatch ? left : perBatch);
+      } else if (task + 1 < first + count) {  // the first batch of the next task
+        int64_t nq0 = 0;
+        int64_t ngroups = 0;
+        HwOneTaskGroups(task + 1, &nq0, &ngroups);
+        HwOneIssueRows(nq0, ngroups < perBatch ? ngroups : perBatch);
+      }
+      HwOneBatch(q0 + j0, rows);
+    }
+    if (t_->hwOneSamples > 0) {
+      LocalTensor<float> acc = hwAccBuf_.Get<float>();
+      Sync<HardEvent::V_MTE3>();
+      StorePaddedRows(wsDbGm_, task * t_->C, t_->G, acc, t_->D);
+      StorePaddedRows(wsDgGm_, task * t_->C, t_->G, acc[width], t_->D);
+      Sync<HardEvent::MTE3_V>();  // the next task's Duplicate rewrites the sums
+    }
+  }
+}
+
+// The dy and x rows of groups q0 .. q0 + rows - 1 into their queues, their mean and rstd into a
+// stat slot (HwOneBatch takes them).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneIssueRows(int64_t q0, int64_t rows) {
+  IssuePaddedRows(rowDyQue_, dyGm_, q0 * t_->D, rows, t_->D);  // HxW == 1: group q starts at q * D
+  IssuePaddedRows(rowXQue_, xGm_, q0 * t_->D, rows, t_->D);
+  HwOneIssueStats(q0, rows);
 }
 
 // gamma (or beta) rows of groups q0 .. q0 + rows - 1 (group q's row is g = q % G), P apart, into
@@ -76,6 +114,16 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeAffine(Que &q
   }
 }
 
+// gamma's rows as fp32 in gF (FloatBuf(1), which nothing else writes in mode 3): with whole-sample
+// batches every batch's are a prefix of the same rows, so they are formed once a core, for a full
+// batch (8000x64 G32 loaded and copied them on each of its 24 batches a core).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeGamma(const LocalTensor<float> &gF,
+                                                                        int64_t rows) {
+  HwOneTakeAffine(gammaQue_, gF, HwOneGammaRows(rows));
+  gammaFormed_ = HwOneGammaOnce();
+}
+
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0, int64_t rows) {
   const int64_t D = t_->D;
@@ -89,43 +137,49 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
   LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
   LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
-  IssuePaddedRows(rowDyQue_, dyGm_, base, rows, D);
-  IssuePaddedRows(rowXQue_, xGm_, base, rows, D);
   // gamma (beta) rows: with whole samples a batch, one sample's G rows (G bursts a batch, not a
-  // burst a group: 8000x64 G32 moved ~5,300 gamma bursts a core of its ~21,500), copied in UB
-  if (SILU || t_->dxRequired != 0) IssueAffineRows(gammaQue_, gammaGm_, q0, HwOneAffineRows(rows));
+  // burst a group: 8000x64 G32 moved ~5,300 gamma bursts a core of its ~21,500), copied in UB;
+  // gamma's then only once a core (HwOneGammaOnce)
+  const bool loadGamma = (SILU || t_->dxRequired != 0) && !(HwOneGammaOnce() && gammaFormed_);
+  if (loadGamma) IssueAffineRows(gammaQue_, gammaGm_, q0, HwOneAffineRows(HwOneGammaRows(rows)));
   if constexpr (SILU) IssueAffineRows(betaQue_, betaGm_, q0, HwOneAffineRows(rows));
   TakeAsFloat<T>(rowDyQue_, span, dyF);
   TakeAsFloat<T>(rowXQue_, span, xF);
   const bool vectorCoefficients = HwOneVectorCoefficients(rows);
   const int64_t r8 = HwOneRows8(rows);
+  // The batch's mean and rstd as fp32 vectors (slots 3, 4 of FloatBuf(3)) straight from the stat
+  // window, when the window can start at the batch and no group needs CentringScale's scaling.
+  HwOneTakeStats();
+  const bool vectorStats = vectorCoefficients && HwOneStatsAsVectors(rows);
   if (vectorCoefficients) {  // xhat of every group at once, from the same products and sums
-    Sync<HardEvent::V_S>();  // the previous batch's Brcb reads of the scalar arrays are done
-    bool scaled = false;
-    for (int64_t j = 0; j < rows; ++j) {
-      const float mean = Stat(true, q0 + j);
-      const float scale = CentringScale(mean);
-      scaled = scaled || scale != 1.0f;
-      sums.SetValue(2 * r8 + j, scale);
-      sums.SetValue(3 * r8 + j, -mean * scale);
-      sums.SetValue(4 * r8 + j, XhatFactor(mean, Stat(false, q0 + j)));
+    if (!vectorStats) {  // the scalar loop: -mean * scale and XhatFactor (with vectorStats, scale is 1)
+      Sync<HardEvent::V_S>();  // the previous batch's Brcb reads of the scalar arrays are done
+      bool scaled = false;
+      for (int64_t j = 0; j < rows; ++j) {
+        const float mean = HwStat(true, j);
+        const float scale = CentringScale(mean);
+        scaled = scaled || scale != 1.0f;
+        sums.SetValue(2 * r8 + j, scale);
+        sums.SetValue(3 * r8 + j, -mean * scale);
+        sums.SetValue(4 * r8 + j, XhatFactor(mean, HwStat(false, j)));
+      }
+      Sync<HardEvent::S_V>();  // Brcb reads the scalars
+      if (scaled) HwOneApply(xF, 0, rows, false);  // the rare path (x * 1 is x for the other groups)
     }
-    Sync<HardEvent::S_V>();  // Brcb reads the scalars
-    if (scaled) HwOneApply(xF, 0, rows, false);  // the rare path (x * 1 is x for the other groups)
     HwOneApply(xF, 1, rows, true);
     HwOneApply(xF, 2, rows, false);
   } else {
     for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
       const int64_t group = q0 + j;
-      const float mean = Stat(true, group);
+      const float mean = HwStat(true, j);
       const float scale = CentringScale(mean);
       if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path
       Adds(xF[j * P], xF[j * P], -mean * scale, d);
-      Muls(xF[j * P], xF[j * P], XhatFactor(mean, Stat(false, group)), d);
+      Muls(xF[j * P], xF[j * P], XhatFactor(mean, HwStat(false, j)), d);
     }
   }
   if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: -t = -k * (gamma * xhat + beta)
-    HwOneTakeAffine(gammaQue_, gF, rows);
+    if (loadGamma) HwOneTakeGamma(gF, rows);
     HwOneTakeAffine(betaQue_, sums, rows);  // beta, until t is formed
     Mul(gdy, gF, xF, span);
     Add(gdy, gdy, sums, span);
@@ -147,7 +201,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
     Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF (and the next batch dyF)
   }
   if (t_->dxRequired == 0) return;
-  if constexpr (!SILU) HwOneTakeAffine(gammaQue_, gF, rows);
+  if constexpr (!SILU) {
+    if (loadGamma) HwOneTakeGamma(gF, rows);
+  }
   Mul(gdy, gF, dyF, span);  // gamma * dy
   Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
   if (vectorCoefficients) {  // the sums by WholeReduceSum: ReduceSum's lanes and tree for D <= 64
@@ -157,9 +213,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
     // ~58,700 scalar UB accesses a core); c1 = sum * invM, rstd * c2 and -(rstd * c1) are formed by
     // the vector unit over the batch, each element the same fp32 products as the scalar forms
     // (-rstd * c1 is -(rstd * c1) exactly).
-    Sync<HardEvent::V_S>();  // the first part's Brcb reads of the rstd slot are done
-    for (int64_t j = 0; j < rows; ++j) sums.SetValue(3 * r8 + j, Stat(false, q0 + j));
-    Sync<HardEvent::S_V>();  // the vector unit reads the rstd slot
+    if (vectorStats) {  // the batch's rstd, still in its slot (reloaded two batches on)
+      RowAsFloat<U>(sums[3 * r8], HwStatSlot(false), rows);
+    } else {
+      Sync<HardEvent::V_S>();  // the first part's Brcb reads of the rstd slot are done
+      for (int64_t j = 0; j < rows; ++j) sums.SetValue(3 * r8 + j, HwStat(false, j));
+      Sync<HardEvent::S_V>();  // the vector unit reads the rstd slot
+    }
     const int32_t n = static_cast<int32_t>(rows);
     Muls(sums[2 * r8], sums[r8], invM_, n);    // c2
     Mul(sums[2 * r8], sums[2 * r8], sums[3 * r8], n);  // rstd * c2
@@ -175,7 +235,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
       ReduceSum(sums[rows + j], dgF[j * P], ReduceWork(), d);
     }
     for (int64_t j = 0; j < rows; ++j) {  // dx = rstd * (gamma*dy - xhat*c2 - c1)
-      const float rstd = Stat(false, q0 + j);
+      const float rstd = HwStat(false, j);
       const float c1 = sums.GetValue(j) * invM_;
       const float c2 = sums.GetValue(rows + j) * invM_;
       Muls(xF[j * P], xF[j * P], rstd * c2, d);
@@ -194,6 +254,55 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   staging = dxQue_.template DeQue<T>();
   StorePaddedRows(dxGm_, base, rows, staging, D);
   dxQue_.FreeTensor(staging);
+}
+
+// Mode 3's statistics as vectors: from the batch's stat slot, in FloatBuf(3) slot 3 = -mean and
+// slot 4 = rstd of the batch's groups, each the value the scalar loop would write for a group with
+// CentringScale 1. Whether every group has that scale is one vector test a batch: the sum of
+// (mean * 2^-102)^2 is below 1 only when every |mean| < 2^102 (a sum of non-negative terms, each
+// >= 1 for such a mean; inf and NaN fail it too). A sum >= 1 without such a group only sends the
+// batch to the scalar loop, which is right for every group.
+// 8000x64 G32 had ~37,000 scalar UB accesses a core, 4096x512 G32 ~19,000 (5 of 7 a group).
+template <typename T, typename U, bool SILU>
+__aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::HwOneStatsAsVectors(int64_t rows) {
+  const int64_t r8 = HwOneRows8(rows);
+  const int32_t n = static_cast<int32_t>(rows);
+  LocalTensor<float> sums = FloatBuf(3);
+  RowAsFloat<U>(sums[3 * r8], HwStatSlot(true), rows);
+  Muls(sums[2 * r8], sums[3 * r8], MEAN_SCALE_TEST, n);
+  Mul(sums[2 * r8], sums[2 * r8], sums[2 * r8], n);
+  ReduceSum(ReduceDst(), sums[2 * r8], ReduceWork(), n);
+  const float test = ReduceDst().GetValue(0);
+  if (!(test < 1.0f)) return false;
+  Muls(sums[3 * r8], sums[3 * r8], -1.0f, n);
+  RowAsFloat<U>(sums[4 * r8], HwStatSlot(false), rows);
+  return true;
+}
+
+// Mode 3's mean and rstd of a batch: loaded with its dy and x rows (HwOneIssueRows) into one of
+// two slots of the stat window, taken in the same order by HwOneBatch. The slot's previous batch
+// may still be read by the vector unit (V_MTE2 first); the scalar unit's wait for the loads
+// (HwOneTakeStats) orders every later read, scalar or vector, after them.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneIssueStats(int64_t q0, int64_t rows) {
+  const int64_t slot = hwStatsIssued_ % 2;
+  ++hwStatsIssued_;
+  LocalTensor<U> window = statWindow_.Get<U>()[slot * 2 * t_->statWindowElems];
+  DataCopyExtParams copy{1, static_cast<uint32_t>(rows * sizeof(U)), 0, 0, 0};
+  DataCopyPadExtParams<U> pad{false, 0, 0, U{}};
+  Sync<HardEvent::V_MTE2>();
+  DataCopyPad(window, meanGm_[q0], copy, pad);
+  DataCopyPad(window[t_->statWindowElems], rstdGm_[q0], copy, pad);
+  hwStatEvent_[slot] = pipe_->AllocEventID<HardEvent::MTE2_S>();
+  SetFlag<HardEvent::MTE2_S>(hwStatEvent_[slot]);
+}
+
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeStats() {
+  hwStatSlot_ = hwStatsTaken_ % 2;
+  ++hwStatsTaken_;
+  WaitFlag<HardEvent::MTE2_S>(hwStatEvent_[hwStatSlot_]);
+  pipe_->ReleaseEventID<HardEvent::MTE2_S>(hwStatEvent_[hwStatSlot_]);
 }
 
 // Coefficient k of the batch's groups (FloatBuf(3) from 2 * r8 + k * r8), each broadcast into a

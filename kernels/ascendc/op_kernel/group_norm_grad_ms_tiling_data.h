@@ -15,6 +15,10 @@ constexpr int64_t GNG_MODE_CHANNEL = 1;         // one channel fits: two passes 
 constexpr int64_t GNG_MODE_HW_CHUNKS = 2;       // one channel does not fit: HxW in chunks, cascade sums
 constexpr int64_t GNG_MODE_HW_ONE = 3;          // HxW == 1: runs of whole groups as flat vectors
 
+// Mean/rstd windows (statWindowElems groups each) in UB: mode 3 loads each batch's into one of
+// two, a batch ahead of its use; the other modes keep one.
+constexpr int64_t GngStatWindowSlots(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 2 : 1; }
+
 // Tiling keys: the (data, statistics) dtype pair.
 constexpr int64_t GNG_KEY_FP32 = 1;       // float / float
 constexpr int64_t GNG_KEY_FP16 = 2;       // half / half
