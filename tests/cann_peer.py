@@ -227,7 +227,8 @@ def host_library(paths, op):
     stubs = _dir_digest(PEER / "host_stubs")
     header = (ops_nn / op.tiling_header).read_bytes()
     sources = ([ops_nn / op.op_dir / "op_host" / f"{n}.cpp" for n in op.host_files]
-               + [metadef / s for s in HOST_METADEF] + [asc / s for s in HOST_ASC_DEVKIT] + [PEER / "cann_tiling_host.cc"])
+               + [metadef / s for s in HOST_METADEF] + [asc / s for s in HOST_ASC_DEVKIT]
+               + [PEER / "cann_tiling_host.cc"])
     cache = _cache()
     jobs = [(["g++", *flags, "-c", str(s)],
              cache / f"host-{s.stem}-{_digest(s, s.read_bytes(), header, stubs, *flags)}.o") for s in sources]

@@ -7,10 +7,10 @@
 // arguments come before its workspace and tiling (inputs, then outputs, as in its OpDef).
 //
 // What the launch hands the kernel, as the framework does on the device: the tensors, a GM copy of
-// the tiling, and the workspace. The tiling copy is zero-padded to whole 32-byte blocks: the kernel
-// reads sizeof(its tiling struct) in 32-byte bursts (asc-devkit tools/build/asc_op_compile_base/
-// asc_op_compiler/get_op_tiling.py, get_tiling_data_func: len_burst = (all_bytes + 31) / 32), which
-// can pass the data size the host wrote (a struct ending in a 4-byte field after 8-byte ones).
+// the tiling, and the workspace. The tiling copy is zero-padded to whole 32-byte blocks: on the
+// device the kernel reads sizeof(its tiling struct) in 32-byte bursts (asc-devkit tools/build/
+// asc_op_compile_base/asc_op_compiler/get_op_tiling.py, get_tiling_data_func: len_burst =
+// (all_bytes + 31) / 32), so the framework's tiling buffer holds at least that much.
 // On the device the workspace starts with the 16 MiB system workspace
 // (PlatformAscendC::GetLibApiWorkSpaceSize on the 910B) and GetUserWorkspace() skips it; the twin's
 // GetUserWorkspace returns its argument, so the launch passes the user part only (the tiling's
