@@ -63,7 +63,7 @@ line per dtype, "fp16: worst_over_bound=...", before the line over all rows.
 
 Usage: python scripts/ascendc_cost.py [--dtypes fp32,bf16] [--shapes 3x60x17x19:6,4096x512:32,...]
                                       [--table every_shape] [--dma-latency-ns 1000]
-                                      [--forward | --silu-grad | --peer]
+                                      [--forward | --silu-grad] [--peer]
 """
 import argparse
 import math
@@ -373,19 +373,19 @@ def main():
     parser.add_argument("--silu-grad", action="store_true",
                         help="the fused GroupNormSiluGradMs backward's table, with its ratio to GroupNormGradMs")
     parser.add_argument("--peer", action="store_true",
-                        help="add CANN's own GroupNormGrad under the same model (scripts/ascendc_peer.py; needs the "
-                        "OPS_NN, METADEF, ASC_DEVKIT checkouts)")
+                        help="add CANN's own GroupNormGrad (with --silu-grad: GroupNormSwishGrad) under the same "
+                        "model (scripts/ascendc_peer.py; needs the OPS_NN, METADEF, ASC_DEVKIT checkouts)")
     args = parser.parse_args()
     if args.table and args.shapes:
         parser.error("--table and --shapes: give one")
     peer = None
     if args.peer:
-        if args.forward or args.silu_grad:
-            raise SystemExit("--peer compares GroupNormGradMs with CANN's GroupNormGrad only (not with --forward "
-                             "or --silu-grad yet)")
+        if args.forward:
+            raise SystemExit("--peer compares a backward with CANN's (GroupNormGrad, or GroupNormSwishGrad with "
+                             "--silu-grad), not the forward")
         import ascendc_peer as peer
-        if peer.unavailable():
-            raise SystemExit(f"--peer: {peer.unavailable()}")
+        if peer.unavailable(args.silu_grad):
+            raise SystemExit(f"--peer: {peer.unavailable(args.silu_grad)}")
     anchors = read_table(args.table) if args.table else parse_shapes(args.shapes)  # a typo fails before the build
     cost_model = twin.forward_cost_model if args.forward else twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
@@ -418,16 +418,15 @@ def main():
     for shape in anchors:
         for dtype_key in args.dtypes.split(","):
             rows.append(measure(shape, dtype_key, silu=args.silu_grad))
+            line = row(rows[-1])
             if compare:
                 plain = measure(shape, dtype_key)
                 other = "" if plain["mode"] == rows[-1]["mode"] else f", {plain['mode']}"
-                print(row(rows[-1]) + f" {rows[-1]['est_us'] / plain['est_us']:.2f} ({plain['est_us']:.1f} µs{other}) |",
-                      flush=True)
-            elif peer:
-                peer_pairs.append((rows[-1], peer.measure_cann(shape, dtype_key, constants)))
-                print(row(rows[-1]) + peer.cells(*peer_pairs[-1]), flush=True)
-            else:
-                print(row(rows[-1]), flush=True)
+                line += f" {rows[-1]['est_us'] / plain['est_us']:.2f} ({plain['est_us']:.1f} µs{other}) |"
+            if peer:
+                peer_pairs.append((rows[-1], peer.measure_cann(shape, dtype_key, constants, silu=args.silu_grad)))
+                line += peer.cells(*peer_pairs[-1])
+            print(line, flush=True)
     print()
     print_not_run(too_large)
     print("\n".join(closing_lines(rows, bool(args.table))))

@@ -1,16 +1,20 @@
-"""``scripts/ascendc_cost.py --peer``: CANN's own GroupNormGrad beside GroupNormGradMs, in the same cost model.
+"""``scripts/ascendc_cost.py --peer``: CANN's own kernel beside ours, in the same cost model.
 
-CANN's 910B kernel runs on the twin with the tiling CANN's own code computes (tests/cann_peer.py: needs
-the OPS_NN, METADEF and ASC_DEVKIT checkouts), under the cost constants of our launch, and its per-block
-counters go through the same estimate as ours: the slowest block up to the last SyncAll, the SyncAll, the
-slowest block after it, never under the busiest block's bytes at the per-core bandwidth. Both figures are
-the model's, on no device. CANN's kernel runs the full shape (ours may run fewer samples, see
+Without --silu-grad the pair is CANN's GroupNormGrad and GroupNormGradMs; with --silu-grad it is CANN's
+GroupNormSwishGrad (swish_scale 1.0, the SiLU) and GroupNormSiluGradMs. CANN's 910B kernel runs on the
+twin with the tiling CANN's own code computes (tests/cann_peer.py: needs the OPS_NN, METADEF and
+ASC_DEVKIT checkouts), under the cost constants of our launch, and its per-block counters go through
+the same estimate as ours: the slowest block up to the last SyncAll, the SyncAll, the slowest block
+after it, never under the busiest block's bytes at the per-core bandwidth. Both figures are the
+model's, on no device. CANN's kernel runs the full shape (ours may run fewer samples, see
 ascendc_cost.py). The estimate aligns CANN's blocks at its last SyncAll only, so block 0's InitOutput
 before its first SyncAll is not charged to the others: it errs in CANN's favour.
 
 Each CANN launch is also checked against float64 by CANN's ttk rule; ``correct`` counts those that pass.
-The peer runs fp32 only (the twin's vector arithmetic is fp32 and CANN's 16-bit path rounds with Cast
-CAST_ROUND, which the twin does not model yet): 16-bit rows show "n/a" and stay out of the closing line.
+CANN's 910B kernels take one type for every array, so mixed rows (fp16/fp32, bf16/fp32) show "n/a" and
+stay out of the closing line. The GroupNormGrad peer runs fp32 only (its 16-bit rows are "n/a" too);
+the GroupNormSwishGrad peer runs fp32, fp16 and bf16, its inputs rounded to the dtype and the float64
+reference taken from the rounded values.
 """
 import math
 import sys
@@ -24,13 +28,16 @@ import cann_peer  # noqa: E402
 from ms_groupnorm import reference  # noqa: E402
 from twin import TwinFault  # noqa: E402
 
-PEER_DTYPES = {"fp32": "float32"}
+PEER_DTYPES = {False: {"fp32": "float32"},
+               True: {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}}  # by --silu-grad
+SWISH_SCALE = 1.0  # the SiLU: GroupNormSiluGradMs's table runs swish_scale 1.0
 HEADER = " CANN est. µs (mode, cores) | ours / CANN |"
 
 
-def unavailable():
+def unavailable(silu=False):
     """None when the peer can run, else the reason."""
-    paths = cann_peer.checkouts()
+    op = cann_peer.GROUP_NORM_SWISH_GRAD if silu else cann_peer.GROUP_NORM_GRAD
+    paths = cann_peer.checkouts(op)
     return paths if isinstance(paths, str) else None
 
 
@@ -49,32 +56,48 @@ def estimate_ns(stats, constants):
     return max(est, busiest / gm_per_ns)
 
 
-def measure_cann(shape, dtype_key, constants):
+def _inputs(N, C, HxW, G, dtype):
+    """Seeded inputs and consistent statistics, as float32, and their float64 values after rounding to dtype."""
+    rng = np.random.default_rng(0)
+    arrays = {"x": rng.standard_normal((N, C, HxW)).astype(np.float32),
+              "dy": rng.standard_normal((N, C, HxW)).astype(np.float32),
+              "gamma": rng.standard_normal(C).astype(np.float32), "beta": rng.standard_normal(C).astype(np.float32)}
+    xg = arrays["x"].reshape(N, G, -1).astype(np.float64)
+    arrays["mean"] = xg.mean(-1).astype(np.float32)
+    arrays["rstd"] = (1 / np.sqrt(xg.var(-1) + 1e-5)).astype(np.float32)
+    exact = {k: cann_peer.from_storage(cann_peer.to_storage(v, dtype), dtype).astype(np.float64)
+             for k, v in arrays.items()}
+    return arrays, exact
+
+
+def measure_cann(shape, dtype_key, constants, silu=False):
     """CANN's row for an anchor (N, C, H, W, G): est_us, mode, cores, correct; None for a dtype the peer
-    does not run. ``constants``: our launch's cost model, which the peer's launch gets too."""
-    if dtype_key not in PEER_DTYPES:
+    does not run. ``constants``: our launch's cost model, which the peer's launch gets too. ``silu``:
+    GroupNormSwishGrad (swish_scale 1.0) rather than GroupNormGrad."""
+    dtype = PEER_DTYPES[silu].get(dtype_key)
+    if dtype is None:
         return None
+    op = cann_peer.GROUP_NORM_SWISH_GRAD if silu else cann_peer.GROUP_NORM_GRAD
     N, C, H, W, G = shape
     HxW = H * W
-    cann_peer.cost_model(**constants)
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((N, C, HxW)).astype(np.float32)
-    dy = rng.standard_normal((N, C, HxW)).astype(np.float32)
-    gamma = rng.standard_normal(C).astype(np.float32)
-    xg = x.reshape(N, G, -1).astype(np.float64)
-    mean, rstd = xg.mean(-1).astype(np.float32), (1 / np.sqrt(xg.var(-1) + 1e-5)).astype(np.float32)
-    deterministic = False  # ignored: CANN's tiling takes its deterministic key when N > 2, whatever the flag
-    tiling = cann_peer.cann_tiling(N, C, HxW, G, PEER_DTYPES[dtype_key], deterministic)
+    cann_peer.cost_model(op, **constants)
+    a, e = _inputs(N, C, HxW, G, dtype)
+    deterministic = False  # GroupNormGrad: ignored (its key follows N); GroupNormSwishGrad: the default context
+    extra = {"swish_scale": SWISH_SCALE} if silu else {}
+    tiling = cann_peer.operator_tiling(op, N, C, HxW, G, dtype, deterministic, **extra)
+    names = [name for name, _ in op.inputs]
     try:
-        got = cann_peer.run_cann(dy, mean, rstd, x, gamma, G, deterministic, tiling=tiling)
+        got = cann_peer.launch_operator(op, {k: a[k] for k in names}, tiling, dtype)
         fault = None
-    except TwinFault as e:  # a CANN race the twin names (MODE_5): estimate the program-order run
-        fault = str(e)
-        got = cann_peer.run_cann(dy, mean, rstd, x, gamma, G, deterministic, tiling=tiling, check_hazards=False)
-    want = reference.backward(dy.astype(np.float64), x.astype(np.float64), mean.astype(np.float64),
-                              rstd.astype(np.float64), gamma.astype(np.float64), G)[:3]
-    correct = fault is None and all(cann_peer.ttk_failures(a, e) <= 0.004 for a, e in zip(got, want))
-    return {"est_us": estimate_ns(cann_peer.last_stats(), constants) / 1000,
+    except TwinFault as err:  # a CANN race the twin names (GroupNormGrad's MODE_5): estimate the program-order run
+        fault = str(err)
+        got = cann_peer.launch_operator(op, {k: a[k] for k in names}, tiling, dtype, check_hazards=False)
+    if silu:
+        want = reference.silu_backward(e["dy"], e["x"], e["mean"], e["rstd"], e["gamma"], e["beta"], G, SWISH_SCALE)[:3]
+    else:
+        want = reference.backward(e["dy"], e["x"], e["mean"], e["rstd"], e["gamma"], G)[:3]
+    correct = fault is None and all(cann_peer.ttk_failures(g, w.reshape(g.shape)) <= 0.004 for g, w in zip(got, want))
+    return {"est_us": estimate_ns(cann_peer.last_stats(op), constants) / 1000,
             "mode": tiling["fields"]["Tiling_key"], "cores": tiling["block_dim"], "correct": correct}
 
 

@@ -1,18 +1,21 @@
-"""CANN's own GroupNormGrad as a peer: its 910B kernel on our twin, with the tiling its own code computes.
+"""CANN's own operators as peers: their 910B kernels on our twin, with the tiling their own code computes.
 
 Reads CANN's sources from checkouts named in the environment (nothing fetched is kept in the repo):
 
-* ``OPS_NN``: hicann/ops-nn (the kernel ``norm/group_norm_grad/op_kernel/group_norm_grad.cpp`` and its
-  tiling ``op_host/group_norm_grad_tiling.cpp``, with ops-nn's ``common/inc``);
+* ``OPS_NN``: hicann/ops-nn (each operator's ``op_kernel`` file and its ``op_host`` tiling files, with
+  ops-nn's ``common/inc``);
 * ``METADEF``: hicann/metadef (``OpTilingContextBuilder`` / ``OpTilingParseContextBuilder``, the op
   registry that ``IMPL_OP_OPTILING`` fills, the runtime context types);
 * ``ASC_DEVKIT``: mirror-cann/asc-devkit (``platform_ascendc.cpp``, which the tiling asks for cores, UB
   and the system workspace).
 
-Two libraries are built with g++, their object files cached by the hash of what goes in:
+One ``Operator`` description per CANN operator (``GROUP_NORM_GRAD``, ``GROUP_NORM_SWISH_GRAD``) says
+where its files are, its tensors and attributes in the order of its OpDef, and the compile info its
+TilingParse fills; from it two libraries are built with g++, their object files cached by the hash of
+what goes in:
 
 * the host library (default C++ ABI): metadef's context builders and registry, asc-devkit's platform
-  code and ops-nn's three op_host tiling files, unmodified, with the stand-ins of
+  code and the operator's op_host tiling files, unmodified, with the stand-ins of
   kernels/ascendc/peer/host_stubs for closed or unmirrored headers, and
   kernels/ascendc/peer/cann_tiling_host.cc, which runs CANN's TilingParse and Tiling on a 910B platform
   table (48 vector cores, UB 196,608 bytes: CANN's tiling unit tests' values);
@@ -27,6 +30,7 @@ import os
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,11 +44,67 @@ HOW_TO_GET = ("fetch hicann/ops-nn, hicann/metadef and mirror-cann/asc-devkit, e
               "OPS_NN, METADEF and ASC_DEVKIT to them (docs/ascend.md, 'CANN's kernels on the twin')")
 ASCENDC = Path(__file__).resolve().parent.parent / "kernels" / "ascendc"
 PEER = ASCENDC / "peer"
-OP_DIR = Path("norm/group_norm_grad")
-KERNEL = OP_DIR / "op_kernel/group_norm_grad.cpp"
-TILING_HEADER = OP_DIR / "op_host/group_norm_grad_tiling.h"
-HOST_OPS_NN = [OP_DIR / f"op_host/{n}.cpp" for n in
-               ("group_norm_grad_tiling", "group_norm_grad_tiling_arch35", "group_norm_grad_empty_tiling_arch35")]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """What the harness needs to know of one CANN operator. Tensor roles give the shapes: "data" is
+    (N, C, HxW), "stat" (N, G), "channel" (C,). ``attrs``: (name, kind, default) in the order of the
+    OpDef (kind int, float, bool or str; the OpTilingContextBuilder appends them in that order and the
+    tiling reads them by index). ``compile_info``: the fields of the struct its TilingParse fills, as
+    (name, ctypes type), to read back what it computed."""
+    op_type: str
+    op_dir: str
+    inputs: tuple
+    outputs: tuple
+    attrs: tuple
+    compile_info: tuple
+    host_files: tuple  # op_host/*.cpp stems: the tiling and whatever its dispatcher references
+
+    @property
+    def stem(self):
+        return Path(self.op_dir).name
+
+    @property
+    def kernel(self):
+        return Path(self.op_dir) / "op_kernel" / f"{self.stem}.cpp"
+
+    @property
+    def tiling_header(self):
+        return Path(self.op_dir) / "op_host" / f"{self.stem}_tiling.h"
+
+    @property
+    def tensors(self):
+        return self.inputs + self.outputs
+
+    def attr_defaults(self):
+        return {name: default for name, _, default in self.attrs}
+
+
+GROUP_NORM_GRAD = Operator(
+    op_type="GroupNormGrad", op_dir="norm/group_norm_grad",
+    inputs=(("dy", "data"), ("mean", "stat"), ("rstd", "stat"), ("x", "data"), ("gamma", "channel")),
+    outputs=(("dx", "data"), ("dgamma", "channel"), ("dbeta", "channel")),
+    attrs=(("num_groups", "int", None), ("data_format", "str", "NCHW"), ("dx_is_require", "bool", True),
+           ("dgamma_is_require", "bool", True), ("dbeta_is_require", "bool", True)),
+    compile_info=(("totalCoreNum", ctypes.c_int32), ("sysWorkspaceSize", ctypes.c_uint32),
+                  ("ubSizePlatForm", ctypes.c_uint64), ("vectorLen", ctypes.c_uint32), ("blockSize", ctypes.c_uint32),
+                  ("isRegBase", ctypes.c_bool)),
+    host_files=("group_norm_grad_tiling", "group_norm_grad_tiling_arch35", "group_norm_grad_empty_tiling_arch35"))
+
+GROUP_NORM_SWISH_GRAD = Operator(
+    op_type="GroupNormSwishGrad", op_dir="norm/group_norm_swish_grad",
+    inputs=(("dy", "data"), ("mean", "stat"), ("rstd", "stat"), ("x", "data"), ("gamma", "channel"),
+            ("beta", "channel")),
+    outputs=(("dx", "data"), ("dgamma", "channel"), ("dbeta", "channel")),
+    attrs=(("num_groups", "int", None), ("data_format", "str", "NCHW"), ("swish_scale", "float", 1.0),
+           ("dgamma_is_require", "bool", True), ("dbeta_is_require", "bool", True)),
+    compile_info=(("totalCoreNum", ctypes.c_int32), ("sysWorkspaceSize", ctypes.c_uint64),
+                  ("ubSizePlatForm", ctypes.c_uint64)),
+    host_files=("group_norm_swish_grad_tiling",))
+
+OPERATORS = {op.op_type: op for op in (GROUP_NORM_GRAD, GROUP_NORM_SWISH_GRAD)}
+OP_DIR = Path(GROUP_NORM_GRAD.op_dir)  # GroupNormGrad's, for its tests
 HOST_METADEF = [Path("base") / p for p in (
     "context_builder/op_tiling_context_builder.cc", "context_builder/op_tiling_parse_context_builder.cc",
     "context_builder/op_context_builder_base.cc", "context_builder/op_context_builder_impl.cc",
@@ -58,18 +118,19 @@ SYSTEM_WORKSPACE = 16 * 1024 * 1024  # GetLibApiWorkSpaceSize on the 910B: the p
 VECTOR_CORES = 48
 UB_BYTES = 196608
 GE_DTYPES = {"float32": 0, "float16": 1, "bfloat16": 27}  # ge::DataType DT_FLOAT, DT_FLOAT16, DT_BF16
+ATTR_KINDS = {"int": 0, "float": 1, "bool": 2, "str": 3}  # cann_tiling_host.cc AttrKind
 
 
-def checkouts():
-    """{env: Path} of the three checkouts, or a one-line reason why the peer cannot run."""
+def checkouts(op=GROUP_NORM_GRAD):
+    """{env: Path} of the three checkouts, or a one-line reason why the peer of ``op`` cannot run."""
     paths = {}
     for env in ENVS:
         value = os.environ.get(env)
         if not value:
             return f"{env} is unset: the CANN peer needs CANN source checkouts ({HOW_TO_GET})"
         paths[env] = Path(value)
-    if not (paths["OPS_NN"] / KERNEL).is_file():
-        return f"OPS_NN={paths['OPS_NN']} has no {KERNEL}"
+    if not (paths["OPS_NN"] / op.kernel).is_file():
+        return f"OPS_NN={paths['OPS_NN']} has no {op.kernel}"
     if not (paths["METADEF"] / "base/context_builder/op_tiling_context_builder.cc").is_file():
         return f"METADEF={paths['METADEF']} has no base/context_builder/op_tiling_context_builder.cc"
     if not (paths["ASC_DEVKIT"] / HOST_ASC_DEVKIT[0]).is_file():
@@ -78,22 +139,34 @@ def checkouts():
 
 
 # ---------------------------------------------------------------- the kernel-side tiling struct
+FIELD_BYTES = {"uint64_t": 8, "int64_t": 8, "uint32_t": 4, "int32_t": 4, "float": 4, "uint16_t": 2, "int16_t": 2,
+               "uint8_t": 1, "int8_t": 1}
+
+
 def tiling_struct_header(tiling_header_text, op_type="GroupNormGrad"):
     """The kernel-side struct of the tiling class ``REGISTER_TILING_DATA_CLASS(op_type, X)`` names, from
     its ``BEGIN_TILING_DATA_DEF(X)`` fields, and GET_TILING_DATA for it (the twin's
     GET_TILING_DATA_WITH_STRUCT copies it from GM). asc-devkit's op compiler writes the same struct
-    from the host registration (get_op_tiling.py, gen_dynamic_shape); when fields of different widths
-    need alignment placeholders (TilingDef::CheckAlignAndGenPlaceHolder) this generator refuses."""
+    from the host registration (get_op_tiling.py, gen_dynamic_shape). The host lays fields out in
+    order and inserts an alignment placeholder before a field whose offset is not a multiple of its
+    size (metadef TilingDefImpl::CheckAlignAndGenPlaceHolder); C++ lays a plain struct out the same
+    way only while no placeholder is needed, so this generator refuses a struct that would need one."""
     name = re.search(rf"REGISTER_TILING_DATA_CLASS\(\s*{op_type}\s*,\s*(\w+)\s*\)", tiling_header_text).group(1)
     body = re.search(rf"BEGIN_TILING_DATA_DEF\(\s*{name}\s*\)(.*?)END_TILING_DATA_DEF", tiling_header_text, re.S)
     fields = re.findall(r"TILING_DATA_FIELD_DEF\(\s*(\w+)\s*,\s*(\w+)\s*\)", body.group(1))
-    if not fields or any(t not in ("uint64_t", "int64_t") for t, _ in fields):
-        raise ValueError(f"{name}: only structs of 64-bit fields are generated here (no alignment placeholders)")
+    if not fields or any(t not in FIELD_BYTES for t, _ in fields):
+        raise ValueError(f"{name}: only structs of scalar fields are generated here")
+    offset = 0
+    for t, n in fields:
+        if offset % FIELD_BYTES[t]:
+            raise ValueError(f"{name}: field {n} at offset {offset} would need an alignment placeholder "
+                             "(not generated here)")
+        offset += FIELD_BYTES[t]
     members = "".join(f"  {t} {n};\n" for t, n in fields)
     return (f"// generated by tests/cann_peer.py from {name}'s BEGIN_TILING_DATA_DEF\n#pragma once\n#include <cstdint>\n"
             f"struct {name} {{\n{members}}};\n"
             f"#define GET_TILING_DATA(var, tiling) GET_TILING_DATA_WITH_STRUCT({name}, var, tiling)\n"), name, \
-        [n for _, n in fields]
+        [(n, t) for t, n in fields]
 
 
 # ---------------------------------------------------------------- cached builds
@@ -143,90 +216,132 @@ def _link(objects, target, extra=()):
     return target
 
 
-def host_library(paths):
+def host_library(paths, op):
     ops_nn, metadef, asc = paths["OPS_NN"], paths["METADEF"], paths["ASC_DEVKIT"]
     includes = [PEER / "host_stubs", metadef / "inc/external", metadef / "inc/external/asc", metadef / "inc",
                 metadef / "inc/graph", metadef / "base", metadef, metadef / "pkg_inc", metadef / "pkg_inc/external",
-                metadef / "third_party", ops_nn / "common/inc", ops_nn / OP_DIR / "op_host",
+                metadef / "third_party", ops_nn / "common/inc", ops_nn / op.op_dir / "op_host",
                 asc / "include/utils/tiling/platform", asc / "include/utils/tiling", asc / "include/utils",
                 asc / "include"]
     flags = HOST_FLAGS + [f"-I{d}" for d in includes]
     stubs = _dir_digest(PEER / "host_stubs")
-    sources = ([ops_nn / s for s in HOST_OPS_NN] + [metadef / s for s in HOST_METADEF]
-               + [asc / s for s in HOST_ASC_DEVKIT] + [PEER / "cann_tiling_host.cc"])
+    header = (ops_nn / op.tiling_header).read_bytes()
+    sources = ([ops_nn / op.op_dir / "op_host" / f"{n}.cpp" for n in op.host_files]
+               + [metadef / s for s in HOST_METADEF] + [asc / s for s in HOST_ASC_DEVKIT]
+               + [PEER / "cann_tiling_host.cc"])
     cache = _cache()
-    jobs = [(["g++", *flags, "-c", str(s)], cache / f"host-{s.stem}-{_digest(s, s.read_bytes(), stubs, *flags)}.o")
-            for s in sources]
+    jobs = [(["g++", *flags, "-c", str(s)],
+             cache / f"host-{s.stem}-{_digest(s, s.read_bytes(), header, stubs, *flags)}.o") for s in sources]
     _compile(jobs)
     objects = [o for _, o in jobs]
-    return _link(objects, cache / f"libcann_peer_host-{_digest(*objects)}.so", ["-ldl"])
+    return _link(objects, cache / f"libcann_peer_host-{op.stem}-{_digest(*objects)}.so", ["-ldl"])
 
 
-def kernel_library(paths):
+def kernel_library(paths, op):
     ops_nn = paths["OPS_NN"]
-    text, struct, fields = tiling_struct_header((ops_nn / TILING_HEADER).read_text())
+    text, _, fields = tiling_struct_header((ops_nn / op.tiling_header).read_text(), op.op_type)
     cache = _cache()
     header = cache / f"tiling-{_digest(text)}.h"
     if not header.is_file():
         header.write_text(text)
     flags = KERNEL_FLAGS + [f"-I{ASCENDC / 'twin'}", f"-I{PEER / 'kernel_stubs'}"]
     twin_digest = _dir_digest(ASCENDC / "twin")
-    kernel_dir = ops_nn / OP_DIR / "op_kernel"
-    kernel_text = b"".join(p.read_bytes() for p in sorted(kernel_dir.glob("group_norm_grad*")) if p.is_file())
+    kernel_dir = ops_nn / op.op_dir / "op_kernel"
+    kernel_text = b"".join(p.read_bytes() for p in sorted(kernel_dir.glob(f"{op.stem}*")) if p.is_file())
     jobs = [(["g++", *flags, "-c", str(ASCENDC / "twin" / s)],
              cache / f"twin-{Path(s).stem}-{_digest(twin_digest, *flags)}.o")
             for s in ("twin_runtime.cc", "twin_pipes.cc", "twin_c_api.cc")]
-    jobs.append((["g++", *flags, "-w", "-include", str(header), "-c", str(ops_nn / KERNEL)],
-                 cache / f"kernel-group_norm_grad-{_digest(twin_digest, kernel_text, text, *flags)}.o"))
+    jobs.append((["g++", *flags, "-w", "-include", str(header), "-c", str(ops_nn / op.kernel)],
+                 cache / f"kernel-{op.stem}-{_digest(twin_digest, kernel_text, text, *flags)}.o"))
     launch = PEER / "cann_kernel_launch.cc"
-    jobs.append((["g++", *flags, "-c", str(launch)],
-                 cache / f"launch-{_digest(twin_digest, launch.read_bytes(), *flags)}.o"))
+    launch_flags = [*flags, f"-DGNMS_PEER_ENTRY={op.stem}", f"-DGNMS_PEER_TENSORS={len(op.tensors)}"]
+    jobs.append((["g++", *launch_flags, "-c", str(launch)],
+                 cache / f"launch-{op.stem}-{_digest(twin_digest, launch.read_bytes(), *launch_flags)}.o"))
     _compile(jobs)
     objects = [o for _, o in jobs]
-    return _link(objects, cache / f"libcann_peer_kernel-{_digest(*objects)}.so"), fields
+    return _link(objects, cache / f"libcann_peer_kernel-{op.stem}-{_digest(*objects)}.so"), fields
 
 
 @functools.lru_cache(maxsize=None)
-def libraries():
-    """(host CDLL, kernel CDLL, tiling field names); raises RuntimeError with the reason."""
-    paths = checkouts()
+def libraries(op=GROUP_NORM_GRAD):
+    """(host CDLL, kernel CDLL, tiling fields [(name, C type)]) of ``op``; raises RuntimeError with the reason."""
+    paths = checkouts(op)
     if isinstance(paths, str):
         raise RuntimeError(paths)
-    host = ctypes.CDLL(str(host_library(paths)))
-    kernel_path, fields = kernel_library(paths)
+    host = ctypes.CDLL(str(host_library(paths, op)))
+    kernel_path, fields = kernel_library(paths, op)
     kernel = ctypes.CDLL(str(kernel_path))
     i64, cint, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-    host.GnmsPeerGroupNormGradTiling.restype = cint
-    host.GnmsPeerGroupNormGradTiling.argtypes = ([i64] * 4 + [cint] * 5 + [i64, i64, ptr, i64, ptr, ptr,
-                                                  ctypes.c_char_p, cint])
-    kernel.GnmsPeerGroupNormGradLaunch.restype = cint
-    kernel.GnmsPeerGroupNormGradLaunch.argtypes = [ptr, ptr, ptr, i64, i64, i64, i64, i64, i64, cint, ctypes.c_uint64,
-                                                   ctypes.c_char_p, cint]
+    host.GnmsPeerTiling.restype = cint
+    host.GnmsPeerTiling.argtypes = [ctypes.c_char_p, cint, cint, ptr, ptr, ptr, cint, ptr, ptr, ptr, ptr, cint, i64,
+                                    i64, ptr, i64, ptr, i64, ptr, ctypes.c_char_p, cint]
+    kernel.GnmsPeerLaunch.restype = cint
+    kernel.GnmsPeerLaunch.argtypes = [ptr, ptr, ptr, ptr, i64, i64, i64, i64, i64, i64, cint, ctypes.c_uint64,
+                                      ctypes.c_char_p, cint]
     return host, twin._with_common_api(kernel), tuple(fields)
 
 
 # ---------------------------------------------------------------- CANN's tiling and its launch
-def cann_tiling(N, C, HxW, G, dtype="float32", deterministic=False, required=(True, True, True),
-                vector_cores=VECTOR_CORES, ub_bytes=UB_BYTES):
-    """What CANN's TilingParse + Tiling compute for this GroupNormGrad: a dict with the tiling struct
-    by field name, its raw bytes, tiling_key, block_dim, workspace (bytes, system part included) and
-    the compile info (core_num, sys_workspace, ub_bytes, block_bytes). Raises ValueError on a refusal."""
-    host, _, fields = libraries()
+def _shape(role, N, C, HxW, G):
+    return {"data": (N, C, HxW), "stat": (N, G), "channel": (C,)}[role]
+
+
+def _decode_tiling(raw, fields):
+    """{name: value} of the tiling bytes, by the generated struct's fields (laid out in order)."""
+    out, offset = {}, 0
+    for name, ctype in fields:
+        width = FIELD_BYTES[ctype]
+        kind = {"float": np.float32}.get(ctype) or np.dtype(ctype.replace("_t", ""))
+        value = np.frombuffer(raw[offset:offset + width].tobytes(), kind)[0]
+        out[name] = float(value) if ctype == "float" else int(value)
+        offset += width
+    return out
+
+
+def operator_tiling(op, N, C, HxW, G, dtype="float32", deterministic=False, vector_cores=VECTOR_CORES,
+                    ub_bytes=UB_BYTES, **attrs):
+    """What CANN's TilingParse + Tiling compute for ``op`` on this shape: a dict with the tiling struct
+    by field name, its raw bytes, tiling_key, block_dim, workspace (bytes, system part included), schedule
+    mode and the compile info by its fields. ``attrs``: the operator's attributes by OpDef name (defaults:
+    its OpDef's; num_groups is G). Raises ValueError on a refusal."""
+    host, _, fields = libraries(op)
+    unknown = set(attrs) - set(op.attr_defaults())
+    if unknown:
+        raise KeyError(f"{op.op_type} has no attributes {sorted(unknown)}")
+    values = {**op.attr_defaults(), "num_groups": G, **attrs}
+    kinds = np.array([ATTR_KINDS[kind] for _, kind, _ in op.attrs], np.int32)
+    ints = np.array([int(values[n]) if k in ("int", "bool") else 0 for n, k, _ in op.attrs], np.int64)
+    floats = np.array([float(values[n]) if k == "float" else 0.0 for n, k, _ in op.attrs], np.float64)
+    strings = (ctypes.c_char_p * len(op.attrs))(*[str(values[n]).encode() if k == "str" else None
+                                                  for n, k, _ in op.attrs])
+    shapes = [_shape(role, N, C, HxW, G) for _, role in op.tensors]
+    ranks = np.array([len(s) for s in shapes], np.int32)
+    dims = np.array([d for s in shapes for d in s], np.int64)
+    dtypes = np.full(len(shapes), GE_DTYPES[dtype], np.int32)
+    info_type = type("CompileInfo", (ctypes.Structure,), {"_fields_": list(op.compile_info)})
+    info = np.zeros(ctypes.sizeof(info_type), np.uint8)
     raw = np.zeros(4096, np.uint8)
     out = np.zeros(5, np.int64)
-    compile_info = np.zeros(4, np.int64)
     error = ctypes.create_string_buffer(1024)
-    status = host.GnmsPeerGroupNormGradTiling(N, C, HxW, G, GE_DTYPES[dtype], int(deterministic), *map(int, required),
-                                              vector_cores, ub_bytes, raw.ctypes.data, raw.size, out.ctypes.data,
-                                              compile_info.ctypes.data, error, len(error))
+    status = host.GnmsPeerTiling(op.op_type.encode(), len(op.inputs), len(op.outputs), ranks.ctypes.data,
+                                 dims.ctypes.data, dtypes.ctypes.data, len(op.attrs), kinds.ctypes.data,
+                                 ints.ctypes.data, floats.ctypes.data, strings, int(deterministic), vector_cores,
+                                 ub_bytes, info.ctypes.data, info.size, raw.ctypes.data, raw.size, out.ctypes.data,
+                                 error, len(error))
     if status:
         raise ValueError(error.value.decode())
     raw = raw[:out[0]].copy()
-    values = raw.view(np.uint64)[:len(fields)]
-    return {"fields": dict(zip(fields, (int(v) for v in values))), "raw": raw, "tiling_key": int(out[1]),
-            "block_dim": int(out[2]), "workspace": int(out[3]), "schedule_mode": int(out[4]),
-            "compile_info": dict(zip(("core_num", "sys_workspace", "ub_bytes", "block_bytes"),
-                                     (int(v) for v in compile_info)))}
+    compile_info = info_type.from_buffer_copy(info.tobytes())
+    return {"fields": _decode_tiling(raw, fields), "raw": raw, "tiling_key": int(out[1]), "block_dim": int(out[2]),
+            "workspace": int(out[3]), "schedule_mode": int(out[4]),
+            "compile_info": {name: getattr(compile_info, name) for name, _ in op.compile_info}}
+
+
+def cann_tiling(N, C, HxW, G, dtype="float32", deterministic=False, required=(True, True, True),
+                vector_cores=VECTOR_CORES, ub_bytes=UB_BYTES):
+    """CANN's GroupNormGrad tiling (operator_tiling), with its three *_is_require attributes."""
+    flags = dict(zip(("dx_is_require", "dgamma_is_require", "dbeta_is_require"), map(bool, required)))
+    return operator_tiling(GROUP_NORM_GRAD, N, C, HxW, G, dtype, deterministic, vector_cores, ub_bytes, **flags)
 
 
 def to_storage(values, dtype):
@@ -244,45 +359,75 @@ def from_storage(array, dtype):
     return array.astype(np.float32)
 
 
+def launch_operator(op, inputs, tiling, dtype, policy="concurrent", execution="immediate", seed=0,
+                    check_hazards=True, cann_compat=True):
+    """``op``'s CANN kernel on the twin: its outputs (float32, in OpDef order), or TwinFault. ``inputs``:
+    {name: float array} of every input, rounded to ``dtype`` (the one type T the 910B kernels take for
+    every array). Outputs start as NaN. ``cann_compat``: the twin's per-launch relaxations for CANN's
+    kernels (twin::Config::cannCompat)."""
+    _, kernel, _ = libraries(op)
+    if tiling["block_dim"] <= 0:  # CANN's tiling answers some refused shapes with success and block dim 0
+        raise ValueError(f"CANN's tiling gave block dim {tiling['block_dim']}: not a launch")
+    arrays = [to_storage(inputs[name], dtype) for name, _ in op.inputs]
+    x = inputs["x"]
+    N, C = x.shape[:2]
+    G = inputs["mean"].shape[1]
+    HxW = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
+    nan = to_storage(np.full(1, np.nan), dtype)[0]
+    outs = [np.full(_shape(role, N, C, HxW, G), nan).astype(arrays[0].dtype) for _, role in op.outputs]
+    tensors = arrays + outs
+    buffers = (ctypes.c_void_p * len(tensors))(*[a.ctypes.data for a in tensors])
+    sizes = np.array([a.nbytes for a in tensors], np.int64)
+    names = (ctypes.c_char_p * len(tensors))(*[name.encode() for name, _ in op.tensors])
+    code = (twin._policy_code(policy, execution) | (0 if check_hazards else 1 << 16)
+            | (int(cann_compat) << 19))
+    error = ctypes.create_string_buffer(4096)
+    status = kernel.GnmsPeerLaunch(buffers, sizes.ctypes.data, names, tiling["raw"].ctypes.data, tiling["raw"].size,
+                                   tiling["tiling_key"], tiling["block_dim"],
+                                   max(tiling["workspace"] - SYSTEM_WORKSPACE, 0), UB_BYTES, VECTOR_CORES, code, seed,
+                                   error, len(error))
+    if status:
+        raise TwinFault(error.value.decode())
+    return tuple(from_storage(o, dtype).reshape(x.shape if role == "data" else o.shape)
+                 for o, (_, role) in zip(outs, op.outputs))
+
+
 def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="concurrent", execution="immediate",
              seed=0, check_hazards=True, tiling=None, cann_compat=True, dtype=None):
     """CANN's GroupNormGrad kernel on the twin: (dx, dgamma, dbeta) as float32, or TwinFault. ``dtype``
     (default: x's, float32 or float16; "bfloat16" for bf16) is the one type T the 910B kernel takes for
-    every array; the inputs are rounded to it. ``cann_compat``: the twin's per-launch relaxations for
-    CANN's kernels (twin::Config::cannCompat)."""
-    _, kernel, _ = libraries()
+    every array; the inputs are rounded to it."""
     N, C = x.shape[:2]
     HxW = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
     dtype = dtype or np.asarray(x).dtype.name
     t = tiling or cann_tiling(N, C, HxW, num_groups, dtype, deterministic)
-    if t["block_dim"] <= 0:  # CANN's tiling answers some refused shapes with success and block dim 0
+    if t["block_dim"] <= 0:
         raise ValueError(f"CANN's tiling gave block dim {t['block_dim']} for {(N, C, HxW, num_groups)}: not a launch")
-    arrays = [to_storage(a, dtype) for a in (dy, mean, rstd, x, gamma)]
-    nan = to_storage(np.full(1, np.nan), dtype)[0]
-    outs = [np.full(x.shape, nan), np.full(C, nan), np.full(C, nan)]
-    outs = [o.astype(arrays[0].dtype) for o in outs]
-    buffers = (ctypes.c_void_p * 8)(*[a.ctypes.data for a in arrays + outs])
-    sizes = np.array([a.nbytes for a in arrays + outs], np.int64)
-    code = (twin._policy_code(policy, execution) | (0 if check_hazards else 1 << 16)
-            | (int(cann_compat) << 19))
-    error = ctypes.create_string_buffer(4096)
-    status = kernel.GnmsPeerGroupNormGradLaunch(buffers, sizes.ctypes.data, t["raw"].ctypes.data, t["raw"].size,
-                                                t["tiling_key"], t["block_dim"],
-                                                max(t["workspace"] - SYSTEM_WORKSPACE, 0), UB_BYTES, VECTOR_CORES,
-                                                code, seed, error, len(error))
-    if status:
-        raise TwinFault(error.value.decode())
-    return tuple(from_storage(o, dtype) for o in outs)
+    inputs = {"dy": dy, "mean": mean, "rstd": rstd, "x": x, "gamma": gamma}
+    return launch_operator(GROUP_NORM_GRAD, inputs, t, dtype, policy, execution, seed, check_hazards, cann_compat)
 
 
-def last_stats():
-    """Per-block cost counters of the last CANN launch: dicts of twin.STAT_FIELDS."""
-    return twin._last_stats(libraries()[1].GnmsTwinLastStats)
+def run_cann_swish(dy, mean, rstd, x, gamma, beta, num_groups, swish_scale=1.0, deterministic=False, tiling=None,
+                   dtype=None, **launch):
+    """CANN's GroupNormSwishGrad kernel on the twin: (dx, dgamma, dbeta) as float32, or TwinFault.
+    ``launch``: launch_operator's policy, execution, seed, check_hazards, cann_compat."""
+    N, C = x.shape[:2]
+    HxW = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
+    dtype = dtype or np.asarray(x).dtype.name
+    t = tiling or operator_tiling(GROUP_NORM_SWISH_GRAD, N, C, HxW, num_groups, dtype, deterministic,
+                                  swish_scale=swish_scale)
+    inputs = {"dy": dy, "mean": mean, "rstd": rstd, "x": x, "gamma": gamma, "beta": beta}
+    return launch_operator(GROUP_NORM_SWISH_GRAD, inputs, t, dtype, **launch)
 
 
-def cost_model(**changes):
-    """The peer library's cost constants (its own copy of twin::CostModel), as twin.twin_cost_model."""
-    return twin._cost_model(libraries()[1].GnmsTwinCostModel, changes)
+def last_stats(op=GROUP_NORM_GRAD):
+    """Per-block cost counters of the last launch of ``op``'s kernel: dicts of twin.STAT_FIELDS."""
+    return twin._last_stats(libraries(op)[1].GnmsTwinLastStats)
+
+
+def cost_model(op=GROUP_NORM_GRAD, **changes):
+    """The cost constants of ``op``'s peer library (its own copy of twin::CostModel), as twin.twin_cost_model."""
+    return twin._cost_model(libraries(op)[1].GnmsTwinCostModel, changes)
 
 
 # ---------------------------------------------------------------- the ttk close rule

@@ -6,7 +6,9 @@ that breaks it (kernels/ascendc/twin/twin_probes_common.cc):
   * Copy (level 0, mask count mode) with CopyRepeatParams, and its stride and bounds rules;
   * InitOutput: a GM fill from the UB above the TPipe's buffers, V -> MTE3 inside, MTE3 left in flight;
   * GetTPipePtr(): the block's live TPipe, a fault without one; ASSERT: a fault when false;
-  * DataCopyPad UB -> GM with the uint16 DataCopyParams."""
+  * DataCopyPad UB -> GM with the uint16 DataCopyParams;
+  * TBuf::Get past the buffer: refused, or under cannCompat clipped to it;
+  * a second DeQue of a depth-1 queue's held buffer: refused, or under cannCompat that buffer again."""
 import numpy as np
 import pytest
 
@@ -138,6 +140,36 @@ def test_cann_compat_accepts_what_the_hardware_does_and_only_that(name, strict):
     with pytest.raises(TwinFault, match=strict):
         _compat(name, False, init=x)
     np.testing.assert_array_equal(_compat(name, True, init=x)[8:15], x)
+
+
+def test_tbuf_get_past_the_buffer_is_refused_unless_cann_compat_and_then_clipped():
+    """Get.md (约束说明): len * sizeof(T) must not exceed the TBuf's initialised length; asc-devkit checks it
+    in CPU-debug builds only (kernel_tbuf_impl.h), the device just records the length. CANN's
+    GroupNormSwishGrad breaks the rule (a one-channel TBuf asked for a group, one channel used). Strict by
+    default; under cannCompat the view is clipped to the buffer, so using what exists runs and reading
+    past the allocation through the view still faults."""
+    x = np.arange(1, 9, dtype=np.float32)
+    with pytest.raises(TwinFault, match=r"TBuf::Get: 16 elements, more than the buffer holds \(8\)"):
+        _compat("tbuf_get_past_buffer", False, init=x)
+    np.testing.assert_array_equal(_compat("tbuf_get_past_buffer", True, init=x)[8:16], x)
+    with pytest.raises(TwinFault, match=r"TBuf::Get: 16 elements"):
+        _compat("tbuf_get_past_buffer_then_overrun", False, init=x)
+    with pytest.raises(TwinFault, match=r"DataCopy GM->UB: 16 elements .* overrun the buffer of a TBuf"):
+        _compat("tbuf_get_past_buffer_then_overrun", True, init=x)
+
+
+def test_a_second_deque_of_a_held_buffer_runs_only_under_cann_compat():
+    """DeQue.md (约束说明): a DeQue of an empty queue is abnormal (reported in CPU debugging). On the device a
+    depth-1 queue hands back the buffer it last held without waiting (kernel_tquebind_impl.h DeQue), and
+    CANN's GroupNormSwishGrad MODE_3 relies on it for gamma and beta. Strict by default; under cannCompat the
+    held buffer comes back with its data; once freed, a second DeQue faults either way."""
+    x = np.arange(1, 9, dtype=np.float32)
+    with pytest.raises(TwinFault, match=r"DeQue on an empty queue"):
+        _compat("deque_twice_held", False, init=x)
+    np.testing.assert_array_equal(_compat("deque_twice_held", True, init=x)[8:16], x)
+    for compat in (False, True):
+        with pytest.raises(TwinFault, match=r"DeQue on an empty queue"):
+            _compat("deque_twice_after_free", compat, init=x)
 
 
 def test_cast_round_breaks_ties_away_from_zero():

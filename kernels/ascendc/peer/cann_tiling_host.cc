@@ -1,10 +1,13 @@
-// CANN's GroupNormGrad tiling, computed by CANN's own code on CPU: ops-nn's op_host tiling
-// (norm/group_norm_grad/op_host/group_norm_grad_tiling.cpp, registered with IMPL_OP_OPTILING) run on
-// a real gert::TilingContext that metadef's OpTilingContextBuilder builds, after its TilingParse ran
-// on a real TilingParseContext (OpTilingParseContextBuilder) over a 910B platform table.
+// A CANN operator's tiling, computed by CANN's own code on CPU: the operator's ops-nn op_host tiling
+// (registered with IMPL_OP_OPTILING) run on a real gert::TilingContext that metadef's
+// OpTilingContextBuilder builds, after its TilingParse ran on a real TilingParseContext
+// (OpTilingParseContextBuilder) over a 910B platform table.
 //
-// Built by tests/cann_peer.py with the CANN checkouts of the environment and the stand-ins of
-// host_stubs/ (see its README.md); this file is the only code of ours in that library.
+// One entry serves every operator: tests/cann_peer.py describes each (its tensors, their shapes and
+// dtypes, its attributes in the order of its OpDef, the size of the compile info its TilingParse
+// fills) and builds one host library per operator with that operator's op_host files, the CANN
+// checkouts of the environment and the stand-ins of host_stubs/ (see its README.md); this file is
+// the only code of ours in those libraries.
 // The platform values are those of CANN's tiling unit tests for the 910B
 // (ops-nn norm/group_norm_grad/tests/ut/op_host/test_group_norm_grad_tiling.cpp: CORE_NUM 48,
 // UB_SIZE 196608), with the 910B's identity (Short_SoC_version Ascend910B, NpuArch 2201) and its
@@ -29,16 +32,8 @@
 
 namespace {
 
-// GroupNormGradCompileInfo of ops-nn's group_norm_grad_tiling.h, which TilingParse fills; its
-// layout is checked against ops-nn's by the field-by-field copy in the test (compile_info_fields).
-struct CompileInfo {
-  int32_t totalCoreNum = 0;
-  uint32_t sysWorkspaceSize = 0;
-  uint64_t ubSizePlatForm = 0;
-  uint32_t vectorLen = 0;
-  uint32_t blockSize = 0;
-  bool isRegBase{false};
-};
+// The attribute kinds of GnmsPeerTiling's attrKinds, one per OpDef attribute.
+enum AttrKind : int { kAttrInt = 0, kAttrFloat = 1, kAttrBool = 2, kAttrString = 3 };
 
 fe::PlatFormInfos Platform910B(int64_t vectorCores, int64_t ubBytes) {
   fe::PlatFormInfos p;
@@ -60,56 +55,82 @@ void Copy(const std::string &message, char *error, int errorLen) {
   error[errorLen - 1] = '\0';
 }
 
+// The compile info TilingParse fills, as raw bytes: its layout is the operator's own struct
+// (tests/cann_peer.py reads it back with the field list of the operator's description).
+struct alignas(16) CompileInfoBytes {
+  uint8_t bytes[256] = {};
+};
+
 }  // namespace
 
-// dtype: ge::DataType of x, dy, mean, rstd, gamma (0 DT_FLOAT, 1 DT_FLOAT16, 27 DT_BF16).
-// out[0..5): tiling bytes, tiling key, block dim, workspace bytes (system + user), schedule mode;
-// compileOut[0..4): the compile info TilingParse computed (cores, system workspace, UB, block).
+// tensors: numInputs + numOutputs, in the order of the OpDef; tensor i has ranks[i] dims, taken in turn
+// from dims, and ge::DataType dtypes[i] (0 DT_FLOAT, 1 DT_FLOAT16, 27 DT_BF16).
+// attrs: attrKinds[i] (AttrKind) with its value in ints[i], floats[i] or strings[i].
+// compileInfo: compileInfoBytes (at most 256) of what TilingParse filled.
+// out[0..5): tiling bytes, tiling key, block dim, workspace bytes (system + user), schedule mode.
 // Returns 0, or 1 with the reason in `error`.
-GNMS_PEER_EXPORT int GnmsPeerGroupNormGradTiling(int64_t N, int64_t C, int64_t HxW, int64_t G, int dtype,
-                                                 int deterministic, int dxRequired, int dgammaRequired,
-                                                 int dbetaRequired, int64_t vectorCores, int64_t ubBytes,
-                                                 uint8_t *tiling, int64_t tilingCap, int64_t *out,
-                                                 int64_t *compileOut, char *error, int errorLen) {
-  const auto *impl = gert::OpImplRegistry::GetInstance().GetOpImpl("GroupNormGrad");
+GNMS_PEER_EXPORT int GnmsPeerTiling(const char *opType, int numInputs, int numOutputs, const int *ranks,
+                                    const int64_t *dims, const int *dtypes, int numAttrs, const int *attrKinds,
+                                    const int64_t *ints, const double *floats, const char *const *strings,
+                                    int deterministic, int64_t vectorCores, int64_t ubBytes, uint8_t *compileInfo,
+                                    int64_t compileInfoBytes, uint8_t *tiling, int64_t tilingCap, int64_t *out,
+                                    char *error, int errorLen) {
+  const std::string op(opType);
+  const auto *impl = gert::OpImplRegistry::GetInstance().GetOpImpl(op.c_str());
   if (impl == nullptr || impl->tiling == nullptr || impl->tiling_parse == nullptr) {
-    Copy("GroupNormGrad's tiling is not registered (IMPL_OP_OPTILING did not run)", error, errorLen);
+    Copy(op + "'s tiling is not registered (IMPL_OP_OPTILING did not run)", error, errorLen);
+    return 1;
+  }
+  if (compileInfoBytes > static_cast<int64_t>(sizeof(CompileInfoBytes))) {
+    Copy("compile info larger than 256 bytes", error, errorLen);
     return 1;
   }
   fe::PlatFormInfos platform = Platform910B(vectorCores, ubBytes);
-  CompileInfo compile;
+  CompileInfoBytes compile;
   auto parseHolder = gert::OpTilingParseContextBuilder()
-                         .OpType("GroupNormGrad")
-                         .OpName("group_norm_grad")
-                         .IONum(5, 3)
+                         .OpType(op.c_str())
+                         .OpName(op.c_str())
+                         .IONum(numInputs, numOutputs)
                          .CompiledJson("{}")
                          .CompiledInfo(&compile)
                          .PlatformInfo(&platform)
                          .Build();
-  if (parseHolder.GetContext() == nullptr || impl->tiling_parse(reinterpret_cast<gert::KernelContext *>(parseHolder.GetContext())) != ge::GRAPH_SUCCESS) {
-    Copy("GroupNormGrad's TilingParse failed", error, errorLen);
+  if (parseHolder.GetContext() == nullptr ||
+      impl->tiling_parse(reinterpret_cast<gert::KernelContext *>(parseHolder.GetContext())) != ge::GRAPH_SUCCESS) {
+    Copy(op + "'s TilingParse failed", error, errorLen);
     return 1;
   }
-  const auto type = static_cast<ge::DataType>(dtype);
   const gert::StorageFormat nd{ge::FORMAT_ND, ge::FORMAT_ND, {}};
-  gert::StorageShape data{{N, C, HxW}, {N, C, HxW}};
-  gert::StorageShape stat{{N, G}, {N, G}};
-  gert::StorageShape channel{{C}, {C}};
-  gert::Tensor dy{data, nd, type}, mean{stat, nd, type}, rstd{stat, nd, type}, x{data, nd, type},
-      gamma{channel, nd, type}, dx{data, nd, type}, dgamma{channel, nd, type}, dbeta{channel, nd, type};
+  const int numTensors = numInputs + numOutputs;
+  std::vector<gert::Tensor> tensors(static_cast<size_t>(numTensors));
+  const int64_t *dim = dims;
+  for (int i = 0; i < numTensors; ++i) {
+    gert::StorageShape shape;
+    for (int d = 0; d < ranks[i]; ++d, ++dim) {
+      shape.MutableOriginShape().AppendDim(*dim);
+      shape.MutableStorageShape().AppendDim(*dim);
+    }
+    tensors[static_cast<size_t>(i)] = gert::Tensor{shape, nd, static_cast<ge::DataType>(dtypes[i])};
+  }
+  std::vector<gert::Tensor *> inputs, outputs;
+  for (int i = 0; i < numTensors; ++i) (i < numInputs ? inputs : outputs).push_back(&tensors[static_cast<size_t>(i)]);
   auto workspace = gert::ContinuousVector::Create<size_t>(8);
-  auto holder = gert::OpTilingContextBuilder()
-                    .OpType("GroupNormGrad")
-                    .OpName("group_norm_grad")
-                    .IONum(5, 3)
-                    .InputTensors({&dy, &mean, &rstd, &x, &gamma})
-                    .OutputTensors({&dx, &dgamma, &dbeta})
-                    .AppendAttr(static_cast<int64_t>(G))
-                    .AppendAttr(ge::AscendString("NCHW"))
-                    .AppendAttr(dxRequired != 0)
-                    .AppendAttr(dgammaRequired != 0)
-                    .AppendAttr(dbetaRequired != 0)
-                    .CompileInfo(&compile)
+  gert::OpTilingContextBuilder builder;
+  builder.OpType(op.c_str())
+      .OpName(op.c_str())
+      .IONum(static_cast<size_t>(numInputs), static_cast<size_t>(numOutputs))
+      .InputTensors(inputs)
+      .OutputTensors(outputs);
+  for (int i = 0; i < numAttrs; ++i) {
+    switch (attrKinds[i]) {
+      case kAttrInt: builder.AppendAttr(static_cast<int64_t>(ints[i])); break;
+      case kAttrFloat: builder.AppendAttr(static_cast<float>(floats[i])); break;
+      case kAttrBool: builder.AppendAttr(ints[i] != 0); break;
+      case kAttrString: builder.AppendAttr(ge::AscendString(strings[i])); break;
+      default: Copy("unknown attribute kind", error, errorLen); return 1;
+    }
+  }
+  auto holder = builder.CompileInfo(&compile)
                     .PlatformInfo(&platform)
                     .Deterministic(deterministic)
                     .TilingDataSize(static_cast<size_t>(tilingCap))
@@ -121,21 +142,18 @@ GNMS_PEER_EXPORT int GnmsPeerGroupNormGradTiling(int64_t N, int64_t C, int64_t H
     return 1;
   }
   if (impl->tiling(context) != ge::GRAPH_SUCCESS) {
-    Copy("CANN's TilingGroupNormGrad refused the shape (its reason is on stderr)", error, errorLen);
+    Copy("CANN's " + op + " tiling refused the shape (its reason is on stderr)", error, errorLen);
     return 1;
   }
-  const gert::TilingData *data_ = context->GetRawTilingData();
-  const size_t bytes = data_->GetDataSize();
-  std::memcpy(tiling, data_->GetData(), bytes);
+  const gert::TilingData *data = context->GetRawTilingData();
+  const size_t bytes = data->GetDataSize();
+  std::memcpy(tiling, data->GetData(), bytes);
   const size_t *ws = context->GetWorkspaceSizes(1);
   out[0] = static_cast<int64_t>(bytes);
   out[1] = static_cast<int64_t>(context->GetTilingKey());
   out[2] = static_cast<int64_t>(context->GetBlockDim());
   out[3] = ws == nullptr ? -1 : static_cast<int64_t>(ws[0]);
   out[4] = static_cast<int64_t>(context->GetScheduleMode());
-  compileOut[0] = compile.totalCoreNum;
-  compileOut[1] = compile.sysWorkspaceSize;
-  compileOut[2] = static_cast<int64_t>(compile.ubSizePlatForm);
-  compileOut[3] = compile.blockSize;
+  std::memcpy(compileInfo, compile.bytes, static_cast<size_t>(compileInfoBytes));
   return 0;
 }

@@ -233,10 +233,12 @@ class TQue {
   template <typename T>
   LocalTensor<T> DeQue() {
     twin::Checkpoint();
-    if (queued_.empty()) twin::Fail("DeQue on an empty queue (DeQue before EnQue)");
+    if (queued_.empty()) return DeQueEmpty<T>();
     detail::Slot *s = queued_.front();
     queued_.erase(queued_.begin());
     s->state = detail::SlotState::kAllocated;
+    lastDeQueued_ = s;
+    lastDeQueuedGen_ = s->gen;
     if (s->enQueEvt >= 0) {
       Pipes().WaitFlag(kProducer, kConsumer, s->enQueEvt, twin::kFlagQueue);
       Pipes().ReleaseEventId(kProducer, kConsumer, s->enQueEvt);
@@ -276,6 +278,21 @@ class TQue {
 
  private:
   friend class TPipe;
+  // DeQue.md (约束说明): a DeQue of an empty queue is abnormal, reported in CPU debugging. On the
+  // device a depth-1 queue hands back the buffer it last held, with no wait (asc-devkit
+  // kernel_tquebind_impl.h DeQue: que_ is not cleared and the enqueue event was already spent).
+  // CANN's GroupNormSwishGrad (MODE_3) enqueues gamma and beta once and dequeues them on every
+  // chunk; under Config::cannCompat a depth-1 queue whose last dequeued buffer is still held (not
+  // freed, not enqueued again) returns it again, as the device does. Anything else is a fault.
+  template <typename T>
+  LocalTensor<T> DeQueEmpty() {
+    detail::Slot *s = lastDeQueued_;
+    if (depth == 1 && twin::CurrentConfig().cannCompat && s != nullptr && s->state == detail::SlotState::kAllocated &&
+        s->gen == lastDeQueuedGen_) {
+      return LocalTensor<T>(s, s->gen, s->addr, s->bytes / sizeof(T));
+    }
+    twin::Fail("DeQue on an empty queue (DeQue before EnQue)");
+  }
   static void WaitFree(detail::Slot *s) {
     if (s->freeEvt < 0) return;
     Pipes().WaitFlag(s->consumer, s->producer, s->freeEvt, twin::kFlagQueue);
@@ -296,6 +313,8 @@ class TQue {
   std::vector<detail::Slot *> slots_;
   size_t cursor_ = 0;
   std::vector<detail::Slot *> queued_;
+  detail::Slot *lastDeQueued_ = nullptr;
+  uint32_t lastDeQueuedGen_ = 0;
   int32_t maxQueued_ = 0;
   int64_t enQueues_ = 0;
 };
@@ -308,11 +327,18 @@ class TBuf {
     if (slot_ == nullptr || slot_->state != detail::SlotState::kBuf) twin::Fail("TBuf::Get on a buffer without InitBuffer");
     return LocalTensor<T>(slot_, slot_->gen, slot_->addr, slot_->bytes / sizeof(T));
   }
+  // Get.md (约束说明): len * sizeof(T) must not exceed the length the TBuf was initialised with.
+  // asc-devkit checks it only in CPU-debug builds (kernel_tbuf_impl.h, ASCENDC_DEBUG_ASSERT); on the
+  // device Get only records the length. CANN's GroupNormSwishGrad asks a one-channel TBuf for a whole
+  // group and then uses one channel of it, so under Config::cannCompat the view is clipped to the
+  // buffer instead: every access through it is still checked against the allocation.
   template <typename T>
   LocalTensor<T> Get(uint32_t count) const {
     LocalTensor<T> whole = Get<T>();
-    if (count > whole.GetSize()) twin::Fail("TBuf::Get: more elements than the buffer holds");
-    return LocalTensor<T>(slot_, slot_->gen, slot_->addr, count);
+    if (count <= whole.GetSize()) return LocalTensor<T>(slot_, slot_->gen, slot_->addr, count);
+    if (twin::CurrentConfig().cannCompat) return whole;
+    twin::Fail("TBuf::Get: " + std::to_string(count) + " elements, more than the buffer holds (" +
+               std::to_string(whole.GetSize()) + ")");
   }
 
  private:

@@ -145,6 +145,52 @@ void PositionProbe(const ProbeArgs &a, int variant) {
   DataCopyPad(gm[8], v, DataCopyExtParams(1, 7 * sizeof(float), 0, 0, 0));
 }
 
+// TBuf::Get with more elements than the buffer holds (CANN's GroupNormSwishGrad): an 8-float buffer
+// asked for 16. Variant 0 then uses the 8 it has (out[0:8) -> out[8:16)); variant 1 loads 16 through
+// the view, past the allocation.
+void TBufGetProbe(const ProbeArgs &a, int variant) {
+  TPipe pipe;
+  TBuf<QuePosition::VECIN> in;
+  TBuf<QuePosition::VECOUT> out;
+  pipe.InitBuffer(in, 8 * sizeof(float));
+  pipe.InitBuffer(out, 8 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> u = in.Get<float>(16);
+  LocalTensor<float> v = out.Get<float>();
+  DataCopy(u, gm, variant == 0 ? 8 : 16);
+  SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  Muls(v, u, 1.0f, 8);
+  SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  DataCopy(gm[8], v, 8);
+}
+
+// A depth-1 VECIN queue enqueued once and dequeued twice (CANN's GroupNormSwishGrad MODE_3 with gamma):
+// out[0:8) -> out[8:16) through the second DeQue. Variant 1 frees the buffer before the second DeQue.
+void DeQueTwiceProbe(const ProbeArgs &a, int variant) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 1> in;
+  TBuf<QuePosition::VECOUT> out;
+  pipe.InitBuffer(in, 1, 8 * sizeof(float));
+  pipe.InitBuffer(out, 8 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> u = in.AllocTensor<float>();
+  DataCopy(u, gm, 8);
+  in.EnQue(u);
+  LocalTensor<float> first = in.DeQue<float>();
+  if (variant == 1) in.FreeTensor(first);
+  LocalTensor<float> again = in.DeQue<float>();
+  LocalTensor<float> v = out.Get<float>();
+  Muls(v, again, 1.0f, 8);
+  SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  DataCopy(gm[8], v, 8);
+  if (variant == 0) in.FreeTensor(again);
+}
+
 // out[0:16] fp32 -> half -> fp32 and out[16:32] fp32 -> bf16 -> fp32 with `mode` (CANN's kernels
 // store with CAST_ROUND).
 void CastModeProbe(const ProbeArgs &a, RoundMode mode) {
@@ -197,6 +243,10 @@ void AddCommonProbes(ProbeMap *probes) {
       {"pad_row_into_short_view", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECIN>(a, 0); }},
       {"pad_into_veccalc", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECCALC>(a, 1); }},
       {"copy_vecin_to_vecout", [](const ProbeArgs &a) { PositionProbe<QuePosition::VECIN>(a, 2); }},
+      {"tbuf_get_past_buffer", [](const ProbeArgs &a) { TBufGetProbe(a, 0); }},
+      {"tbuf_get_past_buffer_then_overrun", [](const ProbeArgs &a) { TBufGetProbe(a, 1); }},
+      {"deque_twice_held", [](const ProbeArgs &a) { DeQueTwiceProbe(a, 0); }},
+      {"deque_twice_after_free", [](const ProbeArgs &a) { DeQueTwiceProbe(a, 1); }},
       {"cast_round", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_ROUND); }},
       {"cast_rint", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_RINT); }},
       {"cast_floor", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_FLOOR); }},
