@@ -50,7 +50,9 @@ FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
                   ("chunked_split_pairs", "fp32", "silu", None),
                   ("chunked_split_pairs", "bf16_fp32", "silu", 3),
                   ("ring_parts_of_rows", "bf16", "silu", None),  # slots reused within and across groups
-                  ("staged_hw1_vector_coef", "bf16", "silu", None)]
+                  ("staged_hw1_vector_coef", "bf16", "silu", None),
+                  ("rows_batches_small_ub", "fp16_fp32", "silu", None),  # batches of groups: slots reused
+                  ("rows_rescaled_group", "fp32", "plain", None)]  # a batch rescaled (scalar factors)
 SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
              ("reverse", 0, "deferred")]
 
@@ -117,7 +119,7 @@ def backward_outcome(case, dtype_key, cores, mask, silu):
 def forward_outcome(case, dtype_key, activation, blocks):
     shape, G, cores, ub, mode = forward_cases.CASES[case]
     data_dtype, param_dtype, tolerance = forward_cases.DTYPES[dtype_key]
-    arrays, exact = forward_cases.make_inputs(shape, data_dtype, param_dtype, 3)
+    arrays, exact = forward_cases.case_inputs(case, data_dtype, param_dtype, 3)
     activate, scale = forward_cases.ACTIVATIONS[activation]
     N, C = shape[:2]
     tiling = twin.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,

@@ -61,6 +61,11 @@ CASES = {
     "ring_parts_of_rows": ((4, 20, 600), 1, 2, SMALL_UB, "chunked"),
     # HxW = 1 (gamma/beta along the row), too large for mode 0: the whole group in one x buffer
     "staged_hw1_vector_coef": ((3, 1352), 1, 1, 40 * 1024, "chunked"),  # staged with 16-bit gamma/beta
+    # HxW = 1 in batches of groups (tiling groupRows): a small UB makes several batches a block
+    "rows_batches_small_ub": ((40, 64), 32, 2, SMALL_UB, "group_resident"),
+    # the same, one group's x times 2^120 (SCALED_GROUP_CASES): its sum of squares overflows fp32, so
+    # its batch takes the rescaled path
+    "rows_rescaled_group": ((6, 16), 8, 2, twin.UB_910B, "group_resident"),
     "empty_hw0": ((2, 4, 0), 2, 48, twin.UB_910B, "empty_groups"),
     "empty_c0": ((3, 0, 4), 1, 48, twin.UB_910B, "empty_groups"),
 }
@@ -79,6 +84,24 @@ def make_inputs(shape, data_dtype, param_dtype, seed, offset=0.75):
               "gamma": storage(rng.standard_normal(C) + 1.0, param_dtype),
               "beta": storage(rng.standard_normal(C) * 0.5, param_dtype)}
     exact = {name: as_float64(a, data_dtype if name == "x" else param_dtype) for name, a in arrays.items()}
+    return arrays, exact
+
+
+# Cases whose first group's x is scaled by 2^120 (exact in fp32 and bf16; fp16 cannot hold it).
+SCALED_GROUP_CASES = {"rows_rescaled_group"}
+SCALED_GROUP_FACTOR = 2.0 ** 120
+
+
+def case_inputs(case, data_dtype, param_dtype, seed):
+    """make_inputs for CASES[case], with SCALED_GROUP_CASES' first group scaled."""
+    shape, G = CASES[case][:2]
+    arrays, exact = make_inputs(shape, data_dtype, param_dtype, seed)
+    if case in SCALED_GROUP_CASES:
+        assert data_dtype != "float16", "2^120 is beyond fp16"
+        first = exact["x"].copy()
+        first[0, :shape[1] // G] *= SCALED_GROUP_FACTOR
+        arrays["x"] = storage(first, data_dtype)
+        exact["x"] = as_float64(arrays["x"], data_dtype)
     return arrays, exact
 
 

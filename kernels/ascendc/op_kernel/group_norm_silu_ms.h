@@ -119,6 +119,8 @@ class KernelGroupNormSiluMs {
     coefsPending_ = t_->coefPerBlock != 0 && first < end;
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
+    } else if (t_->mode == GNS_MODE_GROUP_RESIDENT && t_->groupRows > 0) {
+      GroupRowsRun(first, end);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
       // two group loads in flight ahead of the compute (with three x buffers, while one group
       // is computed; with two, until the first is taken)
@@ -389,6 +391,22 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void RowsScaleShift(const LocalTensor<float> &xF, float rstd, uint32_t c0,
                                         const LocalTensor<float> &src, float mean);
 
+  // ------------------------------------------------------------------ mode 0, batches of groups
+  // (HxW == 1, groupRows > 0; defined in group_norm_silu_ms_group_rows.h)
+  __aicore__ inline LocalTensor<float> RowsVector(int64_t k) {
+    return bcastBuf_.Get<float>()[k * GnsRowsRound8(t_->groupRows)];
+  }
+  __aicore__ inline void GroupRowsTable();
+  __aicore__ inline void GroupRowsRun(int64_t first, int64_t end);
+  __aicore__ inline void GroupRowsBatch(int64_t q0, int64_t rows);
+  __aicore__ inline void RowsApply(const LocalTensor<float> &dst, const LocalTensor<float> &src,
+                                   const LocalTensor<float> &v, int64_t rows, bool add);
+  __aicore__ inline void RowsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
+                                 int32_t len);
+  __aicore__ inline bool RowsInSafeRange(const LocalTensor<float> &v, int64_t rows);
+  __aicore__ inline void RowsCentre(const LocalTensor<float> &x, int64_t rows, bool rescaled);
+  __aicore__ inline void RowsRescaleFactors(int64_t rows);
+
   // ------------------------------------------------------------------ mode 1: chunked
   // A group's items are its rows' chunks in order (row r, chunk k: K elements from column
   // k * K); a task covers items [first, end) of its group (all of them when sliceCount == 1).
@@ -506,6 +524,9 @@ class KernelGroupNormSiluMs {
   int64_t statStart_ = 0;
   int64_t statCount_ = 0;
   bool statsInFlight_ = false;
+  int64_t rowsBatches_ = 0;  // batches of groups so far (groupRows): their statistics' slot alternates
+  int32_t rowsStatsEvent_[2] = {};
+  bool rowsStatsPending_[2] = {false, false};  // the slot's store is issued, its MTE3 -> V not waited for
   int64_t coefBase_ = 0;  // coefPerBlock: the channel of GammaF()[0] / BetaF()[0]
   int64_t coefCount_ = 0;  // and how many channels the arrays hold
   bool coefsPending_ = false;  // their loads are issued, not yet converted
@@ -552,6 +573,7 @@ class KernelGroupNormSiluMs {
 // The members of modes 0 and 1, defined out of the class.
 #include "group_norm_silu_ms_y.h"
 #include "group_norm_silu_ms_resident.h"
+#include "group_norm_silu_ms_group_rows.h"
 #include "group_norm_silu_ms_chunked.h"
 #include "group_norm_silu_ms_ring.h"
 

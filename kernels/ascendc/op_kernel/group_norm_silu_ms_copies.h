@@ -33,6 +33,21 @@ __aicore__ inline void IssueRows(Que &que, const GlobalTensor<V> &src, int64_t o
   que.EnQue(staging);
 }
 
+// `rows` rows of `len` contiguous elements of src at `offset` into the queue's next buffer, at a
+// pitch of `pitch` elements (len rounded up to 32 bytes, or more: a multiple of 32 bytes).
+template <typename V, typename Que>
+__aicore__ inline void IssuePitchedRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows,
+                                        int64_t len, int64_t pitch) {
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  const int64_t rowBytes = (len * static_cast<int64_t>(sizeof(V)) + 31) / 32 * 32;
+  const int64_t gapBlocks = (pitch * static_cast<int64_t>(sizeof(V)) - rowBytes) / 32;
+  const DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0,
+                               static_cast<uint32_t>(gapBlocks), 0};
+  DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+  DataCopyPad(staging, src[offset], copy, pad);
+  que.EnQue(staging);
+}
+
 // Writes `count` elements of a staging buffer as fp32 to dst, times `scale` (a power of two:
 // exact; 1 on every path but the forward's rescaled one, which then costs one vector op more).
 template <typename V>
