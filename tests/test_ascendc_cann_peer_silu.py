@@ -74,7 +74,7 @@ def st_cases(ops_nn):
     """(N, C, HxW, G, dtype, activate_silu) of CANN's ST cases (V1 always activates; V2 says)."""
     cases = set()
     for name in ("aclnnGroupNormSilu", "aclnnGroupNormSiluV2"):
-        for case in json.loads((ops_nn / OP.op_dir / f"tests/st/{name}/atk_{name}.json").read_text()):
+        for case in json.loads((ops_nn / OP.op_dir / "tests" / "st" / name / f"atk_{name}.json").read_text()):
             inputs = {i["name"]: i for i in case["inputs"]}
             x = inputs["x"]["shape"]
             HxW = int(np.prod(x[2:])) if len(x) > 2 else 1
