@@ -373,19 +373,17 @@ def main():
     parser.add_argument("--silu-grad", action="store_true",
                         help="the fused GroupNormSiluGradMs backward's table, with its ratio to GroupNormGradMs")
     parser.add_argument("--peer", action="store_true",
-                        help="add CANN's own GroupNormGrad (with --silu-grad: GroupNormSwishGrad) under the same "
-                        "model (scripts/ascendc_peer.py; needs the OPS_NN, METADEF, ASC_DEVKIT checkouts)")
+                        help="add CANN's own GroupNormGrad (with --silu-grad: GroupNormSwishGrad; with --forward: "
+                        "GroupNormSilu) under the same model (scripts/ascendc_peer.py; needs the OPS_NN, METADEF, "
+                        "ASC_DEVKIT checkouts)")
     args = parser.parse_args()
     if args.table and args.shapes:
         parser.error("--table and --shapes: give one")
     peer = None
     if args.peer:
-        if args.forward:
-            raise SystemExit("--peer compares a backward with CANN's (GroupNormGrad, or GroupNormSwishGrad with "
-                             "--silu-grad), not the forward")
         import ascendc_peer as peer
-        if peer.unavailable(args.silu_grad):
-            raise SystemExit(f"--peer: {peer.unavailable(args.silu_grad)}")
+        if peer.unavailable(args.silu_grad, args.forward):
+            raise SystemExit(f"--peer: {peer.unavailable(args.silu_grad, args.forward)}")
     anchors = read_table(args.table) if args.table else parse_shapes(args.shapes)  # a typo fails before the build
     cost_model = twin.forward_cost_model if args.forward else twin.twin_cost_model
     changes = {name: value for name, value in (("dma_latency_ns", args.dma_latency_ns),
@@ -399,20 +397,27 @@ def main():
     too_large = [shape for shape in anchors if math.prod(flat(shape)[1:3]) > MAX_SAMPLE_ELEMS]
     anchors = [shape for shape in anchors if shape not in too_large]
     rows = []
+    peer_pairs = []
     if args.forward:
-        print(FORWARD_HEADER)
-        print("|" + "---|" * (FORWARD_HEADER.count("|") - 1))
+        header = FORWARD_HEADER + (peer.HEADER if peer else "")
+        print(header)
+        print("|" + "---|" * (header.count("|") - 1))
         for shape in anchors:
             for dtype_key in args.dtypes.split(","):
                 rows.append(measure_forward(shape, dtype_key))
-                print(forward_row(rows[-1]), flush=True)
+                line = forward_row(rows[-1])
+                if peer:
+                    peer_pairs.append((rows[-1], peer.measure_cann(shape, dtype_key, constants, forward=True)))
+                    line += peer.cells(*peer_pairs[-1])
+                print(line, flush=True)
         print()
         print_not_run(too_large)
         print("\n".join(closing_lines(rows, bool(args.table))))
+        if peer:
+            print(peer.summary(peer_pairs))
         return
     compare = args.silu_grad and not args.table  # a table's rows are many: its comparison column is left out
     header = HEADER + (" est./GroupNormGradMs est. (its est.) |" if compare else "") + (peer.HEADER if peer else "")
-    peer_pairs = []
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     for shape in anchors:

@@ -9,10 +9,11 @@ Reads CANN's sources from checkouts named in the environment (nothing fetched is
 * ``ASC_DEVKIT``: mirror-cann/asc-devkit (``platform_ascendc.cpp``, which the tiling asks for cores, UB
   and the system workspace).
 
-One ``Operator`` description per CANN operator (``GROUP_NORM_GRAD``, ``GROUP_NORM_SWISH_GRAD``) says
-where its files are, its tensors and attributes in the order of its OpDef, and the compile info its
-TilingParse fills; from it two libraries are built with g++, their object files cached by the hash of
-what goes in:
+One ``Operator`` description per CANN operator (``GROUP_NORM_GRAD``, ``GROUP_NORM_SWISH_GRAD``,
+``GROUP_NORM_SILU``) says where its files are, its tensors and attributes in the order of its OpDef, the
+compile info its TilingParse fills and, for a kernel CANN builds per data type, the macro that names the
+type; from it two libraries are built with g++ (a kernel library per data type where the kernel is built
+so), their object files cached by the hash of what goes in:
 
 * the host library (default C++ ABI): metadef's context builders and registry, asc-devkit's platform
   code and the operator's op_host tiling files, unmodified, with the stand-ins of
@@ -20,8 +21,9 @@ what goes in:
   kernels/ascendc/peer/cann_tiling_host.cc, which runs CANN's TilingParse and Tiling on a 910B platform
   table (48 vector cores, UB 196,608 bytes: CANN's tiling unit tests' values);
 * the kernel library (the twin's ABI): CANN's kernel, unmodified, against kernels/ascendc/twin, with
-  the kernel-side tiling struct generated here from ``BEGIN_TILING_DATA_DEF`` (what asc-devkit's op
-  compiler writes from the host registration) and kernels/ascendc/peer/cann_kernel_launch.cc.
+  the 910B vector core's architecture macros, the kernel-side tiling struct generated here from
+  ``BEGIN_TILING_DATA_DEF`` (what asc-devkit's op compiler writes from the host registration) and
+  kernels/ascendc/peer/cann_kernel_launch.cc.
 """
 import ctypes
 import functools
@@ -52,7 +54,9 @@ class Operator:
     (N, C, HxW), "stat" (N, G), "channel" (C,). ``attrs``: (name, kind, default) in the order of the
     OpDef (kind int, float, bool or str; the OpTilingContextBuilder appends them in that order and the
     tiling reads them by index). ``compile_info``: the fields of the struct its TilingParse fills, as
-    (name, ctypes type), to read back what it computed."""
+    (name, ctypes type), to read back what it computed. ``dtype_macro``: the macro a kernel built per
+    data type reads its type from (CANN's build defines DTYPE_<INPUT> per binary variant of
+    op_host/config/ascend910b/*_binary.json); empty for a kernel that dispatches on the tiling key."""
     op_type: str
     op_dir: str
     inputs: tuple
@@ -60,6 +64,7 @@ class Operator:
     attrs: tuple
     compile_info: tuple
     host_files: tuple  # op_host/*.cpp stems: the tiling and whatever its dispatcher references
+    dtype_macro: str = ""
 
     @property
     def stem(self):
@@ -103,7 +108,18 @@ GROUP_NORM_SWISH_GRAD = Operator(
                   ("ubSizePlatForm", ctypes.c_uint64)),
     host_files=("group_norm_swish_grad_tiling",))
 
-OPERATORS = {op.op_type: op for op in (GROUP_NORM_GRAD, GROUP_NORM_SWISH_GRAD)}
+GROUP_NORM_SILU = Operator(
+    op_type="GroupNormSilu", op_dir="norm/group_norm_silu",
+    inputs=(("x", "data"), ("gamma", "channel"), ("beta", "channel")),
+    outputs=(("y", "data"), ("mean", "stat"), ("rstd", "stat")),
+    attrs=(("num_groups", "int", None), ("eps", "float", 1e-5), ("activate_silu", "bool", True)),
+    compile_info=(("totalCoreNum", ctypes.c_int32), ("ubSizePlatForm", ctypes.c_uint64), ("is310P", ctypes.c_int32),
+                  ("isRegbase", ctypes.c_int32), ("vectorLength", ctypes.c_uint32),
+                  ("blockSizePlatform", ctypes.c_uint32)),
+    host_files=("group_norm_silu_tiling", "group_norm_silu_tiling_arch35"), dtype_macro="DTYPE_X")
+
+OPERATORS = {op.op_type: op for op in (GROUP_NORM_GRAD, GROUP_NORM_SWISH_GRAD, GROUP_NORM_SILU)}
+KERNEL_TYPES = {"float32": "float", "float16": "half", "bfloat16": "bfloat16_t"}  # the twin's names
 OP_DIR = Path(GROUP_NORM_GRAD.op_dir)  # GroupNormGrad's, for its tests
 HOST_METADEF = [Path("base") / p for p in (
     "context_builder/op_tiling_context_builder.cc", "context_builder/op_tiling_parse_context_builder.cc",
@@ -113,6 +129,9 @@ HOST_METADEF = [Path("base") / p for p in (
     "type/ascend_string_impl.cc")]
 HOST_ASC_DEVKIT = [Path("impl/utils/tiling/platform/platform_ascendc.cpp")]
 HOST_FLAGS = ["-std=c++17", "-O1", "-fPIC", "-w"]
+# The architecture macros bisheng defines for the 910B vector core (dav-c220-vec): CANN's kernels pick
+# their 910B paths by them (GroupNormSilu: DataCopyPad and CAST_ROUND where __CCE_AICORE__ == 220).
+ARCH_MACROS = ["-D__CCE_AICORE__=220", "-D__NPU_ARCH__=2201"]
 KERNEL_FLAGS = ["-std=c++17", "-O2", "-fPIC", "-pthread", "-D_GLIBCXX_USE_CXX11_ABI=0", "-fvisibility=hidden"]
 SYSTEM_WORKSPACE = 16 * 1024 * 1024  # GetLibApiWorkSpaceSize on the 910B: the part GetUserWorkspace skips
 VECTOR_CORES = 48
@@ -143,28 +162,38 @@ FIELD_BYTES = {"uint64_t": 8, "int64_t": 8, "uint32_t": 4, "int32_t": 4, "float"
                "uint8_t": 1, "int8_t": 1}
 
 
+def _aligned(offset, width):
+    """Where metadef puts a field of ``width`` bytes after ``offset`` bytes: at the next multiple of its
+    size, the gap filled by a uint8_t placeholder (TilingDefImpl::CheckAlignAndGenPlaceHolder)."""
+    return -(-offset // width) * width
+
+
 def tiling_struct_header(tiling_header_text, op_type="GroupNormGrad"):
     """The kernel-side struct of the tiling class ``REGISTER_TILING_DATA_CLASS(op_type, X)`` names, from
     its ``BEGIN_TILING_DATA_DEF(X)`` fields, and GET_TILING_DATA for it (the twin's
     GET_TILING_DATA_WITH_STRUCT copies it from GM). asc-devkit's op compiler writes the same struct
     from the host registration (get_op_tiling.py, gen_dynamic_shape). The host lays fields out in
-    order and inserts an alignment placeholder before a field whose offset is not a multiple of its
-    size (metadef TilingDefImpl::CheckAlignAndGenPlaceHolder); C++ lays a plain struct out the same
-    way only while no placeholder is needed, so this generator refuses a struct that would need one."""
+    order and inserts a uint8_t placeholder (named after the field, "PH" appended) before a field whose
+    offset is not a multiple of its size (metadef TilingDefImpl::CheckAlignAndGenPlaceHolder); the
+    struct written here spells those placeholders out, so its layout is the host's by construction and
+    not by the C++ compiler's padding. Returns (header text, class name, [(field, C type)])."""
     name = re.search(rf"REGISTER_TILING_DATA_CLASS\(\s*{op_type}\s*,\s*(\w+)\s*\)", tiling_header_text).group(1)
     body = re.search(rf"BEGIN_TILING_DATA_DEF\(\s*{name}\s*\)(.*?)END_TILING_DATA_DEF", tiling_header_text, re.S)
     fields = re.findall(r"TILING_DATA_FIELD_DEF\(\s*(\w+)\s*,\s*(\w+)\s*\)", body.group(1))
     if not fields or any(t not in FIELD_BYTES for t, _ in fields):
         raise ValueError(f"{name}: only structs of scalar fields are generated here")
-    offset = 0
+    members, offset = [], 0
     for t, n in fields:
-        if offset % FIELD_BYTES[t]:
-            raise ValueError(f"{name}: field {n} at offset {offset} would need an alignment placeholder "
-                             "(not generated here)")
-        offset += FIELD_BYTES[t]
-    members = "".join(f"  {t} {n};\n" for t, n in fields)
+        start = _aligned(offset, FIELD_BYTES[t])
+        if start > offset:
+            members.append(f"  uint8_t {n}PH[{start - offset}];\n")
+        members.append(f"  {t} {n};\n")
+        offset = start + FIELD_BYTES[t]
+    if _aligned(offset, 8) > offset:  # the class's own placeholder: its size is a multiple of 8
+        members.append(f"  uint8_t {name}PH[{_aligned(offset, 8) - offset}];\n")
     return (f"// generated by tests/cann_peer.py from {name}'s BEGIN_TILING_DATA_DEF\n#pragma once\n#include <cstdint>\n"
-            f"struct {name} {{\n{members}}};\n"
+            f"struct {name} {{\n{''.join(members)}}};\n"
+            f"static_assert(sizeof({name}) == {_aligned(offset, 8)}, \"the host's layout, placeholders included\");\n"
             f"#define GET_TILING_DATA(var, tiling) GET_TILING_DATA_WITH_STRUCT({name}, var, tiling)\n"), name, \
         [(n, t) for t, n in fields]
 
@@ -237,7 +266,8 @@ def host_library(paths, op):
     return _link(objects, cache / f"libcann_peer_host-{op.stem}-{_digest(*objects)}.so", ["-ldl"])
 
 
-def kernel_library(paths, op):
+def kernel_library(paths, op, dtype=None):
+    """The kernel library of ``op``; of its ``dtype`` variant where the kernel is built per data type."""
     ops_nn = paths["OPS_NN"]
     text, _, fields = tiling_struct_header((ops_nn / op.tiling_header).read_text(), op.op_type)
     cache = _cache()
@@ -245,31 +275,39 @@ def kernel_library(paths, op):
     if not header.is_file():
         header.write_text(text)
     flags = KERNEL_FLAGS + [f"-I{ASCENDC / 'twin'}", f"-I{PEER / 'kernel_stubs'}"]
+    variant = [f"-D{op.dtype_macro}={KERNEL_TYPES[dtype]}"] if dtype else []
     twin_digest = _dir_digest(ASCENDC / "twin")
     kernel_dir = ops_nn / op.op_dir / "op_kernel"
     kernel_text = b"".join(p.read_bytes() for p in sorted(kernel_dir.glob(f"{op.stem}*")) if p.is_file())
     jobs = [(["g++", *flags, "-c", str(ASCENDC / "twin" / s)],
              cache / f"twin-{Path(s).stem}-{_digest(twin_digest, *flags)}.o")
             for s in ("twin_runtime.cc", "twin_pipes.cc", "twin_c_api.cc")]
-    jobs.append((["g++", *flags, "-w", "-include", str(header), "-c", str(ops_nn / op.kernel)],
-                 cache / f"kernel-{op.stem}-{_digest(twin_digest, kernel_text, text, *flags)}.o"))
+    kernel_flags = [*flags, *ARCH_MACROS, *variant]
+    jobs.append((["g++", *kernel_flags, "-w", "-include", str(header), "-c", str(ops_nn / op.kernel)],
+                 cache / f"kernel-{op.stem}-{_digest(twin_digest, kernel_text, text, *kernel_flags)}.o"))
     launch = PEER / "cann_kernel_launch.cc"
     launch_flags = [*flags, f"-DGNMS_PEER_ENTRY={op.stem}", f"-DGNMS_PEER_TENSORS={len(op.tensors)}"]
     jobs.append((["g++", *launch_flags, "-c", str(launch)],
                  cache / f"launch-{op.stem}-{_digest(twin_digest, launch.read_bytes(), *launch_flags)}.o"))
     _compile(jobs)
     objects = [o for _, o in jobs]
-    return _link(objects, cache / f"libcann_peer_kernel-{op.stem}-{_digest(*objects)}.so"), fields
+    name = f"libcann_peer_kernel-{op.stem}{'-' + dtype if dtype else ''}-{_digest(*objects)}.so"
+    return _link(objects, cache / name), fields
+
+
+def libraries(op=GROUP_NORM_GRAD, dtype="float32"):
+    """(host CDLL, kernel CDLL, tiling fields [(name, C type)]) of ``op`` (its ``dtype`` kernel where it is
+    built per data type; one kernel serves every dtype otherwise); raises RuntimeError with the reason."""
+    return _libraries(op, dtype if op.dtype_macro else None)
 
 
 @functools.lru_cache(maxsize=None)
-def libraries(op=GROUP_NORM_GRAD):
-    """(host CDLL, kernel CDLL, tiling fields [(name, C type)]) of ``op``; raises RuntimeError with the reason."""
+def _libraries(op, dtype):
     paths = checkouts(op)
     if isinstance(paths, str):
         raise RuntimeError(paths)
     host = ctypes.CDLL(str(host_library(paths, op)))
-    kernel_path, fields = kernel_library(paths, op)
+    kernel_path, fields = kernel_library(paths, op, dtype)
     kernel = ctypes.CDLL(str(kernel_path))
     i64, cint, ptr = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
     host.GnmsPeerTiling.restype = cint
@@ -291,6 +329,7 @@ def _decode_tiling(raw, fields):
     out, offset = {}, 0
     for name, ctype in fields:
         width = FIELD_BYTES[ctype]
+        offset = _aligned(offset, width)
         kind = {"float": np.float32}.get(ctype) or np.dtype(ctype.replace("_t", ""))
         value = np.frombuffer(raw[offset:offset + width].tobytes(), kind)[0]
         out[name] = float(value) if ctype == "float" else int(value)
@@ -299,12 +338,13 @@ def _decode_tiling(raw, fields):
 
 
 def operator_tiling(op, N, C, HxW, G, dtype="float32", deterministic=False, vector_cores=VECTOR_CORES,
-                    ub_bytes=UB_BYTES, **attrs):
+                    ub_bytes=UB_BYTES, tensor_dtypes=None, **attrs):
     """What CANN's TilingParse + Tiling compute for ``op`` on this shape: a dict with the tiling struct
     by field name, its raw bytes, tiling_key, block_dim, workspace (bytes, system part included), schedule
-    mode and the compile info by its fields. ``attrs``: the operator's attributes by OpDef name (defaults:
-    its OpDef's; num_groups is G). Raises ValueError on a refusal."""
-    host, _, fields = libraries(op)
+    mode and the compile info by its fields. ``dtype``: every tensor's, but those ``tensor_dtypes``
+    ({name: dtype}) names. ``attrs``: the operator's attributes by OpDef name (defaults: its OpDef's;
+    num_groups is G). Raises ValueError on a refusal."""
+    host, _, fields = libraries(op, dtype)
     unknown = set(attrs) - set(op.attr_defaults())
     if unknown:
         raise KeyError(f"{op.op_type} has no attributes {sorted(unknown)}")
@@ -317,7 +357,7 @@ def operator_tiling(op, N, C, HxW, G, dtype="float32", deterministic=False, vect
     shapes = [_shape(role, N, C, HxW, G) for _, role in op.tensors]
     ranks = np.array([len(s) for s in shapes], np.int32)
     dims = np.array([d for s in shapes for d in s], np.int64)
-    dtypes = np.full(len(shapes), GE_DTYPES[dtype], np.int32)
+    dtypes = np.array([GE_DTYPES[(tensor_dtypes or {}).get(name, dtype)] for name, _ in op.tensors], np.int32)
     info_type = type("CompileInfo", (ctypes.Structure,), {"_fields_": list(op.compile_info)})
     info = np.zeros(ctypes.sizeof(info_type), np.uint8)
     raw = np.zeros(4096, np.uint8)
@@ -360,21 +400,22 @@ def from_storage(array, dtype):
 
 
 def launch_operator(op, inputs, tiling, dtype, policy="concurrent", execution="immediate", seed=0,
-                    check_hazards=True, cann_compat=True):
+                    check_hazards=True, cann_compat=True, tensor_dtypes=None, num_groups=None):
     """``op``'s CANN kernel on the twin: its outputs (float32, in OpDef order), or TwinFault. ``inputs``:
-    {name: float array} of every input, rounded to ``dtype`` (the one type T the 910B kernels take for
-    every array). Outputs start as NaN. ``cann_compat``: the twin's per-launch relaxations for CANN's
-    kernels (twin::Config::cannCompat)."""
-    _, kernel, _ = libraries(op)
+    {name: float array} of every input, rounded to its dtype: ``dtype`` (the one type T the 910B backward
+    kernels take for every array), or the one ``tensor_dtypes`` ({name: dtype}) gives it. Outputs start as
+    NaN. ``num_groups``: G, where no input has the (N, G) shape of the statistics. ``cann_compat``: the
+    twin's per-launch relaxations for CANN's kernels (twin::Config::cannCompat)."""
+    _, kernel, _ = libraries(op, dtype)
     if tiling["block_dim"] <= 0:  # CANN's tiling answers some refused shapes with success and block dim 0
         raise ValueError(f"CANN's tiling gave block dim {tiling['block_dim']}: not a launch")
-    arrays = [to_storage(inputs[name], dtype) for name, _ in op.inputs]
+    dtype_of = {name: (tensor_dtypes or {}).get(name, dtype) for name, _ in op.tensors}
+    arrays = [to_storage(inputs[name], dtype_of[name]) for name, _ in op.inputs]
     x = inputs["x"]
     N, C = x.shape[:2]
-    G = inputs["mean"].shape[1]
+    G = num_groups or inputs["mean"].shape[1]
     HxW = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
-    nan = to_storage(np.full(1, np.nan), dtype)[0]
-    outs = [np.full(_shape(role, N, C, HxW, G), nan).astype(arrays[0].dtype) for _, role in op.outputs]
+    outs = [to_storage(np.full(_shape(role, N, C, HxW, G), np.nan), dtype_of[name]) for name, role in op.outputs]
     tensors = arrays + outs
     buffers = (ctypes.c_void_p * len(tensors))(*[a.ctypes.data for a in tensors])
     sizes = np.array([a.nbytes for a in tensors], np.int64)
@@ -388,8 +429,8 @@ def launch_operator(op, inputs, tiling, dtype, policy="concurrent", execution="i
                                    error, len(error))
     if status:
         raise TwinFault(error.value.decode())
-    return tuple(from_storage(o, dtype).reshape(x.shape if role == "data" else o.shape)
-                 for o, (_, role) in zip(outs, op.outputs))
+    return tuple(from_storage(o, dtype_of[name]).reshape(x.shape if role == "data" else o.shape)
+                 for o, (name, role) in zip(outs, op.outputs))
 
 
 def run_cann(dy, mean, rstd, x, gamma, num_groups, deterministic=False, policy="concurrent", execution="immediate",
@@ -420,14 +461,31 @@ def run_cann_swish(dy, mean, rstd, x, gamma, beta, num_groups, swish_scale=1.0, 
     return launch_operator(GROUP_NORM_SWISH_GRAD, inputs, t, dtype, **launch)
 
 
-def last_stats(op=GROUP_NORM_GRAD):
-    """Per-block cost counters of the last launch of ``op``'s kernel: dicts of twin.STAT_FIELDS."""
-    return twin._last_stats(libraries(op)[1].GnmsTwinLastStats)
+def run_cann_silu(x, gamma, beta, num_groups, eps=1e-5, activate_silu=True, dtype=None, param_dtype=None, tiling=None,
+                  **launch):
+    """CANN's GroupNormSilu forward on the twin: (y, mean, rstd) as float32, or TwinFault. ``dtype``
+    (default x's) is x's, y's, mean's and rstd's (the 910B kernel writes its statistics in x's type);
+    ``param_dtype`` (default dtype) gamma's and beta's: float32 under 16-bit x is CANN's mixed variant.
+    ``launch``: launch_operator's policy, execution, seed, check_hazards, cann_compat."""
+    N, C = x.shape[:2]
+    HxW = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
+    dtype = dtype or np.asarray(x).dtype.name
+    params = {"gamma": param_dtype or dtype, "beta": param_dtype or dtype}
+    t = tiling or operator_tiling(GROUP_NORM_SILU, N, C, HxW, num_groups, dtype, tensor_dtypes=params, eps=eps,
+                                  activate_silu=activate_silu)
+    return launch_operator(GROUP_NORM_SILU, {"x": x, "gamma": gamma, "beta": beta}, t, dtype, tensor_dtypes=params,
+                           num_groups=num_groups, **launch)
 
 
-def cost_model(op=GROUP_NORM_GRAD, **changes):
-    """The cost constants of ``op``'s peer library (its own copy of twin::CostModel), as twin.twin_cost_model."""
-    return twin._cost_model(libraries(op)[1].GnmsTwinCostModel, changes)
+def last_stats(op=GROUP_NORM_GRAD, dtype="float32"):
+    """Per-block cost counters of the last launch of ``op``'s (``dtype``) kernel: dicts of twin.STAT_FIELDS."""
+    return twin._last_stats(libraries(op, dtype)[1].GnmsTwinLastStats)
+
+
+def cost_model(op=GROUP_NORM_GRAD, dtype="float32", **changes):
+    """The cost constants of ``op``'s (``dtype``) peer library (its own copy of twin::CostModel), as
+    twin.twin_cost_model."""
+    return twin._cost_model(libraries(op, dtype)[1].GnmsTwinCostModel, changes)
 
 
 # ---------------------------------------------------------------- the ttk close rule

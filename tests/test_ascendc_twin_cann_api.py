@@ -8,7 +8,9 @@ that breaks it (kernels/ascendc/twin/twin_probes_common.cc):
   * GetTPipePtr(): the block's live TPipe, a fault without one; ASSERT: a fault when false;
   * DataCopyPad UB -> GM with the uint16 DataCopyParams;
   * TBuf::Get past the buffer: refused, or under cannCompat clipped to it;
-  * a second DeQue of a depth-1 queue's held buffer: refused, or under cannCompat that buffer again."""
+  * a second DeQue of a depth-1 queue's held buffer: refused, or under cannCompat that buffer again;
+  * a TQue deeper than it is ever filled: flagged, or under cannCompat not (a recommendation only);
+  * Cast float -> float: the A2 rounding modes to an integral value; CAST_NONE refused."""
 import numpy as np
 import pytest
 
@@ -186,6 +188,34 @@ def test_cast_round_breaks_ties_away_from_zero():
     assert all(got[i] == rint[i] for i in range(32) if i not in ties)
     with pytest.raises(TwinFault, match=r"CAST_RINT .* and CAST_ROUND .* only"):
         probe("cast_floor", out_len=32, init=x)
+
+
+def test_a_deep_queue_never_filled_is_flagged_unless_cann_compat():
+    """TQue简介.md: depth >= 2 is not recommended except where two tensors really are queued together; the
+    twin flags a depth-2 queue that never held two, as a lint for our kernels. CANN's GroupNormSilu declares
+    its x queue so; under cannCompat the lint is off and the data flows as ever."""
+    x = np.arange(1, 9, dtype=np.float32)
+    with pytest.raises(TwinFault, match=r"TQue of depth 2 never held more than 1 tensor"):
+        _compat("deep_queue_held_once", False, init=x)
+    out = _compat("deep_queue_held_once", True, init=x)
+    np.testing.assert_array_equal(out[8:16], x)
+    np.testing.assert_array_equal(out[16:24], x)
+
+
+def test_cast_float_to_float_rounds_to_an_integral_value():
+    """Cast.md, the A2 table: float -> float takes CAST_RINT/FLOOR/CEIL/ROUND/TRUNC (dav_c220's
+    vconv_f322f32r/f/c/a/z), each rounding to an integral value. CAST_NONE is not in the row, and dav_c220
+    issues no instruction for it (kernel_operator_vec_vconv_impl.h): the twin refuses it at run time, in
+    every mode. CANN's GroupNormSilu instantiates Cast<float, float>(CAST_NONE) in its 310P template, which
+    its 910B tiling never picks, so it must compile."""
+    x = np.array([2.5, -2.5, 1.5, 0.5, -0.5, 2.4, -2.6, 3.0, 1e9 + 0.5, 0.0, -7.5, 7.5, 1.25, -1.25, 100.5, -0.1],
+                 np.float32)
+    for mode, want in (("rint", np.rint(x)), ("floor", np.floor(x)), ("ceil", np.ceil(x)), ("trunc", np.trunc(x)),
+                       ("round", np.sign(x) * np.floor(np.abs(x) + 0.5))):
+        np.testing.assert_array_equal(probe(f"cast_float_{mode}", out_len=16, init=x), want.astype(np.float32), mode)
+    for compat in (False, True):
+        with pytest.raises(TwinFault, match=r"Cast float -> float takes CAST_RINT.*CAST_NONE"):
+            _compat("cast_float_none", compat, init=x, out_len=16)
 
 
 @pytest.mark.parametrize("name, pair", [

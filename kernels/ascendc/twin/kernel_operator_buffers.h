@@ -266,8 +266,9 @@ class TQue {
   // unless two tensors really are queued at once. A queue that was given at least `depth`
   // tensors but never held `depth` at once is flagged when it goes out of scope (the launch
   // then fails, see twin::DeferFault); with fewer EnQues the run shows nothing either way.
+  // Not under Config::cannCompat: a recommendation, which CANN's GroupNormSilu does not follow.
   ~TQue() {
-    if (depth > 1 && enQueues_ >= depth && maxQueued_ < depth) {
+    if (depth > 1 && enQueues_ >= depth && maxQueued_ < depth && !twin::CurrentConfig().cannCompat) {
       twin::DeferFault("TQue of depth " + std::to_string(depth) + " never held more than " +
                        std::to_string(maxQueued_) + " tensor(s) at once: declare it with depth " +
                        std::to_string(std::max<int32_t>(maxQueued_, 1)) +

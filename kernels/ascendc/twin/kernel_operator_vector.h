@@ -218,6 +218,21 @@ D TieAwayFromZero(D r, float f) {
   const double a = std::fabs(static_cast<double>(f));
   return (a - lower == upper - a) ? up : r;
 }
+
+// float -> float (Cast.md, A2 table: CAST_RINT/FLOOR/CEIL/ROUND/TRUNC): rounds to an integral value,
+// dav_c220's vconv_f322f32r/f/c/a/z. CAST_NONE and CAST_ODD are not in that table, and the dav_c220
+// implementation (impl/basic_api/dav_c220/kernel_operator_vec_vconv_impl.h, CastIntrinsicsImpl for
+// float) issues no instruction for them: dst would keep whatever it held. The twin refuses them.
+inline float RoundToIntegral(float v, RoundMode mode) {
+  switch (mode) {
+    case RoundMode::CAST_RINT: return std::nearbyint(v);  // the default FP environment: to nearest even
+    case RoundMode::CAST_FLOOR: return std::floor(v);
+    case RoundMode::CAST_CEIL: return std::ceil(v);
+    case RoundMode::CAST_ROUND: return std::round(v);
+    case RoundMode::CAST_TRUNC: return std::trunc(v);
+    default: return v;
+  }
+}
 }  // namespace detail
 
 template <typename D, typename S>
@@ -228,7 +243,12 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
   src.Check("Cast src", count, true);
   constexpr bool widen = std::is_same<D, float>::value && !std::is_same<S, float>::value;
   constexpr bool narrow = std::is_same<S, float>::value && !std::is_same<D, float>::value;
-  static_assert(widen || narrow, "the twin models half/bf16 <-> float casts only");
+  constexpr bool integral = std::is_same<S, float>::value && std::is_same<D, float>::value;
+  static_assert(widen || narrow || integral, "the twin models half/bf16 <-> float and float -> float casts only");
+  if (integral && (mode == RoundMode::CAST_NONE || mode == RoundMode::CAST_ODD)) {
+    twin::Fail("Cast float -> float takes CAST_RINT/FLOOR/CEIL/ROUND/TRUNC on the A2 (Cast.md); with CAST_NONE or "
+               "CAST_ODD dav_c220 issues no instruction and dst keeps its old bytes");
+  }
   if (widen && mode != RoundMode::CAST_NONE) twin::Fail("Cast half/bf16 -> float must use CAST_NONE (it is exact)");
   if (narrow && mode != RoundMode::CAST_RINT && mode != RoundMode::CAST_NONE && mode != RoundMode::CAST_ROUND) {
     twin::Fail("Cast float -> half/bf16: the twin models CAST_RINT (round to nearest even) and CAST_ROUND (to "
@@ -239,12 +259,14 @@ void Cast(const LocalTensor<D> &dst, const LocalTensor<S> &src, const RoundMode 
   const uint8_t *inRaw = src.Raw();
   const bool saturate = detail::Saturating();
   Pipes().Issue(twin::kPipeV, "Cast", {src.Range(count)}, {dst.Range(count)},
-                [out, inRaw, count, saturate, tiesAway] {
+                [out, inRaw, count, saturate, tiesAway, mode] {
                   std::vector<D> result(count);
                   for (uint32_t i = 0; i < count; ++i) {
                     S v;
                     std::memcpy(&v, inRaw + i * sizeof(S), sizeof(S));
-                    if constexpr (widen) {
+                    if constexpr (integral) {
+                      result[i] = detail::RoundToIntegral(v, mode);
+                    } else if constexpr (widen) {
                       float f;
                       if constexpr (std::is_same<S, half>::value) f = static_cast<float>(v); else f = ToFloat(v);
                       result[i] = saturate ? detail::SaturateFloat(f) : f;

@@ -191,6 +191,54 @@ void DeQueTwiceProbe(const ProbeArgs &a, int variant) {
   if (variant == 0) in.FreeTensor(again);
 }
 
+// A depth-2 VECIN queue that holds one tensor at a time, twice (CANN's GroupNormSilu declares its x
+// queue so): out[0:8) -> out[8:16), out[8:16) -> out[16:24).
+void DeepQueueHeldOnceProbe(const ProbeArgs &a) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 2> in;
+  TBuf<QuePosition::VECOUT> out;
+  pipe.InitBuffer(in, 2, 8 * sizeof(float));
+  pipe.InitBuffer(out, 8 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  for (int i = 0; i < 2; ++i) {
+    LocalTensor<float> u = in.AllocTensor<float>();
+    DataCopy(u, gm[8 * i], 8);
+    in.EnQue(u);
+    LocalTensor<float> x = in.DeQue<float>();
+    LocalTensor<float> v = out.Get<float>();
+    if (i > 0) {
+      SetFlag<HardEvent::MTE3_V>(EVENT_ID0);
+      WaitFlag<HardEvent::MTE3_V>(EVENT_ID0);
+    }
+    Muls(v, x, 1.0f, 8);
+    in.FreeTensor(x);
+    SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+    DataCopy(gm[8 * (i + 1)], v, 8);
+  }
+}
+
+// out[0:16] fp32 -> fp32 with `mode` (Cast.md's A2 float -> float row: to an integral value).
+void CastFloatProbe(const ProbeArgs &a, RoundMode mode) {
+  TPipe pipe;
+  TBuf<QuePosition::VECIN> in;
+  TBuf<QuePosition::VECOUT> out;
+  pipe.InitBuffer(in, 16 * sizeof(float));
+  pipe.InitBuffer(out, 16 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> src = in.Get<float>();
+  LocalTensor<float> dst = out.Get<float>();
+  DataCopy(src, gm, 16);
+  SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  Cast(dst, src, mode, 16);
+  SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  DataCopy(gm, dst, 16);
+}
+
 // out[0:16] fp32 -> half -> fp32 and out[16:32] fp32 -> bf16 -> fp32 with `mode` (CANN's kernels
 // store with CAST_ROUND).
 void CastModeProbe(const ProbeArgs &a, RoundMode mode) {
@@ -250,6 +298,13 @@ void AddCommonProbes(ProbeMap *probes) {
       {"cast_round", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_ROUND); }},
       {"cast_rint", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_RINT); }},
       {"cast_floor", [](const ProbeArgs &a) { CastModeProbe(a, RoundMode::CAST_FLOOR); }},
+      {"deep_queue_held_once", DeepQueueHeldOnceProbe},
+      {"cast_float_rint", [](const ProbeArgs &a) { CastFloatProbe(a, RoundMode::CAST_RINT); }},
+      {"cast_float_floor", [](const ProbeArgs &a) { CastFloatProbe(a, RoundMode::CAST_FLOOR); }},
+      {"cast_float_ceil", [](const ProbeArgs &a) { CastFloatProbe(a, RoundMode::CAST_CEIL); }},
+      {"cast_float_round", [](const ProbeArgs &a) { CastFloatProbe(a, RoundMode::CAST_ROUND); }},
+      {"cast_float_trunc", [](const ProbeArgs &a) { CastFloatProbe(a, RoundMode::CAST_TRUNC); }},
+      {"cast_float_none", [](const ProbeArgs &a) { CastFloatProbe(a, RoundMode::CAST_NONE); }},
   });
 }
 

@@ -48,7 +48,9 @@ struct Config {
   //  * the pairs of GetValue/SetValue with V, MTE2 and MTE3 work are synchronised by bisheng's
   //    --cce-auto-sync, as CANN builds its kernels (PipeModel::SetScalarAutoSync);
   //  * copies between the same physical memories whatever the UB positions, and DataCopyPad
-  //    padding inside the buffer rather than the view (kernel_operator_data_copy.h).
+  //    padding inside the buffer rather than the view (kernel_operator_data_copy.h);
+  //  * a TQue declared deeper than it is ever filled (a recommendation of TQue简介.md, not a
+  //    rule of the hardware) is not flagged.
   bool cannCompat = false;
 };
 

@@ -59,6 +59,8 @@ inline std::string ToString(const Shape &shape) {
 #define OP_LOGE_FOR_INVALID_DTYPES_WITH_REASON(name, ...) OP_LOGE(name, "invalid dtypes")
 #define OP_LOGE_FOR_INVALID_SHAPE_WITH_REASON(name, ...) OP_LOGE(name, "invalid shape")
 #define OP_LOGE_FOR_INVALID_SHAPES_WITH_REASON(name, ...) OP_LOGE(name, "invalid shapes")
+#define OP_LOGE_FOR_INVALID_SHAPEDIM(name, ...) OP_LOGE(name, "invalid shape dim")
+#define OP_LOGE_FOR_INVALID_SHAPEDIM_WITH_REASON(name, ...) OP_LOGE(name, "invalid shape dim")
 #define OP_LOGE_FOR_INVALID_SHAPEDIMS_WITH_REASON(name, ...) OP_LOGE(name, "invalid shape dims")
 #define OP_LOGE_FOR_INVALID_SHAPESIZE_WITH_REASON(name, ...) OP_LOGE(name, "invalid shape size")
 #define OP_LOGE_FOR_INVALID_SHAPESIZES_WITH_REASON(name, ...) OP_LOGE(name, "invalid shape sizes")
