@@ -85,9 +85,10 @@ int64_t AffineBytes(const Layout &l, int64_t statBytes) {
 }
 
 // fp32 work buffers of K elements the swish gradient adds (group_norm_grad_ms.h, SILU): modes
-// 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 the ones
-// vector (t and the scratch reuse the gamma*dy and sums buffers).
-int64_t SiluExtraFloatBufs(int64_t mode) { return mode == GNG_MODE_HW_ONE ? 1 : 2; }
+// 0-2 a scratch buffer and the ones vector (t reuses the product buffer); mode 3 beta's rows
+// (formed once a core with whole-sample batches, as gamma's) and the ones vector (t and the
+// scratch reuse the gamma*dy and sums buffers).
+int64_t SiluExtraFloatBufs(int64_t) { return 2; }
 
 int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   int64_t total = (2 * l.loadBufs + l.dxBufs) * AlignBytes(l.K * dataBytes);  // dy, x, dx queues

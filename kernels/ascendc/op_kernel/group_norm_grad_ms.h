@@ -410,6 +410,8 @@ class KernelGroupNormGradMs {
   __aicore__ inline bool HwOneGammaOnce() const { return t_->hwOneSamples > 0; }
   __aicore__ inline int64_t HwOneGammaRows(int64_t rows) const { return HwOneGammaOnce() ? HwOneBatchRows() : rows; }
   __aicore__ inline void HwOneTakeGamma(const LocalTensor<float> &gF, int64_t rows);
+  // SILU: beta's rows as fp32 (FloatBuf(4) of mode 3's SILU layout: the ones vector follows it).
+  __aicore__ inline LocalTensor<float> HwOneBetaRows() { return FloatBuf(4); }
   // Groups of at most 64 channels whose coefficient rows fit in FloatBuf(3) (HwOneCoefElems): a
   // batch's per-group scalars go through UB as arrays, broadcast into a block a group (Brcb) and
   // applied to every group at once (one repeat a group); its c1/c2 sums by RowSums.

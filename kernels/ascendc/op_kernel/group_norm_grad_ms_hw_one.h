@@ -116,7 +116,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeAffine(Que &q
 
 // gamma's rows as fp32 in gF (FloatBuf(1), which nothing else writes in mode 3): with whole-sample
 // batches every batch's are a prefix of the same rows, so they are formed once a core, for a full
-// batch (8000x64 G32 loaded and copied them on each of its 24 batches a core).
+// batch (8000x64 G32 loaded and copied them on each of its 24 batches a core). beta's (SILU) go the
+// same way, into HwOneBetaRows (4096x512 G32 read a batch's worth of beta from GM every batch).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeGamma(const LocalTensor<float> &gF,
                                                                         int64_t rows) {
@@ -142,7 +143,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   // gamma's then only once a core (HwOneGammaOnce)
   const bool loadGamma = (SILU || t_->dxRequired != 0) && !(HwOneGammaOnce() && gammaFormed_);
   if (loadGamma) IssueAffineRows(gammaQue_, gammaGm_, q0, HwOneAffineRows(HwOneGammaRows(rows)));
-  if constexpr (SILU) IssueAffineRows(betaQue_, betaGm_, q0, HwOneAffineRows(rows));
+  const bool loadBeta = SILU && !(HwOneGammaOnce() && gammaFormed_);  // beta's rows: as gamma's
+  if (loadBeta) IssueAffineRows(betaQue_, betaGm_, q0, HwOneAffineRows(HwOneGammaRows(rows)));
   TakeAsFloat<T>(rowDyQue_, span, dyF);
   TakeAsFloat<T>(rowXQue_, span, xF);
   const bool vectorCoefficients = HwOneVectorCoefficients(rows);
@@ -180,9 +182,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   }
   if constexpr (SILU) {  // dz -> g with gamma and beta rows as vectors: -t = -k * (gamma * xhat + beta)
     if (loadGamma) HwOneTakeGamma(gF, rows);
-    HwOneTakeAffine(betaQue_, sums, rows);  // beta, until t is formed
+    if (loadBeta) HwOneTakeAffine(betaQue_, HwOneBetaRows(), HwOneGammaRows(rows));
     Mul(gdy, gF, xF, span);
-    Add(gdy, gdy, sums, span);
+    Add(gdy, gdy, HwOneBetaRows(), span);
     Muls(gdy, gdy, -swishScale_, span);  // -t
     SwishGradFromNegT(dyF, gdy, sums, Ones(), span);
   }
