@@ -1,6 +1,6 @@
 // Member definitions of KernelGroupNormSiluMs (group_norm_silu_ms.h) for mode 0 with HxW == 1 and
-// groupRows > 0: a block's groups in batches, each group one row of D <= 64 elements at rowPitch
-// (P), every per-group value one element of a vector over the batch. The arithmetic of each group
+// groupRows > 0: a block's groups in batches, each group one row of D elements at rowPitch (P, at
+// most 255 blocks: a repeat stride), every per-group value one element of a vector over the batch. The arithmetic of each group
 // is that of ResidentTask (group_norm_silu_ms_resident.h) for a one-row group: the same fp32
 // operations on the same values, so the bits are those of a group at a time.
 // Included by group_norm_silu_ms.h after the class; not a header of its own.
@@ -22,8 +22,9 @@ enum GroupRowsVector : int64_t {
   ROWS_EPS,          //   eps in the units of x * scale,
   ROWS_UP,           //   1 or SCALE_UP for the mean
   ROWS_NEG,          // a negated vector, the operand of a row-wise Add
+  ROWS_PART,         // rows longer than 64: one 64-column part's sums (RowsSum)
 };
-static_assert(ROWS_NEG + 1 == GNS_ROWS_VECTORS, "GNS_ROWS_VECTORS counts the vectors");
+static_assert(ROWS_PART + 1 == GNS_ROWS_VECTORS, "GNS_ROWS_VECTORS counts the vectors");
 
 // gamma and beta as a table of groupRows + G rows at rowPitch, row j that of group j % G, built
 // once a block: G padded rows loaded, then copied to the rows after them doubling the run (Muls by
@@ -72,7 +73,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsRun(int64_t first, 
 
 // dst rows (rowPitch apart, D long) = src rows + (or *) vector v's element of their group: v
 // broadcast into a 32-byte block a group (Brcb), then one Add (Mul) a piece of GNS_ROWS_PIECE
-// groups, a repeat a group whose second source reads its group's block (block stride 0).
+// groups and 64 columns, a repeat a group whose second source reads its group's block (block
+// stride 0).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsApply(const LocalTensor<float> &dst,
                                                               const LocalTensor<float> &src,
@@ -84,23 +86,32 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsApply(const LocalTensor<
   for (int64_t r0 = 0; r0 < rows; r0 += GNS_ROWS_PIECE) {
     const int64_t n = (rows - r0 < GNS_ROWS_PIECE) ? rows - r0 : GNS_ROWS_PIECE;
     Brcb(blocks, v[r0], static_cast<uint8_t>(GnsRowsRound8(n) / FLOATS_PER_BLOCK), BrcbRepeatParams(1, 8));
-    if (add) {
-      Add(dst[r0 * P], src[r0 * P], blocks, static_cast<uint64_t>(t_->D), static_cast<uint8_t>(n), params);
-    } else {
-      Mul(dst[r0 * P], src[r0 * P], blocks, static_cast<uint64_t>(t_->D), static_cast<uint8_t>(n), params);
+    for (int64_t c = 0; c < t_->D; c += 64) {
+      const uint64_t mask = static_cast<uint64_t>((t_->D - c < 64) ? t_->D - c : 64);
+      if (add) {
+        Add(dst[r0 * P + c], src[r0 * P + c], blocks, mask, static_cast<uint8_t>(n), params);
+      } else {
+        Mul(dst[r0 * P + c], src[r0 * P + c], blocks, mask, static_cast<uint8_t>(n), params);
+      }
     }
   }
 }
 
-// dst[j] = the sum of the first `len` elements of src's row j (WholeReduceSum: a repeat a row, the
-// lanes and tree of count-form ReduceSum for len <= 64, written by the vector unit).
+// dst[j] = the sum of the first `len` elements of src's row j, as count-form ReduceSum forms it: each
+// 64-element part by a tree of neighbour pairs (WholeReduceSum, a repeat a row: its lanes and tree),
+// the parts' sums added in order (a vector Add over the rows a part).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsSum(const LocalTensor<float> &dst,
                                                             const LocalTensor<float> &src, int64_t rows, int32_t len) {
   const int32_t repStride = static_cast<int32_t>(t_->rowPitch / FLOATS_PER_BLOCK);
-  for (int64_t r0 = 0; r0 < rows; r0 += 255) {
-    const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
-    WholeReduceSum<float>(dst[r0], src[r0 * t_->rowPitch], len, n, 1, 1, repStride);
+  LocalTensor<float> part = RowsVector(ROWS_PART);
+  for (int32_t c = 0; c < len; c += 64) {
+    const int32_t mask = (len - c < 64) ? len - c : 64;
+    for (int64_t r0 = 0; r0 < rows; r0 += 255) {
+      const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
+      WholeReduceSum<float>(c == 0 ? dst[r0] : part[r0], src[r0 * t_->rowPitch + c], mask, n, 1, 1, repStride);
+    }
+    if (c > 0) Add(dst, dst, part, static_cast<int32_t>(rows));
   }
 }
 

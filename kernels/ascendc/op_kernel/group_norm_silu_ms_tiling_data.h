@@ -17,7 +17,7 @@ constexpr int64_t GNS_MODE_EMPTY_GROUPS = 2;    // D * HxW == 0: only mean = 0 a
 // Mode 0's batches of whole groups (groupRows > 0): a batch's per-group fp32 vectors (GNS_ROWS_VECTORS
 // arrays of groupRows rounded up to 8, group_norm_silu_ms_group_rows.h) and the Brcb blocks of up to
 // GNS_ROWS_PIECE groups (a vector repeat a group: at most 255 an instruction), in bcastElems.
-constexpr int64_t GNS_ROWS_VECTORS = 10;
+constexpr int64_t GNS_ROWS_VECTORS = 11;
 constexpr int64_t GNS_ROWS_PIECE = 248;
 constexpr int64_t GnsRowsRound8(int64_t n) { return (n + 7) / 8 * 8; }
 constexpr int64_t GnsGroupRowsBcastElems(int64_t groupRows) {
@@ -103,8 +103,8 @@ struct GroupNormSiluMsTilingData {
   // each (2 * 8 * rows rounded up to 8), so that one Mul and one Add scale and shift all the rows
   // of a group; 0: one Muls and one Adds a row
   int64_t bcastElems;
-  // mode 0 with HxW == 1 and D <= 64 (group_norm_silu_ms_group_rows.h; 0: one group at a time): a
-  // block's groups go through UB in batches of up to groupRows, each group a row of D elements at
+  // mode 0 with HxW == 1 and rows of at most 255 blocks (group_norm_silu_ms_group_rows.h; 0: a group at a
+  // time): a  // block's groups go through UB in batches of up to groupRows, each group a row of D elements at
   // rowPitch; every per-group value (shift, sums, mean, rstd) is one element of a vector over the
   // batch, and gamma/beta are rows of a table of groupRows + G rows (coefElems each) built once.
   // bcastElems then holds the batch's per-group vectors and Brcb blocks, statBatch two slots of
