@@ -1,7 +1,7 @@
 """The CPU kernel on 2-D (N, C) inputs (HxW = 1: the sample-by-sample schedule and its
 point loops) and on short rows (PoolFormer-style G = 1 over 7x7, odd row lengths, tiny
-launches): forward and backward against the float64 reference in every dtype pair (mixed
-fp16/bf16 data with float32 statistics included), and the same bits on 1 and 2 threads in
+launches, many small groups): forward and backward against the float64 reference in every
+dtype pair (mixed fp16/bf16 data with float32 statistics included), and the same bits on 1 and 2 threads in
 every ISA build this CPU runs. The shapes cover each branch of the schedule: N >= threads
 (by sample), N = 1 < threads (group-wise or channel-wise), C = G (one channel per group),
 C not a multiple of any vector width (the point loops' scalar tails)."""
@@ -34,6 +34,10 @@ SHORT_ROW_SHAPES = [
     pytest.param((1, 4, 3, 3), 2, id="1x4x3x3-G2"),        # tiny launches
     pytest.param((3, 6, 5), 3, id="3x6x5-G3"),
     pytest.param((2, 8, 2), 8, id="2x8x2-C=G"),
+    # small groups, their backward steps a batch of groups at a time; last batches partial
+    pytest.param((18, 17, 37), 17, id="18x17x37-G17"),
+    pytest.param((40, 8, 5), 4, id="40x8x5-G4"),
+    pytest.param((5, 12, 3, 3), 4, id="5x12x3x3-G4"),
 ]
 THREADS = (1, 2)
 
