@@ -49,7 +49,16 @@ template <int kForm, typename T>
       const typename V::reg xc = V::Sub(xv, c);
       V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xc, zero)));
       V::StoreLanes(lanes_q, V::Add(zero, V::MulAdd(d, CenteredError(xv, c, xc), zero)));
-      for (int l = 0; l < width; ++l) finish(i + l, lanes_db[l], lanes_p[l], lanes_q[l]);
+      // finish's two forms for every point, then a select: a branch per point on its
+      // group's form was mispredicted about every other point when the forms mix (2-D
+      // inputs with two channels per group: half their groups are centred)
+      for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
+      double centred[V::kWidth], plain[V::kWidth];
+      for (int l = 0; l < width; ++l) {
+        centred[l] = static_cast<double>(lanes_p[l]) + static_cast<double>(lanes_q[l]);
+        plain[l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu[i + l]) * static_cast<double>(lanes_db[l]);
+      }
+      for (int l = 0; l < width; ++l) ds[i + l] = centre[i + l] != 0.0f ? centred[l] : plain[l];
     } else {  // every point's ds in the same form: plain loops the compiler vectorises
       V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xv, zero)));
       for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
