@@ -71,7 +71,7 @@ template <int kForm, typename T>
     vector_step(i, V::Load(dy + i), kForm == 0 ? zero : V::Load(x + i), kForm == 2 ? V::Load(centre + i) : zero,
                 V::kWidth);
   }
-  if constexpr (V::kPartial) {
+  if constexpr (V::template kPartial<T>) {
     if (i < count) {
       const int left = static_cast<int>(count - i);
       vector_step(i, V::LoadFirst(dy + i, left), kForm == 0 ? zero : V::LoadFirst(x + i, left),
@@ -114,7 +114,7 @@ void PointAffineGrad(const T *dy, const T *x, T *dx, int64_t count, const float 
     const typename V::reg inner = V::MulAdd(V::Load(a + i), V::Load(dy + i), V::Load(c + i));
     V::Store(dx + i, V::MulAdd(V::Load(b + i), V::Sub(V::Load(x + i), V::Load(mu + i)), inner));
   }
-  if constexpr (V::kPartial) {
+  if constexpr (V::template kPartial<T>) {
     if (i < count) {
       const int k = static_cast<int>(count - i);
       const typename V::reg inner = V::MulAdd(V::LoadFirst(a + i, k), V::LoadFirst(dy + i, k), V::LoadFirst(c + i, k));
@@ -136,7 +136,7 @@ void PointNormalize(const T *x, T *y, int64_t count, const float *mu, const floa
   for (; i + V::kWidth <= count; i += V::kWidth) {
     V::Store(y + i, V::MulAdd(V::Sub(V::Load(x + i), V::Load(mu + i)), V::Load(scale + i), V::Load(shift + i)));
   }
-  if constexpr (V::kPartial) {
+  if constexpr (V::template kPartial<T>) {
     if (i < count) {
       const int k = static_cast<int>(count - i);
       V::StoreFirst(y + i,

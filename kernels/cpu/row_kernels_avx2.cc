@@ -135,6 +135,7 @@ struct V {
 
   // No partial vectors: a row's last elements go lane by lane (row_kernels_impl.h). Declared
   // only, for the code that the AVX-512 build's kPartial selects; never called here.
+  template <typename T>
   static constexpr bool kPartial = false;
   template <typename T>
   static reg LoadFirst(const T *p, int n);

@@ -93,7 +93,7 @@ template <bool kCentred, typename T>
     i += V::kWidth;
     tail_regs = r + 1;
   }
-  if constexpr (V::kPartial) {  // the last elements in one masked step of register tail_regs
+  if constexpr (V::template kPartial<T>) {  // the last elements in one masked step of register tail_regs
     if (i < end) {
       const int left = static_cast<int>(end - i);
       const typename V::reg d = V::LoadFirst(dy + i, left), xv = V::LoadFirst(x + i, left);
@@ -190,7 +190,7 @@ template <typename T, typename VectorAdd, typename ScalarAdd>
       i += V::kWidth;
       tail_regs = r + 1;
     }
-    if constexpr (V::kPartial) {  // as in ReduceGradBlock: one masked step
+    if constexpr (V::template kPartial<T>) {  // as in ReduceGradBlock: one masked step
       if (i < end) {
         const int left = static_cast<int>(end - i);
         const typename V::reg v = V::LoadFirst(x + i, left);
@@ -353,7 +353,7 @@ inline void MapRow(T *out, int64_t n, bool stream, PairOp pair_op, VectorOp vect
     }
     for (; i + V::kWidth <= n; i += V::kWidth) V::Store(out + i, vector_op(i));
   }
-  if constexpr (V::kPartial) {
+  if constexpr (V::template kPartial<T>) {
     if (i < n) V::StoreFirst(out + i, partial_op(i, static_cast<int>(n - i)), static_cast<int>(n - i));
     return;
   }
