@@ -38,6 +38,9 @@ SHORT_ROW_SHAPES = [
     pytest.param((18, 17, 37), 17, id="18x17x37-G17"),
     pytest.param((40, 8, 5), 4, id="40x8x5-G4"),
     pytest.param((5, 12, 3, 3), 4, id="5x12x3x3-G4"),
+    # groups of 65 to 1024 elements: the forward's statistics a batch of groups at a time too
+    pytest.param((6, 96, 7, 7), 32, id="6x96x7x7-G32"),
+    pytest.param((3, 20, 50), 4, id="3x20x50-G4"),
 ]
 THREADS = (1, 2)
 
