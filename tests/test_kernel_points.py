@@ -1,7 +1,7 @@
 """The CPU kernel on 2-D (N, C) inputs (HxW = 1: the sample-by-sample schedule and its
 point loops) and on short rows (PoolFormer-style G = 1 over 7x7, odd row lengths, tiny
-launches): forward and backward against the float64 reference in every dtype pair (mixed
-fp16/bf16 data with float32 statistics included), and the same bits on 1 and 2 threads in
+launches, many small groups): forward and backward against the float64 reference in every
+dtype pair (mixed fp16/bf16 data with float32 statistics included), and the same bits on 1 and 2 threads in
 every ISA build this CPU runs. The shapes cover each branch of the schedule: N >= threads
 (by sample), N = 1 < threads (group-wise or channel-wise), C = G (one channel per group),
 C not a multiple of any vector width (the point loops' scalar tails)."""
@@ -34,6 +34,13 @@ SHORT_ROW_SHAPES = [
     pytest.param((1, 4, 3, 3), 2, id="1x4x3x3-G2"),        # tiny launches
     pytest.param((3, 6, 5), 3, id="3x6x5-G3"),
     pytest.param((2, 8, 2), 8, id="2x8x2-C=G"),
+    # small groups, their backward steps a batch of groups at a time; last batches partial
+    pytest.param((18, 17, 37), 17, id="18x17x37-G17"),
+    pytest.param((40, 8, 5), 4, id="40x8x5-G4"),
+    pytest.param((5, 12, 3, 3), 4, id="5x12x3x3-G4"),
+    # groups of 65 to 1024 elements: the forward's statistics a batch of groups at a time too
+    pytest.param((6, 96, 7, 7), 32, id="6x96x7x7-G32"),
+    pytest.param((3, 20, 50), 4, id="3x20x50-G4"),
 ]
 THREADS = (1, 2)
 
@@ -208,13 +215,15 @@ def _centred_mix(rng, N, C, G):
 @pytest.mark.parametrize("data_dtype,stat_dtype", [(ms.float32, ms.float32), (ms.float16, ms.float32),
                                                    (ms.bfloat16, ms.bfloat16)], ids=["fp32", "fp16-fp32", "bf16"])
 @pytest.mark.parametrize("data", ["ordinary", "mixed", "large-mean"])
-def test_by_sample_gives_the_bits_of_the_row_path(lib, data, data_dtype, stat_dtype):
+@pytest.mark.parametrize("C,G", [(76, 19), (64, 32)], ids=["4-channel-groups", "2-channel-groups"])
+def test_by_sample_gives_the_bits_of_the_row_path(lib, data, data_dtype, stat_dtype, C, G):
     """The whole batch by sample (1 thread: N >= threads) and by the row loops (8 threads for
     6 samples: N < threads, the group-wise or channel-wise schedule) give the same bits for
     every output, dgamma and dbeta included, in every build: the point loops take each
-    group's form of the sums and of the forward's c and shift exactly as the row loops do."""
+    group's form of the sums and of the forward's c and shift exactly as the row loops do
+    (the forms chosen per point without a branch: with 2-channel groups they mix at random)."""
     rng = np.random.default_rng(5)
-    N, C, G = 6, 76, 19
+    N = 6
     if data == "ordinary":
         x = (rng.standard_normal((N, C)) * 2 + 1).astype(np.float32)
     elif data == "mixed":

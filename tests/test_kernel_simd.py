@@ -257,3 +257,45 @@ def test_forward_mean_when_a_group_starts_with_inf_nan_or_a_huge_value(isa_contr
             finite = np.isfinite(want)
             assert np.array_equal(mean[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)]), (isa, mean)
             np.testing.assert_allclose(mean[finite], want[finite], rtol=1e-6, atol=1e-6)
+
+
+def _tail_case(rng, N, C, hxw, dtype):
+    """x with a large-mean sample (its groups take the centred sums) and an inf in the last
+    element of one row (a tail element, so the masked lanes beside it must stay untouched)."""
+    x = (rng.standard_normal((N, C, hxw)) * 3 + 1).astype(np.float32)
+    x[0] += 200.0
+    dy = rng.standard_normal((N, C, hxw)).astype(np.float32)
+    if N > 2:
+        x[2, 0, -1] = np.inf
+    if dtype == "bfloat16":
+        return _bf16(x), _bf16(dy)
+    return x.astype(dtype), dy.astype(dtype)
+
+
+def test_avx512_partial_vectors_give_the_bits_of_avx2_lane_by_lane_tails(isa_control):
+    """The AVX-512 build ends a row (and a sample's points) with one masked step where the
+    AVX2 build adds its last elements lane by lane; both builds fuse multiply-adds and map
+    the 32 lanes alike, so every output must have the same bits, for every tail length of
+    both widths, 2-D inputs with any C, and 1 and 2 threads."""
+    isas = _available_isas()
+    if "avx512" not in isas or "avx2" not in isas:
+        pytest.skip("needs the AVX2 and AVX-512 builds")
+    rng = np.random.default_rng(17)
+    cases = [(3, 6, hxw, 3) for hxw in range(1, 50)] + [(4, 4, 2048 + 37, 2), (3, 12, 7, 12)]
+    cases += [(5, C, 1, 1) for C in range(1, 40)] + [(6, 24, 1, 8), (64, 4, 2, 4), (4, 17, 37, 17)]
+    for N, C, hxw, G in cases:
+        for dtype in DTYPES:
+            x, dy = _tail_case(rng, N, C, hxw, dtype)
+            gamma = (1 + 0.2 * rng.standard_normal(C)).astype(np.float32)
+            results = {}
+            for isa in ("avx2", "avx512"):
+                isa_control.MsGroupNormSelectIsa(isa.encode())
+                for threads in (1, 2):
+                    isa_control.MsGroupNormSetNumThreads(threads)
+                    y, mean, rstd = cpu_kernels.forward(x, gamma, gamma, G, 1e-5, stat_dtype="float32",
+                                                        data_dtype=dtype)
+                    grads = cpu_kernels.backward(dy, x, mean, rstd, gamma, G, data_dtype=dtype, stat_dtype="float32")
+                    results[isa, threads] = [a.tobytes() for a in (y, mean, rstd, *grads)]
+            for key, outputs in results.items():
+                for name, got, want in zip(OUTPUT_NAMES, outputs, results["avx2", 1]):
+                    assert got == want, f"{key}: {name} differs from avx2 on 1 thread, {(N, C, hxw, G)}, {dtype}"

@@ -108,17 +108,25 @@ class BackwardKernel {
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
     // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
     // dx coefficients go there) holds mu for the points of centred groups and 0 elsewhere,
-    // filled only once a sample has such a group.
+    // filled only once a sample has such a group. Each group's centre (mu or +0) is formed
+    // without a branch on the form, in b's room (free until the coefficients): with a few
+    // channels per group the forms mix at random (two channels: about half the groups are
+    // centred), and a branch per group was mispredicted about every other group.
     bool any_wide = false, any_centred = false;
-    float *centre = a;
+    float *centre = a, *group_centre = b;
     for (int64_t g = 0; g < G; ++g) {
       const float m = ToFloat(in_.mean[ng0 + g]), r = ToFloat(in_.rstd[ng0 + g]);
       any_wide |= wide::RstdOutsideFloatRange(r);
       for (int64_t d = 0; d < D; ++d) mu[g * D + d] = m;
-      if (!need_ds_ || !CentredSums(m, r)) continue;
-      if (!any_centred) std::fill(centre, centre + C, 0.0f);
-      any_centred = true;
-      for (int64_t d = 0; d < D; ++d) centre[g * D + d] = m;
+      const bool centred = need_ds_ && CentredSums(m, r);
+      any_centred |= centred;
+      // m or +0 by a mask of its bits (a conditional move the compiler turned into a branch)
+      group_centre[g] = BitsToFloat(FloatBits(m) & (0u - static_cast<uint32_t>(centred)));
+    }
+    if (any_centred) {
+      for (int64_t g = 0; g < G; ++g) {
+        for (int64_t d = 0; d < D; ++d) centre[g * D + d] = group_centre[g];
+      }
     }
     if (any_wide) {
       for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);

@@ -60,6 +60,16 @@ class GroupStatistics {
         ByBlocks();
 #pragma omp for schedule(static)
         for (int64_t nc = 0; nc < N * C; ++nc) output(nc / C, nc % C, 1);
+      } else if (group_size_ > 0 && group_size_ <= kBatchedGroupElements) {
+        // small groups: a batch of them at a time, each step over the batch (ForGroups), so
+        // that their sums overlap instead of waiting on one group's chain of dependent sums
+        const int64_t batches = (N * G + kGroupBatch - 1) / kGroupBatch;
+#pragma omp for schedule(static)
+        for (int64_t batch = 0; batch < batches; ++batch) {
+          const int64_t first = batch * kGroupBatch, last = std::min(N * G, first + kGroupBatch);
+          ForGroups(first, last);
+          for (int64_t ng = first; ng < last; ++ng) output(ng / G, (ng % G) * D, D);
+        }
       } else {
 #pragma omp for schedule(static)
         for (int64_t ng = 0; ng < N * G; ++ng) {
@@ -121,6 +131,30 @@ class GroupStatistics {
     if (!GroupMean(ng, sum)) return WideGroup(ng);
     rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sum);
     if (!GroupRstd(ng, sum)) WideGroup(ng);
+  }
+
+  // ForGroup for the groups [first, last) (at most kGroupBatch of at most kBatchedGroupElements
+  // elements), step by step over all of them: the same calls and tests per group as ForGroup,
+  // so the same numbers. Their slots of block_sums_ (one block per group) hold the sums.
+  static constexpr int64_t kGroupBatch = 16;
+  static constexpr int64_t kBatchedGroupElements = 1024;
+  static_assert(kBatchedGroupElements <= kBlock, "a batched group is one block");
+  void ForGroups(int64_t first, int64_t last) {
+    double *sums = block_sums_;
+    for (int64_t ng = first; ng < last; ++ng) {
+      wide_[ng] = 0;
+      ComputeShift(ng);
+    }
+    for (int64_t ng = first; ng < last; ++ng) rows_.centered_sum(Group(ng), shift_[ng], group_size_, 1, &sums[ng]);
+    for (int64_t ng = first; ng < last; ++ng) {
+      if (!GroupMean(ng, sums[ng])) WideGroup(ng);
+    }
+    for (int64_t ng = first; ng < last; ++ng) {
+      if (!wide_[ng]) rows_.centered_squares(Group(ng), group_mean_[ng], group_size_, 1, &sums[ng]);
+    }
+    for (int64_t ng = first; ng < last; ++ng) {
+      if (!wide_[ng] && !GroupRstd(ng, sums[ng])) WideGroup(ng);
+    }
   }
 
   // ForGroup for the G groups of sample n when a group holds at most kShiftElements elements

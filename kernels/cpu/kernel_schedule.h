@@ -118,6 +118,20 @@ class BackwardSchedule {
 #pragma omp for schedule(static)
           for (int64_t nc = 0; nc < N * C; ++nc) steps.InputGrad(nc / C, nc % C, 1, nullptr);
         }
+      } else if (kept_floats == 0 && D * s_.HxW <= kBatchedGroupElements) {
+        // small groups, nothing kept between the steps: each step over a batch of groups, so
+        // that the batch's sums are independent work side by side rather than one group's
+        // chain of sums, coefficients and dx after another
+        const int64_t batches = (N * G + kGroupBatch - 1) / kGroupBatch;
+#pragma omp for schedule(static)
+        for (int64_t batch = 0; batch < batches; ++batch) {
+          const int64_t first = batch * kGroupBatch, last = std::min(N * G, first + kGroupBatch);
+          for (int64_t ng = first; ng < last; ++ng) steps.Reduce(ng / G, (ng % G) * D, D, nullptr);
+          for (int64_t ng = first; ng < last; ++ng) steps.GroupCoefficients(ng);
+          if (mask.dx) {
+            for (int64_t ng = first; ng < last; ++ng) steps.InputGrad(ng / G, (ng % G) * D, D, nullptr);
+          }
+        }
       } else {
         float *mine = kept_floats > 0 ? kept + omp_get_thread_num() * kept_floats : nullptr;
 #pragma omp for schedule(static)
@@ -142,6 +156,8 @@ class BackwardSchedule {
   }
 
  private:
+  static constexpr int64_t kGroupBatch = 16;
+  static constexpr int64_t kBatchedGroupElements = 1024;
   GroupNormSizes s_;
   int threads_;
   bool by_channel_;

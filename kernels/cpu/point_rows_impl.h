@@ -39,26 +39,45 @@ template <int kForm, typename T>
     }
     if constexpr (kForm != 0) ds[at] = static_cast<double>(p) - static_cast<double>(mu[at]) * static_cast<double>(b);
   };
-  for (; i + V::kWidth <= count; i += V::kWidth) {
-    const typename V::reg d = V::Load(dy + i);
+  // kWidth points from i, or (partial) the `width` < kWidth points left, in the same steps
+  auto vector_step = [&](int64_t i, typename V::reg d, typename V::reg xv, typename V::reg c, int width)
+      __attribute__((always_inline)) {
     V::StoreLanes(lanes_db, V::Add(zero, d));
     if constexpr (kForm == 0) {
-      for (int l = 0; l < V::kWidth; ++l) db[i + l] = lanes_db[l];
-      continue;
-    }
-    const typename V::reg xv = V::Load(x + i);
-    if constexpr (kForm == 2) {
-      const typename V::reg c = V::Load(centre + i), xc = V::Sub(xv, c);
+      for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
+    } else if constexpr (kForm == 2) {
+      const typename V::reg xc = V::Sub(xv, c);
       V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xc, zero)));
       V::StoreLanes(lanes_q, V::Add(zero, V::MulAdd(d, CenteredError(xv, c, xc), zero)));
-      for (int l = 0; l < V::kWidth; ++l) finish(i + l, lanes_db[l], lanes_p[l], lanes_q[l]);
+      // finish's two forms for every point, then a select: a branch per point on its
+      // group's form was mispredicted about every other point when the forms mix (2-D
+      // inputs with two channels per group: half their groups are centred)
+      for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
+      double centred[V::kWidth], plain[V::kWidth];
+      for (int l = 0; l < width; ++l) {
+        centred[l] = static_cast<double>(lanes_p[l]) + static_cast<double>(lanes_q[l]);
+        plain[l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu[i + l]) * static_cast<double>(lanes_db[l]);
+      }
+      for (int l = 0; l < width; ++l) ds[i + l] = centre[i + l] != 0.0f ? centred[l] : plain[l];
     } else {  // every point's ds in the same form: plain loops the compiler vectorises
       V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xv, zero)));
-      for (int l = 0; l < V::kWidth; ++l) db[i + l] = lanes_db[l];
-      for (int l = 0; l < V::kWidth; ++l) {
+      for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
+      for (int l = 0; l < width; ++l) {
         ds[i + l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu[i + l]) * static_cast<double>(lanes_db[l]);
       }
     }
+  };
+  for (; i + V::kWidth <= count; i += V::kWidth) {
+    vector_step(i, V::Load(dy + i), kForm == 0 ? zero : V::Load(x + i), kForm == 2 ? V::Load(centre + i) : zero,
+                V::kWidth);
+  }
+  if constexpr (V::template kPartial<T>) {
+    if (i < count) {
+      const int left = static_cast<int>(count - i);
+      vector_step(i, V::LoadFirst(dy + i, left), kForm == 0 ? zero : V::LoadFirst(x + i, left),
+                  kForm == 2 ? V::LoadFirst(centre + i, left) : zero, left);
+    }
+    return;
   }
   for (; i < count; ++i) {
     const float d = ToFloat(dy[i]);
@@ -95,6 +114,16 @@ void PointAffineGrad(const T *dy, const T *x, T *dx, int64_t count, const float 
     const typename V::reg inner = V::MulAdd(V::Load(a + i), V::Load(dy + i), V::Load(c + i));
     V::Store(dx + i, V::MulAdd(V::Load(b + i), V::Sub(V::Load(x + i), V::Load(mu + i)), inner));
   }
+  if constexpr (V::template kPartial<T>) {
+    if (i < count) {
+      const int k = static_cast<int>(count - i);
+      const typename V::reg inner = V::MulAdd(V::LoadFirst(a + i, k), V::LoadFirst(dy + i, k), V::LoadFirst(c + i, k));
+      V::StoreFirst(dx + i,
+                    V::MulAdd(V::LoadFirst(b + i, k), V::Sub(V::LoadFirst(x + i, k), V::LoadFirst(mu + i, k)), inner),
+                    k);
+    }
+    return;
+  }
   for (; i < count; ++i) {
     dx[i] = FromFloat<T>(V::MulAdd(b[i], ToFloat(x[i]) - mu[i], V::MulAdd(a[i], ToFloat(dy[i]), c[i])));
   }
@@ -106,6 +135,16 @@ void PointNormalize(const T *x, T *y, int64_t count, const float *mu, const floa
   int64_t i = 0;
   for (; i + V::kWidth <= count; i += V::kWidth) {
     V::Store(y + i, V::MulAdd(V::Sub(V::Load(x + i), V::Load(mu + i)), V::Load(scale + i), V::Load(shift + i)));
+  }
+  if constexpr (V::template kPartial<T>) {
+    if (i < count) {
+      const int k = static_cast<int>(count - i);
+      V::StoreFirst(y + i,
+                    V::MulAdd(V::Sub(V::LoadFirst(x + i, k), V::LoadFirst(mu + i, k)), V::LoadFirst(scale + i, k),
+                              V::LoadFirst(shift + i, k)),
+                    k);
+    }
+    return;
   }
   for (; i < count; ++i) y[i] = FromFloat<T>(V::MulAdd(ToFloat(x[i]) - mu[i], scale[i], shift[i]));
 }

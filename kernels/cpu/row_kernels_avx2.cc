@@ -132,6 +132,16 @@ struct V {
     return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
   }
   static void Fence() { _mm_sfence(); }
+
+  // No partial vectors: a row's last elements go lane by lane (row_kernels_impl.h). Declared
+  // only, for the code that the AVX-512 build's kPartial selects; never called here.
+  template <typename T>
+  static constexpr bool kPartial = false;
+  template <typename T>
+  static reg LoadFirst(const T *p, int n);
+  template <typename T>
+  static void StoreFirst(T *p, reg v, int n);
+  static reg Select(int n, reg updated, reg kept);
 };
 static_assert(kLanes == 4 * V::kWidth, "FoldRegs folds four registers");
 

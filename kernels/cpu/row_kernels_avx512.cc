@@ -129,6 +129,25 @@ struct V {
     return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
   }
   static void Fence() { _mm_sfence(); }
+
+  // Partial vectors: the first n < kWidth elements of a row in one masked step, where the
+  // other builds go lane by lane (row_kernels_impl.h). Lanes n and up load as 0 and are
+  // neither stored nor changed by Select, and every lane computes what the scalar step
+  // computes (same FMA, same conversions), so the bits are those of the lane-by-lane tail.
+  // Float data only: masked 16-bit loads and stores need AVX-512BW, which this build does
+  // not ask of the CPU, and going through a stack buffer instead made 7x7 rows of fp16 and
+  // bf16 twice as slow as the lane-by-lane tail (a store-forwarding stall per row).
+  template <typename T>
+  static constexpr bool kPartial = sizeof(T) == sizeof(float);
+  static __mmask16 FirstLanes(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static reg LoadFirst(const float *p, int n) { return _mm512_maskz_loadu_ps(FirstLanes(n), p); }
+  static void StoreFirst(float *p, reg v, int n) { _mm512_mask_storeu_ps(p, FirstLanes(n), v); }
+  template <typename T>
+  static reg LoadFirst(const T *p, int n);  // declared only: kPartial<T> is false for 16-bit T
+  template <typename T>
+  static void StoreFirst(T *p, reg v, int n);
+  // Lanes below n from `updated`, the others from `kept`.
+  static reg Select(int n, reg updated, reg kept) { return _mm512_mask_mov_ps(kept, FirstLanes(n), updated); }
 };
 static_assert(kLanes == 2 * V::kWidth, "FoldRegs folds two registers");
 

@@ -93,6 +93,22 @@ template <bool kCentred, typename T>
     i += V::kWidth;
     tail_regs = r + 1;
   }
+  if constexpr (V::template kPartial<T>) {  // the last elements in one masked step of register tail_regs
+    if (i < end) {
+      const int left = static_cast<int>(end - i);
+      const typename V::reg d = V::LoadFirst(dy + i, left), xv = V::LoadFirst(x + i, left);
+#pragma GCC unroll 16
+      for (int r = 0; r < kRegs; ++r) {
+        if (r != tail_regs) continue;
+        const typename V::reg kept_dy = acc_dy[r], kept_dyxc = acc_dyxc[r], kept_err = acc_err[r];
+        add(r, d, xv);
+        acc_dy[r] = V::Select(left, acc_dy[r], kept_dy);
+        acc_dyxc[r] = V::Select(left, acc_dyxc[r], kept_dyxc);
+        if constexpr (kCentred) acc_err[r] = V::Select(left, acc_err[r], kept_err);
+      }
+      i = end;
+    }
+  }
   if (i == end) {  // fold straight from the registers (same tree, same bits)
     block_dy = V::FoldRegsViaFloat(acc_dy);
     block_dyxc = V::FoldRegsViaFloat(acc_dyxc);
@@ -173,6 +189,17 @@ template <typename T, typename VectorAdd, typename ScalarAdd>
       acc[r] = vector_add(acc[r], V::Load(x + i));
       i += V::kWidth;
       tail_regs = r + 1;
+    }
+    if constexpr (V::template kPartial<T>) {  // as in ReduceGradBlock: one masked step
+      if (i < end) {
+        const int left = static_cast<int>(end - i);
+        const typename V::reg v = V::LoadFirst(x + i, left);
+#pragma GCC unroll 16
+        for (int r = 0; r < kRegs; ++r) {
+          if (r == tail_regs) acc[r] = V::Select(left, vector_add(acc[r], v), acc[r]);
+        }
+        i = end;
+      }
     }
     if (i == end) {
       total += V::FoldRegs(acc);
@@ -305,8 +332,10 @@ inline int64_t UnalignedHead(const T *out, int64_t n, bool stream) {
 
 // out[i] = op(i) over one row: scalar up to alignment, pairs of vectors, one vector,
 // scalar tail. pair_op(i, a, b) computes the pair of vectors from i in LoadPair's layout.
-template <typename T, typename PairOp, typename VectorOp, typename ScalarOp>
-inline void MapRow(T *out, int64_t n, bool stream, PairOp pair_op, VectorOp vector_op, ScalarOp scalar_op) {
+// partial_op(i, k) is vector_op(i) on the k < kWidth elements from i (V::kPartial builds).
+template <typename T, typename PairOp, typename VectorOp, typename PartialOp, typename ScalarOp>
+inline void MapRow(T *out, int64_t n, bool stream, PairOp pair_op, VectorOp vector_op, PartialOp partial_op,
+                   ScalarOp scalar_op) {
   const int64_t head = UnalignedHead(out, n, stream);
   int64_t i = 0;
   for (; i < head; ++i) out[i] = FromFloat<T>(scalar_op(i));
@@ -323,6 +352,10 @@ inline void MapRow(T *out, int64_t n, bool stream, PairOp pair_op, VectorOp vect
       V::StorePair(out + i, a, b);
     }
     for (; i + V::kWidth <= n; i += V::kWidth) V::Store(out + i, vector_op(i));
+  }
+  if constexpr (V::template kPartial<T>) {
+    if (i < n) V::StoreFirst(out + i, partial_op(i, static_cast<int>(n - i)), static_cast<int>(n - i));
+    return;
   }
   for (; i < n; ++i) out[i] = FromFloat<T>(scalar_op(i));
 }
@@ -349,10 +382,11 @@ void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const
       out1 = op(d1, x1);
     };
     auto vector_op = [=](int64_t i) { return op(V::Load(dy_row + i), V::Load(x_row + i)); };
+    auto partial_op = [=](int64_t i, int k) { return op(V::LoadFirst(dy_row + i, k), V::LoadFirst(x_row + i, k)); };
     auto scalar_op = [=](int64_t i) {
       return V::MulAdd(b, ToFloat(x_row[i]) - mu, V::MulAdd(ar, ToFloat(dy_row[i]), c));
     };
-    MapRow(dx + r * hxw, hxw, stream, pair_op, vector_op, scalar_op);
+    MapRow(dx + r * hxw, hxw, stream, pair_op, vector_op, partial_op, scalar_op);
   }
   if (stream) V::Fence();
 }
@@ -373,8 +407,9 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
       out1 = op(x1);
     };
     auto vector_op = [=](int64_t i) { return op(V::Load(x_row + i)); };
+    auto partial_op = [=](int64_t i, int k) { return op(V::LoadFirst(x_row + i, k)); };
     auto scalar_op = [=](int64_t i) { return V::MulAdd(ToFloat(x_row[i]) - mu, s, t); };
-    MapRow(y + r * hxw, hxw, stream, pair_op, vector_op, scalar_op);
+    MapRow(y + r * hxw, hxw, stream, pair_op, vector_op, partial_op, scalar_op);
   }
   if (stream) V::Fence();
 }

@@ -69,6 +69,16 @@ struct V {
   static double FoldRegs(const reg *acc);  // after row_kernels_impl.h, which defines FoldLanes
   static double FoldRegsViaFloat(const reg *acc);
   static void Fence() {}
+
+  // No partial vectors: a row's last elements go lane by lane (row_kernels_impl.h). Declared
+  // only, for the code that the AVX-512 build's kPartial selects; never called here.
+  template <typename T>
+  static constexpr bool kPartial = false;
+  template <typename T>
+  static reg LoadFirst(const T *p, int n);
+  template <typename T>
+  static void StoreFirst(T *p, reg v, int n);
+  static reg Select(int n, reg updated, reg kept);
   template <typename T>
   static constexpr int StreamAlign() { return 1; }
 };
