@@ -18,7 +18,12 @@ from test_ascendc_twin import DTYPES, as_float64, check_against_reference, make_
 # test_ascendc_twin's cases, and one whose stage 2 streams more workspace loads through its two
 # buffers than it has (4000 samples: two loads of rows for each of db and dg), so that the
 # buffers are reused and a missing FreeTensor shows.
-CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_resident", 0)}
+CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_resident", 0),
+         "hw_one_huge_mean": TWIN_CASES["hw_one"]}
+# Cases whose first group's x and mean are scaled by 2^110 (its rstd by 2^-110, exact): a mean of
+# at least 2^102 sends the batch holding it to mode 3's scalar path (CentringScale).
+HUGE_MEAN_CASES = {"hw_one_huge_mean"}
+HUGE_MEAN_FACTOR = 2.0 ** 110
 
 ALL, STATS_ONLY = (True, True, True), (False, True, True)
 # GroupNormGradMs: (case of test_ascendc_twin.CASES, dtype key, cores, output mask). Without dx
@@ -32,13 +37,14 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("hw_slices_c_per_g_1", "fp32", 3, ALL), ("hw_slices_c_per_g_1", "bf16_fp32", 3, STATS_ONLY),
                ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL),
                ("hw_one_samples", "fp32", 4, ALL), ("hw_one_samples", "bf16_fp32", 4, STATS_ONLY),
-               ("stage2_reuses_its_buffers", "fp32", 4, ALL)]
+               ("stage2_reuses_its_buffers", "fp32", 4, ALL), ("hw_one_huge_mean", "fp32", 4, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),
                     ("channel_split_n47", "fp16_fp32", 48, ALL),
                     ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY), ("hw_slices_c_per_g_1", "fp32", 3, ALL),
-                    ("hw_one", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL)]
+                    ("hw_one", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL),
+                    ("hw_one_huge_mean", "fp32", 4, ALL)]
 # GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
 # the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split
 # groups also with several slices per block (their UB entry is reused: MTE3 -> S).
@@ -85,11 +91,26 @@ def same_bits(results):
     return all(r == results[0] for r in results[1:])
 
 
+def scale_first_group(arrays, exact, elems, data_dtype, stat_dtype):
+    """x and mean of sample 0's group 0 times HUGE_MEAN_FACTOR, rstd divided by it (powers of two:
+    the group's xhat is unchanged)."""
+    x = exact["x"].copy()
+    x.reshape(x.shape[0], -1)[0, :elems] *= HUGE_MEAN_FACTOR
+    mean, rstd = exact["mean"].copy(), exact["rstd"].copy()
+    mean.reshape(-1)[0] *= HUGE_MEAN_FACTOR
+    rstd.reshape(-1)[0] /= HUGE_MEAN_FACTOR
+    for name, values, dtype in (("x", x, data_dtype), ("mean", mean, stat_dtype), ("rstd", rstd, stat_dtype)):
+        arrays[name] = storage(values, dtype)
+        exact[name] = as_float64(arrays[name], dtype)
+
+
 def backward_outcome(case, dtype_key, cores, mask, silu):
     """GroupNormGradMs's launches of one case (GroupNormSiluGradMs's with `silu`) under SCHEDULES."""
     N, C, HxW, G, _, mode, split = CASES[case]
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs((N, C, HxW), G, data_dtype, stat_dtype, 7)
+    if case in HUGE_MEAN_CASES:
+        scale_first_group(arrays, exact, C // G * HxW, data_dtype, stat_dtype)
     which = "fused, " if silu else ""
     if silu:
         beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype)

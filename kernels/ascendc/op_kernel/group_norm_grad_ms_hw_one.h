@@ -155,7 +155,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   const bool vectorStats = vectorCoefficients && HwOneStatsAsVectors(rows);
   if (vectorCoefficients) {  // xhat of every group at once, from the same products and sums
     if (!vectorStats) {  // the scalar loop: -mean * scale and XhatFactor (with vectorStats, scale is 1)
-      Sync<HardEvent::V_S>();  // the previous batch's Brcb reads of the scalar arrays are done
+      // (the vector unit's reads and writes of the scalar arrays are done: HwOneStatsAsVectors'
+      // ReduceSum ends with a V -> S wait)
       bool scaled = false;
       for (int64_t j = 0; j < rows; ++j) {
         const float mean = HwStat(true, j);
