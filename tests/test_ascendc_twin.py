@@ -472,6 +472,21 @@ def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dty
                             (True, True, True))
 
 
+# Mode 3 loads a batch's mean and rstd into a stat slot of statWindowElems groups; a batch of whole
+# samples with more groups a sample than the default window (256) needs a slot of a sample at least:
+# 100x516 G258 in fp16 takes tasks of whole samples (its sample's rows fit K), which once overran the slot.
+# (The fused backward's K, one fp32 buffer smaller, holds no such sample.)
+def test_hw_one_samples_of_more_groups_than_the_default_stat_window():
+    N, C, G = 100, 516, 258
+    tiling = twin.twin_tiling(N, C, 1, G, "float16", "float16")
+    assert tiling["hwOneSamples"] > 0 and tiling["statWindowElems"] >= G
+    arrays, exact = make_inputs((N, C, 1), G, "float16", "float16", 3)
+    got = twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], G,
+                             data_dtype="float16", stat_dtype="float16")
+    check_against_reference(got[:3], _reference_grads(exact, None, "float16", G, False, 1.0), "fp16",
+                            (True, True, True))
+
+
 # ---------------------------------------------------------------- one C API for both operator libraries
 def test_operator_libraries_export_one_c_api():
     """The backward and forward libraries export the same entry points (twin_c_api.h), so twin.py

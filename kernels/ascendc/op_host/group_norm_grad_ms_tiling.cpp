@@ -225,6 +225,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       if (wantsStats && samples > 1 && in.G <= kMaxDmaRows) {
         Layout acc = layout;
         acc.hwAccElems = 2 * sampleElems;
+        // a batch is whole samples and its mean/rstd fill one stat slot: a slot holds a sample at least
+        acc.statWindow = std::max(acc.statWindow, AlignUp(in.G, kElemAlign));
         const int64_t perBatch = std::min<int64_t>(samples, kMaxDmaRows / in.G);
         const int64_t k = LargestFitting(perBatch * sampleElems, sampleElems, [&](int64_t k) {
           Layout l = acc;

@@ -254,7 +254,6 @@ class KernelGroupNormGradMs {
   // (group_norm_grad_ms_stream.h).
   __aicore__ inline float Stat(bool isMean, int64_t i);
   __aicore__ inline void IssueStatWindow(int64_t first);
-  __aicore__ inline void WaitStatWindow();
 
   // c1 and c2 of a group from db, dg and gamma (D values each): two vector products (into
   // the free stat staging buffer, so db and dg may still be on their way to the workspace)
@@ -415,9 +414,9 @@ class KernelGroupNormGradMs {
   // Groups of at most 64 channels whose coefficient rows fit in FloatBuf(3) (HwOneCoefElems): a
   // batch's per-group scalars go through UB as arrays, broadcast into a block a group (Brcb) and
   // applied to every group at once (one repeat a group); its c1/c2 sums by RowSums.
-  // Groups a mode-3 batch: as many rows of D rounded up to 16 as K holds (>= 1), at most the stat
-  // window's (so HwOneStatsAsVectors takes every full batch) where whole samples still fit: the
-  // batch size changes no sum's order (dx is per group; the dgamma/dbeta rows add up by sample).
+  // Groups a mode-3 batch: as many rows of D rounded up to 16 as K holds (>= 1), at most a stat
+  // slot's (statWindowElems, whole samples where a sample fits): the batch size changes no sum's
+  // order (dx is per group; the dgamma/dbeta rows add up by sample).
   __aicore__ inline int64_t HwOneBatchRows() const {
     const int64_t rows = t_->chunkElems / AlignUp(t_->D, 16);
     const int64_t unit = t_->hwOneSamples > 0 ? t_->G : 1;

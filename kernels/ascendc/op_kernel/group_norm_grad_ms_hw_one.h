@@ -7,12 +7,10 @@
 
 namespace GroupNormGradMsKernel {
 
-// Mode 3 (HxW == 1): a run of whole groups of sample n. Each group's D channels sit in UB
-// at a stride of P = D rounded up to 16 elements (DataCopyPad rows), so every per-group
-// vector operand starts 32-byte aligned; the groups go through UB in batches of K / P.
-// With hwOneSamples, a task is a run of that many whole samples in batches of whole samples:
-// each sample's db (dy itself) and dg rows are added, in sample order, to the task's per-channel
-// sums (hwAccBuf_), stored as workspace row `task` at its end; stage 2 adds the rows of the tasks.
+// Mode 3 (HxW == 1): a task is a run of whole groups of sample n, or (hwOneSamples) of that many
+// whole samples, in batches of whole samples. Each group's D channels sit in UB at a stride of
+// P = D rounded up to 16 elements (DataCopyPad rows), so every per-group vector operand starts
+// 32-byte aligned; the groups go through UB in batches (HwOneBatchRows).
 // The groups of a mode-3 task: [*q0, *q0 + *groups).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTaskGroups(int64_t task, int64_t *q0,
@@ -149,8 +147,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   TakeAsFloat<T>(rowXQue_, span, xF);
   const bool vectorCoefficients = HwOneVectorCoefficients(rows);
   const int64_t r8 = HwOneRows8(rows);
-  // The batch's mean and rstd as fp32 vectors (slots 3, 4 of FloatBuf(3)) straight from the stat
-  // window, when the window can start at the batch and no group needs CentringScale's scaling.
+  // The batch's mean and rstd as fp32 vectors (slots 3, 4 of FloatBuf(3)) from its stat slot, when
+  // no group needs CentringScale's scaling.
   HwOneTakeStats();
   const bool vectorStats = vectorCoefficients && HwOneStatsAsVectors(rows);
   if (vectorCoefficients) {  // xhat of every group at once, from the same products and sums
@@ -173,7 +171,6 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
     HwOneApply(xF, 2, rows, false);
   } else {
     for (int64_t j = 0; j < rows; ++j) {  // xhat, one group at a time
-      const int64_t group = q0 + j;
       const float mean = HwStat(true, j);
       const float scale = CentringScale(mean);
       if (scale != 1.0f) Muls(xF[j * P], xF[j * P], scale, d);  // the rare path

@@ -146,18 +146,12 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeLoaded(Q &dyQ, Q &
 template <typename T, typename U, bool SILU>
 __aicore__ inline float KernelGroupNormGradMs<T, U, SILU>::Stat(bool isMean, int64_t i) {
   if (i < statFirst_ || i >= statFirst_ + statCount_) IssueStatWindow(i);
-  WaitStatWindow();
+  if (statPending_) {
+    WaitFlag<HardEvent::MTE2_S>(statEvent_);  // the scalar reads of the window wait for both loads
+    pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
+    statPending_ = false;
+  }
   return ToF32(statWindow_.Get<U>()[isMean ? 0 : t_->statWindowElems].GetValue(i - statFirst_));
-}
-
-// The scalar unit waits for the window's loads; as it issues every later instruction, the vector
-// unit's reads of the window are ordered after them too.
-template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::WaitStatWindow() {
-  if (!statPending_) return;
-  WaitFlag<HardEvent::MTE2_S>(statEvent_);
-  pipe_->ReleaseEventID<HardEvent::MTE2_S>(statEvent_);
-  statPending_ = false;
 }
 
 template <typename T, typename U, bool SILU>
