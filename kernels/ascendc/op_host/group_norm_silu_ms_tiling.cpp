@@ -33,8 +33,8 @@ constexpr int64_t kMaxRingItemElems = 8192;
 constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of fp32
 constexpr int64_t kScratchHeadFloats = 16;  // reduce result block + the 1.0 block
 constexpr int64_t kMaxStatBatch = 256;
-constexpr int64_t kMaxGroupRows = 2040;
-constexpr int64_t kMaxRepeatStrideBlocks = 255;  // a vector instruction's repeat stride, in 32-byte blocks  // groups a batch of mode 0 with HxW == 1 (a multiple of 8)
+constexpr int64_t kMaxGroupRows = 2040;          // groups a batch of mode 0 with HxW == 1
+constexpr int64_t kMaxRepeatStrideBlocks = 255;  // a vector instruction's repeat stride, in 32-byte blocks
 constexpr int64_t kMinUbBytes = 16 * 1024;
 // gamma/beta of every channel are kept per block when their arrays take at most this much UB.
 constexpr int64_t kMaxBlockCoefBytes = 32 * 1024;
@@ -277,11 +277,11 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         bcast.bcastElems = 2 * 8 * AlignUp(t.rows, 8);
         if (fits(bcast)) plan = bcast;
       }
-      // HxW == 1 with rows of at most 255 blocks (a vector repeat stride's limit): batches of groupRows
-      // groups, as many as a block has (up to kMaxGroupRows) and fit, instead of a group at a time (8000x64 G32 fp32
-      // took ~5,300 groups a core, each a load, two reductions with their V -> S round trips, a
-      // scalar GM read of its shift, a store: 944x the bound). Every group's arithmetic is the
-      // same, so the batch size (which follows the core count) changes no bit.
+      // HxW == 1 with rows of at most 255 blocks (a vector repeat stride's limit): batches of
+      // groupRows groups, as many as a block has (up to kMaxGroupRows) and fit, instead of a group at
+      // a time (8000x64 G32 fp32 took ~5,300 groups a core, each a load, two reductions with their
+      // V -> S round trips, a scalar GM read of its shift, a store: 944x the bound). Every group's
+      // arithmetic is the same, so the batch size (which follows the core count) changes no bit.
       if (t.vectorCoef && t.rowPitch * 4 <= kMaxRepeatStrideBlocks * kBlockBytes && in.G <= kMaxCopyRows) {
         auto rowsPlan = [&](int64_t r) {
           Plan p{GNS_MODE_GROUP_RESIDENT, r * t.rowPitch, (r + in.G) * t.rowPitch, 8, ReduceWorkElems(r),

@@ -1,8 +1,9 @@
 // Member definitions of KernelGroupNormSiluMs (group_norm_silu_ms.h) for mode 0 with HxW == 1 and
 // groupRows > 0: a block's groups in batches, each group one row of D elements at rowPitch (P, at
-// most 255 blocks: a repeat stride), every per-group value one element of a vector over the batch. The arithmetic of each group
-// is that of ResidentTask (group_norm_silu_ms_resident.h) for a one-row group: the same fp32
-// operations on the same values, so the bits are those of a group at a time.
+// most 255 blocks: a repeat stride), every per-group value one element of a vector over the batch.
+// The arithmetic of each group is that of ResidentTask (group_norm_silu_ms_resident.h) for a
+// one-row group: the same fp32 operations on the same values, so the bits are those of a group at
+// a time.
 // Included by group_norm_silu_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_SILU_MS_GROUP_ROWS_H
 #define GROUP_NORM_SILU_MS_GROUP_ROWS_H
