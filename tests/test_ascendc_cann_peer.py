@@ -320,6 +320,15 @@ def test_cann_16_bit_hw_one_path_races_and_then_sets_the_held_flag(peer):
 SCRIPT = cann_peer.ASCENDC.parent.parent / "scripts" / "ascendc_cost.py"
 
 
+def cost_script_lines(*args):
+    """The stdout lines of scripts/ascendc_cost.py run with `args`, which must succeed."""
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.splitlines()
+
+
 def test_cost_script_peer_says_why_it_cannot_run(monkeypatch):
     import subprocess
     import sys
@@ -330,12 +339,7 @@ def test_cost_script_peer_says_why_it_cannot_run(monkeypatch):
 
 
 def test_cost_script_peer_closing_line(peer):
-    import subprocess
-    import sys
-    result = subprocess.run([sys.executable, str(SCRIPT), "--peer", "--shapes", "3x60x17x19:6,1x40x64x64:8",
-                             "--dtypes", "fp32,fp16,fp16/fp32"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
-    lines = result.stdout.splitlines()
+    lines = cost_script_lines("--peer", "--shapes", "3x60x17x19:6,1x40x64x64:8", "--dtypes", "fp32,fp16,fp16/fp32")
     assert "(MODE_0, " in next(line for line in lines if "| 3x60x17x19 G6 | fp16 |" in line)
     assert next(line for line in lines if "| fp16/fp32 |" in line).endswith(" n/a | n/a |")  # one type T
     mode_2 = next(line for line in lines if "| 1x40x64x64 G8 | fp16 |" in line)

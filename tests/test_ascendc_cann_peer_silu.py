@@ -232,13 +232,8 @@ def test_same_bits_for_every_block_order(peer):
 # ---------------------------------------------------------------- scripts/ascendc_cost.py --forward --peer
 def test_cost_script_forward_peer_closing_line(peer):
     """Every row runs CANN's kernel, the mixed ones too (its float32-gamma keys 10x2)."""
-    import subprocess
-    import sys
-    from test_ascendc_cann_peer import SCRIPT
-    result = subprocess.run([sys.executable, str(SCRIPT), "--forward", "--peer", "--shapes", "3x60x17x19:6",
-                             "--dtypes", "fp32,bf16,fp16/fp32"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
-    lines = result.stdout.splitlines()
+    from test_ascendc_cann_peer import cost_script_lines
+    lines = cost_script_lines("--forward", "--peer", "--shapes", "3x60x17x19:6", "--dtypes", "fp32,bf16,fp16/fp32")
     assert "(key 1032, 18) |" in next(line for line in lines if "| fp16/fp32 |" in line)
     assert "(key 1031, 18) |" in next(line for line in lines if "| bf16 |" in line)
     closing = re.fullmatch(r"peer worst=(\d+\.\d+) \(3x60x17x19 G6, (fp32|bf16|fp16/fp32)\) geomean=(\d+\.\d+) "

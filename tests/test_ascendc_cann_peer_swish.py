@@ -17,8 +17,6 @@ Without the three checkouts (OPS_NN, METADEF, ASC_DEVKIT) every test that needs 
 """
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -26,7 +24,7 @@ import pytest
 import cann_peer
 import twin
 from ms_groupnorm import reference
-from test_ascendc_cann_peer import ANCHORS, SCRIPT, TTK_FAIL_FRACTION
+from test_ascendc_cann_peer import ANCHORS, TTK_FAIL_FRACTION, cost_script_lines
 from twin import TwinFault
 
 OP = cann_peer.GROUP_NORM_SWISH_GRAD
@@ -217,10 +215,7 @@ def test_same_bits_for_every_block_order(peer):
 
 # ---------------------------------------------------------------- scripts/ascendc_cost.py --silu-grad --peer
 def test_cost_script_silu_grad_peer_closing_line(peer):
-    result = subprocess.run([sys.executable, str(SCRIPT), "--silu-grad", "--peer", "--shapes", "3x60x17x19:6",
-                             "--dtypes", "fp32,bf16,fp16/fp32"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
-    lines = result.stdout.splitlines()
+    lines = cost_script_lines("--silu-grad", "--peer", "--shapes", "3x60x17x19:6", "--dtypes", "fp32,bf16,fp16/fp32")
     mixed = [line for line in lines if "| fp16/fp32 |" in line]
     assert mixed and mixed[0].endswith(" n/a | n/a |")  # CANN's 910B kernel takes one type for every array
     assert "(MODE_0, " in next(line for line in lines if "| bf16 |" in line)
