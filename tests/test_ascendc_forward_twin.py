@@ -4,6 +4,7 @@ the five dtype pairs x SiLU off / on / on with swish_scale != 1, the shape class
 bit-identical across core counts and block schedules, the host's input checks, and the
 twin's rules for the vector math the forward adds (Exp, Sqrt, Div)."""
 import contextlib
+import math
 import re
 
 import numpy as np
@@ -432,6 +433,18 @@ def test_host_dtype_rule(x, gamma, beta, ok):
         # the tiling takes one parameter dtype: a gamma/beta mismatch is CheckDtypes' alone
         with pytest.raises(ValueError, match="bad dtype pair") if gamma == beta else contextlib.nullcontext():
             twin.forward_tiling(2, 4, 3, 2, x, gamma)
+
+
+@pytest.mark.parametrize("eps, swish_scale, ok", [
+    (1e-5, 1.0, True), (1e-30, -2.5, True), (0.5, 0.0, True),
+    (0.0, 1.0, False), (-1e-5, 1.0, False), (math.nan, 1.0, False), (math.inf, 1.0, False),
+    (1e-5, math.inf, False), (1e-5, -math.inf, False), (1e-5, math.nan, False),
+])
+def test_host_attribute_rule(eps, swish_scale, ok):
+    """eps must be finite and > 0, swish_scale finite: a direct aclnn caller gets the refusal our
+    Python layer gives, not an infinite or NaN rstd (CheckAttributes, which the tiling applies)."""
+    with contextlib.nullcontext() if ok else pytest.raises(ValueError, match="bad attribute"):
+        twin.forward_tiling(2, 4, 3, 2, eps=eps, swish_scale=swish_scale)
 
 
 # ---------------------------------------------------------------- twin rules of Exp / Sqrt / Div

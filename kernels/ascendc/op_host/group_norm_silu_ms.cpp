@@ -76,7 +76,8 @@ static ge::graphStatus GroupNormSiluMsTiling(gert::TilingContext *context) {
     return Refuse("GroupNormSiluMs: 'x', 'gamma' and 'beta' must be float32, float16 or bfloat16");
   }
   std::string message;
-  if (forward_tiling::CheckDtypes(in.dataType, in.paramType, betaType, &message) != forward_tiling::kTilingOk) {
+  if (forward_tiling::CheckDtypes(in.dataType, in.paramType, betaType, &message) != forward_tiling::kTilingOk ||
+      forward_tiling::CheckAttributes(in.eps, in.swishScale, &message) != forward_tiling::kTilingOk) {
     return Refuse(message);
   }
   if (context->GetPlatformInfo() == nullptr) return Refuse("GroupNormSiluMs: no platform info in the TilingContext");

@@ -17,6 +17,7 @@
 #include "group_norm_silu_ms_tiling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace ms_groupnorm::forward_tiling {
@@ -186,6 +187,18 @@ int CheckDtypes(ScalarType x, ScalarType gamma, ScalarType beta, std::string *me
   return kTilingOk;
 }
 
+int CheckAttributes(float eps, float swishScale, std::string *message) {
+  if (!(std::isfinite(eps) && eps > 0.0f)) {
+    return Reject(kTilingBadAttribute, "attribute 'eps' must be a finite number > 0, got " + std::to_string(eps),
+                  message);
+  }
+  if (!std::isfinite(swishScale)) {
+    return Reject(kTilingBadAttribute, "attribute 'swish_scale' must be finite, got " + std::to_string(swishScale),
+                  message);
+  }
+  return kTilingOk;
+}
+
 int64_t TilingKeyFor(ScalarType data, ScalarType param) {
   if (param == data) {
     switch (data) {
@@ -215,6 +228,7 @@ const char *ModeName(int64_t mode) {
 int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
   if (in.N < 0 || in.C < 0 || in.HxW < 0 || in.G <= 0 || in.C % in.G != 0) return kTilingBadShape;
   if (TilingKeyFor(in.dataType, in.paramType) < 0) return kTilingBadDtype;
+  if (CheckAttributes(in.eps, in.swishScale, nullptr) != kTilingOk) return kTilingBadAttribute;
   if (in.ubBytes < kMinUbBytes || in.coreNum < 1) return kTilingBadPlatform;
   const int64_t ubUsable = in.ubBytes - kUbReserveBytes;
 

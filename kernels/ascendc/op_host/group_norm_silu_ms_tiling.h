@@ -51,6 +51,7 @@ enum TilingStatus : int {
   kTilingBadPlatform = 3,   // no cores or an implausibly small UB
   kTilingNoFit = 4,         // not even one chunk fits (UB too small)
   kTilingMissingInput = 5,  // an input descriptor/shape or the num_groups attribute is absent
+  kTilingBadAttribute = 6,  // eps not a finite number > 0, or swish_scale not finite
 };
 
 // Positions of the inputs in the operator definition.
@@ -65,6 +66,12 @@ int CheckInputs(const ShapeView (&shapes)[kNumInputs], const int64_t *numGroups,
 
 // The dtype rule: gamma and beta share one dtype, x's or float32. kTilingOk or kTilingBadDtype.
 int CheckDtypes(ScalarType x, ScalarType gamma, ScalarType beta, std::string *message);
+
+// The attribute rule: eps is a finite number > 0 (eps = 0 gives a constant group an infinite
+// rstd, a negative eps a NaN one) and swish_scale is finite (an infinite one turns SiLU into a
+// step whose products with 0 are NaN). kTilingOk or kTilingBadAttribute. ComputeTiling applies
+// it too, so no caller launches with such attributes.
+int CheckAttributes(float eps, float swishScale, std::string *message);
 
 // Fills *out and returns kTilingOk, or returns an error status and leaves *out undefined.
 int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out);

@@ -41,7 +41,8 @@ def _policy_code(policy, execution, auto_sync=True, overflow="inf_nan"):
 DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 MODE_NAMES = {0: "group_resident", 1: "channel_two_pass", 2: "hw_chunks", 3: "hw_one"}
-TILING_STATUS = {1: "bad shape", 2: "bad dtype pair", 3: "bad platform", 4: "does not fit in UB", 5: "missing input"}
+TILING_STATUS = {1: "bad shape", 2: "bad dtype pair", 3: "bad platform", 4: "does not fit in UB", 5: "missing input",
+                 6: "bad attribute"}
 UB_RESERVE = 1024  # bytes of UB the host tiling leaves unused (ms_groupnorm::grad_tiling::kUbReserveBytes)
 UB_910B = 196608  # Atlas A2 (Ascend910B) vector core UB, 192 KiB
 
