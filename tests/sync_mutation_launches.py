@@ -36,6 +36,7 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("hw_chunks_channel_split", "fp16_fp32", 32, ALL),  # 48 channel tasks on 32 blocks
                ("hw_slices_c_per_g_1", "fp32", 3, ALL), ("hw_slices_c_per_g_1", "bf16_fp32", 3, STATS_ONLY),
                ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL),
+               ("hw_one_groups_workspace", "fp32", 4, ALL), ("hw_one_groups_workspace", "fp32", 4, STATS_ONLY),
                ("hw_one_samples", "fp32", 4, ALL), ("hw_one_samples", "bf16_fp32", 4, STATS_ONLY),
                ("stage2_reuses_its_buffers", "fp32", 4, ALL), ("hw_one_huge_mean", "fp32", 4, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
@@ -43,7 +44,8 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),
                     ("channel_split_n47", "fp16_fp32", 48, ALL),
                     ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY), ("hw_slices_c_per_g_1", "fp32", 3, ALL),
-                    ("hw_one", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL),
+                    ("hw_one", "fp32", 4, ALL), ("hw_one_c_per_g_1", "bf16", 2, ALL),
+                    ("hw_one_groups_workspace", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL),
                     ("hw_one_huge_mean", "fp32", 4, ALL)]
 # GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
 # the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split

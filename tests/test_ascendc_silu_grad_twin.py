@@ -89,7 +89,7 @@ ALL_MASKS = list(itertools.product([True, False], repeat=3))
 @pytest.mark.parametrize("mask", ALL_MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows",
                                   "channel_split_n47", "hw_chunks_unaligned_n3", "hw_chunks_channel_split",
-                                  "hw_slices", "hw_one", "hw_one_samples"])
+                                  "hw_slices", "hw_one", "hw_one_groups_workspace", "hw_one_samples"])
 def test_every_output_mask(case, mask, execution):
     """gamma and beta are loaded for every task, also when only dgamma or dbeta is asked for."""
     N, C, HxW, G, cores, _, _ = CASES[case]
@@ -165,11 +165,11 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reve
              ("interleave", 4, "deferred")]
 
 
-@pytest.mark.default_sample(case=["hw_one", "channel_split_n47", "hw_slices_c_per_g_1"],
+@pytest.mark.default_sample(case=["hw_one_groups_workspace", "channel_split_n47", "hw_slices_c_per_g_1"],
                              dtype_key=["fp32", "bf16_fp32"])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "across_n_small",
                                   "channel_split_n47", "hw_chunks_channel_split", "hw_chunks_unaligned_n3",
-                                  "hw_one", "hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks"])
+                                  "hw_one_groups_workspace", "hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks"])
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
 def test_bit_identical_across_block_schedules(case, dtype_key):
     N, C, HxW, G, cores, _, _ = CASES[case]
@@ -188,12 +188,13 @@ def test_bit_identical_across_block_schedules(case, dtype_key):
 # Core counts that keep the mode and work split of the case (a different split changes the
 # order of the dx arithmetic, as for GroupNormGradMs): tasks per core and stage-2 slices change.
 CORE_COUNTS = {"resident_workspace_n8": [4, 5, 7, 16], "across_n_n8": [1, 2, 3], "channel_two_pass": [1, 2, 3, 4],
-               "channel_split_n47": [48, 60, 94], "hw_chunks_unaligned_n3": [1, 2, 5, 6], "hw_one": [1, 2, 5, 48],
+               "channel_split_n47": [48, 60, 94], "hw_chunks_unaligned_n3": [1, 2, 5, 6],
+               "hw_one_groups_workspace": [1, 2, 5, 48], "hw_one_samples": [1, 3, 41],
                # the HxW split: its slices do not depend on the core count
                "hw_slices": [48, 40, 7, 1], "hw_slices_chunks": [48, 40, 7, 1]}
 
 
-@pytest.mark.default_sample(case=["hw_one", "channel_two_pass", "hw_slices"])
+@pytest.mark.default_sample(case=["hw_one_groups_workspace", "channel_two_pass", "hw_slices"])
 @pytest.mark.parametrize("case", list(CORE_COUNTS))
 def test_bit_identical_across_core_counts(case):
     N, C, HxW, G, _, _, _ = CASES["resident_workspace_n8" if case == "across_n_n8" else case]

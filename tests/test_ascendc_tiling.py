@@ -47,6 +47,8 @@ def test_every_plan_fits_in_the_ub(shape, dtype, stat, ub):
         assert t["stage2Cores"] == 0 and t["ubBytesStage2"] == 0 and t["needWorkspace"] == 0
     elif t["hwSlices"] > 1:  # the HxW split: dgamma/dbeta summed by each group's owner after SyncAll
         assert t["stage2Cores"] == 0 and t["ubBytesStage2"] == 0 and t["needWorkspace"] == 1
+    elif t["needWorkspace"] == 0:  # a small HxW = 1 launch: one task, whose core stores dgamma/dbeta
+        assert twin.MODE_NAMES[t["mode"]] == "hw_one" and t["numTasks"] == 1 and t["stage2Cores"] == 0
     else:
         assert 0 < t["ubBytesStage2"] <= ub - twin.UB_RESERVE
     assert t["chunkElems"] % 16 == 0
@@ -87,6 +89,9 @@ def test_tasks_and_stage2_slices_cover_everything_once(shape, cores):
     if t["hwSlices"] > 1:  # (n, c, slice) tasks; no stage 2
         assert t["numTasks"] == t["N"] * t["C"] * t["hwSlices"] and t["stage2Cores"] == 0
         return
+    if t["needWorkspace"] == 0:  # a small HxW = 1 launch: one task of every sample; no stage 2
+        assert t["numTasks"] == 1 and t["hwOneSamples"] == t["N"] and t["stage2Cores"] == 0
+        return
     assert t["stage2SliceElems"] * t["stage2Cores"] >= t["C"] > t["stage2SliceElems"] * (t["stage2Cores"] - 1)
     assert t["stage2SliceElems"] % 8 == 0  # 32-byte fp32 slices
 
@@ -120,10 +125,28 @@ def test_hw_split_slices_larger_than_the_ub_go_in_chunks():
 
 
 def test_hw_one_groups_per_task_occupy_the_cores():
-    t = tiling(2, 256, 1, 64, 196608, cores=48)
-    assert t["groupsPerTask"] == 2 and t["numTasks"] == 64
-    t = tiling(1, 8, 1, 8, 196608, cores=48)
+    t = tiling(3, 256, 1, 64, 196608, cores=48)
+    assert t["groupsPerTask"] == 4 and t["numTasks"] == 48
+    t = tiling(1, 8, 1, 8, 196608, cores=48, mask=(True, False, False))  # dx only: nothing to sum
     assert t["groupsPerTask"] == 1 and t["numTasks"] == 8
+
+
+@pytest.mark.parametrize("shape, one_core", [
+    ((1, 8, 1, 8), True), ((3, 12, 1, 3), True), ((32, 12, 1, 4), True),  # 128 groups, 4.5 KiB
+    ((3, 200, 1, 50), False),      # 150 groups: a burst each, too many for one core
+    ((1, 3000, 1, 1), False),      # 36 KiB of dy, x and dx
+])
+def test_hw_one_small_launch_runs_on_one_core(shape, one_core):
+    """A small mode-3 launch with dgamma/dbeta is one task of every sample, on one core, which
+    stores dgamma/dbeta: no workspace, SyncAll or stage 2, whatever the core count."""
+    for cores in (1, 7, 48):
+        t = tiling(*shape, 196608, cores=cores)
+        assert twin.MODE_NAMES[t["mode"]] == "hw_one"
+        if one_core:
+            assert (t["hwOneSamples"], t["numTasks"], t["phase1Cores"], t["blockDim"]) == (shape[0], 1, 1, 1)
+            assert t["needWorkspace"] == 0 and t["stage2Cores"] == 0 and t["reduceRows"] == 0
+        else:
+            assert t["needWorkspace"] == 1 and t["stage2Cores"] > 0
 
 
 def test_hw_one_with_many_samples_takes_tasks_of_whole_samples():

@@ -48,7 +48,12 @@ CASES = {
     "hw_slices_chunks": (1, 1, 432048, 1, 48, "hw_chunks", 1),
     # N = 1: each group's owner stores dgamma/dbeta from the slice sums its dx task combined
     "hw_slices_n1_small": (1, 2, 5000, 1, 48, "channel_two_pass", 1),
+    # a small launch: one task of every sample on one core, which stores dgamma/dbeta (no workspace)
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
+    # 150 groups: too many rows for one core; tasks of groups of one sample, sums in the workspace
+    "hw_one_groups_workspace": (3, 200, 1, 50, 48, "hw_one", 0),
+    # HxW = 1 with a group larger than mode 3 holds (4096 fp32 channels): the channel split
+    "hw_one_group_larger_than_ub": (1, 4096, 1, 1, 48, "channel_two_pass", 1),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
     # many samples: tasks of whole samples (ceil(201 / 48) = 5, the last task one sample), several a core,
@@ -63,7 +68,7 @@ CASES = {
 # channel two-pass by group and by channel, HxW chunks by group and by channel, HxW = 1): the
 # default run's sample of the matrices over CASES; --exhaustive runs every case.
 PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows", "channel_split_n47",
-            "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one"]
+            "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one", "hw_one_groups_workspace"]
 # The cases that take the HxW split.
 HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_channel_larger_than_ub",
              "hw_slices_n1_small"]
@@ -106,6 +111,12 @@ def make_inputs(shape, G, data_dtype, stat_dtype, seed):
     arrays["rstd"] = storage(rstd, stat_dtype)
     exact = {name: as_float64(a, data_dtype if name in ("x", "dy") else stat_dtype) for name, a in arrays.items()}
     return arrays, exact
+
+
+def hw_one_in_one_task(tiling):
+    """A small HxW = 1 launch: one task of every sample, whose core stores dgamma/dbeta."""
+    return twin.MODE_NAMES[tiling["mode"]] == "hw_one" and tiling["hwOneSamples"] == tiling["N"] > 0 \
+        and tiling["numTasks"] == 1
 
 
 def relative_error(got, want, dtype):
@@ -169,7 +180,7 @@ def test_output_mask(case, mask, execution):
     check_against_reference(got, want, "fp16_fp32", mask)
     # Skipped work: no workspace and no stage 2 unless dgamma/dbeta (or the channel split) need
     # them and the group-across-N split does not sum them in phase 1.
-    stats_via_workspace = (mask[1] or mask[2]) and not tiling["groupAcrossN"]
+    stats_via_workspace = (mask[1] or mask[2]) and not tiling["groupAcrossN"] and not hw_one_in_one_task(tiling)
     assert (tiling["stage2Cores"] > 0) == (stats_via_workspace and tiling["hwSlices"] == 1)
     assert tiling["needWorkspace"] == int(stats_via_workspace or tiling["splitByChannel"] == 1)
 
@@ -239,10 +250,11 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reve
              ("interleave", 4, "deferred"), ("concurrent", 0, "deferred")]
 
 
-@pytest.mark.default_sample(case=["hw_one", "hw_chunks_channel_split", "hw_slices_c_per_g_1"],
+@pytest.mark.default_sample(case=["hw_one_groups_workspace", "hw_chunks_channel_split", "hw_slices_c_per_g_1"],
                              dtype_key=["fp32", "bf16_fp32"])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "across_n_small",
-                                  "hw_chunks_channel_split", "hw_chunks_unaligned_n3", "hw_one", *HW_SLICES])
+                                  "hw_chunks_channel_split", "hw_chunks_unaligned_n3", "hw_one_groups_workspace",
+                                  *HW_SLICES])
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
 def test_outputs_are_bit_identical_across_block_schedules(case, dtype_key):
     N, C, HxW, G, cores, _, _ = CASES[case]
@@ -445,12 +457,12 @@ def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
 # applied to every group at once, its sums by WholeReduceSum (HwOneBatch's vector coefficients). The
 # same launch with chunkElems cut to the task's rows (or one sample), where the coefficient arrays do not
 # fit, takes the per-group path: the same bits, and both match the reference. 201x24 G3 (D = 8) takes
-# tasks of whole samples; 2x6 G6 (D = 1) runs of groups, its K raised to hold the coefficients;
+# tasks of whole samples; 3x200 G50 (D = 4) runs of groups, its K raised to hold the coefficients;
 # 100x160 G10 (D = 16) tasks of two samples.
 @pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
 @pytest.mark.parametrize("shape,G,cores,dtype_key,per_group_elems",
-                         [((201, 24, 1), 3, 4, "fp32", 48), ((2, 6, 1), 6, 4, "bf16", 48),
-                          ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "2x6", "100x160"])
+                         [((201, 24, 1), 3, 4, "fp32", 48), ((3, 200, 1), 50, 48, "bf16", 48),
+                          ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "3x200", "100x160"])
 def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dtype_key, per_group_elems, silu):
     N, C, HxW = shape
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]

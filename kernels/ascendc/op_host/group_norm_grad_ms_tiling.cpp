@@ -26,14 +26,22 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
-constexpr int64_t kHwOneTasks = 48;
+constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
+// Mode 3 with dgamma/dbeta where dy, x and dx together are at most kHwOneOneCoreBytes in at most
+// kHwOneOneCoreRows groups: one task of every sample on one core, which stores dgamma/dbeta itself.
+// The workspace, SyncAll and stage 2 cost about 2 us and two DMA latencies; one core moves these
+// bytes in about 1 us (the cost model's 33 GB/s), but a group of D < 16 is a DMA burst of its own
+// in each array, so the rows bound it too (cost model, fp32: 11x18 G6, 66 groups, 3.26 -> 1.78
+// est./bound and 32x12 G4, 128 groups, 3.54 -> 2.63; 31x8 G8, 248 groups, 3.41 -> 3.82).
+constexpr int64_t kHwOneOneCoreBytes = 32768;
+constexpr int64_t kHwOneOneCoreRows = 128;
 // Mode 3's fp32 elements of FloatBuf(3) that HwOneBatch's vector coefficients take for `rows`
 // groups (op_kernel/group_norm_grad_ms_common.h HwOneCoefElems: 2 sums and 3 scalars a group,
 // rounded up to 8 groups, and 8 for each of up to 248 groups' blocks)
 int64_t HwOneCoefElems(int64_t rows) {
   const int64_t r8 = (rows + 7) / 8 * 8;
   return 5 * r8 + 8 * std::min<int64_t>(r8, 248);
-}  // mode 3 with many samples: about this many tasks of whole samples
+}
 constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels an item below this channel length
 constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
@@ -209,20 +217,28 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     return l;
   };
   t.silu = in.silu ? 1 : 0;
+  bool hwOneOneTask = false;  // mode 3: one task of every sample, whose core stores dgamma/dbeta
   t.swishScale = in.silu ? in.swishScale : 1.0f;
 
   if (!empty && (in.dxRequired || wantsStats)) {
-    if (L == 1) {
-      // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma.
-      layout = withSilu(Layout{GNG_MODE_HW_ONE, 0, 6, 0, 0, D, statWindow});
+    // Mode 3: runs of whole groups; per element 3 staging queues, 6 fp32 buffers, gamma. It holds a
+    // whole group in each buffer: a larger group (about 3,700 fp32 channels in 192 KiB) takes the
+    // channel modes below, an item a channel of one element (slow, but every HxW = 1 shape runs).
+    Layout hwOne = withSilu(Layout{GNG_MODE_HW_ONE, AlignUp(D, kElemAlign), 6, 0, 0, D, statWindow});
+    if (L == 1 && fits(hwOne)) {
+      layout = hwOne;
       const int64_t rowElems = AlignUp(D, kElemAlign);
       // Many samples with dgamma/dbeta: a task is hwOneSamples whole samples (N / kHwOneTasks rounded up: the
       // shape's count, not the core count's, since it orders the sums), in batches of whole samples, its
       // per-channel sums one workspace row: stage 2 adds numTasks rows, not N (a 2-D input's stage 2
       // was a burst per sample and array on every block), and no batch stops at a sample's end.
       const int64_t sampleElems = in.G * rowElems;
-      const int64_t samples = CeilDiv(in.N, kHwOneTasks);  // at most kHwOneTasks tasks: one a core on 48
-      if (wantsStats && samples > 1 && in.G <= kMaxDmaRows) {
+      // A small launch: one task of all N samples (its sums, added in sample order, are stage 2's
+      // over n), on one core, which stores dgamma/dbeta: no workspace.
+      const bool oneCore = wantsStats && 3 * in.N * in.C * dataBytes <= kHwOneOneCoreBytes &&
+                           in.N * in.G <= kHwOneOneCoreRows;
+      const int64_t samples = oneCore ? in.N : CeilDiv(in.N, kHwOneTasks);  // at most kHwOneTasks tasks
+      if (wantsStats && (samples > 1 || oneCore) && in.G <= kMaxDmaRows) {
         Layout acc = layout;
         acc.hwAccElems = 2 * sampleElems;
         // a batch is whole samples and its mean/rstd fill one stat slot: a slot holds a sample at least
@@ -236,9 +252,17 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         if (k > 0) {
           layout = acc;
           layout.K = k;
+          // one core, one batch of every group: room for the batch's coefficient arrays and blocks
+          // (HwOneCoefElems), as for the runs of groups below (a batch of 9 groups of D <= 64 had
+          // 144 elements a buffer against 208 and took the per-group path), from 8 groups (fewer are
+          // cheaper a group at a time: 1x24 G1 est./bound 0.84 against 0.92)
+          Layout roomy = layout;
+          roomy.K = std::max(k, AlignUp(HwOneCoefElems(in.N * in.G), kElemAlign));
+          if (oneCore && k == in.N * sampleElems && in.N * in.G >= 8 && D <= 64 && fits(roomy)) layout = roomy;
           t.hwOneSamples = samples;
           t.groupsPerTask = samples * in.G;
           SplitTasks(CeilDiv(in.N, samples), in.coreNum, &t);
+          hwOneOneTask = oneCore;
         }
       }
       if (t.hwOneSamples == 0) {
@@ -427,11 +451,12 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
-    t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN)) ? 1 : 0;
+    t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN && !hwOneOneTask)) ? 1 : 0;
   }
 
-  // stage 2 unless dgamma/dbeta come from the group-across-N cores or the HxW split's group owners
-  if (wantsStats && in.C > 0 && !t.groupAcrossN && t.hwSlices == 1) {
+  // stage 2 unless dgamma/dbeta come from the group-across-N cores, mode 3's one task or the HxW
+  // split's group owners
+  if (wantsStats && in.C > 0 && !t.groupAcrossN && !hwOneOneTask && t.hwSlices == 1) {
     // workspace rows (n, slice), added in that order; mode 3's hwOneSamples: a row a task
     t.reduceRows = empty ? 0 : (t.hwOneSamples > 0 ? t.numTasks : in.N * t.hwSlices);
     const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;

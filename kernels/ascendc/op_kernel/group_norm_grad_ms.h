@@ -403,6 +403,8 @@ class KernelGroupNormGradMs {
   __aicore__ inline void HwOneRun(int64_t first, int64_t count);
   __aicore__ inline void HwOneTaskGroups(int64_t task, int64_t *q0, int64_t *groups) const;
   __aicore__ inline void HwOneIssueRows(int64_t q0, int64_t rows);
+  // hwOneSamples without the workspace (one task of every sample): its sums stored as dgamma/dbeta.
+  __aicore__ inline void HwOneStoreParamGrads(int64_t width);
   // A batch of `rows` groups from q0 whose dy and x rows HwOneIssueRows issued.
   __aicore__ inline void HwOneBatch(int64_t q0, int64_t rows);
   // gamma as fp32 rows once a core: batches of whole samples all use a prefix of the same rows.

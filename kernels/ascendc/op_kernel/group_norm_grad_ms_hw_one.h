@@ -58,13 +58,37 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneRun(int64_t first
       }
       HwOneBatch(q0 + j0, rows);
     }
-    if (t_->hwOneSamples > 0) {
+    if (t_->hwOneSamples > 0 && t_->needWorkspace == 0) {
+      HwOneStoreParamGrads(width);  // the one task: its sums are dgamma/dbeta
+    } else if (t_->hwOneSamples > 0) {
       LocalTensor<float> acc = hwAccBuf_.Get<float>();
       Sync<HardEvent::V_MTE3>();
       StorePaddedRows(wsDbGm_, task * t_->C, t_->G, acc, t_->D);
       StorePaddedRows(wsDgGm_, task * t_->C, t_->G, acc[width], t_->D);
       Sync<HardEvent::MTE3_V>();  // the next task's Duplicate rewrites the sums
     }
+  }
+}
+
+// A launch of one task (every sample, no workspace): the task's per-channel sums, added in sample
+// order from 0 as stage 2 adds workspace rows, are dgamma/dbeta. Stored as stage 2 stores them
+// (StoreStridedFromFloat: + 0.0f, then 16-bit by CAST_RINT), a row of D a group; 16-bit through
+// floatOutBuf_, whose batch rows the vector unit has finished with (nothing else reads it: no
+// workspace stores).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneStoreParamGrads(int64_t width) {
+  LocalTensor<float> acc = hwAccBuf_.Get<float>();
+  Adds(acc, acc, 0.0f, static_cast<int32_t>(2 * width));
+  if constexpr (IsSameType<U, float>::value) {
+    Sync<HardEvent::V_MTE3>();
+    if (t_->dbetaRequired != 0) StorePaddedRows(dbetaGm_, 0, t_->G, acc, t_->D);
+    if (t_->dgammaRequired != 0) StorePaddedRows(dgammaGm_, 0, t_->G, acc[width], t_->D);
+  } else {
+    LocalTensor<U> out = floatOutBuf_.Get<U>();
+    Cast(out, acc, RoundMode::CAST_RINT, static_cast<uint32_t>(2 * width));
+    Sync<HardEvent::V_MTE3>();
+    if (t_->dbetaRequired != 0) StorePaddedRows(dbetaGm_, 0, t_->G, out, t_->D);
+    if (t_->dgammaRequired != 0) StorePaddedRows(dgammaGm_, 0, t_->G, out[width], t_->D);
   }
 }
 

@@ -95,7 +95,9 @@ struct GroupNormGradMsTilingData {
   // mode 3 with dgamma/dbeta, many samples: phase-1 tasks are runs of hwOneSamples whole samples
   // (batches of whole samples), whose per-channel db and dg the task sums in sample order into one
   // workspace row (row = task); stage 2 adds those numTasks rows. A shape's count, never the core
-  // count's (the sums' order depends on it). 0: tasks are runs of groups of one sample.
+  // count's (the sums' order depends on it). 0: tasks are runs of groups of one sample. Without
+  // the workspace (needWorkspace 0: a small launch) there is one task of all N samples, and its
+  // core stores its sums as dgamma/dbeta (no SyncAll, no stage 2).
   int64_t hwOneSamples;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
