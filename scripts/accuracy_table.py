@@ -1,11 +1,17 @@
 #!/usr/bin/env python
-"""GroupNorm's outputs against float64, for the CPU kernel, the AscendC kernels on their CPU twin
-and torch's float32 CPU GroupNorm, all on the same inputs.
+"""GroupNorm's outputs against float64, for the CPU kernel, the AscendC kernels on their CPU twin,
+torch's float32 CPU GroupNorm and MindSpore's own `mindspore.nn.GroupNorm` (CPU, PYNATIVE_MODE),
+all on the same inputs.
 
 Every implementation gets the same float32 x, gamma, beta and dy. The backward of each gets the
 float64 statistics rounded to float32, so its error is its own and not its forward's; the
-float64 reference backward uses those same rounded statistics. Errors are relative: RMS of the
-error over RMS of the reference, and max |error| over max |reference|.
+float64 reference backward uses those same rounded statistics. The exception is nn.GroupNorm,
+measured as a user gets it: its backward is `mindspore.grad` of the layer with dy as the
+sensitivity, so it runs from its own forward's statistics (float32 roundings of double ones, the
+same values but for an occasional last bit). nn.GroupNorm returns y only; its mean and rstd are
+those of the primitive it calls (`ops.auto_generate.group_norm_op`, which returns all three).
+Errors are relative: RMS of the error over RMS of the reference, and max |error| over max
+|reference|. Every case is float32 (the float16 range is held in float32).
 
 Cases (what CANN's ATK data and the hard regimes look like):
   * ATK-style backward inputs: x ~ U(-5, 5) or sign * 10^U(-6, 6), dy ~ N(mu, sigma) with
@@ -94,7 +100,44 @@ def run_torch(x, dy, gamma, beta, G, stats):
     return tuple(a.numpy() for a in (y, mean, rstd) + tuple(grads))
 
 
-IMPLEMENTATIONS = {"CPU kernel": run_cpu_kernel, "AscendC twin": run_twin, "torch float32": run_torch}
+def _mindspore_loss(layer, dy):
+    """A cell whose gradient hands `layer` exactly dy: d(sum(y * dy))/dy = dy."""
+    from mindspore import nn
+
+    class Loss(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.layer, self.dy = layer, dy
+
+        def construct(self, x):
+            return (self.layer(x) * self.dy).sum()
+
+    return Loss()
+
+
+def run_mindspore_nn(x, dy, gamma, beta, G, stats):
+    """mindspore.nn.GroupNorm on CPU in PYNATIVE_MODE; the context's mode is put back after."""
+    import mindspore as ms
+    from mindspore import Tensor, nn
+    from mindspore.ops.auto_generate import group_norm_op  # what nn.GroupNorm calls; it returns y, mean, rstd
+    previous_mode = ms.get_context("mode")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    try:
+        layer = nn.GroupNorm(G, x.shape[1], eps=EPS)
+        layer.gamma.set_data(Tensor(gamma))
+        layer.beta.set_data(Tensor(beta))
+        x_t = Tensor(x)
+        y = layer(x_t)
+        _, mean, rstd = group_norm_op(x_t, G, Tensor(gamma), Tensor(beta), EPS)
+        dx, (dgamma, dbeta) = ms.grad(_mindspore_loss(layer, Tensor(dy)), grad_position=0,
+                                      weights=[layer.gamma, layer.beta])(x_t)
+    finally:
+        ms.set_context(mode=previous_mode)
+    return tuple(t.asnumpy() for t in (y, mean, rstd, dx, dgamma, dbeta))
+
+
+IMPLEMENTATIONS = {"CPU kernel": run_cpu_kernel, "AscendC twin": run_twin, "torch float32": run_torch,
+                   "nn.GroupNorm": run_mindspore_nn}
 
 
 def errors(got, want):
