@@ -209,3 +209,27 @@ def test_repeat_stride_forms_keep_their_rules(name, message):
     init = np.zeros(16 + 80, np.float32)
     with pytest.raises(TwinFault, match=message):
         probe(name, out_len=16 + 80, init=init)
+
+
+# ---------------------------------------------------------------- Gather and int32 Adds
+def test_gather_reads_the_elements_its_offset_table_names():
+    """The probe builds an offset table (8 entries by the scalar unit, the rest by int32 Adds
+    doubling the run, reduced mod 64) and gathers 40 floats: out[i] = src[(3 i + 1) % 64]."""
+    src = np.arange(64, dtype=np.float32) * 1.5 - 7.0
+    out = probe("gather", out_len=128, init=np.concatenate([src, np.zeros(64, np.float32)]))
+    np.testing.assert_array_equal(out[64:104], src[(3 * np.arange(40) + 1) % 64])
+    probe("gather_count_zero", out_len=128, init=np.zeros(128, np.float32))  # a NOP, no fault
+
+
+@pytest.mark.parametrize("name, message", [
+    ("gather_offset_off_the_element", r"Gather: offset 30 \(element 5\) is not a multiple of the element size"),
+    ("gather_offset_past_the_source", r"Gather: element 7 reads byte 256 of a source of 256 bytes"),
+    ("gather_overlapping_source", r"Gather: source and destination overlap"),
+    ("gather_base_off_the_element", r"Gather: srcBaseAddr 2 is not a multiple of the element size"),
+    ("gather_misaligned_destination", r"Gather dst: UB operand address .* is not 32-byte aligned"),
+    ("gather_count_past_255_repeats", r"Gather: count 16384 needs more than 255 repeats"),
+    ("adds_int32_overflow", r"Adds \(int32\): the sum overflows int32"),  # its result is not documented
+])
+def test_gather_keeps_its_rules(name, message):
+    with pytest.raises(TwinFault, match=message):
+        probe(name, out_len=128, init=np.zeros(128, np.float32))

@@ -149,6 +149,19 @@ def test_hw_one_small_launch_runs_on_one_core(shape, one_core):
             assert t["needWorkspace"] == 1 and t["stage2Cores"] > 0
 
 
+@pytest.mark.parametrize("N, C, G, gather", [
+    (8000, 64, 32, True), (32, 64, 64, True), (3, 12, 3, True), (20, 630, 10, True),  # D = 2, 1, 4, 63
+    (4096, 512, 32, False), (4, 100, 1, False),  # D = 16 (a sample's rows one burst), D = 100
+    (1, 24, 1, False),                           # one group: one burst either way
+])
+def test_hw_one_gathers_groups_of_fewer_than_64_channels(N, C, G, gather):
+    """Groups of D < 64 channels, D not a multiple of 16, move as one contiguous run a batch that
+    Gather spreads into the padded rows (and packs dx back); the offset tables' UB is in the plan."""
+    t = tiling(N, C, 1, G, 196608)
+    assert twin.MODE_NAMES[t["mode"]] == "hw_one" and t["hwOneGather"] == int(gather)
+    assert t["ubBytesPhase1"] <= 196608 - twin.UB_RESERVE and (not gather or t["chunkElems"] <= 255 * 64)
+
+
 def test_hw_one_with_many_samples_takes_tasks_of_whole_samples():
     # 1023 samples: tasks of ceil(1023 / 48) = 22 whole samples, one workspace row each for stage 2, on
     # every core count; without dgamma/dbeta (no sums to order) the runs of groups stay

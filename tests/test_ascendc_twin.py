@@ -52,6 +52,8 @@ CASES = {
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
     # 150 groups: too many rows for one core; tasks of groups of one sample, sums in the workspace
     "hw_one_groups_workspace": (3, 200, 1, 50, 48, "hw_one", 0),
+    # rows of D = 100 (not a multiple of 16, >= 64): a DMA burst a group, no Gather
+    "hw_one_long_rows": (4, 100, 1, 1, 48, "hw_one", 0),
     # HxW = 1 with a group larger than mode 3 holds (4096 fp32 channels): the channel split
     "hw_one_group_larger_than_ub": (1, 4096, 1, 1, 48, "channel_two_pass", 1),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),

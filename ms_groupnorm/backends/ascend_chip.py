@@ -13,8 +13,8 @@ Three lists are compared:
 
 Why the first-generation 910 ("ascend910", Atlas training products) is refused by name: on it
 ``DataCopyPad`` and ``Brcb`` compile to nothing in device builds (asc-devkit's 910
-implementation only logs "unsupported"), so the kernels would silently copy nothing; hardware
-``SyncAll`` is ``ASSERT(0)``; there is no bfloat16; only event ids 0-3 exist. CANN's own
+implementation only logs "unsupported"), so the kernels would silently copy nothing; it has no
+``Gather`` (Gather.md); hardware ``SyncAll`` is ``ASSERT(0)``; there is no bfloat16; only event ids 0-3 exist. CANN's own
 GroupNormGrad has no ascend910 config either (aclnn builds it from BatchNorm's backward there).
 """
 import functools
@@ -36,8 +36,8 @@ UNVERIFIED = {
 REFUSED = {
     "ascend910": ("the first-generation Ascend 910 (Atlas training products) lacks what the kernels need: "
                   "DataCopyPad and Brcb compile to nothing in its device builds (the kernels would silently "
-                  "copy nothing), hardware SyncAll is ASSERT(0), there is no bfloat16 and only event ids 0-3 "
-                  "exist"),
+                  "copy nothing), it has no Gather, hardware SyncAll is ASSERT(0), there is no bfloat16 and only "
+                  "event ids 0-3 exist"),
     "ascend310p": "Atlas inference products (Ascend 310P) are not a target of these training kernels",
     "ascend310b": "Atlas 200I/500 A2 (Ascend 310B) is not a target of these training kernels",
 }

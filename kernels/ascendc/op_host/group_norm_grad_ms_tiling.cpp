@@ -26,6 +26,7 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
+constexpr int64_t kMaxGatherElems = 255 * 64;     // fp32 elements of one Gather (count form, A2/A3)
 constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
 // Mode 3 with dgamma/dbeta where dy, x and dx together are at most kHwOneOneCoreBytes in at most
 // kHwOneOneCoreRows groups: one task of every sample on one core, which stores dgamma/dbeta itself.
@@ -207,7 +208,10 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   const int64_t statWindow = AlignUp(std::max<int64_t>(1, std::min<int64_t>(in.N * in.G, kStatWindowGroups)),
                                      kElemAlign);
   Layout layout{GNG_MODE_CHANNEL, kElemAlign, 3, AlignUp(std::max<int64_t>(D, 1), kElemAlign), 0, D, statWindow};
-  auto fits = [&](const Layout &l) { return Phase1Bytes(l, dataBytes, statBytes) <= ubUsable; };
+  // (Gather's count form issues at most 255 repeats of 64 fp32: a batch of K elements is one call)
+  auto fits = [&](const Layout &l) {
+    return Phase1Bytes(l, dataBytes, statBytes) <= ubUsable && !(l.hwGather && l.K > kMaxGatherElems);
+  };
   // every layout of the fused backward carries the swish gradient's extra buffers
   auto withSilu = [&](Layout l) {
     if (in.silu) {
@@ -225,6 +229,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     // whole group in each buffer: a larger group (about 3,700 fp32 channels in 192 KiB) takes the
     // channel modes below, an item a channel of one element (slow, but every HxW = 1 shape runs).
     Layout hwOne = withSilu(Layout{GNG_MODE_HW_ONE, AlignUp(D, kElemAlign), 6, 0, 0, D, statWindow});
+    // groups of D < 64 not a multiple of 16 were a DMA burst each per array (8000x64 G32: ~16,200 a
+    // core); Gather (5 elements a cycle) spreads one contiguous run a batch into the padded rows
+    hwOne.hwGather = D % kElemAlign != 0 && D < 64 && in.N * in.G > 1;
     if (L == 1 && fits(hwOne)) {
       layout = hwOne;
       const int64_t rowElems = AlignUp(D, kElemAlign);
@@ -244,11 +251,18 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         // a batch is whole samples and its mean/rstd fill one stat slot: a slot holds a sample at least
         acc.statWindow = std::max(acc.statWindow, AlignUp(in.G, kElemAlign));
         const int64_t perBatch = std::min<int64_t>(samples, kMaxDmaRows / in.G);
-        const int64_t k = LargestFitting(perBatch * sampleElems, sampleElems, [&](int64_t k) {
-          Layout l = acc;
-          l.K = k;
-          return fits(l);
-        });
+        auto largestBatch = [&](const Layout &base) {
+          return LargestFitting(perBatch * sampleElems, sampleElems, [&](int64_t k) {
+            Layout l = base;
+            l.K = k;
+            return fits(l);
+          });
+        };
+        int64_t k = largestBatch(acc);
+        if (k == 0 && acc.hwGather) {  // whole samples without Gather's tables before runs of groups with them
+          acc.hwGather = false;        // (100x516 G258 fp16 est./bound 10.7 against 12.8)
+          k = largestBatch(acc);
+        }
         if (k > 0) {
           layout = acc;
           layout.K = k;
@@ -447,6 +461,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.affineAhead = !layout.affineAhead ? 0 : (layout.affineRows > 0 ? 2 : 1);
     t.loadBuffers = layout.loadBufs;
     t.bcastElems = layout.bcastElems;
+    t.hwOneGather = layout.mode == GNG_MODE_HW_ONE && layout.hwGather ? 1 : 0;
     t.statElems = layout.statElems;
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;

@@ -182,6 +182,7 @@ class KernelGroupNormGradMs {
     }
     if (t_->mode == GNG_MODE_HW_ONE) {
       if (t_->hwOneSamples > 0) pipe_->InitBuffer(hwAccBuf_, 2 * t_->G * AlignUp(t_->D, 16) * sizeof(float));
+      if (t_->hwOneGather != 0) pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
       pipe_->InitBuffer(gammaQue_, 1, K * sizeof(U));
       if constexpr (SILU) pipe_->InitBuffer(betaQue_, 1, K * sizeof(U));
     }
@@ -405,6 +406,11 @@ class KernelGroupNormGradMs {
   __aicore__ inline void HwOneIssueRows(int64_t q0, int64_t rows);
   // hwOneSamples without the workspace (one task of every sample): its sums stored as dgamma/dbeta.
   __aicore__ inline void HwOneStoreParamGrads(int64_t width);
+  // hwOneGather: the offset tables (once a core), a batch's run as padded fp32 rows, dx back as a run.
+  __aicore__ inline void HwOneBuildGatherTables();
+  template <typename Que>
+  __aicore__ inline void HwOneTakeRows(Que &que, int64_t rows, const LocalTensor<float> &dst);
+  __aicore__ inline void HwOneStoreDx(int64_t base, int64_t rows);
   // A batch of `rows` groups from q0 whose dy and x rows HwOneIssueRows issued.
   __aicore__ inline void HwOneBatch(int64_t q0, int64_t rows);
   // gamma as fp32 rows once a core: batches of whole samples all use a prefix of the same rows.
@@ -504,6 +510,7 @@ class KernelGroupNormGradMs {
   int32_t hwStatEvent_[2] = {};
   bool gammaFormed_ = false;  // mode 3: gamma's rows are in FloatBuf(1) for every later batch (HwOneGammaOnce)
   TBuf<QuePosition::VECOUT> hwAccBuf_;     // mode 3 with hwOneSamples: a task's db and dg sums per channel
+  TBuf<QuePosition::VECCALC> gatherBuf_;   // mode 3 with hwOneGather: the spread and pack offset tables
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;

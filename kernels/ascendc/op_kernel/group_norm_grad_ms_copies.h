@@ -149,6 +149,21 @@ __aicore__ inline void LoadPaddedRows(const LocalTensor<V> &dst, const GlobalTen
   DataCopyPad(dst, src[offset], copy, pad);
 }
 
+// Mode 3 (hwOneGather): `len` contiguous elements from `offset` into a buffer of `que`, one burst.
+template <typename V, typename Que>
+__aicore__ inline void IssueRun(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len) {
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  LoadRow(staging, src, offset, len);
+  que.EnQue(staging);
+}
+
+// Mode 3 (hwOneGather): `len` elements of a VECOUT buffer to GM from `offset`, one burst.
+template <typename V>
+__aicore__ inline void StoreRun(const GlobalTensor<V> &dst, int64_t offset, int64_t len, const LocalTensor<V> &src) {
+  DataCopyExtParams copy{1, static_cast<uint32_t>(len * sizeof(V)), 0, 0, 0};
+  DataCopyPad(dst[offset], src, copy);
+}
+
 // Mode 3: the same into a buffer of `que`.
 template <typename V, typename Que>
 __aicore__ inline void IssuePaddedRows(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t rows,

@@ -37,6 +37,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneRun(int64_t first
   const int64_t perBatch = HwOneBatchRows();
   int64_t q0 = 0;
   int64_t groups = 0;
+  if (count > 0 && t_->hwOneGather != 0) HwOneBuildGatherTables();
   if (count > 0) {
     HwOneTaskGroups(first, &q0, &groups);
     HwOneIssueRows(q0, groups < perBatch ? groups : perBatch);
@@ -96,9 +97,96 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneStoreParamGrads(i
 // stat slot (HwOneBatch takes them).
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneIssueRows(int64_t q0, int64_t rows) {
-  IssuePaddedRows(rowDyQue_, dyGm_, q0 * t_->D, rows, t_->D);  // HxW == 1: group q starts at q * D
-  IssuePaddedRows(rowXQue_, xGm_, q0 * t_->D, rows, t_->D);
+  if (t_->hwOneGather != 0) {  // the groups' D-element rows are one contiguous run
+    IssueRun(rowDyQue_, dyGm_, q0 * t_->D, rows * t_->D);
+    IssueRun(rowXQue_, xGm_, q0 * t_->D, rows * t_->D);
+  } else {
+    IssuePaddedRows(rowDyQue_, dyGm_, q0 * t_->D, rows, t_->D);  // HxW == 1: group q starts at q * D
+    IssuePaddedRows(rowXQue_, xGm_, q0 * t_->D, rows, t_->D);
+  }
   HwOneIssueStats(q0, rows);
+}
+
+// hwOneGather's byte offsets of fp32 elements, once a core: spread[r * P + c] = 4 (r D + min(c, D - 1))
+// (a padded row's tail repeats its last element: nothing reads it) takes a run into rows P apart,
+// pack[r * D + c] = 4 (r P + c) takes the rows back into a run. The first P (whole rows making a
+// 32-byte multiple: D's least common multiple with 8) entries are written by the scalar unit, the rest
+// by int32 Adds, each doubling the run.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBuildGatherTables() {
+  const int64_t D = t_->D;
+  const int64_t P = AlignUp(D, 16);
+  const int64_t K = t_->chunkElems;
+  const int64_t packLen = K / P * D;
+  LocalTensor<int32_t> spread = gatherBuf_.Get<int32_t>();
+  LocalTensor<int32_t> pack = gatherBuf_.Get<int32_t>()[K];
+  for (int64_t c = 0; c < P; ++c) spread.SetValue(c, static_cast<int32_t>(4 * (c < D ? c : D - 1)));
+  int64_t packRows = 8;  // rows of D whose run is a multiple of 8 entries: 8 / gcd(D, 8)
+  while (packRows > 1 && (D * (packRows / 2)) % 8 == 0) packRows /= 2;
+  const int64_t packFirst = (packRows * D < packLen) ? packRows * D : packLen;
+  for (int64_t j = 0; j < packFirst; ++j) pack.SetValue(j, static_cast<int32_t>(4 * (j / D * P + j % D)));
+  Sync<HardEvent::S_V>();
+  for (int64_t have = P; have < K; have *= 2) {
+    const int64_t n = (K - have < have) ? K - have : have;
+    Adds(spread[have], spread, static_cast<int32_t>(4 * (have / P) * D), static_cast<int32_t>(n));
+  }
+  for (int64_t have = packFirst; have < packLen; have *= 2) {
+    const int64_t n = (packLen - have < have) ? packLen - have : have;
+    Adds(pack[have], pack, static_cast<int32_t>(4 * (have / D) * P), static_cast<int32_t>(n));
+  }
+}
+
+// The oldest load of `que` as fp32 rows P apart in dst: with hwOneGather a run made fp32 first (in gdy's
+// buffer, free until the batch forms gamma * dy) and spread by Gather, else padded rows as loaded. Either
+// way the data's first vector operation is the same Muls by 1 or Cast, on the same values (the saturation
+// mode turns a NaN into 0 there: a Gather first would carry it into an accumulating Add).
+template <typename T, typename U, bool SILU>
+template <typename Que>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeRows(Que &que, int64_t rows,
+                                                                        const LocalTensor<float> &dst) {
+  const int64_t P = AlignUp(t_->D, 16);
+  if (t_->hwOneGather == 0) {
+    TakeAsFloat<T>(que, rows * P, dst);
+    return;
+  }
+  LocalTensor<T> staging = que.template DeQue<T>();
+  LocalTensor<float> run = FloatBuf(2);
+  RowAsFloat<T>(run, staging, rows * t_->D);
+  que.FreeTensor(staging);
+  Gather(dst, run, gatherBuf_.Get<uint32_t>(), 0, static_cast<uint32_t>(rows * P));
+}
+
+// dx of the batch's rows (fp32 in FloatBuf(2), P apart) to GM as T: with hwOneGather packed into a run by
+// Gather (16-bit: into FloatBuf(0), x's buffer, done with, then cast) and stored as one burst.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneStoreDx(int64_t base, int64_t rows) {
+  const int64_t D = t_->D;
+  const int64_t P = AlignUp(D, 16);
+  LocalTensor<float> dx = FloatBuf(2);
+  LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
+  const bool gather = t_->hwOneGather != 0;
+  const int64_t len = gather ? rows * D : rows * P;
+  if constexpr (IsSameType<T, float>::value) {
+    if (gather) {
+      Gather(staging, dx, gatherBuf_.Get<uint32_t>()[t_->chunkElems], 0, static_cast<uint32_t>(len));
+    } else {
+      Muls(staging, dx, 1.0f, static_cast<int32_t>(len));
+    }
+  } else {
+    if (gather) {
+      Gather(FloatBuf(0), dx, gatherBuf_.Get<uint32_t>()[t_->chunkElems], 0, static_cast<uint32_t>(len));
+      dx = FloatBuf(0);
+    }
+    Cast(staging, dx, RoundMode::CAST_RINT, static_cast<uint32_t>(len));
+  }
+  dxQue_.EnQue(staging);
+  staging = dxQue_.template DeQue<T>();
+  if (gather) {
+    StoreRun(dxGm_, base, len, staging);
+  } else {
+    StorePaddedRows(dxGm_, base, rows, staging, D);
+  }
+  dxQue_.FreeTensor(staging);
 }
 
 // gamma (or beta) rows of groups q0 .. q0 + rows - 1 (group q's row is g = q % G), P apart, into
@@ -167,8 +255,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   if (loadGamma) IssueAffineRows(gammaQue_, gammaGm_, q0, HwOneAffineRows(HwOneGammaRows(rows)));
   const bool loadBeta = SILU && !(HwOneGammaOnce() && gammaFormed_);  // beta's rows: as gamma's
   if (loadBeta) IssueAffineRows(betaQue_, betaGm_, q0, HwOneAffineRows(HwOneGammaRows(rows)));
-  TakeAsFloat<T>(rowDyQue_, span, dyF);
-  TakeAsFloat<T>(rowXQue_, span, xF);
+  HwOneTakeRows(rowDyQue_, rows, dyF);
+  HwOneTakeRows(rowXQue_, rows, xF);
   const bool vectorCoefficients = HwOneVectorCoefficients(rows);
   const int64_t r8 = HwOneRows8(rows);
   // The batch's mean and rstd as fp32 vectors (slots 3, 4 of FloatBuf(3)) from its stat slot, when
@@ -268,16 +356,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
     }
   }
   Sub(gdy, gdy, xF, span);
-  LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
-  if constexpr (IsSameType<T, float>::value) {
-    Muls(staging, gdy, 1.0f, span);
-  } else {
-    Cast(staging, gdy, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
-  }
-  dxQue_.EnQue(staging);
-  staging = dxQue_.template DeQue<T>();
-  StorePaddedRows(dxGm_, base, rows, staging, D);
-  dxQue_.FreeTensor(staging);
+  HwOneStoreDx(base, rows);
 }
 
 // Mode 3's statistics as vectors: from the batch's stat slot, in FloatBuf(3) slot 3 = -mean and

@@ -99,6 +99,10 @@ struct GroupNormGradMsTilingData {
   // the workspace (needWorkspace 0: a small launch) there is one task of all N samples, and its
   // core stores its sums as dgamma/dbeta (no SyncAll, no stage 2).
   int64_t hwOneSamples;
+  // mode 3 with groups of D < 64 channels, D not a multiple of 16 (a DMA burst a group otherwise):
+  // dy, x and dx move between GM and UB as one contiguous run a batch, and Gather spreads them into
+  // the rows of D padded to 16 the batch is computed in (and packs dx back); 0: a burst a group
+  int64_t hwOneGather;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;

@@ -107,6 +107,7 @@ inline twin::PipeModel &Pipes() { return twin::Block().pipes; }
 #include "kernel_operator_data_copy.h"  // DataCopy, DataCopyPad and their params
 #include "kernel_operator_vector.h"     // Elementwise ops, ReduceSum, WholeReduceSum, Cast
 #include "kernel_operator_strided.h"    // Mul/Add with BinaryRepeatParams, Brcb (repeat-stride forms)
+#include "kernel_operator_gather.h"     // Gather, and Adds on int32 for its offset tables
 
 // ---- API CANN's own kernels use beyond ours (GetTPipePtr, ASSERT, InitOutput, DataCopyParams, ...)
 #include "kernel_operator_common.h"

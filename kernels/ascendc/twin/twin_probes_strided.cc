@@ -1,6 +1,7 @@
 // Probes of the repeat-stride forms (kernel_operator_strided.h): a per-row scale and shift of
 // short rows by level-0 Mul/Add whose second source reuses one Brcb'd DataBlock per row, and
-// the rules those forms keep (destination block stride, mask range, buffer bounds, alignment).
+// the rules those forms keep (destination block stride, mask range, buffer bounds, alignment);
+// and of Gather with an offset table built by int32 Adds (kernel_operator_gather.h) and its rules.
 // See twin_probes.h.
 #include <map>
 #include <string>
@@ -49,6 +50,60 @@ void RowScaleProbe(const ProbeArgs &a, int broken) {
   DataCopy(gm[16], x, kRows * kPitch);
 }
 
+// Gather of kGatherCount floats from a source of kGatherSource: out[0..kGatherSource) is the
+// source, and the result replaces out[kGatherSource..). The offset table is element i ->
+// byte 4 * ((3 * i + 1) % kGatherSource): its first 8 entries set by the scalar unit, the rest by
+// int32 Adds of 4 * 24 per 8 (doubling), then reduced mod the source by the scalar unit.
+constexpr int32_t kGatherSource = 64;
+constexpr int32_t kGatherCount = 40;
+void GatherProbe(const ProbeArgs &a, int broken) {
+  TPipe pipe;
+  TBuf<QuePosition::VECIN> in;
+  TBuf<QuePosition::VECCALC> table;
+  TBuf<QuePosition::VECOUT> out;
+  pipe.InitBuffer(in, kGatherSource * sizeof(float));
+  pipe.InitBuffer(table, 64 * sizeof(int32_t));
+  pipe.InitBuffer(out, 64 * sizeof(float));
+  GlobalTensor<float> gm;
+  gm.SetGlobalBuffer(a.out, a.outLen);
+  LocalTensor<float> src = in.Get<float>();
+  DataCopy(src, gm, kGatherSource);
+  LocalTensor<int32_t> offsets = table.Get<int32_t>();
+  for (int32_t i = 0; i < 8; ++i) offsets.SetValue(i, 4 * (3 * i + 1));
+  SetFlag<HardEvent::S_V>(EVENT_ID0);
+  WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  for (int32_t have = 8; have < kGatherCount; have *= 2) {
+    const int32_t n = (kGatherCount - have < have) ? kGatherCount - have : have;
+    Adds(offsets[have], offsets, 4 * 3 * have, n);
+  }
+  if (broken == 8) Adds(offsets, offsets, INT32_MAX, 8);  // past int32
+  SetFlag<HardEvent::V_S>(EVENT_ID0);
+  WaitFlag<HardEvent::V_S>(EVENT_ID0);
+  for (int32_t i = 0; i < kGatherCount; ++i) offsets.SetValue(i, offsets.GetValue(i) % (4 * kGatherSource));
+  if (broken == 1) offsets.SetValue(5, 4 * 7 + 2);  // an offset off the element size
+  if (broken == 2) offsets.SetValue(7, 4 * kGatherSource);  // one past the source
+  SetFlag<HardEvent::S_V>(EVENT_ID0);
+  WaitFlag<HardEvent::S_V>(EVENT_ID0);
+  SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+  LocalTensor<float> dst = out.Get<float>();
+  const LocalTensor<uint32_t> table32 = offsets.ReinterpretCast<uint32_t>();
+  if (broken == 3) {  // the source inside the destination
+    Gather(dst, dst[8], table32, 0, kGatherCount);
+  } else if (broken == 4) {  // a base address off the element size
+    Gather(dst, src, table32, 2, kGatherCount);
+  } else if (broken == 5) {  // a misaligned destination
+    Gather(dst[1], src, table32, 0, kGatherCount);
+  } else if (broken == 6) {  // 256 repeats of 64: beyond the count form's uint8_t repeatTime
+    Gather(dst, src, table32, 0, 256 * 64);
+  } else {
+    Gather(dst, src, table32, 0, broken == 7 ? 0 : kGatherCount);
+  }
+  SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+  DataCopy(gm[kGatherSource], dst, 64);
+}
+
 }  // namespace
 
 namespace twin::probes {
@@ -62,6 +117,15 @@ void AddStridedProbes(ProbeMap *probes) {
       {"brcb_dst_blk_stride_zero", [](const ProbeArgs &a) { RowScaleProbe(a, 5); }},
       {"brcb_misaligned_source", [](const ProbeArgs &a) { RowScaleProbe(a, 4); }},
       {"brcb_overlapping_source", [](const ProbeArgs &a) { RowScaleProbe(a, 6); }},
+      {"gather", [](const ProbeArgs &a) { GatherProbe(a, 0); }},
+      {"gather_offset_off_the_element", [](const ProbeArgs &a) { GatherProbe(a, 1); }},
+      {"gather_offset_past_the_source", [](const ProbeArgs &a) { GatherProbe(a, 2); }},
+      {"gather_overlapping_source", [](const ProbeArgs &a) { GatherProbe(a, 3); }},
+      {"gather_base_off_the_element", [](const ProbeArgs &a) { GatherProbe(a, 4); }},
+      {"gather_misaligned_destination", [](const ProbeArgs &a) { GatherProbe(a, 5); }},
+      {"gather_count_past_255_repeats", [](const ProbeArgs &a) { GatherProbe(a, 6); }},
+      {"gather_count_zero", [](const ProbeArgs &a) { GatherProbe(a, 7); }},
+      {"adds_int32_overflow", [](const ProbeArgs &a) { GatherProbe(a, 8); }},
   });
 }
 
