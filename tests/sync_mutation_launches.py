@@ -58,6 +58,8 @@ FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
                   ("chunked_split_pairs", "fp32", "silu", None),
                   ("chunked_split_pairs", "bf16_fp32", "silu", 3),
                   ("ring_parts_of_rows", "bf16", "silu", None),  # slots reused within and across groups
+                  ("ring_row_batches", "fp16_fp32", "silu", None),  # parts' rows in batches
+                  ("ring_rows_rescaled_group", "fp32", "plain", None),  # a batch's rows rescaled one by one
                   ("staged_hw1_vector_coef", "bf16", "silu", None),
                   ("rows_batches_small_ub", "fp16_fp32", "silu", None),  # batches of groups: slots reused
                   ("rows_rescaled_group", "fp32", "plain", None)]  # a batch rescaled (scalar factors)

@@ -60,6 +60,13 @@ CASES = {
     "ring_partial": ((4, 12, 1024), 1, 2, SMALL_UB, "chunked"),
     # the part ring with parts of two padded rows (600 of 608), 6 of 10 resident in 8 slots (16-bit)
     "ring_parts_of_rows": ((4, 20, 600), 1, 2, SMALL_UB, "chunked"),
+    # short rows (HxW 5) in groups too large for mode 0: the part ring, a part's rows one batch for the
+    # vector unit (bcastElems > 0); D = 402, so group 1's channels start unaligned in the block's
+    # gamma/beta arrays (its coefficient tables on the scalar unit, group 0's on the vector unit)
+    "ring_row_batches": ((2, 1206, 5), 3, 2, SMALL_UB, "chunked"),
+    # the same path, one group's x times 2^120 (SCALED_GROUP_CASES): its rows' sums overflow fp32, so
+    # each row's statistics take the scaled path on their own, and y the rescaled one
+    "ring_rows_rescaled_group": ((2, 402, 5), 1, 2, SMALL_UB, "chunked"),
     # HxW = 1 (gamma/beta along the row), too large for mode 0: the whole group in one x buffer
     "staged_hw1_vector_coef": ((3, 1352), 1, 1, 40 * 1024, "chunked"),  # staged with 16-bit gamma/beta
     # HxW = 1 in batches of groups (tiling groupRows): a small UB makes several batches a block
@@ -89,7 +96,7 @@ def make_inputs(shape, data_dtype, param_dtype, seed, offset=0.75):
 
 
 # Cases whose first group's x is scaled by 2^120 (exact in fp32 and bf16; fp16 cannot hold it).
-SCALED_GROUP_CASES = {"rows_rescaled_group"}
+SCALED_GROUP_CASES = {"rows_rescaled_group", "ring_rows_rescaled_group"}
 SCALED_GROUP_FACTOR = 2.0 ** 120
 
 

@@ -105,6 +105,7 @@ struct RingShape {
   int64_t slots;
   int64_t resident;
   int64_t parts;
+  bool rowBatches = false;  // a part's rows one batch for the vector unit (bcastElems > 0)
 };
 
 double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataBytes) {
@@ -113,7 +114,16 @@ double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataByte
   // per chunk: pass 1 (Cast, Adds, ReduceSum, Adds, Mul, ReduceSum; fp32 reads x in place) and
   // pass 2 (Cast, Adds, Muls/Adds per row, SiLU's four, Cast; fp32 without the casts)
   const double instr = (dataBytes == 4 ? 10.0 : 13.0) + 2.0 * static_cast<double>(r.rowsPerItem);
-  const double vecNs = static_cast<double>(items) * instr * (30.0 + itemElems * 4.0 / 256.0) / 1.85;
+  double vecNs = static_cast<double>(items) * instr * (30.0 + itemElems * 4.0 / 256.0) / 1.85;
+  if (r.rowBatches) {
+    // per part: about 24 instructions plus four a 64-column piece of a row (RowsSum, RowsApply), the
+    // same element work as a row at a time, and two V -> S round trips with the scalar unit's few
+    // accesses a row exposed between them
+    const double pieces = static_cast<double>((rowLen + 63) / 64);
+    const double partRows = static_cast<double>(std::min(rows, r.partItems));
+    vecNs = static_cast<double>(r.parts) * ((24.0 + 4.0 * pieces) * 30.0 + 2.0 * 600.0 + partRows * 20.0) / 1.85 +
+            static_cast<double>(rows * rowLen) * instr * 4.0 / 256.0 / 1.85;
+  }
   const int64_t residentRows = std::min(rows, r.resident * r.partItems * r.rowsPerItem);
   const double elems = static_cast<double>(rows * rowLen);
   const double again = static_cast<double>(rows - residentRows) / static_cast<double>(rows);
@@ -332,6 +342,30 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       bool ringCoefs = false;
       double ringBest = 0.0;
       const bool wholeRows = !t.vectorCoef && t.rows <= kMaxCopyRows && fits(chunkedPlan(limit, 2, 0, false));
+      // Chunks of one row may go in batches of a part's rows (RowsSum and RowsApply take fp32 rows a
+      // repeat stride apart, at most 255 blocks; a part starts at a multiple of 8 rows so that its
+      // rows' vectors start 32-byte aligned); the chunks stay the rows, so the bits do not change.
+      const bool rowBatches = t.rowPitch * 4 <= kMaxRepeatStrideBlocks * kBlockBytes;
+      auto consider = [&](const RingShape &shape, int64_t k, int64_t partElems, int64_t bcastElems) {
+        bool coefs = blockCoef;
+        Plan p = chunkedPlan(k, shape.slots, partElems, coefs);
+        p.bcastElems = bcastElems;
+        if (!fits(p)) {
+          coefs = false;
+          p = chunkedPlan(k, shape.slots, partElems, false);
+          p.bcastElems = bcastElems;
+        }
+        if (!fits(p)) return;
+        // without the block's gamma/beta arrays, pass 2 reads gamma_c and beta_c of every row from GM
+        // on the scalar unit (about 200 ns each)
+        const double ns = RingNs(shape, t.rows, t.rowLen, dataBytes) + (coefs ? 0.0 : 400.0 * t.rows);
+        if (ring.parts == 0 || ns < ringBest) {
+          ring = shape;
+          ringCoefs = coefs;
+          ringBest = ns;
+          plan = p;
+        }
+      };
       for (int64_t r = 1; wholeRows && r <= t.rows && (r == 1 || t.rowPitch == t.rowLen); ++r) {
         const int64_t k = r == 1 ? limit : r * t.rowLen;
         if (r > 1 && (k > kMaxRingItemElems || !fits(chunkedPlan(k, 2, 0, false)))) break;
@@ -340,22 +374,13 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           const int64_t parts = CeilDiv(items, q);
           const int64_t partElems = std::min(q * r, t.rows) * t.rowPitch;
           if (2 * partElems * dataBytes > ubUsable) break;  // larger parts fit even less
+          const bool batched = r == 1 && rowBatches && (q % 8 == 0 || q == t.rows);
           for (int64_t slots = 2; slots <= kMaxRingSlots; ++slots) {
             for (int64_t res = std::min(parts, slots - 1); res >= 0; --res) {
-              bool coefs = blockCoef;
-              Plan p = chunkedPlan(k, slots, partElems, coefs);
-              if (!fits(p)) {
-                coefs = false;
-                p = chunkedPlan(k, slots, partElems, false);
-              }
-              if (!fits(p)) continue;
-              const RingShape shape{r, q, slots, res, parts};
-              const double ns = RingNs(shape, t.rows, t.rowLen, dataBytes);
-              if (ring.parts == 0 || ns < ringBest) {
-                ring = shape;
-                ringCoefs = coefs;
-                ringBest = ns;
-                plan = p;
+              consider(RingShape{r, q, slots, res, parts}, k, partElems, 0);
+              if (batched) {
+                consider(RingShape{r, q, slots, res, parts, true}, q * t.rowPitch, partElems,
+                         GnsRingRowsBcastElems(q, t.rows));
               }
             }
           }
@@ -424,6 +449,10 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       const int64_t items = t.rowsPerItem > 1 ? CeilDiv(t.rows, t.rowsPerItem) : t.rows * t.chunksPerRow;
       const int64_t maxSlices = std::min(kMaxSlices, in.coreNum / groups);
       if (maxSlices >= 2 && items >= 2) {
+        if (ring.rowBatches) {  // the chunks are the rows, one at a time
+          plan.K = limit;
+          plan.bcastElems = 0;
+        }
         int64_t p = 1;
         while (CeilDiv(items, p) > maxSlices) p *= 2;
         t.sliceItems = p;

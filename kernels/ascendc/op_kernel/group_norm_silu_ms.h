@@ -54,8 +54,8 @@
  * Files: this header holds the class (buffers, statistics helpers, the chunk indexing);
  * group_norm_silu_ms_copies.h the GM -> UB loads (free functions); members defined out of the
  * class, included at the end: y on its way out (group_norm_silu_ms_y.h), mode 0
- * (group_norm_silu_ms_resident.h), mode 1 (group_norm_silu_ms_chunked.h) and its part ring
- * (group_norm_silu_ms_ring.h).
+ * (group_norm_silu_ms_resident.h), mode 1 (group_norm_silu_ms_chunked.h), its part ring
+ * (group_norm_silu_ms_ring.h) and the ring's batches of rows (group_norm_silu_ms_ring_rows.h).
  */
 #ifndef GROUP_NORM_SILU_MS_H
 #define GROUP_NORM_SILU_MS_H
@@ -394,13 +394,15 @@ class KernelGroupNormSiluMs {
   // ------------------------------------------------------------------ mode 0, batches of groups
   // (HxW == 1, groupRows > 0; defined in group_norm_silu_ms_group_rows.h)
   __aicore__ inline LocalTensor<float> RowsVector(int64_t k) {
-    return bcastBuf_.Get<float>()[k * GnsRowsRound8(t_->groupRows)];
+    return bcastBuf_.Get<float>()[k * GnsRowsRound8(RowsBatch())];
   }
+  // the rows of a batch: groups (groupRows), or the rows of a ring part (RingRows)
+  __aicore__ inline int64_t RowsBatch() const { return t_->groupRows > 0 ? t_->groupRows : t_->partItems; }
   __aicore__ inline void GroupRowsTable();
   __aicore__ inline void GroupRowsRun(int64_t first, int64_t end);
   __aicore__ inline void GroupRowsBatch(int64_t q0, int64_t rows);
   __aicore__ inline void RowsApply(const LocalTensor<float> &dst, const LocalTensor<float> &src,
-                                   const LocalTensor<float> &v, int64_t rows, bool add);
+                                   const LocalTensor<float> &v, int64_t rows, bool add, int64_t cols);
   __aicore__ inline void RowsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
                                  int32_t len);
   __aicore__ inline bool RowsInSafeRange(const LocalTensor<float> &v, int64_t rows);
@@ -485,6 +487,18 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void RingRelease(int64_t slot);
   __aicore__ inline LocalTensor<float> RingItem(int64_t slot, int64_t part, int64_t item, int64_t len);
   __aicore__ inline void RingTask(int64_t task);
+  // Parts in batches of rows (RingRows: the part ring with bcastElems > 0): each part's vector work
+  // is a few instructions over all its rows, not a few a row (group_norm_silu_ms_ring_rows.h).
+  __aicore__ inline bool RingRows() const { return t_->ringParts != 0 && t_->bcastElems > 0; }
+  __aicore__ inline LocalTensor<float> RowsTable(int64_t k) {  // a group's per-channel a (k 0) and b (k 1)
+    const int64_t r8 = GnsRowsRound8(t_->partItems);
+    const int64_t blocks = 8 * (r8 < GNS_ROWS_PIECE ? r8 : GNS_ROWS_PIECE);
+    return bcastBuf_.Get<float>()[GNS_ROWS_VECTORS * r8 + blocks + k * GnsRowsRound8(t_->rows)];
+  }
+  __aicore__ inline void RowsPartStats(const LocalTensor<float> &src, int64_t rows, float shift, ChanCascade *stats);
+  __aicore__ inline void RowsCoefTable(int64_t group, const ItemCoefs &k);
+  __aicore__ inline void RowsPartOutput(int64_t group, int64_t firstRow, const LocalTensor<float> &src, int64_t rows,
+                                        const ItemCoefs &k);
   __aicore__ inline int64_t PartItemEnd(int64_t part) const {
     const int64_t end = (part + 1) * t_->partItems;
     return end < ItemsPerGroup() ? end : ItemsPerGroup();
@@ -576,5 +590,6 @@ class KernelGroupNormSiluMs {
 #include "group_norm_silu_ms_group_rows.h"
 #include "group_norm_silu_ms_chunked.h"
 #include "group_norm_silu_ms_ring.h"
+#include "group_norm_silu_ms_ring_rows.h"
 
 #endif  // GROUP_NORM_SILU_MS_H

@@ -95,11 +95,10 @@ __aicore__ inline ChunkStats KernelGroupNormSiluMs<T, U>::ChunkMoments(const Loc
     const float sum = SumRows(src, 1, len);
     TakeBlockCoefs();  // the block's first chunk: its gamma/beta have landed by now
     const float squares = SumRows(tmp, 1, len);
-    const float mb = sum / nb;
-    const float m2b = squares - sum * mb;
-    if (InSafeRange(sum) && InSafeRange(squares) && mb * mb * nb <= m2b && m2b >= 0x1p-100f) {  // false for NaN
+    ChunkStats direct;
+    if (MomentsFromSums(sum, squares, nb, scaled, &direct)) {
       *inRange = true;
-      return ChunkStats{nb, mb, m2b, scaled};
+      return direct;
     }
   }
   Adds(tmp, src, -shift, n);

@@ -72,14 +72,15 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsRun(int64_t first, 
   }
 }
 
-// dst rows (rowPitch apart, D long) = src rows + (or *) vector v's element of their group: v
+// dst rows (rowPitch apart, `cols` long) = src rows + (or *) vector v's element of their group: v
 // broadcast into a 32-byte block a group (Brcb), then one Add (Mul) a piece of GNS_ROWS_PIECE
 // groups and 64 columns, a repeat a group whose second source reads its group's block (block
 // stride 0).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsApply(const LocalTensor<float> &dst,
                                                               const LocalTensor<float> &src,
-                                                              const LocalTensor<float> &v, int64_t rows, bool add) {
+                                                              const LocalTensor<float> &v, int64_t rows, bool add,
+                                                              int64_t cols) {
   const int64_t P = t_->rowPitch;
   const uint8_t pitch = static_cast<uint8_t>(P / FLOATS_PER_BLOCK);
   const BinaryRepeatParams params(1, 1, 0, pitch, pitch, 1);
@@ -87,8 +88,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsApply(const LocalTensor<
   for (int64_t r0 = 0; r0 < rows; r0 += GNS_ROWS_PIECE) {
     const int64_t n = (rows - r0 < GNS_ROWS_PIECE) ? rows - r0 : GNS_ROWS_PIECE;
     Brcb(blocks, v[r0], static_cast<uint8_t>(GnsRowsRound8(n) / FLOATS_PER_BLOCK), BrcbRepeatParams(1, 8));
-    for (int64_t c = 0; c < t_->D; c += 64) {
-      const uint64_t mask = static_cast<uint64_t>((t_->D - c < 64) ? t_->D - c : 64);
+    for (int64_t c = 0; c < cols; c += 64) {
+      const uint64_t mask = static_cast<uint64_t>((cols - c < 64) ? cols - c : 64);
       if (add) {
         Add(dst[r0 * P + c], src[r0 * P + c], blocks, mask, static_cast<uint8_t>(n), params);
       } else {
@@ -142,16 +143,16 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsCentre(const LocalTensor
   LocalTensor<float> xF = XF();
   LocalTensor<float> src = x;
   if (rescaled) {  // x * scale per group: exact (a power of two), x * 1 is x
-    RowsApply(xF, x, RowsVector(ROWS_SCALE), rows, false);
+    RowsApply(xF, x, RowsVector(ROWS_SCALE), rows, false, t_->D);
     src = xF;
   }
   RowsSum(RowsVector(ROWS_SHIFT), src, rows, 1);  // the first element: a sum of one
   Muls(RowsVector(ROWS_NEG), RowsVector(ROWS_SHIFT), -1.0f, n);
-  RowsApply(xF, src, RowsVector(ROWS_NEG), rows, true);  // x + (-shift) is x - shift
+  RowsApply(xF, src, RowsVector(ROWS_NEG), rows, true, t_->D);  // x + (-shift) is x - shift
   RowsSum(RowsVector(ROWS_SUM), xF, rows, D);
   Muls(RowsVector(ROWS_OFFSET), RowsVector(ROWS_SUM), invM_, n);
   Muls(RowsVector(ROWS_NEG), RowsVector(ROWS_OFFSET), -1.0f, n);
-  RowsApply(xF, xF, RowsVector(ROWS_NEG), rows, true);
+  RowsApply(xF, xF, RowsVector(ROWS_NEG), rows, true, t_->D);
   Mul(Tmp(), xF, xF, span);
   RowsSum(RowsVector(ROWS_M2), Tmp(), rows, D);
 }
@@ -224,7 +225,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsBatch(int64_t q0, i
   // y = (x - mean) * rstd * gamma + beta (as ResidentTask's vector coefficients)
   LocalTensor<float> xF = XF();
   const int64_t row0 = (q0 % t_->G) * t_->rowPitch;
-  RowsApply(xF, xF, RowsVector(ROWS_RSTD), rows, false);
+  RowsApply(xF, xF, RowsVector(ROWS_RSTD), rows, false, t_->D);
   Mul(xF, xF, GammaF()[row0], span);
   Add(xF, xF, BetaF()[row0], span);
   StoreRows(q0 * t_->D, rows, t_->D, span, xF);

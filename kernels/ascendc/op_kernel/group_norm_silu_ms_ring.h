@@ -15,6 +15,7 @@
 // own MTE2 -> V event (an id reserved by AllocEventID until the consumer's WaitFlag), and a
 // slot that held a part before is loaded again only after a V -> MTE2 wait, which orders the
 // load after every vector read of the old part (those were issued before the slot was freed).
+// With RingRows a part's rows are one batch for the vector unit (group_norm_silu_ms_ring_rows.h).
 // Included by group_norm_silu_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_SILU_MS_RING_H
 #define GROUP_NORM_SILU_MS_RING_H
@@ -106,7 +107,11 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingTask(int64_t task) {
   stats.Reset();
   for (int64_t part = 0; part < t_->ringParts; ++part) {
     const int64_t slot = RingTake();
-    for (int64_t item = part * t_->partItems; item < PartItemEnd(part); ++item) {
+    if (RingRows()) {
+      const int64_t rows = PartItemEnd(part) - part * t_->partItems;
+      RowsPartStats(RingItem(slot, part, part * t_->partItems, rows * t_->rowPitch), rows, shift, &stats);
+    }
+    for (int64_t item = part * t_->partItems; item < PartItemEnd(part) && !RingRows(); ++item) {
       const int64_t len = ItemLen(item);
       ItemStats(RingItem(slot, part, item, len), len, shift, &stats);
     }
@@ -120,9 +125,15 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingTask(int64_t task) {
   const float rstd = GroupRstd(task, shift, total, true);
   const ItemCoefs k{total.scaled ? shift * SCALE_DOWN : shift, total.mean, rstd, total.scaled};
   coefChannel_ = -1;
+  if (RingRows()) RowsCoefTable(task, k);
   for (int64_t part = 0; part < t_->ringParts; ++part) {
     const int64_t slot = part < t_->ringResident ? ringResident_[part] : RingTake();
-    for (int64_t item = part * t_->partItems; item < PartItemEnd(part); ++item) {
+    if (RingRows()) {
+      const int64_t first = part * t_->partItems;
+      const int64_t rows = PartItemEnd(part) - first;
+      RowsPartOutput(task, first, RingItem(slot, part, first, rows * t_->rowPitch), rows, k);
+    }
+    for (int64_t item = part * t_->partItems; item < PartItemEnd(part) && !RingRows(); ++item) {
       const int64_t len = ItemLen(item);
       ItemOutput(task, item, RingItem(slot, part, item, len), len, k, ItemsPerGroup());
     }

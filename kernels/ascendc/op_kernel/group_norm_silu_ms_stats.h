@@ -40,6 +40,17 @@ struct ChunkStats {
   }
 };
 
+// A chunk's (count, mean, M2) from its sums of x and of x^2 over nb elements, in *out; false (take
+// the two passes instead) where mean^2 > var (more than a factor 2 cancelled: x - mean would round
+// every x of one binade with the same signed error), a sum left the safe range, M2 is below 2^-100,
+// or NaN.
+__aicore__ inline bool MomentsFromSums(float sum, float squares, float nb, bool scaled, ChunkStats *out) {
+  const float mb = sum / nb;
+  const float m2b = squares - sum * mb;
+  *out = ChunkStats{nb, mb, m2b, scaled};
+  return InSafeRange(sum) && InSafeRange(squares) && mb * mb * nb <= m2b && m2b >= 0x1p-100f;  // false for NaN
+}
+
 // Statistics of consecutive chunks, combined as a binary counter: level i holds the
 // combination of 2^i consecutive chunks, so every chunk passes through O(log chunks)
 // combinations (pairwise, not a running sum whose error grows with the chunk count), in a

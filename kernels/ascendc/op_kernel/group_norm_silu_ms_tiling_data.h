@@ -24,6 +24,11 @@ constexpr int64_t GnsGroupRowsBcastElems(int64_t groupRows) {
   return GNS_ROWS_VECTORS * GnsRowsRound8(groupRows) +
          8 * (GnsRowsRound8(groupRows) < GNS_ROWS_PIECE ? GnsRowsRound8(groupRows) : GNS_ROWS_PIECE);
 }
+// The part ring's batches of rows (bcastElems > 0 with ringParts > 0, group_norm_silu_ms_ring_rows.h):
+// a part's per-row vectors and Brcb blocks as above, then a group's two per-channel tables of rows.
+constexpr int64_t GnsRingRowsBcastElems(int64_t partItems, int64_t rows) {
+  return GnsGroupRowsBcastElems(partItems) + 2 * GnsRowsRound8(rows);
+}
 
 // Tiling keys: the (x, gamma/beta) dtype pair (mean and rstd are always float32).
 constexpr int64_t GNS_KEY_FP32 = 1;       // float / float
@@ -101,7 +106,8 @@ struct GroupNormSiluMsTilingData {
   // mode 0 with short rows (rowLen <= 64: one vector repeat a row; per-channel gamma/beta): the
   // floats of the buffer that holds every row's scale and shift broadcast into one 32-byte block
   // each (2 * 8 * rows rounded up to 8), so that one Mul and one Add scale and shift all the rows
-  // of a group; 0: one Muls and one Adds a row
+  // of a group; 0: one Muls and one Adds a row. With the part ring (ringParts > 0): a part's rows are
+  // one batch for the vector unit (GnsRingRowsBcastElems; chunkElems is then the part's rows at rowPitch)
   int64_t bcastElems;
   // mode 0 with HxW == 1 and rows of at most 255 blocks (group_norm_silu_ms_group_rows.h; 0: a group at a
   // time): a  // block's groups go through UB in batches of up to groupRows, each group a row of D elements at

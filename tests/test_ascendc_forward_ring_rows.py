@@ -1,0 +1,93 @@
+"""GroupNormSiluMs's part ring with a part's rows one batch for the vector unit (tiling bcastElems > 0
+with ringParts > 0, kernel group_norm_silu_ms_ring_rows.h): short channel rows (HxW 5 to 242) in
+groups too large for mode 0. The chunks are still the rows and each row's arithmetic is that of a
+row at a time, so a launch gives the bits of the same launch with bcastElems 0 (the per-row path of
+the same parts and slots), through the two-pass rows, the rows of a large mean, the coefficient
+tables on either unit and the rescaled rows of a group beyond fp32's safe range."""
+import numpy as np
+import pytest
+
+import twin
+from test_ascendc_forward_group_rows import launch, same_values
+from test_ascendc_forward_twin import (DTYPES, MEAN_TOL, RSTD_TOL, SCALED_GROUP_FACTOR, SMALL_UB, as_float64,
+                                       errors, expected, make_inputs, storage)
+
+# (shape, G, UB, cores): 7x7, 3x5, 1x17 and 242-long rows; C not a multiple of 8; groups whose
+# channels start unaligned in the block's gamma/beta arrays (D 402, 333: scalar coefficient tables)
+SHAPES = [((3, 402, 49), 1, SMALL_UB, 2), ((2, 1206, 15), 3, SMALL_UB, 2), ((4, 333, 17), 1, SMALL_UB, 2),
+          ((3, 400, 242), 2, twin.UB_910B, 3), ((4, 512, 49), 1, twin.UB_910B, 4), ((2, 999, 49), 3, twin.UB_910B, 3)]
+
+
+def tiling_for(shape, G, dtype_key, ub, cores, silu=True):
+    data_dtype, param_dtype, _ = DTYPES[dtype_key]
+    return twin.forward_tiling(shape[0], shape[1], int(np.prod(shape[2:])), G, data_dtype, param_dtype,
+                               activate_silu=silu, ub_bytes=ub, core_num=cores)
+
+
+def inputs(shape, dtype_key, data):
+    """make_inputs with x shifted: 'centred' (mean 0.75, most rows' moments from x itself), 'big_mean'
+    (the group's first element as the shift: every row's two passes), 'channel_offsets' (a mean of
+    up to 240 a channel: rows whose mean^2 > var take the two passes within a part of other rows)."""
+    data_dtype, param_dtype, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, data_dtype, param_dtype, 11, offset=3000.0 if data == "big_mean" else 0.75)
+    if data == "channel_offsets":
+        x = exact["x"] + 40.0 * (np.arange(shape[1]) % 7)[None, :, None]
+        arrays["x"] = storage(x, data_dtype)
+        exact["x"] = as_float64(arrays["x"], data_dtype)
+    return arrays, exact
+
+
+@pytest.mark.parametrize("data", ["centred", "big_mean", "channel_offsets"])
+@pytest.mark.parametrize("dtype_key", ["fp32", "fp16", "bf16", "fp16_fp32"])
+@pytest.mark.parametrize("shape,G,ub,cores", SHAPES)
+def test_row_batches_give_the_bits_of_a_row_at_a_time(shape, G, ub, cores, dtype_key, data):
+    tiling = tiling_for(shape, G, dtype_key, ub, cores)
+    assert tiling["ringParts"] > 0 and tiling["bcastElems"] > 0 and tiling["chunksPerRow"] == 1
+    arrays, exact = inputs(shape, dtype_key, data)
+    batched = launch(arrays, tiling, ub, cores)
+    assert same_values(batched, launch(arrays, {**tiling, "bcastElems": 0}, ub, cores))
+    y_err, mean_err, rstd_err = errors(batched, expected(exact, G, "silu"), DTYPES[dtype_key][0])
+    assert y_err <= DTYPES[dtype_key][2] and mean_err <= MEAN_TOL and rstd_err <= RSTD_TOL, (y_err, mean_err,
+                                                                                           rstd_err)
+
+
+@pytest.mark.parametrize("dtype_key", ["fp32", "bf16"])
+def test_a_group_out_of_the_safe_range_rescales_its_rows(dtype_key):
+    """Group 0's x times 2^120: its rows' sums of squares overflow fp32, each takes the scaled path on
+    its own and y the rescaled one; every group keeps the bits of the per-row path."""
+    shape, G, ub, cores = (2, 402, 5), 1, SMALL_UB, 2
+    data_dtype, _, tolerance = DTYPES[dtype_key]
+    arrays, exact = inputs(shape, dtype_key, "centred")
+    first = exact["x"].copy()
+    first[0] *= SCALED_GROUP_FACTOR
+    arrays["x"] = storage(first, data_dtype)
+    exact["x"] = as_float64(arrays["x"], data_dtype)
+    tiling = tiling_for(shape, G, dtype_key, ub, cores, silu=False)
+    assert tiling["ringParts"] > 0 and tiling["bcastElems"] > 0
+    batched = launch(arrays, tiling, ub, cores)
+    assert same_values(batched, launch(arrays, {**tiling, "bcastElems": 0}, ub, cores))
+    y_err, mean_err, rstd_err = errors(batched, expected(exact, G, "plain"), data_dtype)
+    assert y_err <= tolerance and mean_err <= MEAN_TOL and rstd_err <= RSTD_TOL
+    assert abs(batched[1][0, 0]) > 2.0 ** 110  # the scaled group's mean, in x's units
+
+
+def test_a_part_costs_a_few_vector_instructions_not_a_few_a_row():
+    """4x512x7x7 G1: 512 rows of 49 a group; a row at a time is over a dozen vector instructions a
+    row, a batch a few dozen a part."""
+    shape, G = (4, 512, 49), 1
+    tiling = tiling_for(shape, G, "fp16", twin.UB_910B, 4)
+    arrays, _ = inputs(shape, "fp16", "centred")
+    launch(arrays, tiling, twin.UB_910B, 4)
+    batched = twin.forward_last_stats()[0]["vec_calls"]
+    launch(arrays, {**tiling, "bcastElems": 0}, twin.UB_910B, 4)
+    per_row = twin.forward_last_stats()[0]["vec_calls"]
+    assert per_row >= 12 * 512 and batched * 20 <= per_row, (batched, per_row)
+
+
+def test_split_groups_keep_a_row_a_chunk():
+    """Fewer groups than cores: the groups are split into slices of rows, streamed or staged one row
+    a chunk (the chunks of the ring, so the bits do not depend on the core count), without batches."""
+    one, many = (tiling_for((2, 402, 49), 1, "fp32", SMALL_UB, c) for c in (1, 48))
+    assert one["ringParts"] > 0 and one["bcastElems"] > 0 and one["chunkElems"] > one["rowPitch"]
+    assert many["sliceCount"] > 1 and many["ringParts"] == 0 and many["bcastElems"] == 0
+    assert many["chunkElems"] == 64 and many["chunksPerRow"] == one["chunksPerRow"] == 1  # 49 rounded up to 16
