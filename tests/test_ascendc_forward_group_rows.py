@@ -20,7 +20,7 @@ def per_group_tiling(tiling):
     loaded a task (coefElems D rounded up to 16), the statistics in batches of the block's groups."""
     D, pitch = tiling["D"], tiling["rowPitch"]
     stat_batch = min(-(-(tiling["tasksPerCore"] + 1) // 8) * 8, 256)
-    return {**tiling, "groupRows": 0, "chunkElems": pitch, "xBufferElems": pitch, "coefElems": -(-D // 16) * 16,
+    return {**tiling, "groupRows": 0, "groupRowsGather": 0, "chunkElems": pitch, "xBufferElems": pitch, "coefElems": -(-D // 16) * 16,
             "bcastElems": 0, "statBatch": stat_batch, "partialElems": 8,
             "reduceWorkElems": max(8, -(-pitch // 64 + 7) // 8 * 8)}
 
@@ -111,3 +111,16 @@ def test_batches_are_for_rows_of_at_most_255_blocks(shape, G, batched):
     N, C = shape[:2]
     tiling = twin.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G)
     assert (tiling["groupRows"] > 0) == batched
+
+
+@pytest.mark.parametrize("N,C,G,dtype_key,gather", [
+    (8000, 64, 32, "fp32", True), (40, 64, 32, "bf16", True), (9, 24, 3, "fp16", True),  # D = 2, 2, 8
+    (9, 24, 3, "fp32", False),     # D = 8 fp32: rows of 32 bytes, the batch is one burst already
+    (11, 257, 1, "fp32", False),   # D = 257: Gather would cost more than a burst a row
+])
+def test_short_rows_move_as_one_run_through_gather(N, C, G, dtype_key, gather):
+    """Batches whose rows are not 32-byte multiples and shorter than 64 elements load x and store y
+    as one contiguous run, spread into the rows and packed back by Gather (groupRowsGather)."""
+    tiling = tiling_for((N, C), G, dtype_key, "silu")
+    assert tiling["groupRows"] > 0 and tiling["groupRowsGather"] == int(gather)
+    assert tiling["ubBytes"] <= twin.UB_910B and (not gather or tiling["chunkElems"] <= 255 * 64)

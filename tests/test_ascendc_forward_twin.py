@@ -74,6 +74,8 @@ CASES = {
     # the same, one group's x times 2^120 (SCALED_GROUP_CASES): its sum of squares overflows fp32, so
     # its batch takes the rescaled path
     "rows_rescaled_group": ((6, 16), 8, 2, twin.UB_910B, "group_resident"),
+    # batches of groups of 257 channels: a DMA burst a row (Gather is for rows under 64 elements)
+    "rows_long_groups": ((11, 257), 1, 2, twin.UB_910B, "group_resident"),
     "empty_hw0": ((2, 4, 0), 2, 48, twin.UB_910B, "empty_groups"),
     "empty_c0": ((3, 0, 4), 1, 48, twin.UB_910B, "empty_groups"),
 }

@@ -34,6 +34,7 @@ constexpr int64_t kMaxRingItemElems = 8192;
 constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of fp32
 constexpr int64_t kScratchHeadFloats = 16;  // reduce result block + the 1.0 block
 constexpr int64_t kMaxStatBatch = 256;
+constexpr int64_t kMaxGatherElems = 255 * 64;   // fp32 elements of one Gather (count form, A2/A3)
 constexpr int64_t kMaxGroupRows = 2040;          // groups a batch of mode 0 with HxW == 1
 constexpr int64_t kMaxRepeatStrideBlocks = 255;  // a vector instruction's repeat stride, in 32-byte blocks
 constexpr int64_t kMinUbBytes = 16 * 1024;
@@ -64,6 +65,7 @@ struct Plan {
   int64_t yElems = 0;  // elements per y buffer; 0: K
   int64_t yBuffers = kBufferNum;
   int64_t bcastElems = 0;
+  int64_t gatherElems = 0;  // batches of groups by Gather: its spread and pack tables (int32)
 };
 
 int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
@@ -76,6 +78,7 @@ int64_t PlanBytes(const Plan &p, int64_t dataBytes, int64_t paramBytes) {
   total += stats;
   if (p.coefElems > 0) total += 2 * AlignBytes(p.coefElems * paramBytes) + AlignBytes(2 * p.coefElems * 4);
   if (p.bcastElems > 0) total += AlignBytes(p.bcastElems * 4);  // row scale/shift blocks
+  total += AlignBytes(p.gatherElems * 4);
   if (p.mode == GNS_MODE_CHUNKED) {  // slice statistics: read back (VECIN) and written (VECOUT)
     total += AlignBytes(kMaxSlices * kSliceEntryFloats * 4) + AlignBytes(kSliceEntryFloats * 4);
   }
@@ -307,17 +310,28 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       // V -> S round trips, a scalar GM read of its shift, a store: 944x the bound). Every group's
       // arithmetic is the same, so the batch size (which follows the core count) changes no bit.
       if (t.vectorCoef && t.rowPitch * 4 <= kMaxRepeatStrideBlocks * kBlockBytes && in.G <= kMaxCopyRows) {
+        // rows that are not a 32-byte multiple were a DMA burst each (8000x64 G32: ~5,300 a core for x
+        // and as many for y): then a batch moves as one run, which Gather (5 elements a cycle, one call
+        // of at most 255 repeats of 64) spreads into the rows and packs back. Only short rows: Gather
+        // costs about (rowPitch + D) / 5 cycles a row against two 16-cycle bursts (1023x257 G1 fp32
+        // est./bound 1.33 -> 2.78 with it)
+        const bool gather = (t.D * dataBytes) % kBlockBytes != 0 && t.D < 64;
         auto rowsPlan = [&](int64_t r) {
           Plan p{GNS_MODE_GROUP_RESIDENT, r * t.rowPitch, (r + in.G) * t.rowPitch, 8, ReduceWorkElems(r),
                  2 * AlignUp(r, 8)};  // statBatch: two slots of the batch's mean/rstd
           p.bcastElems = GnsGroupRowsBcastElems(r);
+          if (gather) p.gatherElems = 2 * r * t.rowPitch;
           return p;
         };
         const int64_t wanted = std::min(AlignUp(CeilDiv(groups, in.coreNum), 8), kMaxGroupRows);
-        const int64_t r = LargestFitting(wanted, 1, [&](int64_t rr) { return fits(rowsPlan(rr)); });
+        const int64_t r = LargestFitting(wanted, 1, [&](int64_t rr) {
+          return fits(rowsPlan(rr)) && !(gather && rr * t.rowPitch > kMaxGatherElems);
+        });
         if (r > 0) {
           plan = rowsPlan(r);
           t.groupRows = r;
+          t.groupRowsGather = gather && r > 1 ? 1 : 0;
+          if (t.groupRowsGather == 0) plan.gatherElems = 0;
           t.coefPerBlock = 0;
         }
       }

@@ -28,6 +28,7 @@
 #include "kernel_operator.h"
 #include "group_norm_grad_ms_common.h"
 #include "group_norm_grad_ms_copies.h"
+#include "group_norm_ms_gather.h"
 #include "group_norm_grad_ms_stage2.h"
 #include "group_norm_grad_ms_tiling_data.h"
 #include "swish_grad_math.h"

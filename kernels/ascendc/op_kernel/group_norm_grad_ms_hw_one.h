@@ -107,11 +107,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneIssueRows(int64_t
   HwOneIssueStats(q0, rows);
 }
 
-// hwOneGather's byte offsets of fp32 elements, once a core: spread[r * P + c] = 4 (r D + min(c, D - 1))
-// (a padded row's tail repeats its last element: nothing reads it) takes a run into rows P apart,
-// pack[r * D + c] = 4 (r P + c) takes the rows back into a run. The first P (whole rows making a
-// 32-byte multiple: D's least common multiple with 8) entries are written by the scalar unit, the rest
-// by int32 Adds, each doubling the run.
+// hwOneGather's offset tables (group_norm_ms_gather.h), once a core: spread for K elements of rows P
+// apart, pack for the runs of the K / P rows a batch holds at most.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBuildGatherTables() {
   const int64_t D = t_->D;
@@ -120,20 +117,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBuildGatherTables
   const int64_t packLen = K / P * D;
   LocalTensor<int32_t> spread = gatherBuf_.Get<int32_t>();
   LocalTensor<int32_t> pack = gatherBuf_.Get<int32_t>()[K];
-  for (int64_t c = 0; c < P; ++c) spread.SetValue(c, static_cast<int32_t>(4 * (c < D ? c : D - 1)));
-  int64_t packRows = 8;  // rows of D whose run is a multiple of 8 entries: 8 / gcd(D, 8)
-  while (packRows > 1 && (D * (packRows / 2)) % 8 == 0) packRows /= 2;
-  const int64_t packFirst = (packRows * D < packLen) ? packRows * D : packLen;
-  for (int64_t j = 0; j < packFirst; ++j) pack.SetValue(j, static_cast<int32_t>(4 * (j / D * P + j % D)));
+  GroupNormMsGather::WriteTableHeads(spread, pack, packLen, D, P);
   Sync<HardEvent::S_V>();
-  for (int64_t have = P; have < K; have *= 2) {
-    const int64_t n = (K - have < have) ? K - have : have;
-    Adds(spread[have], spread, static_cast<int32_t>(4 * (have / P) * D), static_cast<int32_t>(n));
-  }
-  for (int64_t have = packFirst; have < packLen; have *= 2) {
-    const int64_t n = (packLen - have < have) ? packLen - have : have;
-    Adds(pack[have], pack, static_cast<int32_t>(4 * (have / D) * P), static_cast<int32_t>(n));
-  }
+  GroupNormMsGather::GrowTables(spread, K, pack, packLen, D, P);
 }
 
 // The oldest load of `que` as fp32 rows P apart in dst: with hwOneGather a run made fp32 first (in gdy's

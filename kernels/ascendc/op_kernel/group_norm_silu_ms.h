@@ -62,6 +62,7 @@
 
 #include "kernel_operator.h"
 #include "group_norm_silu_ms_copies.h"
+#include "group_norm_ms_gather.h"
 #include "group_norm_silu_ms_stats.h"
 #include "group_norm_silu_ms_tiling_data.h"
 
@@ -193,6 +194,7 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
+    if (t_->groupRowsGather != 0) pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
     if (t_->mode == GNS_MODE_CHUNKED) {  // the host plans these in every chunked layout
       pipe_->InitBuffer(slicesInBuf_, MAX_SLICES * FLOATS_PER_BLOCK * sizeof(float));
       pipe_->InitBuffer(sliceOutBuf_, FLOATS_PER_BLOCK * sizeof(float));
@@ -401,6 +403,12 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void GroupRowsTable();
   __aicore__ inline void GroupRowsRun(int64_t first, int64_t end);
   __aicore__ inline void GroupRowsBatch(int64_t q0, int64_t rows);
+  // x of groups [q0, q0 + rows) into xAheadQue_: rows of D (a burst each), or with groupRowsGather one run.
+  __aicore__ inline void IssueGroupRows(int64_t q0, int64_t rows);
+  // groupRowsGather: the staging run as fp32 rows at rowPitch in Tmp() (through XF()); y's rows (in XF())
+  // back to GM as a run.
+  __aicore__ inline LocalTensor<float> SpreadRows(const LocalTensor<T> &staging, int64_t rows);
+  __aicore__ inline void StorePackedRows(int64_t offset, int64_t rows);
   __aicore__ inline void RowsApply(const LocalTensor<float> &dst, const LocalTensor<float> &src,
                                    const LocalTensor<float> &v, int64_t rows, bool add, int64_t cols);
   __aicore__ inline void RowsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
@@ -569,6 +577,7 @@ class KernelGroupNormSiluMs {
   TBuf<QuePosition::VECCALC> scratchBuf_;
   TBuf<QuePosition::VECCALC> coefBuf_;
   TBuf<QuePosition::VECCALC> bcastBuf_;  // mode 0, short rows: each row's scale, then shift, in a 32-byte block
+  TBuf<QuePosition::VECCALC> gatherBuf_;  // groupRowsGather: Gather's spread and pack tables
   TBuf<QuePosition::VECOUT> statBuf_;  // mean and rstd, stored to GM by MTE3
   TBuf<QuePosition::VECIN> slicesInBuf_;  // a split group's slice statistics, loaded by MTE2
   TBuf<QuePosition::VECOUT> sliceOutBuf_;  // this slice's statistics, stored by MTE3

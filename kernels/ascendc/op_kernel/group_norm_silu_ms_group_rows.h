@@ -52,14 +52,21 @@ template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsRun(int64_t first, int64_t end) {
   if (first >= end) return;
   const int64_t R = t_->groupRows;
-  IssueRows(xAheadQue_, xGm_, first * t_->D, (end - first < R) ? end - first : R, t_->D);
+  if (t_->groupRowsGather != 0) {  // Gather's tables (group_norm_ms_gather.h) for batches of up to R rows
+    LocalTensor<int32_t> spread = gatherBuf_.Get<int32_t>();
+    LocalTensor<int32_t> pack = gatherBuf_.Get<int32_t>()[t_->chunkElems];
+    GroupNormMsGather::WriteTableHeads(spread, pack, R * t_->D, t_->D, t_->rowPitch);
+    Sync<HardEvent::S_V>();
+    GroupNormMsGather::GrowTables(spread, R * t_->rowPitch, pack, R * t_->D, t_->D, t_->rowPitch);
+  }
+  IssueGroupRows(first, (end - first < R) ? end - first : R);
   GroupRowsTable();
   Duplicate(RowsVector(ROWS_ONES), 1.0f, static_cast<int32_t>(GnsRowsRound8(R)));
   for (int64_t q0 = first; q0 < end; q0 += R) {
     const int64_t rows = (end - q0 < R) ? end - q0 : R;
     if (q0 + R < end) {
       const int64_t next = (end - q0 - R < R) ? end - q0 - R : R;
-      IssueRows(xAheadQue_, xGm_, (q0 + R) * t_->D, next, t_->D);
+      IssueGroupRows(q0 + R, next);
     }
     GroupRowsBatch(q0, rows);
   }
@@ -70,6 +77,48 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsRun(int64_t first, 
       rowsStatsPending_[slot] = false;
     }
   }
+}
+
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupRows(int64_t q0, int64_t rows) {
+  if (t_->groupRowsGather != 0) {
+    IssueRows(xAheadQue_, xGm_, q0 * t_->D, 1, rows * t_->D);
+  } else {
+    IssueRows(xAheadQue_, xGm_, q0 * t_->D, rows, t_->D);
+  }
+}
+
+// The run of a batch's x as fp32 (the same Muls by 1 or Cast as a row at a time, into XF(), as a view of K
+// elements: Gather's source may not overlap its destination), spread by Gather into rows at rowPitch in
+// Tmp(): RowsCentre then writes XF() from it, and its squares replace it.
+template <typename T, typename U>
+__aicore__ inline LocalTensor<float> KernelGroupNormSiluMs<T, U>::SpreadRows(const LocalTensor<T> &staging,
+                                                                             int64_t rows) {
+  const LocalTensor<float> run = workBuf_.Get<float>(static_cast<uint32_t>(t_->chunkElems));  // XF(), K long
+  StagingToFloat(staging, rows * t_->D, run, 1.0f);
+  Gather(Tmp(), run, gatherBuf_.Get<uint32_t>(), 0, static_cast<uint32_t>(rows * t_->rowPitch));
+  return Tmp();
+}
+
+// y of a batch (fp32 rows at rowPitch in XF(), activated in place as OutputY does it: the same
+// operations on the same values) packed by Gather into a run in Tmp(), then in x's dtype to GM as one
+// burst.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::StorePackedRows(int64_t offset, int64_t rows) {
+  const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
+  const int64_t len = rows * t_->D;
+  const LocalTensor<float> y = workBuf_.Get<float>(static_cast<uint32_t>(t_->chunkElems));  // XF(), K long
+  LocalTensor<float> tmp = Tmp();
+  if (t_->activateSilu != 0) {
+    Muls(tmp, y, -t_->swishScale, span);
+    Exp(tmp, tmp, span);
+    Adds(tmp, tmp, 1.0f, span);
+    Div(y, y, tmp, span);
+  }
+  Gather(tmp, y, gatherBuf_.Get<uint32_t>()[t_->chunkElems], 0, static_cast<uint32_t>(len));
+  LocalTensor<T> staging = yQue_.template AllocTensor<T>();
+  PutY(staging, tmp, len);
+  SendY(staging, offset, 1, len);
 }
 
 // dst rows (rowPitch apart, `cols` long) = src rows + (or *) vector v's element of their group: v
@@ -177,15 +226,21 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsBatch(int64_t q0, i
   const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
   const int32_t n = static_cast<int32_t>(rows);
   LocalTensor<T> staging = xAheadQue_.template DeQue<T>();
-  // fp32 x is read in its staging buffer, 16-bit x cast into XF() (centred there in place); the
-  // rescaled path casts it again from the staging buffer, held until then
-  const LocalTensor<float> x = AsFloat(staging, span);
+  // fp32 x is read in its staging buffer, 16-bit x cast into XF() (centred there in place); with
+  // groupRowsGather both are spread into Tmp(). The rescaled path takes x again from the staging
+  // buffer, held until then.
+  const bool gather = t_->groupRowsGather != 0;
+  const LocalTensor<float> x = gather ? SpreadRows(staging, rows) : AsFloat(staging, span);
   RowsCentre(x, rows, false);
   const bool rescaled = !(RowsInSafeRange(RowsVector(ROWS_SUM), rows) && RowsInSafeRange(RowsVector(ROWS_M2), rows));
   if (rescaled) {
     RowsRescaleFactors(rows);
-    if constexpr (!IsSameType<T, float>::value) StagingToFloat(staging, span, Tmp(), 1.0f);
-    RowsCentre(IsSameType<T, float>::value ? x : Tmp(), rows, true);
+    if (gather) {
+      RowsCentre(SpreadRows(staging, rows), rows, true);
+    } else {
+      if constexpr (!IsSameType<T, float>::value) StagingToFloat(staging, span, Tmp(), 1.0f);
+      RowsCentre(IsSameType<T, float>::value ? x : Tmp(), rows, true);
+    }
   }
   xAheadQue_.FreeTensor(staging);
   // rstd = 1 / sqrt(m2 / M + eps), mean = shift + offset (as Rstd and RecordStats)
@@ -228,7 +283,11 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsBatch(int64_t q0, i
   RowsApply(xF, xF, RowsVector(ROWS_RSTD), rows, false, t_->D);
   Mul(xF, xF, GammaF()[row0], span);
   Add(xF, xF, BetaF()[row0], span);
-  StoreRows(q0 * t_->D, rows, t_->D, span, xF);
+  if (gather) {
+    StorePackedRows(q0 * t_->D, rows);
+  } else {
+    StoreRows(q0 * t_->D, rows, t_->D, span, xF);
+  }
 }
 
 }  // namespace GroupNormSiluMsKernel

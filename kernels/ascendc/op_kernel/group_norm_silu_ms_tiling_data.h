@@ -116,6 +116,10 @@ struct GroupNormSiluMsTilingData {
   // bcastElems then holds the batch's per-group vectors and Brcb blocks, statBatch two slots of
   // groupRows rounded up to 8 (mean and rstd leave a batch at a time).
   int64_t groupRows;
+  // with groupRows, rows of D elements that are not a 32-byte multiple (a DMA burst each otherwise): a
+  // batch's x and y move as one contiguous run, and Gather spreads x into the rows at rowPitch and
+  // packs y back (group_norm_ms_gather.h's tables); 0: a burst a row
+  int64_t groupRowsGather;
   // attributes
   float eps;
   float swishScale;

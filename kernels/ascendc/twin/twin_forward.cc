@@ -22,8 +22,9 @@ namespace {
 const char *const kForwardTilingFields =
     "N,C,HxW,G,D,mode,rows,rowLen,rowPitch,vectorCoef,activateSilu,sliceCount,sliceItems,numTasks,usedCores,"
     "tasksPerCore,tailCores,blockDim,chunkElems,chunksPerRow,coefElems,partialElems,reduceWorkElems,statBatch,ubBytes,"
-    "xBuffers,xBufferElems,staged,coefPerBlock,yRows,rowsPerItem,yBuffers,ringParts,ringResident,partItems,bcastElems,groupRows";
-constexpr int kForwardIntFields = 37;
+    "xBuffers,xBufferElems,staged,coefPerBlock,yRows,rowsPerItem,yBuffers,ringParts,ringResident,partItems,bcastElems,groupRows,"
+    "groupRowsGather";
+constexpr int kForwardIntFields = 38;
 static_assert(sizeof(GroupNormSiluMsTilingData) == kForwardIntFields * sizeof(int64_t) + 2 * sizeof(float),
               "update kForwardTilingFields");
 
