@@ -37,6 +37,9 @@ PEER_DTYPES = {"grad": ONE_TYPE, "silu_grad": ONE_TYPE,  # (data dtype, gamma/be
                "forward": {**ONE_TYPE, "fp16/fp32": ("float16", "float32"), "bf16/fp32": ("bfloat16", "float32")}}
 SWISH_SCALE = 1.0  # the SiLU: GroupNormSiluGradMs's table runs swish_scale 1.0
 HEADER = " CANN est. µs (mode, cores) | ours / CANN |"
+# CANN's kernel runs its whole launch on the twin (ours runs fewer samples of a large shape and scales
+# them, the work split unchanged); beyond this many elements the peer's row is left out, with the reason.
+PEER_MAX_ELEMS = 1 << 22
 
 
 def _kind(silu, forward):
@@ -84,8 +87,8 @@ def _inputs(N, C, HxW, G, dtype):
 
 
 def measure_cann(shape, dtype_key, constants, silu=False, forward=False):
-    """CANN's row for an anchor (N, C, H, W, G): est_us, mode, cores, correct; None for a dtype the peer
-    does not run. ``constants``: our launch's cost model, which the peer's launch gets too. ``silu``:
+    """CANN's row for a shape (N, C, *spatial, G): est_us, mode, cores, correct; None for a dtype the peer
+    does not run; {"skipped": reason} for a launch too large to run whole (PEER_MAX_ELEMS). ``constants``: our launch's cost model, which the peer's launch gets too. ``silu``:
     GroupNormSwishGrad (swish_scale 1.0) rather than GroupNormGrad; ``forward``: GroupNormSilu."""
     kind = _kind(silu, forward)
     dtypes = PEER_DTYPES[kind].get(dtype_key)
@@ -93,8 +96,10 @@ def measure_cann(shape, dtype_key, constants, silu=False, forward=False):
         return None
     dtype, param_dtype = dtypes
     op = peer_operator(silu, forward)
-    N, C, H, W, G = shape
-    HxW = H * W
+    N, C, *spatial, G = shape
+    HxW = math.prod(spatial)
+    if N * C * HxW > PEER_MAX_ELEMS:
+        return {"skipped": f"{N * C * HxW:,} elements, beyond PEER_MAX_ELEMS"}
     cann_peer.cost_model(op, dtype, **constants)
     a, e = _inputs(N, C, HxW, G, dtype)
     params = {"gamma": param_dtype, "beta": param_dtype}
@@ -131,6 +136,8 @@ def measure_cann(shape, dtype_key, constants, silu=False, forward=False):
 def cells(ours, cann):
     if cann is None:
         return " n/a | n/a |"
+    if "skipped" in cann:
+        return f" not run ({cann['skipped']}) | n/a |"
     if cann["est_us"] is None:
         return f" refused by the twin ({cann['mode']}, {cann['cores']}) | n/a |"
     mark = "" if cann["correct"] else ", wrong or racy"
@@ -140,7 +147,7 @@ def cells(ours, cann):
 def summary(pairs):
     """``peer worst=R (shape, dtype) geomean=G correct=P/T`` over the rows CANN's kernel was given (T); the
     ratios over those it ran to the end (a launch the twin refused has no estimate, and is not correct)."""
-    tried = [(ours, cann) for ours, cann in pairs if cann is not None]
+    tried = [(ours, cann) for ours, cann in pairs if cann is not None and "skipped" not in cann]
     correct = sum(cann["correct"] for _, cann in tried)
     ran = [(ours, cann) for ours, cann in tried if cann["est_us"] is not None]
     if not ran:
@@ -148,5 +155,6 @@ def summary(pairs):
     ratios = [ours["est_us"] / cann["est_us"] for ours, cann in ran]
     worst = max(range(len(ran)), key=lambda i: ratios[i])
     geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    skipped = sum(1 for _, cann in pairs if cann is not None and "skipped" in cann)
     return (f"peer worst={ratios[worst]:.2f} ({ran[worst][0]['shape']}, {ran[worst][0]['dtype']}) "
-            f"geomean={geomean:.2f} correct={correct}/{len(tried)}")
+            f"geomean={geomean:.2f} correct={correct}/{len(tried)}" + (f" not_run={skipped}" if skipped else ""))

@@ -346,3 +346,14 @@ def test_cost_script_peer_closing_line(peer):
     assert mode_2.endswith(" refused by the twin (MODE_2, 8) | n/a |"), mode_2
     closing = re.fullmatch(r"peer worst=(\d+\.\d+) \((.*)\) geomean=(\d+\.\d+) correct=3/4", lines[-1])
     assert closing and float(closing.group(3)) <= float(closing.group(1)), lines[-1]
+
+
+def test_cost_script_peer_takes_any_rank_and_says_which_launch_it_leaves_out(peer):
+    """A 2-D input and a 3-D one run CANN's kernel too; a launch beyond PEER_MAX_ELEMS (which the twin
+    would run whole, where ours runs fewer samples) is left out with its size, and counted."""
+    lines = cost_script_lines("--peer", "--shapes", "49x11:11,2x8x9:2,5x1000x1000:5", "--dtypes", "fp32")
+    assert "(MODE_5, " in next(line for line in lines if "| 49x11 G11 | fp32 |" in line)
+    assert "(MODE_" in next(line for line in lines if "| 2x8x9 G2 | fp32 |" in line)
+    big = next(line for line in lines if "| 5x1000x1000 G5 | fp32 |" in line)
+    assert big.endswith(" not run (5,000,000 elements, beyond PEER_MAX_ELEMS) | n/a |"), big
+    assert re.fullmatch(r"peer worst=\d+\.\d+ \(.*\) geomean=\d+\.\d+ correct=\d/2 not_run=1", lines[-1]), lines[-1]
