@@ -88,8 +88,9 @@ ALL_MASKS = list(itertools.product([True, False], repeat=3))
 @pytest.mark.parametrize("execution", ["immediate", "deferred"])
 @pytest.mark.parametrize("mask", ALL_MASKS, ids=lambda m: "".join("1" if b else "0" for b in m))
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows",
-                                  "channel_split_n47", "hw_chunks_unaligned_n3", "hw_chunks_channel_split",
-                                  "hw_slices", "hw_one", "hw_one_groups_workspace", "hw_one_samples"])
+                                  "channel_split_n47", "channel_split_rows", "hw_chunks_unaligned_n3",
+                                  "hw_chunks_channel_split", "hw_slices", "hw_one", "hw_one_groups_workspace",
+                                  "hw_one_samples"])
 def test_every_output_mask(case, mask, execution):
     """gamma and beta are loaded for every task, also when only dgamma or dbeta is asked for."""
     N, C, HxW, G, cores, _, _ = CASES[case]
@@ -231,7 +232,7 @@ def swish_gradient_f32(exact, G, k):
 
 @pytest.mark.default_sample(case=["resident_unaligned_hw", "channel_split_n47", "hw_one"], swish_scale=[1.0, -0.5])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass",
-                                  "channel_split_n47", "hw_chunks_unaligned_n3", "hw_one"])
+                                  "channel_split_n47", "channel_split_rows", "hw_chunks_unaligned_n3", "hw_one"])
 @pytest.mark.parametrize("swish_scale", [1.0, -0.5])
 def test_equals_group_norm_grad_of_the_explicit_swish_gradient(case, swish_scale):
     N, C, HxW, G, cores, _, _ = CASES[case]

@@ -34,6 +34,9 @@ CASES = {
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
     # workspace loads (47 rows) reach the UB of the 16-bit dx stores just before them
     "channel_split_n47": (47, 2, 250, 1, 48, "channel_two_pass", 1),
+    # split by channel, an item a run of a core's consecutive channels of one group (6-8 of 801
+    # elements, one DMA; 7-8 tasks a core, the runs cut at the ends of groups of 10 channels)
+    "channel_split_rows": (4, 30, 801, 3, 16, "channel_two_pass", 1),
     # a channel larger than the UB: its 9 HxW slices (4 channels) fit one at a time
     "hw_slices_channel_larger_than_ub": (2, 2, 20000, 1, 2, "channel_two_pass", 1),
     # 48 channels (fewer would take the HxW split); 8200 elements do not fit in 16-bit either
@@ -70,7 +73,8 @@ CASES = {
 # channel two-pass by group and by channel, HxW chunks by group and by channel, HxW = 1): the
 # default run's sample of the matrices over CASES; --exhaustive runs every case.
 PER_MODE = ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows", "channel_split_n47",
-            "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one", "hw_one_groups_workspace"]
+            "channel_split_rows", "hw_chunks_unaligned_n3", "hw_chunks_channel_split", "hw_slices", "hw_one",
+            "hw_one_groups_workspace"]
 # The cases that take the HxW split.
 HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_channel_larger_than_ub",
              "hw_slices_n1_small"]
@@ -215,6 +219,37 @@ def test_held_items_change_the_traffic_not_the_bits(case):
         assert gm_small > gm_big
     else:  # whole channels per item: held items x (dy, x) x HxW x 4 bytes less, per task
         assert gm_small - gm_big == (big["heldItems"] - small["heldItems"]) * 2 * HxW * 4 * big["numTasks"]
+
+
+# The channel split's items are runs of a core's consecutive channels of one group (one DMA of up
+# to channelsPerItem rows, HxW rounded up to 16 apart in UB; each channel's sums its own row's):
+# on 16 cores 6-8 channels an item, with 48 KiB of UB 1-2 (runs cut shorter, items not held); on
+# one core the tiling splits by group instead. Each matches the reference, all with the same bits.
+@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@pytest.mark.parametrize("dtype_key", ["fp32", "fp16_fp32", "bf16"])
+def test_channel_split_items_of_several_channels_keep_the_bits(dtype_key, silu):
+    N, C, HxW, G, cores, _, _ = CASES["channel_split_rows"]
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs((N, C, HxW), G, data_dtype, stat_dtype, 11)
+    beta = storage(np.linspace(-1.0, 1.0, C), stat_dtype)
+    args = (arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"])
+    if silu:
+        want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
+                                       as_float64(beta, stat_dtype), G, 1.3)
+    else:
+        want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], G)
+    results, items = [], []
+    for core_num, ub in ((cores, twin.UB_910B), (cores, 48 * 1024), (1, twin.UB_910B)):
+        kwargs = dict(data_dtype=data_dtype, stat_dtype=stat_dtype, core_num=core_num, ub_bytes=ub,
+                      execution="deferred")
+        got = (twin.twin_silu_backward(*args, beta, G, swish_scale=1.3, **kwargs) if silu
+               else twin.twin_backward(*args, G, **kwargs))
+        check_against_reference(got[:3], want, dtype_key, (True, True, True))
+        tiling = got[3]
+        items.append((tiling["splitByChannel"], tiling["channelsPerItem"]))
+        results.append([o.tobytes() for o in got[:3]])
+    assert items[0][0] == 1 and items[0][1] > items[1][1] and items[1][0] == 1 and items[2][0] == 0
+    assert results[1] == results[0] and results[2] == results[0]
 
 
 def test_masked_outputs_are_not_written():

@@ -369,8 +369,15 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         // one channel is mostly DMA setup and per-item vector work, so an item is channelsPerItem whole
         // channels, contiguous in GM (one DMA), Lp apart in UB as mode 0's. Each channel's sums are its
         // own row's (RowSums), so the bits are those of one channel an item (and of the channel split).
-        if (!t.splitByChannel && D > 1 && Lp < kShortChannelElems) {
-          const int64_t cap = std::min<int64_t>({D, kMaxDmaRows, std::max<int64_t>(1, kShortItemElems / Lp)});
+        // The channel split (without the HxW split) too, for any channel length: a core's tasks are
+        // consecutive (n, c) channels, so an item is a run of them within one group (the kernel's
+        // ChannelRun), as many as fit up to a core's tasks: a task is then no longer a DMA latency
+        // and queue turns of its own (8x512x255 G2 fp32: 85 tasks a core in about 5 items; the
+        // items leave little UB to hold, so the dx pass reads most again, yet est./bound 8.8 -> 2.7).
+        if (t.hwSlices == 1 && D > 1 && (t.splitByChannel || Lp < kShortChannelElems)) {
+          const int64_t itemCap = t.splitByChannel ? CeilDiv(in.N * in.C, in.coreNum)
+                                                   : std::max<int64_t>(1, kShortItemElems / Lp);
+          const int64_t cap = std::min<int64_t>({D, kMaxDmaRows, itemCap});
           Layout rows = channel;
           rows.residentStride = Lp;
           const int64_t cpi = LargestFitting(cap, 1, [&](int64_t c) {
@@ -418,8 +425,12 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
       // busiest core): holding only moves data, so it may follow the core count.
       if (layout.mode != GNG_MODE_GROUP_RESIDENT && in.dxRequired) {
+        // the channel split's items of the busiest core: runs of channelsPerItem tasks, each group
+        // boundary in its range cutting one more
+        const int64_t coreTasks = t.tasksPerCore + (t.tailCores > 0 ? 1 : 0);
         const int64_t scopeTasks =
-            t.splitByChannel ? t.tasksPerCore + (t.tailCores > 0 ? 1 : 0) : CeilDiv(D, t.channelsPerItem);
+            t.splitByChannel ? std::min(coreTasks, CeilDiv(coreTasks, t.channelsPerItem) + CeilDiv(coreTasks, D) + 1)
+                             : CeilDiv(D, t.channelsPerItem);
         layout.held = LargestFitting(scopeTasks * t.chunksPerChannel, 1, [&](int64_t h) {
           Layout l = layout;
           l.held = h;

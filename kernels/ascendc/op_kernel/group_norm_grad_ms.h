@@ -85,7 +85,10 @@ class KernelGroupNormGradMs {
         // the first dx loads are in flight across the SyncAll (they read inputs only)
         if (count > 0) IssueStatWindow(DecodeChannelTask(first).group);  // ahead of the stream's loads
         StreamBegin(first, count, true, true, false, t_->dxRequired != 0);
-        for (int64_t task = first; task < first + count; ++task) ChannelSumsTask(task);
+        for (int64_t task = first, rows = 0; task < first + count; task += rows) {
+          rows = ChannelRun(task, first + count);
+          ChannelSumsTask(task, rows);
+        }
       } else if (t_->groupAcrossN != 0) {
         // tasks are groups g, each over n = 0..N-1 (stream tasks g * N + n): dgamma/dbeta of the
         // group's channels are summed here in the order stage 2 would use, with no workspace
@@ -120,7 +123,10 @@ class KernelGroupNormGradMs {
       if (t_->hwSlices > 1) {
         SlicedAfterSyncAll(first, count);
       } else if (t_->dxRequired != 0) {
-        for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
+        for (int64_t task = first, rows = 0; task < first + count; task += rows) {
+          rows = ChannelRun(task, first + count);
+          ChannelDxTask(task, rows);
+        }
       }
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
@@ -303,11 +309,23 @@ class KernelGroupNormGradMs {
   }
   // The slice of stream task t: channel-split tasks are (n, c, s), t = (n * C + c) * hwSlices + s.
   __aicore__ inline int64_t TaskSlice(int64_t t) const { return streamByChannel_ ? t % t_->hwSlices : 0; }
-  __aicore__ inline int64_t TaskChannels() const { return streamByChannel_ ? 1 : t_->D; }
-  // Mode 0 moves channelsPerItem channels per item (contiguous in GM, one DMA); else one.
+  __aicore__ inline int64_t TaskChannels(int64_t t) const { return streamByChannel_ ? ChannelRun(t, streamEnd_) : t_->D; }
+  // Modes 0-1 move channelsPerItem channels per item (contiguous in GM, one DMA); else one.
   __aicore__ inline int64_t ItemsPerPass(int64_t t) const {
     const int64_t cpi = t_->channelsPerItem;
-    return (TaskChannels() + cpi - 1) / cpi * SliceChunks(TaskSlice(t));
+    return (TaskChannels(t) + cpi - 1) / cpi * SliceChunks(TaskSlice(t));
+  }
+  // The channel split with channelsPerItem > 1 (whole channels, no HxW split): the tasks from t
+  // that one item moves, a run of consecutive (n, c) tasks, contiguous in GM, of one group (one
+  // mean/rstd) and of the core's tasks [.., end): up to channelsPerItem. Else 1. Each channel's
+  // sums are its own row's (RowSums), so the run changes no value, only the DMAs and queue turns.
+  __aicore__ inline int64_t ChannelRun(int64_t t, int64_t end) const {
+    const int64_t cpi = t_->channelsPerItem;
+    if (cpi == 1) return 1;
+    const int64_t groupEnd = t - (t % t_->C) % t_->D + t_->D;  // t = n * C + c (hwSlices is 1)
+    int64_t run = end - t;
+    if (groupEnd - t < run) run = groupEnd - t;
+    return run < cpi ? run : cpi;
   }
 
   __aicore__ inline void StreamBegin(int64_t first, int64_t count, bool byChannel, bool sumsPass, bool dxPass,
@@ -385,8 +403,9 @@ class KernelGroupNormGradMs {
   // Channel split (group_norm_grad_ms_split.h): before SyncAll the sums of one (n, c, slice)
   // task into the workspace; after it, dx of that slice from the group's combined sums.
   __aicore__ inline ChannelTask DecodeChannelTask(int64_t task) const;
-  __aicore__ inline void ChannelSumsTask(int64_t task);
-  __aicore__ inline void ChannelDxTask(int64_t task);
+  // rows: the tasks from `task` one item moves (ChannelRun), 1 with the HxW split.
+  __aicore__ inline void ChannelSumsTask(int64_t task, int64_t rows);
+  __aicore__ inline void ChannelDxTask(int64_t task, int64_t rows);
   // db, dg = db[statElems] of channels [c0, c0 + D) of sample n: the hwSlices partial rows
   // loaded, then summed in slice order.
   __aicore__ inline void IssueSlicePartials(int64_t n, int64_t c0, bool gamma);

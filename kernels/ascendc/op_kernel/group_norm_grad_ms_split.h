@@ -25,7 +25,7 @@ __aicore__ inline ChannelTask KernelGroupNormGradMs<T, U, SILU>::DecodeChannelTa
 }
 
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_t task) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_t task, int64_t rows) {
   const ChannelTask k = DecodeChannelTask(task);
   LocalTensor<float> db = TakeSums();
   // dg is db[statElems] (ChannelSums): statElems apart, as UB sources of a copy must be 32-byte aligned
@@ -33,8 +33,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
   // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way)
   const bool newGamma = !SILU && t_->hwSlices > 1 && t_->dxRequired != 0 && k.g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
-  ChannelSums(k.n, k.c, 1, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
-  StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, 1);
+  ChannelSums(k.n, k.c, rows, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
+  StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, rows);
   if (newGamma) {
     TakeAsFloat<U>(statQue_, t_->D, StatArray(2));
     gammaGroup_ = k.g;
@@ -42,7 +42,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
 }
 
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t task) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t task, int64_t rows) {
   const ChannelTask k = DecodeChannelTask(task);
   const int64_t n = k.n;
   const int64_t g = k.g;
@@ -78,7 +78,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
     GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
     cachedGroup_ = k.group;
   }
-  ChannelDx(n, k.c, 1, k.slice, mean, rstd, gamma, k.c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_, front);
+  ChannelDx(n, k.c, rows, k.slice, mean, rstd, gamma, k.c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_, front);
 }
 
 // Two strided DMAs (db rows, dg rows) of `rows` workspace rows from `row0`, channels [c0, c0 + D)
@@ -140,7 +140,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SlicedAfterSyncAll(int
     ownerQue_.EnQue(rows);
   }
   if (t_->dxRequired != 0) {
-    for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task);
+    for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task, 1);
   }
   for (; stats && g < ownedEnd; ++g) {
     if (g != (first + perGroup - 1) / perGroup) {

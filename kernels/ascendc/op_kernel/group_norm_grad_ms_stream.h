@@ -46,7 +46,8 @@ __aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::StreamNext(int64_t *of
       const int64_t chunk = streamItem_ % chunks;
       *offset = (n * t_->C + c0 + local) * t_->HxW + slice * t_->sliceElems + chunk * t_->chunkElems;
       *len = ItemLen(slice, chunk);
-      *rows = (TaskChannels() - local < cpi) ? TaskChannels() - local : cpi;
+      const int64_t channels = TaskChannels(streamTask_);
+      *rows = (channels - local < cpi) ? channels - local : cpi;
       ++streamItem_;
       return true;
     }
@@ -54,7 +55,7 @@ __aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::StreamNext(int64_t *of
     if (streamPass_ == 0 && streamDx_) {
       streamPass_ = 1;
     } else {
-      ++streamTask_;
+      streamTask_ += streamByChannel_ ? ChannelRun(streamTask_, streamEnd_) : 1;  // a run of channel tasks
       streamPass_ = streamSums_ ? 0 : 1;
       if (streamHeldPerTask_) streamDxCount_ = 0;  // the next task holds its own first items
     }

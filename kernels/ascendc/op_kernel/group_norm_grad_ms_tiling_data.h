@@ -52,6 +52,7 @@ struct GroupNormGradMsTilingData {
   int64_t chunksPerChannel;  // chunks of K per (full) HxW slice: ceil(sliceElems / K) in modes 1 and 2
   int64_t residentStride;    // mode 0, and mode 1 with channelsPerItem > 1: elements between channels in UB (HxW rounded up to 16)
   int64_t channelsPerItem;   // modes 0-1: channels per load/store (one DMA; K = channelsPerItem * residentStride); else 1
+                             // (the channel split: a run of a core's consecutive (n, c) tasks of one group)
   int64_t groupsPerTask;     // mode 3: groups per task
   int64_t numFloatBufs;      // fp32 work buffers of K elements
   int64_t statElems;         // per-group arrays (db, dg, gamma) of D elements, rounded up to 16
