@@ -38,6 +38,10 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("hw_slices_c_per_g_1", "fp32", 3, ALL), ("hw_slices_c_per_g_1", "bf16_fp32", 3, STATS_ONLY),
                ("hw_one", "fp32", 4, ALL), ("hw_one", "fp32", 4, STATS_ONLY), ("hw_one_c_per_g_1", "bf16", 2, ALL),
                ("hw_one_groups_workspace", "fp32", 4, ALL), ("hw_one_groups_workspace", "fp32", 4, STATS_ONLY),
+               ("hw_one_long_rows", "fp32", 4, ALL),  # rows of D = 100: a burst a row, no Gather
+               ("hw_one_workspace_small_k", "fp32", 4, ALL),
+               # a task a block: stage 2 lays its buffers over the last dx cast's (the PIPE_ALL before it)
+               ("channel_split_n47", "fp16_fp32", 94, ALL),
                ("hw_one_samples", "fp32", 4, ALL), ("hw_one_samples", "bf16_fp32", 4, STATS_ONLY),
                ("stage2_reuses_its_buffers", "fp32", 4, ALL), ("hw_one_huge_mean", "fp32", 4, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.

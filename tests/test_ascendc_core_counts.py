@@ -25,8 +25,9 @@ CASES = {
     "stats_only_across_n_to_channel": (2, 12, 3000, 2, (False, True, True)),
     # mode 1 with several short channels an item (few cores) to the channel split (many cores)
     "channel_rows_to_channel_split": (4, 512, 255, 2, (True, True, True)),
-    # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count
-    "hw_one_group_runs": (3, 40, 1, 40, (True, True, True)),
+    # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count (160 groups: more
+    # than a small launch's one core takes)
+    "hw_one_group_runs": (4, 40, 1, 40, (True, True, True)),
     # mode 3 with many samples: tasks of whole samples whose sums are one workspace row each
     "hw_one_sample_runs": (101, 24, 1, 3, (True, True, True)),
     # the same with D = 2: a batch loads one sample's gamma (beta) rows and copies them in UB

@@ -57,8 +57,9 @@ CASES = {
     "hw_one_groups_workspace": (3, 200, 1, 50, 48, "hw_one", 0),
     # rows of D = 100 (not a multiple of 16, >= 64): a DMA burst a group, no Gather
     "hw_one_long_rows": (4, 100, 1, 1, 48, "hw_one", 0),
-    # HxW = 1 with a group larger than mode 3 holds (4096 fp32 channels): the channel split
-    "hw_one_group_larger_than_ub": (1, 4096, 1, 1, 48, "channel_two_pass", 1),
+    # a small K with the workspace and stage 2 (132 groups, tasks of 3): stage 2 lays UB out over the
+    # phase-1 buffers the last stores still read (the PIPE_ALL before it)
+    "hw_one_workspace_small_k": (44, 12, 1, 3, 48, "hw_one", 0),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
     # many samples: tasks of whole samples (ceil(201 / 48) = 5, the last task one sample), several a core,
@@ -575,3 +576,13 @@ def test_backward_dtype_rule_matches_its_tiling(data, stat, ok):
             twin.twin_tiling(2, 4, 3, 2, data, stat)
     with pytest.raises(KeyError, match="statType"):  # packed by name: a missing element is refused
         twin._check_dtypes(twin._twin_cdll(), {"dataType": data})
+
+
+@pytest.mark.parametrize("dtype_key", ["fp32", "fp16_fp32"])
+def test_hw_one_group_larger_than_mode_3_takes_the_channel_split(dtype_key):
+    """A 2-D input whose group (4096 channels) mode 3 cannot hold in fp32 takes the channel split, an
+    item a run of one-element channels, and matches float64 (16-bit data: mode 3 holds it)."""
+    got, want, tiling = run_case((1, 4096, 1), 1, dtype_key, execution="deferred")
+    mode = "channel_two_pass" if dtype_key == "fp32" else "hw_one"
+    assert twin.MODE_NAMES[tiling["mode"]] == mode and tiling["splitByChannel"] == int(dtype_key == "fp32")
+    check_against_reference(got, want, dtype_key, (True, True, True))
