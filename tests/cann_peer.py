@@ -496,3 +496,33 @@ def ttk_failures(actual, expected, rtol=0.004, atol=1e-4):
     e = np.asarray(expected, np.float64)
     bad = ~(np.abs(a - e) <= atol + rtol * np.abs(e))
     return float(bad.mean()) if bad.size else 0.0
+
+
+
+# A launch passes where at most this fraction of an output's elements breaks the ttk rule.
+TTK_FAIL_FRACTION = 0.004
+
+
+def failures_over_limit(got, want, names):
+    """{output name: fraction outside the ttk rule} of the outputs above TTK_FAIL_FRACTION."""
+    fracs = {name: ttk_failures(a, e) for name, a, e in zip(names, got, want)}
+    return {name: f for name, f in fracs.items() if f > TTK_FAIL_FRACTION}
+
+
+def seeded_inputs(N, C, HxW, G, dtype, seed=0):
+    """Seeded float32 x, dy, gamma, beta and x's mean and rstd (N, G) for a backward launch, and their
+    float64 values after rounding to ``dtype``."""
+    rng = np.random.default_rng(seed)
+    arrays = {"x": rng.standard_normal((N, C, HxW)).astype(np.float32),
+              "dy": rng.standard_normal((N, C, HxW)).astype(np.float32),
+              "gamma": rng.standard_normal(C).astype(np.float32), "beta": rng.standard_normal(C).astype(np.float32)}
+    xg = arrays["x"].reshape(N, G, -1).astype(np.float64)
+    arrays["mean"] = xg.mean(-1).astype(np.float32)
+    arrays["rstd"] = (1 / np.sqrt(xg.var(-1) + 1e-5)).astype(np.float32)
+    exact = {k: from_storage(to_storage(v, dtype), dtype).astype(np.float64) for k, v in arrays.items()}
+    return arrays, exact
+
+
+def case_ids(cases):
+    """Test ids of (N, C, HxW, G, ...) cases: "NxCxHxW:G"."""
+    return ["x".join(map(str, c[:3])) + f":{c[3]}" for c in cases]

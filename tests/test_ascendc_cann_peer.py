@@ -25,7 +25,7 @@ from twin import TwinFault
 ANCHORS = [(2, 64, 32 * 32, 32), (8, 320, 64 * 64, 32), (16, 128, 56 * 56, 32), (32, 32, 28 * 28, 8),
            (4, 1280, 8 * 8, 32), (1, 3, 224 * 224, 1), (3, 60, 17 * 19, 6)]  # scripts/ascendc_cost.py ANCHORS
 MAX_ST_ELEMS = 1 << 21  # ST shapes above this many elements are left to the cost script (test time)
-TTK_FAIL_FRACTION = 0.004
+TTK_FAIL_FRACTION = cann_peer.TTK_FAIL_FRACTION
 
 
 @pytest.fixture(scope="module")
@@ -183,10 +183,6 @@ def test_cann_tiling_reports_success_for_a_shape_its_checks_refuse(peer):
 
 
 # ---------------------------------------------------------------- CANN's kernel through the twin
-def _ids(cases):
-    return ["x".join(map(str, c[:3])) + f":{c[3]}" for c in cases]
-
-
 def test_cann_tiling_key_follows_n_not_the_deterministic_flag(peer):
     """CANN's tiling sets its deterministic key (10-12: workspace rows and a stage 2 after SyncAll) when
     N > 2 and its atomic one (0-2: SetAtomicAdd into dgamma/dbeta) otherwise, whatever the context's
@@ -196,7 +192,7 @@ def test_cann_tiling_key_follows_n_not_the_deterministic_flag(peer):
         assert {cann_peer.cann_tiling(N, 32, 64, 8, "float32", d)["tiling_key"] for d in (False, True)} == {key}
 
 
-@pytest.mark.parametrize("case", ANCHORS, ids=_ids(ANCHORS))
+@pytest.mark.parametrize("case", ANCHORS, ids=cann_peer.case_ids(ANCHORS))
 def test_cann_kernel_matches_float64_on_the_anchors(peer, case):
     assert_ttk_close(*launch(*case, False))
 

@@ -24,7 +24,7 @@ import pytest
 
 import cann_peer
 from ms_groupnorm import reference
-from test_ascendc_cann_peer import ANCHORS, TTK_FAIL_FRACTION
+from test_ascendc_cann_peer import ANCHORS
 from twin import TwinFault
 
 OP = cann_peer.GROUP_NORM_SILU
@@ -102,12 +102,7 @@ def launch(N, C, HxW, G, dtype="float32", param_dtype=None, eps=1e-5, activate_s
 
 def failures(got, want):
     """{output: fraction outside the ttk rule} of the outputs over the limit."""
-    fracs = {name: cann_peer.ttk_failures(a, e) for name, a, e in zip(("y", "mean", "rstd"), got, want)}
-    return {name: f for name, f in fracs.items() if f > TTK_FAIL_FRACTION}
-
-
-def _ids(cases):
-    return ["x".join(map(str, c[:3])) + f":{c[3]}" for c in cases]
+    return cann_peer.failures_over_limit(got, want, ("y", "mean", "rstd"))
 
 
 # ---------------------------------------------------------------- CANN's tiling, by CANN's code
@@ -152,7 +147,7 @@ def test_epsilon_lands_after_its_placeholder(peer):
 
 # ---------------------------------------------------------------- CANN's kernel through the twin
 @pytest.mark.parametrize("dtypes", DTYPE_PAIRS, ids=["/".join(p) for p in DTYPE_PAIRS])
-@pytest.mark.parametrize("case", ANCHORS, ids=_ids(ANCHORS))
+@pytest.mark.parametrize("case", ANCHORS, ids=cann_peer.case_ids(ANCHORS))
 def test_cann_kernel_matches_float64_on_the_anchors(peer, case, dtypes):
     assert not failures(*launch(*case, *dtypes))
 

@@ -24,7 +24,7 @@ import pytest
 import cann_peer
 import twin
 from ms_groupnorm import reference
-from test_ascendc_cann_peer import ANCHORS, TTK_FAIL_FRACTION, cost_script_lines
+from test_ascendc_cann_peer import ANCHORS, cost_script_lines
 from twin import TwinFault
 
 OP = cann_peer.GROUP_NORM_SWISH_GRAD
@@ -67,22 +67,8 @@ def st_cases(ops_nn):
     return sorted(cases)
 
 
-def inputs(N, C, HxW, G, dtype, seed=0):
-    """Float32 arrays for the kernel (rounded to dtype by the launch) and their float64 values after that
-    rounding; mean and rstd are x's."""
-    rng = np.random.default_rng(seed)
-    a = {"x": rng.standard_normal((N, C, HxW)).astype(np.float32),
-         "dy": rng.standard_normal((N, C, HxW)).astype(np.float32),
-         "gamma": rng.standard_normal(C).astype(np.float32), "beta": rng.standard_normal(C).astype(np.float32)}
-    xg = a["x"].reshape(N, G, -1).astype(np.float64)
-    a["mean"] = xg.mean(-1).astype(np.float32)
-    a["rstd"] = (1 / np.sqrt(xg.var(-1) + 1e-5)).astype(np.float32)
-    exact = {k: cann_peer.from_storage(cann_peer.to_storage(v, dtype), dtype).astype(np.float64) for k, v in a.items()}
-    return a, exact
-
-
 def launch(N, C, HxW, G, swish_scale=1.0, dtype="float32", deterministic=False, data_seed=0, **kwargs):
-    a, e = inputs(N, C, HxW, G, dtype, data_seed)
+    a, e = cann_peer.seeded_inputs(N, C, HxW, G, dtype, data_seed)
     got = cann_peer.run_cann_swish(a["dy"], a["mean"], a["rstd"], a["x"], a["gamma"], a["beta"], G, swish_scale,
                                    deterministic, dtype=dtype, **kwargs)
     want = reference.silu_backward(e["dy"], e["x"], e["mean"], e["rstd"], e["gamma"], e["beta"], G, swish_scale)[:3]
@@ -91,12 +77,7 @@ def launch(N, C, HxW, G, swish_scale=1.0, dtype="float32", deterministic=False, 
 
 def failures(got, want):
     """{output: fraction outside the ttk rule} of the outputs over the limit."""
-    fracs = {name: cann_peer.ttk_failures(a, e) for name, a, e in zip(("dx", "dgamma", "dbeta"), got, want)}
-    return {name: f for name, f in fracs.items() if f > TTK_FAIL_FRACTION}
-
-
-def _ids(cases):
-    return ["x".join(map(str, c[:3])) + f":{c[3]}" for c in cases]
+    return cann_peer.failures_over_limit(got, want, ("dx", "dgamma", "dbeta"))
 
 
 # ---------------------------------------------------------------- CANN's tiling, by CANN's code
@@ -133,7 +114,7 @@ def test_cann_unit_test_fills_in_modes_its_tiling_never_picks(peer):
 
 
 # ---------------------------------------------------------------- CANN's kernel through the twin
-@pytest.mark.parametrize("case", ANCHORS, ids=_ids(ANCHORS))
+@pytest.mark.parametrize("case", ANCHORS, ids=cann_peer.case_ids(ANCHORS))
 def test_cann_kernel_matches_float64_on_the_anchors(peer, case):
     assert not failures(*launch(*case))
 
@@ -190,7 +171,7 @@ def test_cann_dx_is_cancellation_noise_for_one_element_groups(peer):
     got, want = launch(N, C, HxW, G, 1.3, dtype)
     assert np.all(want[0] == 0) and set(failures(got, want)) == {"dx"}
     assert 1e-4 < np.abs(got[0]).max() < 1e-3
-    a, _ = inputs(N, C, HxW, G, dtype)
+    a, _ = cann_peer.seeded_inputs(N, C, HxW, G, dtype)
     ours = twin.twin_silu_backward(a["dy"], a["x"], a["mean"], a["rstd"], a["gamma"], a["beta"], G, 1.3)
     assert np.all(ours[0] == 0) and not failures(ours[:3], want)
 
