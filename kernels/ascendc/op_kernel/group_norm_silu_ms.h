@@ -228,6 +228,7 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void StoreRows(int64_t offset, int64_t rows, int64_t len, int64_t count,
                                    const LocalTensor<float> &src);
   __aicore__ inline void OutputY(const LocalTensor<float> &y, int32_t count, const LocalTensor<T> &staging);
+  __aicore__ inline LocalTensor<float> SiluDenominator(const LocalTensor<float> &y, int32_t count);
   __aicore__ inline LocalTensor<float> AsFloat(const LocalTensor<T> &x, int64_t len);
   __aicore__ inline void PutY(const LocalTensor<T> &staging, const LocalTensor<float> &src, int64_t count);
   __aicore__ inline void SendY(LocalTensor<T> &staging, int64_t offset, int64_t rows, int64_t len);

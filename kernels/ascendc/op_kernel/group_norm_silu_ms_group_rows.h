@@ -109,12 +109,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StorePackedRows(int64_t offs
   const int64_t len = rows * t_->D;
   const LocalTensor<float> y = workBuf_.Get<float>(static_cast<uint32_t>(t_->chunkElems));  // XF(), K long
   LocalTensor<float> tmp = Tmp();
-  if (t_->activateSilu != 0) {
-    Muls(tmp, y, -t_->swishScale, span);
-    Exp(tmp, tmp, span);
-    Adds(tmp, tmp, 1.0f, span);
-    Div(y, y, tmp, span);
-  }
+  if (t_->activateSilu != 0) Div(y, y, SiluDenominator(y, span), span);
   Gather(tmp, y, gatherBuf_.Get<uint32_t>()[t_->chunkElems], 0, static_cast<uint32_t>(len));
   LocalTensor<T> staging = yQue_.template AllocTensor<T>();
   PutY(staging, tmp, len);

@@ -27,16 +27,24 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::OutputY(const LocalTensor<fl
     PutY(staging, y, count);
     return;
   }
-  LocalTensor<float> tmp = Tmp();
-  Muls(tmp, y, -t_->swishScale, count);
-  Exp(tmp, tmp, count);
-  Adds(tmp, tmp, 1.0f, count);
+  const LocalTensor<float> tmp = SiluDenominator(y, count);
   if constexpr (IsSameType<T, float>::value) {
     Div(staging, y, tmp, count);
   } else {
     Div(y, y, tmp, count);
     PutY(staging, y, count);
   }
+}
+
+// Tmp() = 1 + exp(-s * y) over `count` elements of y: the denominator of the activation.
+template <typename T, typename U>
+__aicore__ inline LocalTensor<float> KernelGroupNormSiluMs<T, U>::SiluDenominator(const LocalTensor<float> &y,
+                                                                                 int32_t count) {
+  LocalTensor<float> tmp = Tmp();
+  Muls(tmp, y, -t_->swishScale, count);
+  Exp(tmp, tmp, count);
+  Adds(tmp, tmp, 1.0f, count);
+  return tmp;
 }
 
 // x (a staging view, `len` elements) as fp32 for the vector unit: the view itself in fp32, else
