@@ -20,7 +20,11 @@ Cases (what CANN's ATK data and the hard regimes look like):
   * |mean| >> std: data 1e4 + 1e-2 N(0, 1) (the forward), a dy of mean 100 (the backward);
   * shapes with G = 1, HxW = 1 and C/G = 1.
 
-    python scripts/accuracy_table.py            # the table, markdown
+The same cases in float16 and bfloat16 (x and dy rounded to the dtype, gamma, beta and the statistics
+float32, the mixed pair a layer with float32 parameters runs): how many of the 16-bit outputs y and dx
+differ from float64's answer rounded to the dtype, for the CPU kernel, the twin and torch.
+
+    python scripts/accuracy_table.py            # the tables, markdown
     python scripts/accuracy_table.py --no-twin  # without the twin (it builds on first use)
 """
 import argparse
@@ -161,6 +165,87 @@ def measure(cases=tuple(CASES), implementations=tuple(IMPLEMENTATIONS)):
     return table
 
 
+SIXTEEN_BIT_DTYPES = ("float16", "bfloat16")
+SIXTEEN_BIT_OUTPUTS = ("y", "dx")
+SIXTEEN_BIT_IMPLEMENTATIONS = ("CPU kernel", "AscendC twin", "torch float32")
+
+
+def _sixteen_bit(values, dtype):
+    """float32 values -> (torch tensor of `dtype`, the kernels' storage array, its float64 values)."""
+    import torch
+    t = torch.from_numpy(np.ascontiguousarray(values, np.float32)).to(getattr(torch, dtype))
+    storage = t.numpy() if dtype == "float16" else t.view(torch.int16).numpy().view(np.uint16)
+    return t, storage, t.double().numpy()
+
+
+def _as_float64(array, dtype):
+    if dtype == "bfloat16":  # bit patterns in uint16
+        return (np.asarray(array).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return np.asarray(array, np.float64)
+
+
+def _rounded_to(values, dtype):
+    """float64 values rounded once to `dtype` (nearest, ties to even), back in float64."""
+    import torch
+    return torch.from_numpy(values).to(getattr(torch, dtype)).double().numpy()
+
+
+def _sixteen_bit_outputs(name, x, dy, gamma, beta, G, stats, dtype):
+    """(y, dx) of implementation `name` as float64 values; x, dy are (tensor, storage, values)."""
+    if name == "torch float32":
+        import torch
+        N, C, hxw = x[2].shape
+        t = torch.from_numpy
+        y = torch.ops.aten.native_group_norm(x[0], t(gamma), t(beta), N, C, hxw, G, EPS)[0]
+        dx = torch.ops.aten.native_group_norm_backward(dy[0], x[0], t(stats[0]), t(stats[1]), t(gamma), N, C, hxw, G,
+                                                       [True, False, False])[0]
+        return y.double().numpy(), dx.double().numpy()
+    if name == "CPU kernel":
+        from ms_groupnorm.backends import cpu_kernels
+        y = cpu_kernels.forward(x[1], gamma, beta, G, EPS, data_dtype=dtype, stat_dtype="float32")[0]
+        dx = cpu_kernels.backward(dy[1], x[1], *stats, gamma, G, data_dtype=dtype, stat_dtype="float32")[0]
+    else:
+        import twin
+        y = twin.twin_forward(x[1], gamma, beta, G, EPS, activate_silu=False, data_dtype=dtype,
+                              param_dtype="float32")[0]
+        dx = twin.twin_backward(dy[1], x[1], *stats, gamma, G, data_dtype=dtype, stat_dtype="float32")[0]
+    return _as_float64(y, dtype), _as_float64(dx, dtype)
+
+
+def misrounded(cases=tuple(CASES), implementations=SIXTEEN_BIT_IMPLEMENTATIONS):
+    """{(case, dtype): {"elements": n, implementation: {output: count}}}: how many 16-bit outputs differ
+    from float64's answer rounded to the dtype. Cases whose data the dtype cannot hold are left out."""
+    from ms_groupnorm import reference
+    counts = {}
+    for case in cases:
+        x32, dy32, gamma, beta, G = make_inputs(case)
+        for dtype in SIXTEEN_BIT_DTYPES:
+            x, dy = _sixteen_bit(x32, dtype), _sixteen_bit(dy32, dtype)
+            if not (np.isfinite(x[2]).all() and np.isfinite(dy[2]).all()):
+                continue  # e.g. 10^6 in float16
+            f = lambda a: a.astype(np.float64)  # noqa: E731
+            y, mean, rstd = reference.forward(x[2], f(gamma), f(beta), G, EPS)
+            stats = (mean.astype(np.float32), rstd.astype(np.float32))
+            dx = reference.backward(dy[2], x[2], f(stats[0]), f(stats[1]), f(gamma), G)[0]
+            want = {"y": _rounded_to(y, dtype), "dx": _rounded_to(dx, dtype)}
+            row = counts[(case, dtype)] = {"elements": x32.size}
+            for name in implementations:
+                got = dict(zip(SIXTEEN_BIT_OUTPUTS, _sixteen_bit_outputs(name, x, dy, gamma, beta, G, stats, dtype)))
+                row[name] = {out: int(np.count_nonzero(got[out].reshape(want[out].shape) != want[out]))
+                             for out in SIXTEEN_BIT_OUTPUTS}
+    return counts
+
+
+def misrounded_markdown(counts):
+    names = [n for n in next(iter(counts.values())) if n != "elements"]
+    lines = ["| case | dtype | elements | " + " | ".join(f"{n} y / dx" for n in names) + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    for (case, dtype), row in counts.items():
+        cells = [" / ".join(str(row[n][out]) for out in SIXTEEN_BIT_OUTPUTS) for n in names]
+        lines.append(f"| {case} | {dtype} | {row['elements']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown(table):
     names = list(next(iter(table.values())))
     lines = ["| case | output | " + " | ".join(f"{n} RMS / max" for n in names) + " |",
@@ -178,6 +263,8 @@ def main():
     args = parser.parse_args()
     names = [n for n in IMPLEMENTATIONS if not (args.no_twin and n == "AscendC twin")]
     print(markdown(measure(implementations=names)))
+    print()
+    print(misrounded_markdown(misrounded(implementations=[n for n in SIXTEEN_BIT_IMPLEMENTATIONS if n in names])))
 
 
 if __name__ == "__main__":
