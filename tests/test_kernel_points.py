@@ -166,6 +166,36 @@ def test_a_two_d_input_gets_the_bits_of_its_one_element_rows(lib):
             assert dx1.tobytes() == dx[n:n + 1].tobytes(), (isa, n)
 
 
+@pytest.mark.parametrize("data_dtype,stat_dtype", DTYPES)
+@pytest.mark.parametrize("silu", [False, True], ids=["group_norm", "silu"])
+@pytest.mark.parametrize("shape", [(6, 40), (3, 8, 1, 1), (1, 33)], ids=["6x40", "3x8x1x1", "1x33"])
+def test_one_element_groups_give_an_exact_zero_dx(lib, shape, silu, data_dtype, stat_dtype):
+    """C = G with HxW = 1: xhat is 0 and dx = rstd * (g - mean of g) is exactly 0 (nn.GroupNorm
+    gives 0; torch float32 up to an ulp of rstd * gamma * dy). With eps = 1e-8 (rstd 1e4, within fp16) a
+    rounded a * dy + c0 left up to 2.6e-3. +0 on every build and thread count; NaN where dy is."""
+    rng = np.random.default_rng(4)
+    C = shape[1]
+    d, s = DTYPE_NAME[data_dtype], DTYPE_NAME[stat_dtype]
+    x = to_storage(rounded(rng.standard_normal(shape) * 3 + 2, data_dtype), data_dtype)
+    dy = rounded(rng.standard_normal(shape), data_dtype)
+    dy.reshape(-1)[-1] = np.nan
+    dy = to_storage(dy, data_dtype)
+    gamma = to_storage(rounded(rng.standard_normal(C) + 1, stat_dtype), stat_dtype)
+    beta = to_storage(rounded(rng.standard_normal(C), stat_dtype), stat_dtype)
+    for isa in _isas(lib):
+        lib.MsGroupNormSelectIsa(isa.encode())
+        for threads in THREADS:
+            lib.MsGroupNormSetNumThreads(threads)
+            _, mean, rstd = cpu_kernels.forward(x, gamma, beta, C, 1e-8, data_dtype=d, stat_dtype=s)
+            if silu:
+                dx = cpu_kernels.silu_backward(dy, x, mean, rstd, gamma, beta, C, data_dtype=d, stat_dtype=s)[0]
+            else:
+                dx = cpu_kernels.backward(dy, x, mean, rstd, gamma, C, data_dtype=d, stat_dtype=s)[0]
+            dx = from_storage(dx, data_dtype).reshape(-1)
+            assert np.isnan(dx[-1]), (isa, threads)
+            assert np.all(dx[:-1] == 0) and not np.any(np.signbit(dx[:-1])), (isa, threads, np.abs(dx[:-1]).max())
+
+
 @pytest.mark.parametrize("with_gamma", [True, False], ids=["gamma", "no-gamma"])
 def test_a_sample_with_a_double_group_keeps_the_others_right(lib, with_gamma):
     """Group 0 of every sample has a gradient so small (1e-38) that its dx coefficients are

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "call_scratch.h"
 #include "group_norm_sizes.h"
@@ -118,6 +119,24 @@ inline bool EmptyBackward(const GroupNormSizes &s, OutputMask mask, U *dgamma, U
     if (mask.dbeta) dbeta[c] = U{};
   }
   return true;
+}
+
+// Groups of one element (D * HxW == 1): xhat = 0 and dx = rstd * (g - mean of g) = 0 exactly, g
+// the incoming gradient times gamma. The kernels' dx = a * dy + b * (x - mean) + c0 rounds a * dy and
+// c0 apart and leaves up to an ulp of a * dy, rstd = 1 / sqrt(eps) times the gradient's scale (6.5e-5
+// for eps 1e-5 and unit data). dx - dx is that exact +0 for a finite dx and NaN for an infinite or
+// NaN one, as the exact expression gives for such inputs.
+template <typename T>
+inline void ExactOneElementGroups(const GroupNormSizes &s, OutputMask mask, T *dx) {
+  if (!mask.dx || s.D() * s.HxW != 1) return;
+  for (int64_t i = 0; i < s.N * s.C; ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      dx[i] = dx[i] - dx[i];
+    } else {
+      const float value = ToFloat(dx[i]);
+      dx[i] = FromFloat<T>(value - value);
+    }
+  }
 }
 
 }  // namespace detail
