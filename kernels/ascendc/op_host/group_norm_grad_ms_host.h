@@ -36,9 +36,7 @@ inline ge::graphStatus TileGradKernel(gert::TilingContext *context, const char *
   }
   if (context->GetPlatformInfo() == nullptr) return Refuse(name + ": no platform info in the TilingContext");
   auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
-  uint64_t ubSize = 0;
-  platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-  in.ubBytes = static_cast<int64_t>(ubSize);
+  in.ubBytes = PlanningUbBytes(platform, ms_groupnorm::grad_tiling::kUbReserveBytes);
   in.coreNum = static_cast<int64_t>(platform.GetCoreNumAiv());
 
   GroupNormGradMsTilingData tiling;

@@ -82,9 +82,7 @@ static ge::graphStatus GroupNormSiluMsTiling(gert::TilingContext *context) {
   }
   if (context->GetPlatformInfo() == nullptr) return Refuse("GroupNormSiluMs: no platform info in the TilingContext");
   auto platform = platform_ascendc::PlatformAscendC(context->GetPlatformInfo());
-  uint64_t ubSize = 0;
-  platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubSize);
-  in.ubBytes = static_cast<int64_t>(ubSize);
+  in.ubBytes = ms_groupnorm::op_host::PlanningUbBytes(platform, forward_tiling::kUbReserveBytes);
   in.coreNum = static_cast<int64_t>(platform.GetCoreNumAiv());
 
   GroupNormSiluMsTilingData tiling;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tiling/platform/platform_ascendc.h"
 #include "tiling_shapes.h"
 
 namespace ms_groupnorm::op_host {
@@ -40,6 +41,20 @@ inline bool ReadBoolAttr(const gert::RuntimeAttrs *attrs, size_t index, bool fal
 inline float ReadFloatAttr(const gert::RuntimeAttrs *attrs, size_t index, float fallback) {
   const float *value = attrs->GetAttrPointer<float>(index);
   return value == nullptr ? fallback : *value;
+}
+
+// The UB size a tiling plans for: the vector core's whole UB, as the CPU twin plans it, so that the
+// tiling the device runs is the one the twin tests. PlatformAscendC::GetCoreMemSize(UB) answers the
+// 910B's (A2's and A3's: both are SocVersion::ASCEND910B) 256 bytes short, which it keeps for KFC
+// (LOCAL_RESERV_SIZE, asc-devkit impl/utils/tiling/platform/platform_ascendc.cpp); a plan never touches
+// its last `planReserve` bytes, so where that reserve covers the 256 the plan still fits in the answer.
+constexpr int64_t kPlatformKfcReserveBytes = 256;
+inline int64_t PlanningUbBytes(const platform_ascendc::PlatformAscendC &platform, int64_t planReserve) {
+  uint64_t answer = 0;
+  platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, answer);
+  const bool heldBack = platform.GetSocVersion() == platform_ascendc::SocVersion::ASCEND910B;
+  const int64_t ub = static_cast<int64_t>(answer);
+  return heldBack && planReserve >= kPlatformKfcReserveBytes ? ub + kPlatformKfcReserveBytes : ub;
 }
 
 // The input shapes as plain dimension lists for a tiling function's CheckInputs
