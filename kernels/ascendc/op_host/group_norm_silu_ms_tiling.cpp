@@ -456,6 +456,13 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           k = std::min(k, std::max(small, kMinChunkElems));
         }
         plan = chunkedPlan(k, 2, 0, false);
+        // gamma/beta of the block's channels in UB where they fit beside the chunks (else every chunk's
+        // channel costs scalar GM reads of gamma_c and beta_c, about 200 ns each); the chunk size above
+        // is chosen without them, so the arithmetic does not depend on it
+        if (blockCoef && fits(chunkedPlan(k, 2, 0, true))) {
+          plan = chunkedPlan(k, 2, 0, true);
+          t.coefPerBlock = 1;
+        }
       }
       t.chunksPerRow = t.rowsPerItem > 1 ? 1 : CeilDiv(t.rowLen, plan.K);
       // Fewer groups than cores: slices of 2^k chunks, as few as fill the cores. The chunk size
@@ -481,9 +488,9 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         t.ringParts = t.ringResident = t.partItems = 0;  // the ring takes whole groups
         if (t.staged) {
           plan = slice;
-        } else if (plan.xElems > 0) {  // the group's staging was planned: stream the slices instead
-          plan = chunkedPlan(plan.K, 2, 0, false);
-          t.coefPerBlock = 0;
+        } else {  // stream the slices (with the block's gamma/beta where they fit, as above)
+          t.coefPerBlock = blockCoef && fits(chunkedPlan(plan.K, 2, 0, true)) ? 1 : 0;
+          plan = chunkedPlan(plan.K, 2, 0, t.coefPerBlock != 0);
         }
       }
     }
