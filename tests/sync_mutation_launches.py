@@ -62,6 +62,7 @@ FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
                   ("chunked_hw1_vector_coef", "fp32", "silu", None),
                   ("chunked_split_pairs", "fp32", "silu", None),
                   ("chunked_split_pairs", "bf16_fp32", "silu", 3),
+                  ("chunked_many_short_rows", "fp16", "silu", None),  # staged slices' rows in batches
                   ("ring_parts_of_rows", "bf16", "silu", None),  # slots reused within and across groups
                   ("ring_row_batches", "fp16_fp32", "silu", None),  # parts' rows in batches
                   ("ring_rows_rescaled_group", "fp32", "plain", None),  # a batch's rows rescaled one by one

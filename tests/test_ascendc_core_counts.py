@@ -25,6 +25,9 @@ CASES = {
     "stats_only_across_n_to_channel": (2, 12, 3000, 2, (False, True, True)),
     # mode 1 with several short channels an item (few cores) to the channel split (many cores)
     "channel_rows_to_channel_split": (4, 512, 255, 2, (True, True, True)),
+    # the forward's split groups staged in slices of 2^k rows taken in batches of rows (the last slice
+    # shorter), a part ring on few cores
+    "staged_slices_row_batches": (1, 300, 31, 1, (True, True, True)),
     # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count (160 groups: more
     # than a small launch's one core takes)
     "hw_one_group_runs": (4, 40, 1, 40, (True, True, True)),

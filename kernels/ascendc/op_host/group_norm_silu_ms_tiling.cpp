@@ -488,6 +488,25 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         t.ringParts = t.ringResident = t.partItems = 0;  // the ring takes whole groups
         if (t.staged) {
           plan = slice;
+          // A staged slice of one-row chunks: its rows in one copy at rowPitch, and the vector work in
+          // batches of rows (the ring's: a few instructions and two V -> S round trips a batch, not a
+          // dozen and two a row; 8x512x255 G2: 128 rows a slice). Batches start at multiples of 8 rows
+          // (their coefficient tables' Brcb source 32-byte aligned), as slices of 2^k >= 8 rows do.
+          // The chunks are still the rows: the bits do not change.
+          if (!t.vectorCoef && t.chunksPerRow == 1 && t.rowsPerItem == 1 && rowBatches && p % 8 == 0 &&
+              p <= kMaxCopyRows) {
+            auto batchPlan = [&](int64_t b) {
+              Plan q = chunkedPlan(b * t.rowPitch, 1, p * t.rowPitch, t.coefPerBlock != 0);
+              q.bcastElems = GnsRingRowsBcastElems(b, t.rows);
+              return q;
+            };
+            int64_t b = LargestFitting(std::min(p, GNS_ROWS_PIECE), 8, [&](int64_t bb) { return fits(batchPlan(bb)); });
+            if (b > 0) {
+              b = AlignUp(CeilDiv(p, CeilDiv(p, b)), 8);  // balanced batches
+              plan = batchPlan(b);
+              t.partItems = b;
+            }
+          }
         } else {  // stream the slices (with the block's gamma/beta where they fit, as above)
           t.coefPerBlock = blockCoef && fits(chunkedPlan(plan.K, 2, 0, true)) ? 1 : 0;
           plan = chunkedPlan(plan.K, 2, 0, t.coefPerBlock != 0);

@@ -463,8 +463,14 @@ class KernelGroupNormSiluMs {
       if (t_->chunksPerRow == 1) return item * t_->rowsPerItem * t_->rowPitch;
       return (item / t_->chunksPerRow) * t_->rowPitch + (item % t_->chunksPerRow) * t_->chunkElems;
     }
+    if (StagedRows()) return (item - TaskFirstItem(task)) * t_->rowPitch;  // a slice's rows, one copy
     return (item - TaskFirstItem(task)) * t_->chunkElems;  // a slice's chunks, one copy each
   }
+  // Staged slices of one-row chunks whose rows land at rowPitch by one copy (partItems > 0 without the
+  // ring), and taken by the vector unit in batches of partItems rows (bcastElems > 0: RowsPartStats and
+  // RowsPartOutput, the ring's batches; else a row at a time, the same bits).
+  __aicore__ inline bool StagedRows() const { return t_->staged != 0 && t_->partItems > 0 && t_->ringParts == 0; }
+  __aicore__ inline bool StagedRowBatches() const { return StagedRows() && t_->bcastElems > 0; }
   __aicore__ inline void IssueStage(int64_t task);
   __aicore__ inline void TakeStage(int64_t task) {  // loads a task's x and waits for it
     IssueStage(task);

@@ -103,6 +103,9 @@ struct GroupNormSiluMsTilingData {
   int64_t ringParts;
   int64_t ringResident;
   int64_t partItems;
+  // (without the ring, partItems > 0 marks staged slices of one-row chunks: a slice's rows land at rowPitch
+  // by one copy, and with bcastElems > 0 the vector unit takes them in batches of partItems rows, the
+  // ring's batches; chunkElems is then a batch's rows at rowPitch)
   // mode 0 with short rows (rowLen <= 64: one vector repeat a row; per-channel gamma/beta): the
   // floats of the buffer that holds every row's scale and shift broadcast into one 32-byte block
   // each (2 * 8 * rows rounded up to 8), so that one Mul and one Add scale and shift all the rows
