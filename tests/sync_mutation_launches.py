@@ -68,6 +68,7 @@ FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
                   ("ring_rows_rescaled_group", "fp32", "plain", None),  # a batch's rows rescaled one by one
                   ("staged_hw1_vector_coef", "bf16", "silu", None),
                   ("rows_batches_small_ub", "fp16_fp32", "silu", None),  # batches of groups: slots reused
+                  ("rows_spread_by_gather", "bf16", "silu", None),  # rows of 15 spread and packed by Gather
                   ("rows_rescaled_group", "fp32", "plain", None)]  # a batch rescaled (scalar factors)
 SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
              ("reverse", 0, "deferred")]

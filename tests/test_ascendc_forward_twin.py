@@ -69,11 +69,15 @@ CASES = {
     "ring_rows_rescaled_group": ((2, 402, 5), 1, 2, SMALL_UB, "chunked"),
     # HxW = 1 (gamma/beta along the row), too large for mode 0: the whole group in one x buffer
     "staged_hw1_vector_coef": ((3, 1352), 1, 1, 40 * 1024, "chunked"),  # staged with 16-bit gamma/beta
-    # HxW = 1 in batches of groups (tiling groupRows): a small UB makes several batches a block
+    # HxW = 1 in batches of groups (tiling groupRows): a small UB makes several batches a block (groups of
+    # 2: a batch's columns, group_norm_silu_ms_group_columns.h)
     "rows_batches_small_ub": ((40, 64), 32, 2, SMALL_UB, "group_resident"),
     # the same, one group's x times 2^120 (SCALED_GROUP_CASES): its sum of squares overflows fp32, so
     # its batch takes the rescaled path
     "rows_rescaled_group": ((6, 16), 8, 2, twin.UB_910B, "group_resident"),
+    # batches of groups of 15 channels (60 bytes in fp32): rows spread by Gather, several batches a block
+    # (groups of 2..8 channels, as rows_batches_small_ub's, go as columns)
+    "rows_spread_by_gather": ((40, 120), 8, 2, SMALL_UB, "group_resident"),
     # batches of groups of 257 channels: a DMA burst a row (Gather is for rows under 64 elements)
     "rows_long_groups": ((11, 257), 1, 2, twin.UB_910B, "group_resident"),
     "empty_hw0": ((2, 4, 0), 2, 48, twin.UB_910B, "empty_groups"),

@@ -334,6 +334,30 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           if (t.groupRowsGather == 0) plan.gatherElems = 0;
           t.coefPerBlock = 0;
         }
+        // Groups of 2..8 elements: a row a group still costs a vector repeat a group for each row-wise
+        // step (8000x64 G32 fp16: 12 repeats a group, vector 47 us against a bound of 5.6). Gather turns
+        // a batch into D columns instead (group_norm_silu_ms_group_columns.h), every step an instruction
+        // over whole columns; batches of a multiple of G groups, so that gamma/beta's columns are built
+        // once a block. Each group's arithmetic is unchanged (the bits do not depend on it).
+        if (t.D >= 2 && t.D <= GNS_MAX_COLUMNS) {
+          auto columnsPlan = [&](int64_t rr) {
+            const int64_t k = t.D * AlignUp(rr, 8);  // x, y and the work buffers hold D columns of the batch
+            Plan p{GNS_MODE_GROUP_RESIDENT, k, k, 8, ReduceWorkElems(rr), 2 * AlignUp(rr, 8)};
+            p.bcastElems = GnsGroupRowsBcastElems(rr);
+            p.gatherElems = 3 * k;  // spread, pack and gamma/beta's table
+            return p;
+          };
+          const int64_t limit = std::min(AlignUp(CeilDiv(groups, in.coreNum), in.G), kMaxGroupRows / in.G * in.G);
+          const int64_t rc = LargestFitting(limit, in.G, [&](int64_t rr) {
+            return fits(columnsPlan(rr)) && t.D * AlignUp(rr, 8) <= kMaxGatherElems;
+          });
+          if (rc > 0) {
+            plan = columnsPlan(rc);
+            t.groupRows = rc;
+            t.groupRowsGather = GNS_GATHER_COLUMNS;
+            t.coefPerBlock = 0;
+          }
+        }
       }
     } else {
       // Chunks of one row; with vector coefficients each chunk brings its gamma/beta slice.

@@ -194,7 +194,9 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
-    if (t_->groupRowsGather != 0) pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
+    if (t_->groupRowsGather != 0) {  // spread and pack tables (and the columns' gamma/beta table)
+      pipe_->InitBuffer(gatherBuf_, (t_->groupRowsGather == GNS_GATHER_COLUMNS ? 3 : 2) * K * sizeof(int32_t));
+    }
     if (t_->mode == GNS_MODE_CHUNKED) {  // the host plans these in every chunked layout
       pipe_->InitBuffer(slicesInBuf_, MAX_SLICES * FLOATS_PER_BLOCK * sizeof(float));
       pipe_->InitBuffer(sliceOutBuf_, FLOATS_PER_BLOCK * sizeof(float));
@@ -409,7 +411,18 @@ class KernelGroupNormSiluMs {
   // groupRowsGather: the staging run as fp32 rows at rowPitch in Tmp() (through XF()); y's rows (in XF())
   // back to GM as a run.
   __aicore__ inline LocalTensor<float> SpreadRows(const LocalTensor<T> &staging, int64_t rows);
-  __aicore__ inline void StorePackedRows(int64_t offset, int64_t rows);
+  __aicore__ inline void StorePackedRows(int64_t offset, int64_t rows, int32_t span);
+  __aicore__ inline void RowsBatchStats(int64_t q0, int64_t rows, bool rescaled);
+  // groupRowsGather == GNS_GATHER_COLUMNS (defined in group_norm_silu_ms_group_columns.h): a batch's groups of
+  // D <= 8 elements as D columns of the batch, every per-element step one instruction over the columns.
+  __aicore__ inline LocalTensor<float> ColumnOf(const LocalTensor<float> &base, int64_t j) {
+    return base[j * GnsRowsRound8(t_->groupRows)];
+  }
+  __aicore__ inline void GroupColumnsTables(int64_t first);
+  __aicore__ inline void ColumnsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src,
+                                    const LocalTensor<float> &scratch);
+  __aicore__ inline void ColumnsCentre(const LocalTensor<float> &x, int64_t rows, bool rescaled);
+  __aicore__ inline void GroupColumnsBatch(int64_t q0, int64_t rows);
   __aicore__ inline void RowsApply(const LocalTensor<float> &dst, const LocalTensor<float> &src,
                                    const LocalTensor<float> &v, int64_t rows, bool add, int64_t cols);
   __aicore__ inline void RowsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
@@ -604,6 +617,7 @@ class KernelGroupNormSiluMs {
 #include "group_norm_silu_ms_y.h"
 #include "group_norm_silu_ms_resident.h"
 #include "group_norm_silu_ms_group_rows.h"
+#include "group_norm_silu_ms_group_columns.h"
 #include "group_norm_silu_ms_chunked.h"
 #include "group_norm_silu_ms_ring.h"
 #include "group_norm_silu_ms_ring_rows.h"
