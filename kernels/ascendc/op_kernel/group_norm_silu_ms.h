@@ -298,6 +298,17 @@ class KernelGroupNormSiluMs {
     LocalTensor<float> red = Red();
     if (rows == 1 || len == t_->rowPitch) {
       ReduceSum(red, src, ReduceWork(), static_cast<int32_t>(rows * len));
+    } else if (len <= 64) {
+      // rows of one repeat: every row's sum by one WholeReduceSum (a repeat a row, the tree of
+      // count-form ReduceSum's one repeat: the same bits), then their ReduceSum: one V -> S round
+      // trip a sum instead of one a row (rowPitch <= 64 floats: a repeat stride of at most 8 blocks)
+      LocalTensor<float> partials = Partials();
+      const int32_t stride = static_cast<int32_t>(t_->rowPitch / FLOATS_PER_BLOCK);
+      for (int64_t r0 = 0; r0 < rows; r0 += 255) {
+        const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
+        WholeReduceSum<float>(partials[r0], src[r0 * t_->rowPitch], static_cast<int32_t>(len), n, 1, 1, stride);
+      }
+      ReduceSum(red, partials, ReduceWork(), static_cast<int32_t>(rows));
     } else {
       LocalTensor<float> partials = Partials();
       for (int64_t r = 0; r < rows; ++r) {
