@@ -69,7 +69,9 @@ FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
                   ("staged_hw1_vector_coef", "bf16", "silu", None),
                   ("rows_batches_small_ub", "fp16_fp32", "silu", None),  # batches of groups: slots reused
                   ("rows_spread_by_gather", "bf16", "silu", None),  # rows of 15 spread and packed by Gather
-                  ("rows_rescaled_group", "fp32", "plain", None)]  # a batch rescaled (scalar factors)
+                  ("rows_rescaled_group", "fp32", "plain", None),  # a batch rescaled (scalar factors)
+                  ("channel_rows_batches", "fp32", "silu", None),  # one-channel groups in batches of rows
+                  ("channel_rows_rescaled_group", "bf16_fp32", "plain", None)]  # a row of the rare path
 SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
              ("reverse", 0, "deferred")]
 

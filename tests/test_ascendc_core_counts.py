@@ -94,6 +94,8 @@ FORWARD_CASES = {
     # HxW == 1 with groups of 5: batches of groups as columns, a multiple of G groups a batch, their
     # size and count following the core count
     "hw_one_group_columns": (300, 40, 1, 8),
+    # groups of one channel (D = 1) in batches of rows, their size following the core count
+    "channel_rows_batches": (60, 20, 100, 20),
 }
 
 

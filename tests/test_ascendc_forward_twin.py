@@ -78,6 +78,12 @@ CASES = {
     # batches of groups of 15 channels (60 bytes in fp32): rows spread by Gather, several batches a block
     # (groups of 2..8 channels, as rows_batches_small_ub's, go as columns)
     "rows_spread_by_gather": ((40, 120), 8, 2, SMALL_UB, "group_resident"),
+    # groups of one channel (D = 1, HxW 9) in batches of rows: 960 groups, several batches a block, groups
+    # from x itself and groups of the two passes in one batch
+    "channel_rows_batches": ((40, 24, 9), 24, 2, SMALL_UB, "group_resident"),
+    # the same path, one group's x times 2^120 (SCALED_GROUP_CASES): its sums overflow fp32, so its
+    # batch takes the rare path for it
+    "channel_rows_rescaled_group": ((30, 20, 100), 20, 3, twin.UB_910B, "group_resident"),
     # batches of groups of 257 channels: a DMA burst a row (Gather is for rows under 64 elements)
     "rows_long_groups": ((11, 257), 1, 2, twin.UB_910B, "group_resident"),
     "empty_hw0": ((2, 4, 0), 2, 48, twin.UB_910B, "empty_groups"),
@@ -102,7 +108,7 @@ def make_inputs(shape, data_dtype, param_dtype, seed, offset=0.75):
 
 
 # Cases whose first group's x is scaled by 2^120 (exact in fp32 and bf16; fp16 cannot hold it).
-SCALED_GROUP_CASES = {"rows_rescaled_group", "ring_rows_rescaled_group"}
+SCALED_GROUP_CASES = {"rows_rescaled_group", "ring_rows_rescaled_group", "channel_rows_rescaled_group"}
 SCALED_GROUP_FACTOR = 2.0 ** 120
 
 

@@ -304,6 +304,29 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         bcast.bcastElems = 2 * 8 * AlignUp(t.rows, 8);
         if (fits(bcast)) plan = bcast;
       }
+      // Groups of one channel (D == 1, HxW > 1) whose row is at most 255 blocks: batches of groupRows
+      // groups as rows (group_norm_silu_ms_channel_rows.h), with the block's gamma/beta, instead of a
+      // group at a time (456x698x444 G698: 6,631 groups a core, each a dozen vector instruction starts
+      // and three V -> S round trips). Each group's arithmetic is that of a group at a time.
+      // Only for launches of more than kMinLaunchChunks (48) groups (fewer, about one a block: a batch of
+      // one costs its rows' pieces and round trips, 1x4x199 G4 0.83 -> 0.89 of its bound); from the
+      // shape alone, so that the plan, and the NaN payloads of a group with an inf, do not follow the
+      // core count.
+      if (t.rows == 1 && !t.vectorCoef && t.rowPitch * 4 <= kMaxRepeatStrideBlocks * kBlockBytes && blockCoef &&
+          groups > kMinLaunchChunks) {
+        auto channelPlan = [&](int64_t r) {
+          Plan p{GNS_MODE_GROUP_RESIDENT, r * t.rowPitch, blockCoefElems, 8, 8, kMaxStatBatch};
+          p.bcastElems = GnsGroupRowsBcastElems(r);
+          return p;
+        };
+        const int64_t wanted = std::min(AlignUp(CeilDiv(groups, in.coreNum), 8), kMaxGroupRows);
+        const int64_t r = LargestFitting(wanted, 8, [&](int64_t rr) { return fits(channelPlan(rr)); });
+        if (r > 0) {
+          plan = channelPlan(r);
+          t.groupRows = r;
+          t.coefPerBlock = 1;
+        }
+      }
       // HxW == 1 with rows of at most 255 blocks (a vector repeat stride's limit): batches of
       // groupRows groups, as many as a block has (up to kMaxGroupRows) and fit, instead of a group at
       // a time (8000x64 G32 fp32 took ~5,300 groups a core, each a load, two reductions with their

@@ -120,6 +120,8 @@ class KernelGroupNormSiluMs {
     coefsPending_ = t_->coefPerBlock != 0 && first < end;
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
+    } else if (t_->mode == GNS_MODE_GROUP_RESIDENT && t_->groupRows > 0 && t_->vectorCoef == 0) {
+      ChannelRowsRun(first, end);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT && t_->groupRows > 0) {
       GroupRowsRun(first, end);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
@@ -434,6 +436,10 @@ class KernelGroupNormSiluMs {
                                     const LocalTensor<float> &scratch);
   __aicore__ inline void ColumnsCentre(const LocalTensor<float> &x, int64_t rows, bool rescaled);
   __aicore__ inline void GroupColumnsBatch(int64_t q0, int64_t rows);
+  // groups of one channel (D == 1, HxW > 1) in batches of groupRows rows (group_norm_silu_ms_channel_rows.h)
+  __aicore__ inline void ChannelRowsRun(int64_t first, int64_t end);
+  __aicore__ inline void ChannelTwoPasses(const LocalTensor<float> &src, int64_t rows);
+  __aicore__ inline void ChannelRowsBatch(int64_t q0, int64_t rows);
   __aicore__ inline void RowsApply(const LocalTensor<float> &dst, const LocalTensor<float> &src,
                                    const LocalTensor<float> &v, int64_t rows, bool add, int64_t cols);
   __aicore__ inline void RowsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
@@ -629,6 +635,7 @@ class KernelGroupNormSiluMs {
 #include "group_norm_silu_ms_resident.h"
 #include "group_norm_silu_ms_group_rows.h"
 #include "group_norm_silu_ms_group_columns.h"
+#include "group_norm_silu_ms_channel_rows.h"
 #include "group_norm_silu_ms_chunked.h"
 #include "group_norm_silu_ms_ring.h"
 #include "group_norm_silu_ms_ring_rows.h"
