@@ -62,12 +62,16 @@ FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
                   ("chunked_hw1_vector_coef", "fp32", "silu", None),
                   ("chunked_split_pairs", "fp32", "silu", None),
                   ("chunked_split_pairs", "bf16_fp32", "silu", 3),
+                  ("chunked_many_short_rows", "fp16", "silu", None),  # staged slices' rows in batches
                   ("ring_parts_of_rows", "bf16", "silu", None),  # slots reused within and across groups
                   ("ring_row_batches", "fp16_fp32", "silu", None),  # parts' rows in batches
                   ("ring_rows_rescaled_group", "fp32", "plain", None),  # a batch's rows rescaled one by one
                   ("staged_hw1_vector_coef", "bf16", "silu", None),
                   ("rows_batches_small_ub", "fp16_fp32", "silu", None),  # batches of groups: slots reused
-                  ("rows_rescaled_group", "fp32", "plain", None)]  # a batch rescaled (scalar factors)
+                  ("rows_spread_by_gather", "bf16", "silu", None),  # rows of 15 spread and packed by Gather
+                  ("rows_rescaled_group", "fp32", "plain", None),  # a batch rescaled (scalar factors)
+                  ("channel_rows_batches", "fp32", "silu", None),  # one-channel groups in batches of rows
+                  ("channel_rows_rescaled_group", "bf16_fp32", "plain", None)]  # a row of the rare path
 SCHEDULES = [("concurrent", 0, "immediate"), ("concurrent", 0, "deferred"), ("forward", 0, "deferred"),
              ("reverse", 0, "deferred")]
 

@@ -83,3 +83,35 @@ def test_every_core_count_gives_the_bits_of_one_core(case, operator, dtype):
         assert len(splits) > 1, f"{case}: every core count took {splits}: the case no longer switches"
     differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
     assert not differ, f"{case}, {operator}: {differ} cores differ from 1 core"
+
+
+# Cases of the forward alone (the backward's split of them does not switch over CORE_COUNTS):
+# (N, C, HxW, G)
+FORWARD_CASES = {
+    # split groups staged in slices of 2^k rows, taken in batches of rows (the last slice shorter; a
+    # part ring on few cores)
+    "staged_slices_row_batches": (1, 520, 49, 1),
+    # HxW == 1 with groups of 5: batches of groups as columns, a multiple of G groups a batch, their
+    # size and count following the core count
+    "hw_one_group_columns": (300, 40, 1, 8),
+    # groups of one channel (D = 1) in batches of rows, their size following the core count
+    "channel_rows_batches": (60, 20, 100, 20),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("case", list(FORWARD_CASES))
+def test_the_forward_batches_give_the_bits_of_one_core(case, dtype):
+    N, C, HxW, G = FORWARD_CASES[case]
+    rng = np.random.default_rng(5)
+    arrays = {"x": (rng.standard_normal((N, C, HxW)) * 1.5 + 0.75).astype(dtype),
+              "gamma": (rng.standard_normal(C) + 1.0).astype(np.float32),
+              "beta": rng.standard_normal(C).astype(np.float32)}
+    results, plans = {}, set()
+    for cores in CORE_COUNTS:
+        outputs, tiling = launch("GroupNormSiluMs", arrays, G, None, cores, dtype)
+        results[cores] = [o.tobytes() for o in outputs]
+        plans.add(tuple(tiling[k] for k in ("mode", "sliceCount", "ringParts", "partItems", "groupRows", "numTasks")))
+    assert len(plans) > 1, f"{case}: every core count took {plans}: the case no longer switches"
+    differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
+    assert not differ, f"{case}: {differ} cores differ from 1 core"

@@ -114,13 +114,34 @@ def test_batches_are_for_rows_of_at_most_255_blocks(shape, G, batched):
 
 
 @pytest.mark.parametrize("N,C,G,dtype_key,gather", [
-    (8000, 64, 32, "fp32", True), (40, 64, 32, "bf16", True), (9, 24, 3, "fp16", True),  # D = 2, 2, 8
-    (9, 24, 3, "fp32", False),     # D = 8 fp32: rows of 32 bytes, the batch is one burst already
-    (11, 257, 1, "fp32", False),   # D = 257: Gather would cost more than a burst a row
+    (8000, 64, 32, "fp32", 2), (40, 64, 32, "bf16", 2), (9, 24, 3, "fp16", 2),  # D = 2, 2, 8: columns
+    (9, 24, 3, "fp32", 2),         # D = 8 fp32: rows of 32 bytes, still columns for the vector work
+    (12, 120, 8, "fp32", 1),       # D = 15: rows spread by Gather
+    (12, 192, 8, "fp32", 0),       # D = 24 fp32: rows of 96 bytes, the batch is one burst
+    (11, 257, 1, "fp32", 0),       # D = 257: Gather would cost more than a burst a row
 ])
 def test_short_rows_move_as_one_run_through_gather(N, C, G, dtype_key, gather):
     """Batches whose rows are not 32-byte multiples and shorter than 64 elements load x and store y
-    as one contiguous run, spread into the rows and packed back by Gather (groupRowsGather)."""
+    as one contiguous run, spread into the rows and packed back by Gather (groupRowsGather 1); groups of
+    2..8 elements are spread into D columns of the batch instead (groupRowsGather 2, a multiple of G
+    groups a batch)."""
     tiling = tiling_for((N, C), G, dtype_key, "silu")
-    assert tiling["groupRows"] > 0 and tiling["groupRowsGather"] == int(gather)
+    assert tiling["groupRows"] > 0 and tiling["groupRowsGather"] == gather
     assert tiling["ubBytes"] <= twin.UB_910B and (not gather or tiling["chunkElems"] <= 255 * 64)
+    if gather == 2:
+        assert tiling["groupRows"] % G == 0 and tiling["chunkElems"] == C // G * -(-tiling["groupRows"] // 8) * 8
+
+
+def test_columns_cost_a_few_instructions_a_batch_not_repeats_a_group():
+    """8000x64 G32 fp16 (5,333 groups of 2 a core): as rows each row-wise step is a vector repeat a
+    group; as columns it is an instruction over the batch's columns."""
+    tiling = tiling_for((8000, 64), 32, "fp16", "silu")
+    arrays, _ = make_inputs((8000, 64), "float16", "float16", 3)
+    launch(arrays, tiling, twin.UB_910B, 48)
+    columns = max(s["vec_repeats"] for s in twin.forward_last_stats())
+    rows_tiling = {**tiling, "groupRowsGather": 1, "groupRows": 284, "chunkElems": 284 * 16, "xBufferElems": 284 * 16,
+                   "coefElems": (284 + 32) * 16, "bcastElems": 11 * 288 + 8 * 248, "statBatch": 2 * 288,
+                   "reduceWorkElems": 8}
+    launch(arrays, rows_tiling, twin.UB_910B, 48)
+    rows = max(s["vec_repeats"] for s in twin.forward_last_stats())
+    assert columns * 4 <= rows, (columns, rows)

@@ -85,9 +85,70 @@ def test_a_part_costs_a_few_vector_instructions_not_a_few_a_row():
 
 
 def test_split_groups_keep_a_row_a_chunk():
-    """Fewer groups than cores: the groups are split into slices of rows, streamed or staged one row
-    a chunk (the chunks of the ring, so the bits do not depend on the core count), without batches."""
+    """Fewer groups than cores: the groups are split into slices of rows, one row a chunk (the chunks of
+    the ring, so the bits do not depend on the core count); a staged slice of 2^k >= 8 rows lands at
+    rowPitch by one copy and goes through the vector unit in batches of rows (partItems without the ring)."""
     one, many = (tiling_for((2, 402, 49), 1, "fp32", SMALL_UB, c) for c in (1, 48))
     assert one["ringParts"] > 0 and one["bcastElems"] > 0 and one["chunkElems"] > one["rowPitch"]
-    assert many["sliceCount"] > 1 and many["ringParts"] == 0 and many["bcastElems"] == 0
-    assert many["chunkElems"] == 64 and many["chunksPerRow"] == one["chunksPerRow"] == 1  # 49 rounded up to 16
+    assert many["sliceCount"] > 1 and many["ringParts"] == 0 and many["staged"] == 1
+    assert many["partItems"] % 8 == 0 and many["bcastElems"] > 0 and many["sliceItems"] % 8 == 0
+    assert many["chunksPerRow"] == one["chunksPerRow"] == 1 and many["rowsPerItem"] == 1
+
+
+# (shape, G, UB, cores) of staged split slices in batches of rows: 7x7 rows on a small UB, rows of 255
+# (not a 32-byte multiple), 300 rows in slices of 8 whose last has 4 (and one of a row: its x - shift
+# kept across SyncAll), and 31-long rows in slices of 64
+SLICE_SHAPES = [((2, 402, 49), 1, SMALL_UB, 48), ((2, 512, 255), 2, twin.UB_910B, 48),
+                ((1, 300, 31), 1, twin.UB_910B, 48), ((1, 300, 31), 1, twin.UB_910B, 7),
+                ((1, 297, 31), 1, twin.UB_910B, 48)]
+
+
+@pytest.mark.parametrize("data", ["centred", "big_mean", "channel_offsets"])
+@pytest.mark.parametrize("dtype_key", ["fp32", "fp16", "bf16", "fp16_fp32"])
+@pytest.mark.parametrize("shape,G,ub,cores", SLICE_SHAPES)
+def test_staged_slices_in_row_batches_give_the_bits_of_a_row_at_a_time(shape, G, ub, cores, dtype_key, data):
+    tiling = tiling_for(shape, G, dtype_key, ub, cores)
+    if tiling["sliceCount"] == 1:  # (16-bit 1x300x31 fits mode 0)
+        assert tiling["mode"] == 0 and dtype_key != "fp32"
+        return
+    assert tiling["staged"] == 1 and tiling["partItems"] > 0 and tiling["bcastElems"] > 0
+    arrays, exact = inputs(shape, dtype_key, data)
+    batched = launch(arrays, tiling, ub, cores)
+    assert same_values(batched, launch(arrays, {**tiling, "bcastElems": 0}, ub, cores))
+    y_err, mean_err, rstd_err = errors(batched, expected(exact, G, "silu"), DTYPES[dtype_key][0])
+    assert y_err <= DTYPES[dtype_key][2] and mean_err <= MEAN_TOL and rstd_err <= RSTD_TOL, (y_err, mean_err,
+                                                                                           rstd_err)
+
+
+def test_a_staged_slice_out_of_the_safe_range_rescales_its_rows():
+    """A split group's x times 2^120: its slices' rows take the scaled path one by one and its y the
+    rescaled one, with the bits of a row at a time."""
+    shape, G, ub, cores = (2, 402, 49), 1, SMALL_UB, 48
+    arrays, exact = inputs(shape, "fp32", "centred")
+    first = exact["x"].copy()
+    first[0] *= SCALED_GROUP_FACTOR
+    arrays["x"] = storage(first, "float32")
+    exact["x"] = as_float64(arrays["x"], "float32")
+    tiling = tiling_for(shape, G, "fp32", ub, cores, silu=False)
+    assert tiling["sliceCount"] > 1 and tiling["partItems"] > 0 and tiling["bcastElems"] > 0
+    batched = launch(arrays, tiling, ub, cores)
+    assert same_values(batched, launch(arrays, {**tiling, "bcastElems": 0}, ub, cores))
+    y_err, mean_err, rstd_err = errors(batched, expected(exact, G, "plain"), "float32")
+    assert y_err <= DTYPES["fp32"][2] and mean_err <= MEAN_TOL and rstd_err <= RSTD_TOL
+    assert abs(batched[1][0, 0]) > 2.0 ** 110
+
+
+def test_a_staged_slice_costs_a_few_round_trips_not_two_a_row():
+    """8x512x255 G2 fp16 on 48 cores: slices of 128 rows; a row at a time is two ReduceSum round
+    trips a row (the twin's API V -> S waits), batches none."""
+    shape, G = (8, 512, 255), 2
+    tiling = tiling_for(shape, G, "fp16", twin.UB_910B, 48)
+    arrays, _ = inputs(shape, "fp16", "centred")
+    launch(arrays, tiling, twin.UB_910B, 48)
+    batched = max(s["api_flag_pairs"] for s in twin.forward_last_stats())
+    batched_vec = max(s["vec_calls"] for s in twin.forward_last_stats())
+    launch(arrays, {**tiling, "bcastElems": 0}, twin.UB_910B, 48)
+    per_row = max(s["api_flag_pairs"] for s in twin.forward_last_stats())
+    per_row_vec = max(s["vec_calls"] for s in twin.forward_last_stats())
+    assert per_row >= 2 * 3 * 128 and batched == 0, (batched, per_row)
+    assert batched_vec * 5 <= per_row_vec, (batched_vec, per_row_vec)

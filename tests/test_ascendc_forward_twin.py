@@ -69,11 +69,21 @@ CASES = {
     "ring_rows_rescaled_group": ((2, 402, 5), 1, 2, SMALL_UB, "chunked"),
     # HxW = 1 (gamma/beta along the row), too large for mode 0: the whole group in one x buffer
     "staged_hw1_vector_coef": ((3, 1352), 1, 1, 40 * 1024, "chunked"),  # staged with 16-bit gamma/beta
-    # HxW = 1 in batches of groups (tiling groupRows): a small UB makes several batches a block
+    # HxW = 1 in batches of groups (tiling groupRows): a small UB makes several batches a block (groups of
+    # 2: a batch's columns, group_norm_silu_ms_group_columns.h)
     "rows_batches_small_ub": ((40, 64), 32, 2, SMALL_UB, "group_resident"),
     # the same, one group's x times 2^120 (SCALED_GROUP_CASES): its sum of squares overflows fp32, so
     # its batch takes the rescaled path
     "rows_rescaled_group": ((6, 16), 8, 2, twin.UB_910B, "group_resident"),
+    # batches of groups of 15 channels (60 bytes in fp32): rows spread by Gather, several batches a block
+    # (groups of 2..8 channels, as rows_batches_small_ub's, go as columns)
+    "rows_spread_by_gather": ((40, 120), 8, 2, SMALL_UB, "group_resident"),
+    # groups of one channel (D = 1, HxW 9) in batches of rows: 960 groups, several batches a block, groups
+    # from x itself and groups of the two passes in one batch
+    "channel_rows_batches": ((40, 24, 9), 24, 2, SMALL_UB, "group_resident"),
+    # the same path, one group's x times 2^120 (SCALED_GROUP_CASES): its sums overflow fp32, so its
+    # batch takes the rare path for it
+    "channel_rows_rescaled_group": ((30, 20, 100), 20, 3, twin.UB_910B, "group_resident"),
     # batches of groups of 257 channels: a DMA burst a row (Gather is for rows under 64 elements)
     "rows_long_groups": ((11, 257), 1, 2, twin.UB_910B, "group_resident"),
     "empty_hw0": ((2, 4, 0), 2, 48, twin.UB_910B, "empty_groups"),
@@ -98,7 +108,7 @@ def make_inputs(shape, data_dtype, param_dtype, seed, offset=0.75):
 
 
 # Cases whose first group's x is scaled by 2^120 (exact in fp32 and bf16; fp16 cannot hold it).
-SCALED_GROUP_CASES = {"rows_rescaled_group", "ring_rows_rescaled_group"}
+SCALED_GROUP_CASES = {"rows_rescaled_group", "ring_rows_rescaled_group", "channel_rows_rescaled_group"}
 SCALED_GROUP_FACTOR = 2.0 ** 120
 
 
@@ -323,11 +333,12 @@ def test_short_rows_scale_and_shift_in_one_instruction_each(case, short):
     got, tiling, _ = run(shape, G, "fp16", core_num=1, ub_bytes=ub)
     assert (tiling["bcastElems"] > 0) == short
     if short:
-        # a group: Cast in, Adds (- shift), a ReduceSum a row (at a pitch, not contiguous) and one of
-        # the row sums, Adds (- mean), Mul (squares), the same ReduceSums, Duplicate/Sqrt/Div (rstd),
+        # a group: Cast in, Adds (- shift), the row sums (one WholeReduceSum of every row, at a pitch)
+        # and their ReduceSum, Adds (- mean), Mul (squares), the same two, Duplicate/Sqrt/Div (rstd),
         # the 5 of the scale and shift, SiLU's 4, Cast out; a block: the 1.0 constant, gamma/beta casts
         calls = twin.forward_last_stats()[0]["vec_calls"]
-        assert calls == 3 + shape[0] * G * (2 * (tiling["rows"] + 1) + 7 + 5 + 5), calls
+        assert tiling["rows"] <= 255 and tiling["rowLen"] <= 64
+        assert calls == 3 + shape[0] * G * (2 * 2 + 7 + 5 + 5), calls
     shape, G = (2, 1280, 64), 32  # 40 rows of 64 a group: 13 + 5 instructions a group, not 13 + 80
     run(shape, G, "fp32", core_num=1)
     assert twin.forward_last_stats()[0]["vec_calls"] <= 2 * G * 20

@@ -304,6 +304,29 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         bcast.bcastElems = 2 * 8 * AlignUp(t.rows, 8);
         if (fits(bcast)) plan = bcast;
       }
+      // Groups of one channel (D == 1, HxW > 1) whose row is at most 255 blocks: batches of groupRows
+      // groups as rows (group_norm_silu_ms_channel_rows.h), with the block's gamma/beta, instead of a
+      // group at a time (456x698x444 G698: 6,631 groups a core, each a dozen vector instruction starts
+      // and three V -> S round trips). Each group's arithmetic is that of a group at a time.
+      // Only for launches of more than kMinLaunchChunks (48) groups (fewer, about one a block: a batch of
+      // one costs its rows' pieces and round trips, 1x4x199 G4 0.83 -> 0.89 of its bound); from the
+      // shape alone, so that the plan, and the NaN payloads of a group with an inf, do not follow the
+      // core count.
+      if (t.rows == 1 && !t.vectorCoef && t.rowPitch * 4 <= kMaxRepeatStrideBlocks * kBlockBytes && blockCoef &&
+          groups > kMinLaunchChunks) {
+        auto channelPlan = [&](int64_t r) {
+          Plan p{GNS_MODE_GROUP_RESIDENT, r * t.rowPitch, blockCoefElems, 8, 8, kMaxStatBatch};
+          p.bcastElems = GnsGroupRowsBcastElems(r);
+          return p;
+        };
+        const int64_t wanted = std::min(AlignUp(CeilDiv(groups, in.coreNum), 8), kMaxGroupRows);
+        const int64_t r = LargestFitting(wanted, 8, [&](int64_t rr) { return fits(channelPlan(rr)); });
+        if (r > 0) {
+          plan = channelPlan(r);
+          t.groupRows = r;
+          t.coefPerBlock = 1;
+        }
+      }
       // HxW == 1 with rows of at most 255 blocks (a vector repeat stride's limit): batches of
       // groupRows groups, as many as a block has (up to kMaxGroupRows) and fit, instead of a group at
       // a time (8000x64 G32 fp32 took ~5,300 groups a core, each a load, two reductions with their
@@ -333,6 +356,30 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           t.groupRowsGather = gather && r > 1 ? 1 : 0;
           if (t.groupRowsGather == 0) plan.gatherElems = 0;
           t.coefPerBlock = 0;
+        }
+        // Groups of 2..8 elements: a row a group still costs a vector repeat a group for each row-wise
+        // step (8000x64 G32 fp16: 12 repeats a group, vector 47 us against a bound of 5.6). Gather turns
+        // a batch into D columns instead (group_norm_silu_ms_group_columns.h), every step an instruction
+        // over whole columns; batches of a multiple of G groups, so that gamma/beta's columns are built
+        // once a block. Each group's arithmetic is unchanged (the bits do not depend on it).
+        if (t.D >= 2 && t.D <= GNS_MAX_COLUMNS) {
+          auto columnsPlan = [&](int64_t rr) {
+            const int64_t k = t.D * AlignUp(rr, 8);  // x, y and the work buffers hold D columns of the batch
+            Plan p{GNS_MODE_GROUP_RESIDENT, k, k, 8, ReduceWorkElems(rr), 2 * AlignUp(rr, 8)};
+            p.bcastElems = GnsGroupRowsBcastElems(rr);
+            p.gatherElems = 3 * k;  // spread, pack and gamma/beta's table
+            return p;
+          };
+          const int64_t limit = std::min(AlignUp(CeilDiv(groups, in.coreNum), in.G), kMaxGroupRows / in.G * in.G);
+          const int64_t rc = LargestFitting(limit, in.G, [&](int64_t rr) {
+            return fits(columnsPlan(rr)) && t.D * AlignUp(rr, 8) <= kMaxGatherElems;
+          });
+          if (rc > 0) {
+            plan = columnsPlan(rc);
+            t.groupRows = rc;
+            t.groupRowsGather = GNS_GATHER_COLUMNS;
+            t.coefPerBlock = 0;
+          }
         }
       }
     } else {
@@ -456,6 +503,13 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           k = std::min(k, std::max(small, kMinChunkElems));
         }
         plan = chunkedPlan(k, 2, 0, false);
+        // gamma/beta of the block's channels in UB where they fit beside the chunks (else every chunk's
+        // channel costs scalar GM reads of gamma_c and beta_c, about 200 ns each); the chunk size above
+        // is chosen without them, so the arithmetic does not depend on it
+        if (blockCoef && fits(chunkedPlan(k, 2, 0, true))) {
+          plan = chunkedPlan(k, 2, 0, true);
+          t.coefPerBlock = 1;
+        }
       }
       t.chunksPerRow = t.rowsPerItem > 1 ? 1 : CeilDiv(t.rowLen, plan.K);
       // Fewer groups than cores: slices of 2^k chunks, as few as fill the cores. The chunk size
@@ -481,9 +535,28 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
         t.ringParts = t.ringResident = t.partItems = 0;  // the ring takes whole groups
         if (t.staged) {
           plan = slice;
-        } else if (plan.xElems > 0) {  // the group's staging was planned: stream the slices instead
-          plan = chunkedPlan(plan.K, 2, 0, false);
-          t.coefPerBlock = 0;
+          // A staged slice of one-row chunks: its rows in one copy at rowPitch, and the vector work in
+          // batches of rows (the ring's: a few instructions and two V -> S round trips a batch, not a
+          // dozen and two a row; 8x512x255 G2: 128 rows a slice). Batches start at multiples of 8 rows
+          // (their coefficient tables' Brcb source 32-byte aligned), as slices of 2^k >= 8 rows do.
+          // The chunks are still the rows: the bits do not change.
+          if (!t.vectorCoef && t.chunksPerRow == 1 && t.rowsPerItem == 1 && rowBatches && p % 8 == 0 &&
+              p <= kMaxCopyRows) {
+            auto batchPlan = [&](int64_t b) {
+              Plan q = chunkedPlan(b * t.rowPitch, 1, p * t.rowPitch, t.coefPerBlock != 0);
+              q.bcastElems = GnsRingRowsBcastElems(b, t.rows);
+              return q;
+            };
+            int64_t b = LargestFitting(std::min(p, GNS_ROWS_PIECE), 8, [&](int64_t bb) { return fits(batchPlan(bb)); });
+            if (b > 0) {
+              b = AlignUp(CeilDiv(p, CeilDiv(p, b)), 8);  // balanced batches
+              plan = batchPlan(b);
+              t.partItems = b;
+            }
+          }
+        } else {  // stream the slices (with the block's gamma/beta where they fit, as above)
+          t.coefPerBlock = blockCoef && fits(chunkedPlan(plan.K, 2, 0, true)) ? 1 : 0;
+          plan = chunkedPlan(plan.K, 2, 0, t.coefPerBlock != 0);
         }
       }
     }

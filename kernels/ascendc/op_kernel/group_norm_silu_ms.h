@@ -120,6 +120,8 @@ class KernelGroupNormSiluMs {
     coefsPending_ = t_->coefPerBlock != 0 && first < end;
     if (t_->mode == GNS_MODE_EMPTY_GROUPS) {
       for (int64_t task = first; task < end; ++task) RecordStats(task, 0.0f, 0.0f, true);
+    } else if (t_->mode == GNS_MODE_GROUP_RESIDENT && t_->groupRows > 0 && t_->vectorCoef == 0) {
+      ChannelRowsRun(first, end);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT && t_->groupRows > 0) {
       GroupRowsRun(first, end);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
@@ -194,7 +196,9 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(coefBuf_, 2 * t_->coefElems * sizeof(float));
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
-    if (t_->groupRowsGather != 0) pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
+    if (t_->groupRowsGather != 0) {  // spread and pack tables (and the columns' gamma/beta table)
+      pipe_->InitBuffer(gatherBuf_, (t_->groupRowsGather == GNS_GATHER_COLUMNS ? 3 : 2) * K * sizeof(int32_t));
+    }
     if (t_->mode == GNS_MODE_CHUNKED) {  // the host plans these in every chunked layout
       pipe_->InitBuffer(slicesInBuf_, MAX_SLICES * FLOATS_PER_BLOCK * sizeof(float));
       pipe_->InitBuffer(sliceOutBuf_, FLOATS_PER_BLOCK * sizeof(float));
@@ -296,6 +300,17 @@ class KernelGroupNormSiluMs {
     LocalTensor<float> red = Red();
     if (rows == 1 || len == t_->rowPitch) {
       ReduceSum(red, src, ReduceWork(), static_cast<int32_t>(rows * len));
+    } else if (len <= 64) {
+      // rows of one repeat: every row's sum by one WholeReduceSum (a repeat a row, the tree of
+      // count-form ReduceSum's one repeat: the same bits), then their ReduceSum: one V -> S round
+      // trip a sum instead of one a row (rowPitch <= 64 floats: a repeat stride of at most 8 blocks)
+      LocalTensor<float> partials = Partials();
+      const int32_t stride = static_cast<int32_t>(t_->rowPitch / FLOATS_PER_BLOCK);
+      for (int64_t r0 = 0; r0 < rows; r0 += 255) {
+        const int32_t n = static_cast<int32_t>((rows - r0 < 255) ? rows - r0 : 255);
+        WholeReduceSum<float>(partials[r0], src[r0 * t_->rowPitch], static_cast<int32_t>(len), n, 1, 1, stride);
+      }
+      ReduceSum(red, partials, ReduceWork(), static_cast<int32_t>(rows));
     } else {
       LocalTensor<float> partials = Partials();
       for (int64_t r = 0; r < rows; ++r) {
@@ -409,7 +424,22 @@ class KernelGroupNormSiluMs {
   // groupRowsGather: the staging run as fp32 rows at rowPitch in Tmp() (through XF()); y's rows (in XF())
   // back to GM as a run.
   __aicore__ inline LocalTensor<float> SpreadRows(const LocalTensor<T> &staging, int64_t rows);
-  __aicore__ inline void StorePackedRows(int64_t offset, int64_t rows);
+  __aicore__ inline void StorePackedRows(int64_t offset, int64_t rows, int32_t span);
+  __aicore__ inline void RowsBatchStats(int64_t q0, int64_t rows, bool rescaled);
+  // groupRowsGather == GNS_GATHER_COLUMNS (defined in group_norm_silu_ms_group_columns.h): a batch's groups of
+  // D <= 8 elements as D columns of the batch, every per-element step one instruction over the columns.
+  __aicore__ inline LocalTensor<float> ColumnOf(const LocalTensor<float> &base, int64_t j) {
+    return base[j * GnsRowsRound8(t_->groupRows)];
+  }
+  __aicore__ inline void GroupColumnsTables(int64_t first);
+  __aicore__ inline void ColumnsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src,
+                                    const LocalTensor<float> &scratch);
+  __aicore__ inline void ColumnsCentre(const LocalTensor<float> &x, int64_t rows, bool rescaled);
+  __aicore__ inline void GroupColumnsBatch(int64_t q0, int64_t rows);
+  // groups of one channel (D == 1, HxW > 1) in batches of groupRows rows (group_norm_silu_ms_channel_rows.h)
+  __aicore__ inline void ChannelRowsRun(int64_t first, int64_t end);
+  __aicore__ inline void ChannelTwoPasses(const LocalTensor<float> &src, int64_t rows);
+  __aicore__ inline void ChannelRowsBatch(int64_t q0, int64_t rows);
   __aicore__ inline void RowsApply(const LocalTensor<float> &dst, const LocalTensor<float> &src,
                                    const LocalTensor<float> &v, int64_t rows, bool add, int64_t cols);
   __aicore__ inline void RowsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows,
@@ -463,8 +493,14 @@ class KernelGroupNormSiluMs {
       if (t_->chunksPerRow == 1) return item * t_->rowsPerItem * t_->rowPitch;
       return (item / t_->chunksPerRow) * t_->rowPitch + (item % t_->chunksPerRow) * t_->chunkElems;
     }
+    if (StagedRows()) return (item - TaskFirstItem(task)) * t_->rowPitch;  // a slice's rows, one copy
     return (item - TaskFirstItem(task)) * t_->chunkElems;  // a slice's chunks, one copy each
   }
+  // Staged slices of one-row chunks whose rows land at rowPitch by one copy (partItems > 0 without the
+  // ring), and taken by the vector unit in batches of partItems rows (bcastElems > 0: RowsPartStats and
+  // RowsPartOutput, the ring's batches; else a row at a time, the same bits).
+  __aicore__ inline bool StagedRows() const { return t_->staged != 0 && t_->partItems > 0 && t_->ringParts == 0; }
+  __aicore__ inline bool StagedRowBatches() const { return StagedRows() && t_->bcastElems > 0; }
   __aicore__ inline void IssueStage(int64_t task);
   __aicore__ inline void TakeStage(int64_t task) {  // loads a task's x and waits for it
     IssueStage(task);
@@ -598,6 +634,8 @@ class KernelGroupNormSiluMs {
 #include "group_norm_silu_ms_y.h"
 #include "group_norm_silu_ms_resident.h"
 #include "group_norm_silu_ms_group_rows.h"
+#include "group_norm_silu_ms_group_columns.h"
+#include "group_norm_silu_ms_channel_rows.h"
 #include "group_norm_silu_ms_chunked.h"
 #include "group_norm_silu_ms_ring.h"
 #include "group_norm_silu_ms_ring_rows.h"

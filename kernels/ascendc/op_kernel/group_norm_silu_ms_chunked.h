@@ -62,6 +62,11 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStage(int64_t task) {
     IssueRows(xQue_, xGm_, group * groupElems_, t_->rows, t_->rowLen);
     return;
   }
+  if (StagedRows()) {  // the slice's rows are consecutive in GM: one copy lands them at rowPitch
+    IssueRows(xQue_, xGm_, ItemOffset(group, TaskFirstItem(task)), TaskEndItem(task) - TaskFirstItem(task),
+              t_->rowLen);
+    return;
+  }
   LocalTensor<T> stage = xQue_.template AllocTensor<T>();
   DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
@@ -130,6 +135,13 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ItemStats(const LocalTensor<
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, float shift, ChanCascade *stats) {
   stats->Reset();
+  if (staged_ && StagedRowBatches()) {  // batches of rows, each row's statistics added in order
+    for (int64_t first = TaskFirstItem(task); first < TaskEndItem(task); first += t_->partItems) {
+      const int64_t rows = TaskEndItem(task) - first < t_->partItems ? TaskEndItem(task) - first : t_->partItems;
+      RowsPartStats(AsFloat(stage_[StageOffset(task, first)], rows * t_->rowPitch), rows, shift, stats);
+    }
+    return;
+  }
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t len = ItemLen(item);
     ItemStats(TakeItem(task, item, len), len, shift, stats);
@@ -228,6 +240,15 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceOutput(int64_t task, fl
   const ItemCoefs k{total.scaled ? shift * SCALE_DOWN : shift, total.mean, rstd, total.scaled};
   coefChannel_ = -1;
   xfShifted_ = xfShifted_ && !total.scaled;
+  if (staged_ && StagedRowBatches() && !xfShifted_) {  // the group's a and b tables, then batches of rows
+    RowsCoefTable(TaskGroup(task), k);
+    for (int64_t first = TaskFirstItem(task); first < TaskEndItem(task); first += t_->partItems) {
+      const int64_t rows = TaskEndItem(task) - first < t_->partItems ? TaskEndItem(task) - first : t_->partItems;
+      RowsPartOutput(TaskGroup(task), first, AsFloat(stage_[StageOffset(task, first)], rows * t_->rowPitch), rows,
+                     k);
+    }
+    return;
+  }
   for (int64_t item = TaskFirstItem(task); item < TaskEndItem(task); ++item) {
     const int64_t len = ItemLen(item);
     ItemOutput(TaskGroup(task), item, xfShifted_ ? XF() : TakeItem(task, item, len), len, k, TaskEndItem(task));

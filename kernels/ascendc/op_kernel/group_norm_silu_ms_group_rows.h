@@ -52,15 +52,21 @@ template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsRun(int64_t first, int64_t end) {
   if (first >= end) return;
   const int64_t R = t_->groupRows;
-  if (t_->groupRowsGather != 0) {  // Gather's tables (group_norm_ms_gather.h) for batches of up to R rows
+  const bool columns = t_->groupRowsGather == GNS_GATHER_COLUMNS;
+  if (columns) {  // Gather's tables and the block's gamma/beta columns (group_norm_silu_ms_group_columns.h)
+    IssueGroupRows(first, (end - first < R) ? end - first : R);
+    GroupColumnsTables(first);
+  } else if (t_->groupRowsGather != 0) {  // Gather's tables (group_norm_ms_gather.h) for batches of up to R rows
     LocalTensor<int32_t> spread = gatherBuf_.Get<int32_t>();
     LocalTensor<int32_t> pack = gatherBuf_.Get<int32_t>()[t_->chunkElems];
     GroupNormMsGather::WriteTableHeads(spread, pack, R * t_->D, t_->D, t_->rowPitch);
     Sync<HardEvent::S_V>();
     GroupNormMsGather::GrowTables(spread, R * t_->rowPitch, pack, R * t_->D, t_->D, t_->rowPitch);
   }
-  IssueGroupRows(first, (end - first < R) ? end - first : R);
-  GroupRowsTable();
+  if (!columns) {
+    IssueGroupRows(first, (end - first < R) ? end - first : R);
+    GroupRowsTable();
+  }
   Duplicate(RowsVector(ROWS_ONES), 1.0f, static_cast<int32_t>(GnsRowsRound8(R)));
   for (int64_t q0 = first; q0 < end; q0 += R) {
     const int64_t rows = (end - q0 < R) ? end - q0 : R;
@@ -68,7 +74,11 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsRun(int64_t first, 
       const int64_t next = (end - q0 - R < R) ? end - q0 - R : R;
       IssueGroupRows(q0 + R, next);
     }
-    GroupRowsBatch(q0, rows);
+    if (columns) {
+      GroupColumnsBatch(q0, rows);
+    } else {
+      GroupRowsBatch(q0, rows);
+    }
   }
   for (int64_t slot = 0; slot < 2; ++slot) {  // the last stores of the statistics
     if (rowsStatsPending_[slot]) {
@@ -100,12 +110,11 @@ __aicore__ inline LocalTensor<float> KernelGroupNormSiluMs<T, U>::SpreadRows(con
   return Tmp();
 }
 
-// y of a batch (fp32 rows at rowPitch in XF(), activated in place as OutputY does it: the same
-// operations on the same values) packed by Gather into a run in Tmp(), then in x's dtype to GM as one
-// burst.
+// y of a batch (fp32 in XF(): rows at rowPitch, or the columns of group_norm_silu_ms_group_columns.h;
+// `span` elements, activated in place as OutputY does it: the same operations on the same values)
+// packed by Gather into a run in Tmp(), then in x's dtype to GM as one burst.
 template <typename T, typename U>
-__aicore__ inline void KernelGroupNormSiluMs<T, U>::StorePackedRows(int64_t offset, int64_t rows) {
-  const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::StorePackedRows(int64_t offset, int64_t rows, int32_t span) {
   const int64_t len = rows * t_->D;
   const LocalTensor<float> y = workBuf_.Get<float>(static_cast<uint32_t>(t_->chunkElems));  // XF(), K long
   LocalTensor<float> tmp = Tmp();
@@ -216,28 +225,11 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsRescaleFactors(int64_t r
   Sync<HardEvent::S_V>();
 }
 
+// A batch's rstd and mean from ROWS_SHIFT .. ROWS_M2 (and the rescaled path's factors), stored to GM
+// from one of the two slots of statBuf_; ROWS_RSTD keeps rstd for y.
 template <typename T, typename U>
-__aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsBatch(int64_t q0, int64_t rows) {
-  const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsBatchStats(int64_t q0, int64_t rows, bool rescaled) {
   const int32_t n = static_cast<int32_t>(rows);
-  LocalTensor<T> staging = xAheadQue_.template DeQue<T>();
-  // fp32 x is read in its staging buffer, 16-bit x cast into XF() (centred there in place); with
-  // groupRowsGather both are spread into Tmp(). The rescaled path takes x again from the staging
-  // buffer, held until then.
-  const bool gather = t_->groupRowsGather != 0;
-  const LocalTensor<float> x = gather ? SpreadRows(staging, rows) : AsFloat(staging, span);
-  RowsCentre(x, rows, false);
-  const bool rescaled = !(RowsInSafeRange(RowsVector(ROWS_SUM), rows) && RowsInSafeRange(RowsVector(ROWS_M2), rows));
-  if (rescaled) {
-    RowsRescaleFactors(rows);
-    if (gather) {
-      RowsCentre(SpreadRows(staging, rows), rows, true);
-    } else {
-      if constexpr (!IsSameType<T, float>::value) StagingToFloat(staging, span, Tmp(), 1.0f);
-      RowsCentre(IsSameType<T, float>::value ? x : Tmp(), rows, true);
-    }
-  }
-  xAheadQue_.FreeTensor(staging);
   // rstd = 1 / sqrt(m2 / M + eps), mean = shift + offset (as Rstd and RecordStats)
   LocalTensor<float> m2 = RowsVector(ROWS_M2);
   Muls(m2, m2, invM_, n);
@@ -272,6 +264,30 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsBatch(int64_t q0, i
   rowsStatsEvent_[slot] = pipe_->AllocEventID<HardEvent::MTE3_V>();
   SetFlag<HardEvent::MTE3_V>(rowsStatsEvent_[slot]);
   rowsStatsPending_[slot] = true;
+}
+
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsBatch(int64_t q0, int64_t rows) {
+  const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
+  LocalTensor<T> staging = xAheadQue_.template DeQue<T>();
+  // fp32 x is read in its staging buffer, 16-bit x cast into XF() (centred there in place); with
+  // groupRowsGather both are spread into Tmp(). The rescaled path takes x again from the staging
+  // buffer, held until then.
+  const bool gather = t_->groupRowsGather != 0;
+  const LocalTensor<float> x = gather ? SpreadRows(staging, rows) : AsFloat(staging, span);
+  RowsCentre(x, rows, false);
+  const bool rescaled = !(RowsInSafeRange(RowsVector(ROWS_SUM), rows) && RowsInSafeRange(RowsVector(ROWS_M2), rows));
+  if (rescaled) {
+    RowsRescaleFactors(rows);
+    if (gather) {
+      RowsCentre(SpreadRows(staging, rows), rows, true);
+    } else {
+      if constexpr (!IsSameType<T, float>::value) StagingToFloat(staging, span, Tmp(), 1.0f);
+      RowsCentre(IsSameType<T, float>::value ? x : Tmp(), rows, true);
+    }
+  }
+  xAheadQue_.FreeTensor(staging);
+  RowsBatchStats(q0, rows, rescaled);
   // y = (x - mean) * rstd * gamma + beta (as ResidentTask's vector coefficients)
   LocalTensor<float> xF = XF();
   const int64_t row0 = (q0 % t_->G) * t_->rowPitch;
@@ -279,7 +295,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupRowsBatch(int64_t q0, i
   Mul(xF, xF, GammaF()[row0], span);
   Add(xF, xF, BetaF()[row0], span);
   if (gather) {
-    StorePackedRows(q0 * t_->D, rows);
+    StorePackedRows(q0 * t_->D, rows, span);
   } else {
     StoreRows(q0 * t_->D, rows, t_->D, span, xF);
   }

@@ -19,6 +19,8 @@ constexpr int64_t GNS_MODE_EMPTY_GROUPS = 2;    // D * HxW == 0: only mean = 0 a
 // GNS_ROWS_PIECE groups (a vector repeat a group: at most 255 an instruction), in bcastElems.
 constexpr int64_t GNS_ROWS_VECTORS = 11;
 constexpr int64_t GNS_ROWS_PIECE = 248;
+constexpr int64_t GNS_GATHER_COLUMNS = 2;  // groupRowsGather: a batch's groups as D columns (D <= GNS_MAX_COLUMNS)
+constexpr int64_t GNS_MAX_COLUMNS = 8;
 constexpr int64_t GnsRowsRound8(int64_t n) { return (n + 7) / 8 * 8; }
 constexpr int64_t GnsGroupRowsBcastElems(int64_t groupRows) {
   return GNS_ROWS_VECTORS * GnsRowsRound8(groupRows) +
@@ -103,6 +105,9 @@ struct GroupNormSiluMsTilingData {
   int64_t ringParts;
   int64_t ringResident;
   int64_t partItems;
+  // (without the ring, partItems > 0 marks staged slices of one-row chunks: a slice's rows land at rowPitch
+  // by one copy, and with bcastElems > 0 the vector unit takes them in batches of partItems rows, the
+  // ring's batches; chunkElems is then a batch's rows at rowPitch)
   // mode 0 with short rows (rowLen <= 64: one vector repeat a row; per-channel gamma/beta): the
   // floats of the buffer that holds every row's scale and shift broadcast into one 32-byte block
   // each (2 * 8 * rows rounded up to 8), so that one Mul and one Add scale and shift all the rows
@@ -119,6 +124,8 @@ struct GroupNormSiluMsTilingData {
   // with groupRows, rows of D elements that are not a 32-byte multiple (a DMA burst each otherwise): a
   // batch's x and y move as one contiguous run, and Gather spreads x into the rows at rowPitch and
   // packs y back (group_norm_ms_gather.h's tables); 0: a burst a row
+  // GNS_GATHER_COLUMNS (2): groups of 2..8 elements, Gather spreads a batch into D columns of the batch
+  // instead (group_norm_silu_ms_group_columns.h; groupRows then a multiple of G)
   int64_t groupRowsGather;
   // attributes
   float eps;
