@@ -29,6 +29,9 @@ CASES = {
     "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass", 0),
     # a group too large for mode 0 over short channels: 64 channels of 49 an item (one DMA each)
     "channel_rows": (2, 400, 49, 1, 2, "channel_two_pass", 0),
+    # 3 groups on 2 cores load them unevenly: split by channel, the first core's channels in two groups
+    # (the second group's sums loaded while the first's dx runs); rows of 49: an item one run, spread
+    "channel_split_short_rows": (3, 512, 49, 1, 2, "channel_two_pass", 1),
     # N*G < cores: split by channel, unless the group-across-N split costs little more (it does here)
     "across_n_small": (1, 8, 50, 2, 48, "group_resident", 0),
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
