@@ -341,6 +341,10 @@ class KernelGroupNormGradMs {
   // bursts it saves); Gather's tables (once a core), and the run of the rows spanning `span`
   // elements as fp32 in RowsRun() spread into dst's rows (group_norm_grad_ms_stream.h).
   __aicore__ inline void BuildRowsGatherTables();
+  // the pass's items move as runs: the sums pass's with rowsGather, the dx pass's with RUNS_BOTH_PASSES
+  __aicore__ inline bool RunPass(bool dxPass) const {
+    return t_->rowsGather != 0 && (!dxPass || t_->rowsGather == RUNS_BOTH_PASSES);
+  }
   __aicore__ inline int64_t RunElems(int64_t span) const {
     return ((span - t_->HxW) / t_->residentStride + 1) * t_->HxW;
   }

@@ -86,7 +86,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::PumpInto(Q &dyQ, Q &xQ
   int64_t len;
   int64_t rows;
   while (inFlight_ < t_->loadBuffers && StreamNext(&offset, &len, &rows)) {
-    if (t_->rowsGather != 0 && streamPass_ == 0) {  // the sums pass's rows as one run: one burst, not one a row
+    if (RunPass(streamPass_ == 1)) {  // the rows as one run: one burst, not one a row
       IssueLoad(dyQ, dyGm_, offset, rows * len, aligned, 1);
       IssueLoad(xQ, xGm_, offset, rows * len, aligned, 1);
     } else {
@@ -158,7 +158,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeLoaded(Q &dyQ, Q &
                                                                   float mean, const LocalTensor<float> &dyF,
                                                                   const LocalTensor<float> &xF, bool dxPass) {
   // rowsGather's sums pass: a run, made fp32 in RowsRun() and spread into the rows
-  const bool gather = t_->rowsGather != 0 && !dxPass;
+  const bool gather = RunPass(dxPass);
   const int64_t run = gather ? RunElems(len) : len;
   if (index >= t_->heldItems) {
     TakeAsFloat<T>(dyQ, run, gather ? RowsRun() : dyF);
