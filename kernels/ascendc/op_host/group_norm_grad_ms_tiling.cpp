@@ -316,13 +316,14 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         t.hwSlices = CeilDiv(L, t.sliceElems);
       }
       const int64_t Lp = AlignUp(t.sliceElems, kElemAlign);  // the whole channel without the split
-      // The channel split also where whole groups leave the busiest core an eighth and more than a SyncAll's worth
-      // of bytes (the split's extra chain: its workspace round trip) above an even share: 64 groups of
-      // GroupNorm(1, 512) over 7x7 on 48 cores put 2 groups on 16 cores, 1.33 on average (fp16 est./bound
-      // 5.61 -> 4.78 with the split's sums loaded ahead)
+      // The channel split also where whole groups leave the busiest core 15 % and more than a SyncAll's
+      // worth of bytes (the split's extra chain: its workspace round trip) above an even share: 64 groups
+      // of GroupNorm(1, 512) over 7x7 on 48 cores put 2 groups on 16 cores, 1.33 on average (fp16
+      // est./bound 5.61 -> 4.78 with the split's sums loaded ahead); 290x332x242 G1 (16 %) fp32 2.16 ->
+      // 1.94, but 5x128x64x64 G32 (14 %) fp32 1.66 -> 1.88
       const int64_t groupCoreChannels = CeilDiv(in.N * in.G, in.coreNum) * D;
       const int64_t splitCoreChannels = CeilDiv(in.N * in.C, in.coreNum);
-      const bool uneven = D > 1 && 8 * groupCoreChannels > 9 * splitCoreChannels &&
+      const bool uneven = D > 1 && 20 * groupCoreChannels > 23 * splitCoreChannels &&
                           (groupCoreChannels - splitCoreChannels) * L * 3 * dataBytes > kUnevenMinBytes;
       t.splitByChannel = (t.hwSlices > 1 || (in.N * in.G < in.coreNum && D > 1) || uneven) ? 1 : 0;
       Layout resident = withSilu(Layout{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow});
@@ -442,10 +443,11 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // a third load in flight where an item's two loads are under a DMA latency (else MTE2 is busy
       // with two) and UB allows, before the held items and the dx buffers (K, bits unchanged). Not in
       // the fused mode 0: vector-bound, it gains more from the dx buffers and the two-buffer gamma/beta
-      // queue the third load would take (16x128x56x56 fp16: 1.81 -> 2.18); nor in the fused channel
-      // split, for the held items it would take (1x128x64x64 G32 fp16 3.36 -> 3.47; without silu
-      // 2x320x64x64 G32 fp16 2.21 -> 2.12).
-      const bool thirdLoad = !t.splitByChannel || (t.hwSlices == 1 && !in.silu);
+      // queue the third load would take (16x128x56x56 fp16: 1.81 -> 2.18); in the channel split only
+      // where it balances the cores and not in the fused kernel, for the held items it would take
+      // (1x128x64x64 G32 fused fp16 3.36 -> 3.47, 16x384x56x56 G1 fp32 1.64 -> 1.65; 2x320x64x64 G32
+      // fp16 2.21 -> 2.12).
+      const bool thirdLoad = !t.splitByChannel || (uneven && t.hwSlices == 1 && !in.silu);
       if (thirdLoad && (layout.mode != GNG_MODE_GROUP_RESIDENT || !in.silu) &&
           2 * layout.K * dataBytes < kLatencyBytes) {
         Layout l = layout;
