@@ -128,9 +128,10 @@ def measure(shape, dtype_key, silu=False):
     n_run = N
     if N * C * HxW > MAX_RUN_ELEMS:  # fewer samples, same mode and work split
         n_run = max(1, MAX_RUN_ELEMS // (C * HxW))
+        # (the channel split also follows how evenly whole groups spread over the cores: N decides that)
         while n_run < N and (n_run * G < CORES or any(twin.twin_tiling(
                 n_run, C, HxW, G, data_dtype, stat_dtype, core_num=CORES, silu=silu)[k] != full[k]
-                for k in ("groupAcrossN", "hwSlices"))):
+                for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices"))):
             n_run += 1
     tiling, stats = run(n_run, C, HxW, G, data_dtype, stat_dtype, silu)
     assert all(tiling[k] == full[k] for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices"))

@@ -31,6 +31,7 @@ ALL, STATS_ONLY = (True, True, True), (False, True, True)
 GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw", "bf16_fp32", 2, ALL),
                ("resident_unaligned_hw", "fp32", 2, STATS_ONLY), ("resident_workspace_n8", "fp32", 4, ALL),
                ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "bf16_fp32", 2, ALL),
+               ("channel_split_short_rows", "fp16_fp32", 2, ALL),
                ("hw_chunks_unaligned_n3", "bf16_fp32", 2, ALL), ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY),
                ("across_n_small", "fp32", 4, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL),
                ("channel_split_rows", "fp32", 16, ALL), ("channel_split_rows", "bf16_fp32", 16, STATS_ONLY),
@@ -47,7 +48,8 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),
-                    ("channel_split_n47", "fp16_fp32", 48, ALL), ("channel_split_rows", "fp32", 16, ALL),
+                    ("channel_split_short_rows", "fp32", 2, ALL), ("channel_split_n47", "fp16_fp32", 48, ALL),
+                    ("channel_split_rows", "fp32", 16, ALL),
                     ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY), ("hw_slices_c_per_g_1", "fp32", 3, ALL),
                     ("hw_one", "fp32", 4, ALL), ("hw_one_c_per_g_1", "bf16", 2, ALL),
                     ("hw_one_groups_workspace", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL),

@@ -25,6 +25,11 @@ CASES = {
     "stats_only_across_n_to_channel": (2, 12, 3000, 2, (False, True, True)),
     # mode 1 with several short channels an item (few cores) to the channel split (many cores)
     "channel_rows_to_channel_split": (4, 512, 255, 2, (True, True, True)),
+    # mode 1 over rows of 49 (one run an item, spread by Gather; broadcast gamma blocks): group tasks,
+    # the channel split for few groups and where whole groups load the cores unevenly (2 and 5 cores
+    # of 3 groups), its next group's sums loaded ahead; with two groups a sample, groups switching
+    "short_rows_uneven_split": (3, 512, 49, 1, (True, True, True)),
+    "short_rows_two_groups": (2, 768, 49, 2, (True, True, True)),
     # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count (160 groups: more
     # than a small launch's one core takes)
     "hw_one_group_runs": (4, 40, 1, 40, (True, True, True)),

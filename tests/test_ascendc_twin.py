@@ -29,6 +29,9 @@ CASES = {
     "channel_two_pass": (2, 16, 3000, 2, 4, "channel_two_pass", 0),
     # a group too large for mode 0 over short channels: 64 channels of 49 an item (one DMA each)
     "channel_rows": (2, 400, 49, 1, 2, "channel_two_pass", 0),
+    # 3 groups on 2 cores load them unevenly: split by channel, the first core's channels in two groups
+    # (the second group's sums loaded while the first's dx runs); rows of 49: an item one run, spread
+    "channel_split_short_rows": (3, 512, 49, 1, 2, "channel_two_pass", 1),
     # N*G < cores: split by channel, unless the group-across-N split costs little more (it does here)
     "across_n_small": (1, 8, 50, 2, 48, "group_resident", 0),
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
@@ -452,14 +455,15 @@ def test_held_items_interleaved_in_the_dx_pass_keep_the_in_order_bits(shape, G, 
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 7)
     beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
-    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=8, silu=silu)
+    # 10 cores: whole groups load them evenly enough for the group split (8 would take the channel split)
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=10, silu=silu)
     assert twin.MODE_NAMES[tiling["mode"]] == "channel_two_pass" and not tiling["splitByChannel"]
     assert tiling["heldItems"] == held
 
     def launch(t):
         outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
         twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
-                                  beta], t, core_num=8, execution="deferred")
+                                  beta], t, core_num=10, execution="deferred")
         return outs
 
     got = launch(tiling)

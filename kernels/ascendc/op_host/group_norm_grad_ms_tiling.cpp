@@ -45,6 +45,12 @@ int64_t HwOneCoefElems(int64_t rows) {
 }
 constexpr int64_t kShortChannelElems = 1024;  // mode 1 moves several channels an item below this channel length
 constexpr int64_t kShortItemElems = 4096;     // ... up to about this many elements an item
+// Mode 1's items of several channels of fewer elements than this, not a multiple of 16, move as one
+// run (rowsGather): below it a row's DMA burst (16 cycles, cost model) costs more than Gather's share
+// of it (5 elements a cycle) in each of the sums pass's loads; 64x320x14x14 G1 fp16 (rows of 196)
+// est./bound 3.32 with the run against 2.75 without
+constexpr int64_t kGatherRowsBelow = 128;
+constexpr int64_t kUnevenMinBytes = 65536;  // a SyncAll (2 us) at a core's 33 GB/s (cost model)
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
 using ms_groupnorm::tiling::BytesOf;
@@ -310,7 +316,16 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         t.hwSlices = CeilDiv(L, t.sliceElems);
       }
       const int64_t Lp = AlignUp(t.sliceElems, kElemAlign);  // the whole channel without the split
-      t.splitByChannel = (t.hwSlices > 1 || (in.N * in.G < in.coreNum && D > 1)) ? 1 : 0;
+      // The channel split also where whole groups leave the busiest core 15 % and more than a SyncAll's
+      // worth of bytes (the split's extra chain: its workspace round trip) above an even share: 64 groups
+      // of GroupNorm(1, 512) over 7x7 on 48 cores put 2 groups on 16 cores, 1.33 on average (fp16
+      // est./bound 5.61 -> 4.78 with the split's sums loaded ahead); 290x332x242 G1 (16 %) fp32 2.16 ->
+      // 1.94, but 5x128x64x64 G32 (14 %) fp32 1.66 -> 1.88
+      const int64_t groupCoreChannels = CeilDiv(in.N * in.G, in.coreNum) * D;
+      const int64_t splitCoreChannels = CeilDiv(in.N * in.C, in.coreNum);
+      const bool uneven = D > 1 && 20 * groupCoreChannels > 23 * splitCoreChannels &&
+                          (groupCoreChannels - splitCoreChannels) * L * 3 * dataBytes > kUnevenMinBytes;
+      t.splitByChannel = (t.hwSlices > 1 || (in.N * in.G < in.coreNum && D > 1) || uneven) ? 1 : 0;
       Layout resident = withSilu(Layout{GNG_MODE_GROUP_RESIDENT, Lp, 1, layout.statElems, Lp, D, statWindow});
       // mode 0 always loads the next group's gamma (+ beta) ahead (a task is one DMA of its channels,
       // so a per-task load would be waited for): if that pushes it out of UB, mode 1 gives the
@@ -380,11 +395,26 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           const int64_t cap = std::min<int64_t>({D, kMaxDmaRows, itemCap});
           Layout rows = channel;
           rows.residentStride = Lp;
-          const int64_t cpi = LargestFitting(cap, 1, [&](int64_t c) {
-            Layout l = rows;
-            l.K = c * Lp;
-            return fits(l);
-          });
+          // rows of L not a multiple of 16 are a DMA burst each in every array (64x512x7x7 G1: ~5,300
+          // a core): an item moves as one run instead, spread into the rows by Gather (and dx packed)
+          rows.hwGather = Lp != L && L < kGatherRowsBelow;
+          auto largestCpi = [&](const Layout &base, int64_t limit) {
+            return LargestFitting(base.hwGather ? std::min(limit, kMaxGatherElems / Lp) : limit, 1, [&](int64_t c) {
+              Layout l = base;
+              l.K = c * Lp;
+              return fits(l);
+            });
+          };
+          // rows of one repeat (<= 64 floats): a 32-byte block a row of the group's -k gamma, -k beta
+          // (silu) and rstd gamma (dx) (kernel BroadcastRows), so that an item's per-row Muls/Adds are
+          // one repeat-form instruction each (at most 255 rows an item; silu 64x512x7x7 G1 fp16 vector
+          // busy 43 -> 27 us, est./bound 6.96 -> 5.80)
+          if (Lp <= 64 && (in.silu || in.dxRequired)) {
+            Layout b = rows;
+            b.bcastElems = ((in.silu ? 2 : 0) + (in.dxRequired ? 1 : 0)) * 8 * AlignUp(D, 8);
+            if (largestCpi(b, std::min<int64_t>(cap, 255)) > 1) rows = b;
+          }
+          const int64_t cpi = largestCpi(rows, rows.bcastElems > 0 ? std::min<int64_t>(cap, 255) : cap);
           if (cpi > 1) {
             t.channelsPerItem = cpi;
             layout = rows;
@@ -409,12 +439,16 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
-      // Without the channel split (whose partial-row and owner queues would take the V -> MTE2 ids
-      // past 8): a third load in flight where an item's two loads are under a DMA latency (else
-      // MTE2 is busy with two) and UB allows, before the held items and the dx buffers (K, bits
-      // unchanged). Not in the fused mode 0: vector-bound, it gains more from the dx buffers and the
-      // two-buffer gamma/beta queue the third load would take (16x128x56x56 fp16: 1.81 -> 2.18).
-      if (!t.splitByChannel && (layout.mode != GNG_MODE_GROUP_RESIDENT || !in.silu) &&
+      // Without the HxW split (whose partial-row and owner queues would take the V -> MTE2 ids past 8):
+      // a third load in flight where an item's two loads are under a DMA latency (else MTE2 is busy
+      // with two) and UB allows, before the held items and the dx buffers (K, bits unchanged). Not in
+      // the fused mode 0: vector-bound, it gains more from the dx buffers and the two-buffer gamma/beta
+      // queue the third load would take (16x128x56x56 fp16: 1.81 -> 2.18); in the channel split only
+      // where it balances the cores and not in the fused kernel, for the held items it would take
+      // (1x128x64x64 G32 fused fp16 3.36 -> 3.47, 16x384x56x56 G1 fp32 1.64 -> 1.65; 2x320x64x64 G32
+      // fp16 2.21 -> 2.12).
+      const bool thirdLoad = !t.splitByChannel || (uneven && t.hwSlices == 1 && !in.silu);
+      if (thirdLoad && (layout.mode != GNG_MODE_GROUP_RESIDENT || !in.silu) &&
           2 * layout.K * dataBytes < kLatencyBytes) {
         Layout l = layout;
         l.loadBufs = kMaxLoadBuffers;
@@ -473,6 +507,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.loadBuffers = layout.loadBufs;
     t.bcastElems = layout.bcastElems;
     t.hwOneGather = layout.mode == GNG_MODE_HW_ONE && layout.hwGather ? 1 : 0;
+    t.rowsGather = layout.mode == GNG_MODE_CHANNEL && layout.hwGather ? (in.silu ? 1 : 2) : 0;
     t.statElems = layout.statElems;
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;

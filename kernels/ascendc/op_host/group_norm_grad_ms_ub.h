@@ -60,7 +60,7 @@ struct Layout {
   int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
   int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
   int64_t hwAccElems = 0;    // mode 3 with hwOneSamples: the task's fp32 db and dg sums (2 x G x P)
-  bool hwGather = false;     // mode 3, hwOneGather: Gather's two offset tables of K int32
+  bool hwGather = false;     // hwOneGather (mode 3), rowsGather (mode 1): Gather's two offset tables of K int32
 };
 
 // The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0 and mode 1's
@@ -105,7 +105,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   total += AlignBytes(l.bcastElems * 4);  // mode 0: the rows' broadcast blocks (0 without)
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
   total += AlignBytes(l.hwAccElems * 4);  // mode 3: the task's sums (0 without hwOneSamples)
-  if (l.hwGather) total += AlignBytes(2 * l.K * 4);  // mode 3: the spread and pack offset tables
+  if (l.hwGather) total += AlignBytes(2 * l.K * 4);  // modes 1 and 3: the spread and pack offset tables
   if (l.affineAhead) total += AffineBytes(l, statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
   if (l.workspaceSums) {  // mode 0: more buffers (its tasks are short)

@@ -125,7 +125,7 @@ class KernelGroupNormGradMs {
       } else if (t_->dxRequired != 0) {
         for (int64_t task = first, rows = 0; task < first + count; task += rows) {
           rows = ChannelRun(task, first + count);
-          ChannelDxTask(task, rows);
+          ChannelDxTask(task, rows, first + count);
         }
       }
     }
@@ -172,9 +172,13 @@ class KernelGroupNormGradMs {
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
-      if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
     }
+    if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));  // modes 0-1
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
+    if (t_->rowsGather != 0) {  // spread (K) and pack (an item's channelsPerItem * HxW) tables
+      pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
+      BuildRowsGatherTables();
+    }
     if (t_->affineAhead != 0) {
       // Two buffers: the next group's load needs no wait for the current one's cast. One with
       // three (dy, x) loads in flight: every freed buffer of a VECIN queue holds a V -> MTE2
@@ -332,6 +336,20 @@ class KernelGroupNormGradMs {
                                      bool dxPassAfterAll = false);
   // The next item's GM offset, length and channel rows; false at the stream's end.
   __aicore__ inline bool StreamNext(int64_t *offset, int64_t *len, int64_t *rows);
+  // rowsGather (mode 1): an item's rows of the sums pass as one run in GM and in its load buffers
+  // (the dx pass loads and stores padded rows: a gather there costs the vector unit more than the
+  // bursts it saves); Gather's tables (once a core), and the run of the rows spanning `span`
+  // elements as fp32 in RowsRun() spread into dst's rows (group_norm_grad_ms_stream.h).
+  __aicore__ inline void BuildRowsGatherTables();
+  // the pass's items move as runs: the sums pass's with rowsGather, the dx pass's with RUNS_BOTH_PASSES
+  __aicore__ inline bool RunPass(bool dxPass) const {
+    return t_->rowsGather != 0 && (!dxPass || t_->rowsGather == RUNS_BOTH_PASSES);
+  }
+  __aicore__ inline int64_t RunElems(int64_t span) const {
+    return ((span - t_->HxW) / t_->residentStride + 1) * t_->HxW;
+  }
+  __aicore__ inline LocalTensor<float> RowsRun() { return FloatBuf(2); }  // free while an item is taken
+  __aicore__ inline void SpreadRun(const LocalTensor<float> &dst, int64_t span);
   // Issues loads until loadBuffers items are in flight.
   __aicore__ inline void Pump();
   template <typename Q>
@@ -339,7 +357,7 @@ class KernelGroupNormGradMs {
   // TakeItem's part with the queues (dyQue_/xQue_, or the depth-3 pair with loadBuffers 3).
   template <typename Q>
   __aicore__ inline void TakeLoaded(Q &dyQ, Q &xQ, int64_t index, int32_t len, float mean,
-                                    const LocalTensor<float> &dyF, const LocalTensor<float> &xF);
+                                    const LocalTensor<float> &dyF, const LocalTensor<float> &xF, bool dxPass);
   // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
   // (x - mean) into xF; then refills the stream (held items: see group_norm_grad_ms_stream.h).
   // dxItem: the dx pass's item index within the held scope where the compute says it (its held
@@ -379,7 +397,11 @@ class KernelGroupNormGradMs {
   // Mode 0 with bcastElems (rows of <= 64 floats, the group in one item): one 32-byte block per row
   // of -k gamma_c (area 0) and -k beta_c (1) with SILU, and of rstd gamma_c (SILU 2, else 0), for
   // the repeat forms of Mul/Add that replace a Muls (Adds) per row (group_norm_grad_ms_channels.h).
-  __aicore__ inline void BroadcastRows(float rstd, int64_t group);
+  // Mode 1 with bcastElems (rows of <= 64 floats, channelsPerItem <= 255): the same blocks of the whole
+  // group, an item's rows from its first channel's block. dx: form the rstd gamma_c blocks too.
+  __aicore__ inline void BroadcastRows(float rstd, int64_t group, bool dx);
+  __aicore__ inline void AffineTRows(const LocalTensor<float> &t, const LocalTensor<float> &xhat, int64_t row,
+                                     int64_t rows, float shift);
   __aicore__ inline LocalTensor<float> RowBlocks(int64_t area) {
     return bcastBuf_.Get<float>()[area * FLOATS_PER_BLOCK * AlignUp(t_->D, FLOATS_PER_BLOCK)];
   }
@@ -405,7 +427,9 @@ class KernelGroupNormGradMs {
   __aicore__ inline ChannelTask DecodeChannelTask(int64_t task) const;
   // rows: the tasks from `task` one item moves (ChannelRun), 1 with the HxW split.
   __aicore__ inline void ChannelSumsTask(int64_t task, int64_t rows);
-  __aicore__ inline void ChannelDxTask(int64_t task, int64_t rows);
+  // end: the core's last task + 1 (its next group's sums are loaded ahead, IssueGroupSums).
+  __aicore__ inline void ChannelDxTask(int64_t task, int64_t rows, int64_t end);
+  __aicore__ inline void IssueGroupSums(int64_t group);
   // db, dg = db[statElems] of channels [c0, c0 + D) of sample n: the hwSlices partial rows
   // loaded, then summed in slice order.
   __aicore__ inline void IssueSlicePartials(int64_t n, int64_t c0, bool gamma);
@@ -497,6 +521,8 @@ class KernelGroupNormGradMs {
   int64_t takeDx_ = 0;
   float invM_ = 0.0f;
   int64_t cachedGroup_ = -1;
+  int64_t sumsAhead_ = -1;  // channel split: the group whose db/dg loads are in flight (sumsEvent_ set)
+  int32_t sumsEvent_ = 0;
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()
@@ -530,11 +556,11 @@ class KernelGroupNormGradMs {
   int32_t hwStatEvent_[2] = {};
   bool gammaFormed_ = false;  // mode 3: gamma's rows are in FloatBuf(1) for every later batch (HwOneGammaOnce)
   TBuf<QuePosition::VECOUT> hwAccBuf_;     // mode 3 with hwOneSamples: a task's db and dg sums per channel
-  TBuf<QuePosition::VECCALC> gatherBuf_;   // mode 3 with hwOneGather: the spread and pack offset tables
+  TBuf<QuePosition::VECCALC> gatherBuf_;   // hwOneGather (mode 3), rowsGather (mode 1): Gather's offset tables
   TBuf<QuePosition::VECCALC> reduceBuf_;
   TBuf<QuePosition::VECOUT> statBuf_;  // db, dg (stored to the workspace by MTE3) and gamma
   TBuf<QuePosition::VECCALC> residentBuf_;
-  TBuf<QuePosition::VECCALC> bcastBuf_;  // mode 0, short rows: the rows' broadcast blocks (BroadcastRows)
+  TBuf<QuePosition::VECCALC> bcastBuf_;  // modes 0-1, short rows: the rows' broadcast blocks (BroadcastRows)
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)

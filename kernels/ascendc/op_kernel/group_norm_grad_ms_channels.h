@@ -114,8 +114,11 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   const int64_t items = (channels + cpi - 1) / cpi * chunks;
   const int64_t stride = t_->residentStride;
   LocalTensor<float> red = ReduceDst();
-  const bool bcast = resident && t_->bcastElems > 0;  // then the group is one item (channels == cpi)
-  if (bcast) BroadcastRows(rstd, c0 / t_->D);  // needs only gamma (beta): V works on it while the item loads
+  // mode 0: the group is one item (channels == cpi); mode 1: rows of the group's blocks from the item's
+  const bool bcast = t_->bcastElems > 0;
+  if (bcast && (resident || SILU)) {  // needs only gamma (beta): V works on it while the item loads
+    BroadcastRows(rstd, c0 / t_->D, resident && t_->dxRequired != 0);
+  }
   const Centring cen = CentringOf(mean, rstd);  // x - centre, then the sums less shift * db
   CascadeSum dbSum;
   CascadeSum dgSum;
@@ -143,14 +146,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
       }
       if (bcast) {  // AffineT's products and sums, every row at once: each row's whole stride, as
         // AffineT's rows but the last (whose padding it leaves: here computed too, in bounds, unused)
-        const uint8_t repeats = static_cast<uint8_t>(rows);
-        if (cen.shift != 0.0f) {  // xhat - shift first, as AffineT does
-          Adds(tmp, xF, -cen.shift, static_cast<int32_t>(rows * stride));
-          Mul(tmp, tmp, RowBlocks(0), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
-        } else {
-          Mul(tmp, xF, RowBlocks(0), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
-        }
-        Add(tmp, tmp, RowBlocks(1), static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+        AffineTRows(tmp, xF, affineIndex + local, rows, cen.shift);
       } else {
         AffineT(tmp, xF, StatArray(2), BetaArray(), affineIndex + local, -swishScale_, rows, stride, len,
                 cen.shift);  // -t
@@ -240,6 +236,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
   const int64_t chunks = SliceChunks(slice);
   const int64_t cpi = t_->channelsPerItem;  // > 1 only with whole channels (chunks == 1), as in ChannelSums
   const int64_t items = (channels + cpi - 1) / cpi * chunks;
+  // mode 1's blocks of rstd gamma_c (SILU: and the group's -k gamma_c, -k beta_c) for DxFront
+  if (t_->bcastElems > 0 && !frontTaken) BroadcastRows(rstd, c0 / t_->D, true);
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
   // A task that holds its first items (not the channel split, whose held items span its tasks)
@@ -271,6 +269,25 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
   }
 }
 
+// AffineT's -t over `rows` rows (residentStride <= 64 apart) from the broadcast blocks (BroadcastRows)
+// of the group's rows from `row`: each row's whole stride, as AffineT's rows but the last (whose
+// padding it leaves: here computed too, in bounds, unused); the same products and sums.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::AffineTRows(const LocalTensor<float> &t,
+                                                                   const LocalTensor<float> &xhat, int64_t row,
+                                                                   int64_t rows, float shift) {
+  const int64_t stride = t_->residentStride;
+  const uint8_t repeats = static_cast<uint8_t>(rows);
+  const int64_t first = row * FLOATS_PER_BLOCK;
+  if (shift != 0.0f) {  // xhat - shift first, as AffineT does
+    Adds(t, xhat, -shift, static_cast<int32_t>(rows * stride));
+    Mul(t, t, RowBlocks(0)[first], static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+  } else {
+    Mul(t, xhat, RowBlocks(0)[first], static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+  }
+  Add(t, t, RowBlocks(1)[first], static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
+}
+
 // Mode 0 with bcastElems: gamma_c (and beta_c) of the group's rows, from the fp32 arrays (the group
 // at index 0), broadcast into one 32-byte block per row (Brcb: a repeat writes 8 source elements
 // into 8 DataBlocks; asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/数据填充/Brcb.md, whose
@@ -282,12 +299,11 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
 // The -k areas depend on the group only: groupAcrossN's tasks (group g for n = 0..N-1) form them
 // once, at the group's first task (`group` is the task's group).
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rstd, int64_t group) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rstd, int64_t group, bool dx) {
   const int64_t rows8 = AlignUp(t_->D, FLOATS_PER_BLOCK);
   const uint8_t repeats = static_cast<uint8_t>(rows8 / FLOATS_PER_BLOCK);
   const int32_t areaElems = static_cast<int32_t>(FLOATS_PER_BLOCK * rows8);
   const BrcbRepeatParams params(1, 8);  // 8 consecutive blocks a repeat, the next 8 after them
-  const bool dx = t_->dxRequired != 0;
   const bool newGroup = SILU && group != bcastGroup_;
   if (newGroup) {
     Brcb(RowBlocks(0), StatArray(2), repeats, params);
@@ -315,10 +331,20 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
   const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
   const Centring cen = CentringOf(mean, rstd);  // as the sums pass
   TakeItem(span, cen.centre, dyF, xF, true, dxItem);
+  const bool bcast = t_->bcastElems > 0;  // mode 1, rows of <= 64 floats: ChannelDx's BroadcastRows
   if constexpr (SILU) {
     Muls(xF, xF, XhatFactor(cen.centre, rstd), span);  // xhat + shift
-    AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, rows, stride, len, cen.shift);  // -t
+    if (bcast) {
+      AffineTRows(FloatBuf(2), xF, gammaIndex, rows, cen.shift);  // -t
+    } else {
+      AffineT(FloatBuf(2), xF, gamma, BetaArray(), gammaIndex, -swishScale_, rows, stride, len, cen.shift);  // -t
+    }
     SwishGradFromNegT(dyF, FloatBuf(2), FloatBuf(3), Ones(), span);
+  }
+  if (bcast) {  // every row's Muls below at once
+    Mul(dyF, dyF, RowBlocks(SILU ? 2 : 0)[gammaIndex * FLOATS_PER_BLOCK], static_cast<uint64_t>(len),
+        static_cast<uint8_t>(rows), RowBlockParams(stride));
+    return;
   }
   for (int64_t r = 0; r < rows; ++r) {
     Muls(dyF[r * stride], dyF[r * stride], rstd * gamma.GetValue(gammaIndex + r), len);

@@ -42,7 +42,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
 }
 
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t task, int64_t rows) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t task, int64_t rows, int64_t end) {
   const ChannelTask k = DecodeChannelTask(task);
   const int64_t n = k.n;
   const int64_t g = k.g;
@@ -70,15 +70,43 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
       // here already (the sum over s of sample 0's rows), so it stores them without a load
       if (t_->N == 1 && k.c == g * t_->D && k.slice == 0) StoreGroupStats(g, db, dg);
     } else {
-      LoadAsFloat(statQue_, wsDbGm_, n * t_->C + g * t_->D, t_->D, db);
-      LoadAsFloat(statQue_, wsDgGm_, n * t_->C + g * t_->D, t_->D, dg);
-      if (!SILU) LoadAsFloat(statQue_, gammaGm_, g * t_->D, t_->D, gamma);
+      // db and dg straight into their arrays, issued at the previous group's switch (or now), with
+      // gamma (the same for every n: loaded once with G == 1) in flight beside them
+      if (sumsAhead_ != k.group) IssueGroupSums(k.group);
+      const bool newGamma = !SILU && g != gammaGroup_;
+      if (newGamma) IssueLoad(statQue_, gammaGm_, g * t_->D, t_->D, false);
+      WaitFlag<HardEvent::MTE2_V>(sumsEvent_);
+      pipe_->ReleaseEventID<HardEvent::MTE2_V>(sumsEvent_);
+      sumsAhead_ = -1;
+      // a vector copy as LoadAsFloat's (RowAsFloat) made: the same values (dg is db[statElems])
+      Muls(db, db, 1.0f, static_cast<int32_t>(t_->statElems + t_->D));
+      if (newGamma) {
+        TakeAsFloat<U>(statQue_, t_->D, gamma);
+        gammaGroup_ = g;
+      }
     }
     if constexpr (SILU) LoadAffine(g);  // mostly still in UB from the sums pass
     GroupCoefficients(db, dg, gamma, &cachedC1_, &cachedC2_);  // its ReduceSums end with V -> S
     cachedGroup_ = k.group;
+    // the core's next group's sums (its tasks are consecutive channels: group k.group + 1 when
+    // its first channel is below `end`), on their way while this group's dx runs
+    // (GroupCoefficients' last vector reads of db and dg are waited for by its V -> S hand-over)
+    if (t_->hwSlices == 1 && (k.group + 1) * t_->D < end) IssueGroupSums(k.group + 1);
   }
   ChannelDx(n, k.c, rows, k.slice, mean, rstd, gamma, k.c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_, front);
+}
+
+// Without the HxW split: the workspace's db and dg of (n, g) group `group` (D floats each, at its
+// channels n * C + g * D = group * D) into StatArray(0) and db[statElems], the event that says
+// they have landed set (waited for by ChannelDxTask).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueGroupSums(int64_t group) {
+  LocalTensor<float> db = StatArray(0);
+  LoadRow(db, wsDbGm_, group * t_->D, t_->D);
+  LoadRow(db[t_->statElems], wsDgGm_, group * t_->D, t_->D);
+  sumsEvent_ = pipe_->AllocEventID<HardEvent::MTE2_V>();
+  SetFlag<HardEvent::MTE2_V>(sumsEvent_);
+  sumsAhead_ = group;
 }
 
 // Two strided DMAs (db rows, dg rows) of `rows` workspace rows from `row0`, channels [c0, c0 + D)
@@ -140,7 +168,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SlicedAfterSyncAll(int
     ownerQue_.EnQue(rows);
   }
   if (t_->dxRequired != 0) {
-    for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task, 1);
+    for (int64_t task = first; task < first + count; ++task) ChannelDxTask(task, 1, first + count);
   }
   for (; stats && g < ownedEnd; ++g) {
     if (g != (first + perGroup - 1) / perGroup) {

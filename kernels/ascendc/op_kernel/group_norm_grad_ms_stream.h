@@ -86,11 +86,40 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::PumpInto(Q &dyQ, Q &xQ
   int64_t len;
   int64_t rows;
   while (inFlight_ < t_->loadBuffers && StreamNext(&offset, &len, &rows)) {
-    IssueLoad(dyQ, dyGm_, offset, len, aligned, rows);
-    IssueLoad(xQ, xGm_, offset, len, aligned, rows);
+    if (RunPass(streamPass_ == 1)) {  // the rows as one run: one burst, not one a row
+      IssueLoad(dyQ, dyGm_, offset, rows * len, aligned, 1);
+      IssueLoad(xQ, xGm_, offset, rows * len, aligned, 1);
+    } else {
+      IssueLoad(dyQ, dyGm_, offset, len, aligned, rows);
+      IssueLoad(xQ, xGm_, offset, len, aligned, rows);
+    }
     ++inFlight_;
   }
 }
+
+// rowsGather: spread[r * P + c] = 4 (r L + min(c, L - 1)) over the K elements of a load buffer,
+// pack[r * L + c] = 4 (r P + c) over an item's channelsPerItem rows (L = HxW, P = residentStride;
+// group_norm_ms_gather.h), the scalar heads ordered before the vector unit's doublings.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BuildRowsGatherTables() {
+  const int64_t L = t_->HxW;
+  const int64_t P = t_->residentStride;
+  const int64_t packLen = t_->channelsPerItem * L;
+  LocalTensor<int32_t> spread = gatherBuf_.Get<int32_t>();
+  LocalTensor<int32_t> pack = gatherBuf_.Get<int32_t>()[t_->chunkElems];
+  GroupNormMsGather::WriteTableHeads(spread, pack, packLen, L, P);
+  Sync<HardEvent::S_V>();
+  GroupNormMsGather::GrowTables(spread, t_->chunkElems, pack, packLen, L, P);
+}
+
+// rowsGather: the fp32 run in RowsRun() of the item whose rows span `span` elements of UB, into
+// those rows of dst (a pure move: the rows hold the values a padded load would have given).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::SpreadRun(const LocalTensor<float> &dst, int64_t span) {
+  const int64_t rows = (span - t_->HxW) / t_->residentStride + 1;
+  Gather(dst, RowsRun(), gatherBuf_.Get<uint32_t>(), 0, static_cast<uint32_t>(rows * t_->residentStride));
+}
+
 
 // Takes the next item of the sums pass (dxPass false) or of the dx pass: dy as fp32 into dyF,
 // (x - mean) into xF; then refills the stream. Held items (the first heldItems items of a
@@ -103,14 +132,21 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeItem(int32_t len, 
                                                                 int64_t dxItem) {
   const int64_t index = !dxPass ? takeSums_++ : (dxItem >= 0 ? dxItem : takeDx_++);
   if (index < t_->heldItems && dxPass) {
+    if (t_->rowsGather != 0) {  // the held copy is the sums pass's run as loaded
+      RowAsFloat<T>(RowsRun(), HeldDy(index), RunElems(len));
+      SpreadRun(dyF, len);
+      CentredX<T>(HeldX(index), RunElems(len), mean, RowsRun());
+      SpreadRun(xF, len);
+      return;
+    }
     RowAsFloat<T>(dyF, HeldDy(index), len);
     CentredX<T>(HeldX(index), len, mean, xF);
     return;  // nothing was in flight for it
   }
   if (t_->loadBuffers == MAX_LOAD_BUFFERS) {
-    TakeLoaded(dyQue3_, xQue3_, index, len, mean, dyF, xF);
+    TakeLoaded(dyQue3_, xQue3_, index, len, mean, dyF, xF, dxPass);
   } else {
-    TakeLoaded(dyQue_, xQue_, index, len, mean, dyF, xF);
+    TakeLoaded(dyQue_, xQue_, index, len, mean, dyF, xF, dxPass);
   }
   --inFlight_;
   Pump();
@@ -120,23 +156,30 @@ template <typename T, typename U, bool SILU>
 template <typename Q>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeLoaded(Q &dyQ, Q &xQ, int64_t index, int32_t len,
                                                                   float mean, const LocalTensor<float> &dyF,
-                                                                  const LocalTensor<float> &xF) {
+                                                                  const LocalTensor<float> &xF, bool dxPass) {
+  // rowsGather's sums pass: a run, made fp32 in RowsRun() and spread into the rows
+  const bool gather = RunPass(dxPass);
+  const int64_t run = gather ? RunElems(len) : len;
   if (index >= t_->heldItems) {
-    TakeAsFloat<T>(dyQ, len, dyF);
-    TakeCentredX<T>(xQ, len, mean, xF);
+    TakeAsFloat<T>(dyQ, run, gather ? RowsRun() : dyF);
+    if (gather) SpreadRun(dyF, len);
+    TakeCentredX<T>(xQ, run, mean, gather ? RowsRun() : xF);
+    if (gather) SpreadRun(xF, len);
     return;
   }
   // a held item's sums pass: UB -> UB copies run on the vector pipe (ops-nn
   // rms_norm_whole_reduce_sum.h orders them with PIPE_V)
-  const uint32_t copy = static_cast<uint32_t>(AlignUp(len, 32 / static_cast<int64_t>(sizeof(T))));
+  const uint32_t copy = static_cast<uint32_t>(AlignUp(run, 32 / static_cast<int64_t>(sizeof(T))));
   LocalTensor<T> staging = dyQ.template DeQue<T>();
   DataCopy(HeldDy(index), staging, copy);
-  RowAsFloat<T>(dyF, staging, len);
+  RowAsFloat<T>(gather ? RowsRun() : dyF, staging, run);
   dyQ.FreeTensor(staging);
+  if (gather) SpreadRun(dyF, len);
   staging = xQ.template DeQue<T>();
   DataCopy(HeldX(index), staging, copy);
-  CentredX<T>(staging, len, mean, xF);
+  CentredX<T>(staging, run, mean, gather ? RowsRun() : xF);
   xQ.FreeTensor(staging);
+  if (gather) SpreadRun(xF, len);
 }
 
 // mean/rstd of group i, from a window of statWindowElems groups loaded into UB (one DMA for

@@ -104,6 +104,11 @@ struct GroupNormGradMsTilingData {
   // dy, x and dx move between GM and UB as one contiguous run a batch, and Gather spreads them into
   // the rows of D padded to 16 the batch is computed in (and packs dx back); 0: a burst a group
   int64_t hwOneGather;
+  // mode 1 with channelsPerItem > 1 and rows of HxW not a multiple of 16 (a DMA burst a row
+  // otherwise): 1, the sums pass's dy and x move from GM to UB as one contiguous run an item, and
+  // Gather spreads them into the rows residentStride apart they are computed in; 2
+  // (RUNS_BOTH_PASSES), the dx pass's loads too (its dx store stays a burst a row); 0: neither
+  int64_t rowsGather;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
   int64_t silu;
