@@ -83,3 +83,26 @@ def test_every_core_count_gives_the_bits_of_one_core(case, operator, dtype):
         assert len(splits) > 1, f"{case}: every core count took {splits}: the case no longer switches"
     differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
     assert not differ, f"{case}, {operator}: {differ} cores differ from 1 core"
+
+
+# Mode 0's table of every group's gamma (+ beta), loaded once a core: the fused backward takes it
+# only where a core has many tasks (the host tiling's kAffineTableSiluTasks), so the core count
+# switches between it and the next group's gamma/beta a task ahead; both give the same fp32 values.
+@pytest.mark.parametrize("mask", [(True, False, False), (True, True, True)])
+def test_the_affine_table_chosen_by_the_core_count_gives_the_bits_of_one_core(mask):
+    N, C, HxW, G = 2, 300, 20, 300
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((N, C, HxW)) * 1.5 + 0.75).astype(np.float32)
+    arrays = {"x": x, "dy": rng.standard_normal((N, C, HxW)).astype(np.float32),
+              "gamma": (rng.standard_normal(C) + 1.0).astype(np.float32),
+              "beta": rng.standard_normal(C).astype(np.float32)}
+    _, mean, rstd = reference.forward(x.astype(np.float64), None, None, G)
+    arrays["mean"], arrays["rstd"] = mean.astype(np.float32), rstd.astype(np.float32)
+    results, tables = {}, set()
+    for cores in (1, 5, 16):
+        outputs, tiling = launch("GroupNormSiluGradMs", arrays, G, mask, cores, "float32")
+        results[cores] = [None if o is None else o.tobytes() for o in outputs]
+        tables.add((tiling["mode"], tiling["groupAcrossN"], tiling["affineAhead"]))
+    if mask == (True, False, False):  # dx only: mode 0 by (n, g) on every core count
+        assert tables == {(0, 0, 1), (0, 0, 2)}, f"the table no longer follows the core count: {tables}"
+    assert results[5] == results[1] and results[16] == results[1]

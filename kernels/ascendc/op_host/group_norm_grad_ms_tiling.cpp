@@ -24,7 +24,8 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 // allocated again (kernel_tquebind_impl.h), and with the two of sumsQue_ and of outQue_ that is
 // the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
 constexpr int64_t kMaxDxBuffers = 4;
-constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
+constexpr int64_t kAffineTableMaxBytes = 98304;  // mode 0's table of every group's gamma (+ beta)
+constexpr int64_t kAffineTableSiluTasks = 64;    // ... with SILU: from this many tasks a core
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 constexpr int64_t kMaxGatherElems = 255 * 64;     // fp32 elements of one Gather (count form, A2/A3)
 constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
@@ -339,9 +340,13 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       }
       resident.workspaceSums = channel.workspaceSums = t.splitByChannel || (wantsStats && !t.groupAcrossN);
       // Mode 0 without groupAcrossN whose tasks (dy, x) are under a DMA latency: the next group's
-      // gamma a task ahead comes late, so the core's groups' at once (one DMA at the start) where
-      // small and fitting. Not with SILU (vector-bound; the larger first DMA delays the first items).
-      if (resident.affineAhead && !in.silu && !t.groupAcrossN && in.G <= kMaxDmaRows &&
+      // gamma a task ahead comes late (a task then lasts a DMA latency: 456x698x444 G698 ran at
+      // ~1.05 us a task), so the core's groups' at once (one DMA at the start, a burst a row of the
+      // core's run of groups, or of all G when its tasks wrap: at most two a task) where fitting.
+      // With SILU only for cores of many tasks (vector-bound, its few tasks wait for the larger
+      // first DMA: 32x32x28x28 G8, 6 tasks a core, est. 14.3 -> 14.5 us with the table).
+      const bool manyTasks = CeilDiv(in.N * in.G, in.coreNum) >= kAffineTableSiluTasks;
+      if (resident.affineAhead && (!in.silu || manyTasks) && !t.groupAcrossN && in.G <= kMaxDmaRows &&
           2 * D * L * dataBytes < kLatencyBytes) {
         Layout l = resident;
         l.affineRows = in.G;
