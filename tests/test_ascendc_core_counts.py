@@ -32,6 +32,10 @@ CASES = {
     "hw_one_sample_runs": (101, 24, 1, 3, (True, True, True)),
     # the same with D = 2: a batch loads one sample's gamma (beta) rows and copies them in UB
     "hw_one_sample_runs_d2": (400, 64, 1, 32, (True, True, True)),
+    # mode 0 with one channel a group: batches of groupRows groups a core's tasks allow (dx only: no
+    # groups across N), and with dgamma/dbeta the same or groups across N
+    "group_rows_dx_only": (6, 64, 12, 64, (True, False, False)),
+    "group_rows_to_across_n": (40, 10, 1200, 10, (True, True, True)),
 }
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
 SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2"}
@@ -54,7 +58,8 @@ def launch(operator, arrays, G, mask, cores, dtype):
 
 def split_of(tiling):
     return tuple(tiling.get(k) for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices", "chunkElems",
-                                         "channelsPerItem", "groupsPerTask", "hwOneSamples", "numTasks"))
+                                         "channelsPerItem", "groupsPerTask", "hwOneSamples", "numTasks", "groupRows",
+                                         "affineAhead"))
 
 
 # fp32 data shows a rounding difference most often (in 16-bit, dx's rounding can hide it)

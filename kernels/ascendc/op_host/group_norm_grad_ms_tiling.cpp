@@ -26,6 +26,7 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 98304;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kAffineTableSiluTasks = 64;    // ... with SILU: from this many tasks a core
+constexpr int64_t kMaxGroupRows = 64;  // mode 0's groupRows: the kernel keeps a batch's per-group scalars on its stack
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 constexpr int64_t kMaxGatherElems = 255 * 64;     // fp32 elements of one Gather (count form, A2/A3)
 constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
@@ -414,12 +415,38 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
+      // Mode 0 by (n, g) with one channel a group, without SILU, tasks under a DMA latency: a core's
+      // groups are consecutive rows in GM, so an item is groupRows of them and each vector step runs
+      // over all its rows (a V barrier and queue turn a batch, not a group: 456x698x444 G698 had
+      // ~12 barriers and ~9 queue flag pairs a group). Every channel's gamma is loaded once a core
+      // (the table's rows are a group each). Each row's values are the per-group path's, so the
+      // batch size (it follows the core's tasks) changes no bit.
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D == 1 && !in.silu && !t.groupAcrossN && !t.splitByChannel &&
+          (in.dxRequired || wantsStats) && 2 * L * dataBytes < kLatencyBytes) {
+        const int64_t coreTasks = t.tasksPerCore + (t.tailCores > 0 ? 1 : 0);
+        auto batchOf = [&](int64_t rows) {
+          Layout l = layout;
+          l.affineAhead = false;
+          l.affineRows = 0;
+          l.gammaAllElems = in.dxRequired ? in.C : 0;
+          l.D = rows;  // the resident rows
+          l.K = rows * Lp;
+          l.statElems = AlignUp(rows, kElemAlign);
+          return l;
+        };
+        const int64_t rows = LargestFitting(std::min(coreTasks, kMaxGroupRows), 1,
+                                            [&](int64_t r) { return fits(batchOf(r)); });
+        if (rows > 1) {
+          t.groupRows = rows;
+          layout = batchOf(rows);
+        }
+      }
       // Without the channel split (whose partial-row and owner queues would take the V -> MTE2 ids
       // past 8): a third load in flight where an item's two loads are under a DMA latency (else
       // MTE2 is busy with two) and UB allows, before the held items and the dx buffers (K, bits
       // unchanged). Not in the fused mode 0: vector-bound, it gains more from the dx buffers and the
       // two-buffer gamma/beta queue the third load would take (16x128x56x56 fp16: 1.81 -> 2.18).
-      if (!t.splitByChannel && (layout.mode != GNG_MODE_GROUP_RESIDENT || !in.silu) &&
+      if (!t.splitByChannel && (layout.mode != GNG_MODE_GROUP_RESIDENT || !in.silu) && t.groupRows == 0 &&
           2 * layout.K * dataBytes < kLatencyBytes) {
         Layout l = layout;
         l.loadBufs = kMaxLoadBuffers;
@@ -464,7 +491,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       }
       // Mode 0, rows of one repeat (<= 64 floats), the group (<= 255 rows) in one item: a block a row of -k gamma,
       // -k beta (silu), rstd gamma (dx) (kernel BroadcastRows) in what is left at the end: no other field changes.
-      if (layout.mode == GNG_MODE_GROUP_RESIDENT && layout.residentStride <= 64 && t.channelsPerItem == D && D <= 255) {
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && layout.residentStride <= 64 && t.channelsPerItem == D && D <= 255 &&
+          t.groupRows == 0) {
         Layout l = layout;
         l.bcastElems = ((in.silu ? 2 : 0) + (in.dxRequired ? 1 : 0)) * 8 * AlignUp(D, 8);
         if (fits(l)) layout = l;

@@ -18,7 +18,8 @@
  *
  * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream, the
  * mean/rstd and gamma/beta loads; group_norm_grad_ms_channels.h and _hw_one.h its per-channel work
- * (modes 0-2) and mode 3; _copies.h the GM <-> UB moves and row sums; _stage2.h stage 2;
+ * (modes 0-2) and mode 3; _group_rows.h mode 0's batches of one-channel groups (groupRows);
+ * _copies.h the GM <-> UB moves and row sums; _stage2.h stage 2;
  * _common.h constants and CascadeSum; swish_grad_math.h the fused GroupNormSiluGradMs's swish
  * gradient (SILU = true).
  */
@@ -97,6 +98,8 @@ class KernelGroupNormGradMs {
         if (count > 0 && t_->affineAhead != 0) IssueAffine(first);
         StreamBegin(first * t_->N, count * t_->N, false, true, false);
         for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g, g + 1 < first + count);
+      } else if (t_->groupRows > 0) {
+        GroupRowsRun(first, count);
       } else {
         if (count > 0) IssueStatWindow(first);  // ahead of the stream's loads
         const bool table = t_->affineAhead == AFFINE_TABLE;
@@ -171,7 +174,9 @@ class KernelGroupNormGradMs {
       }
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
+      const int64_t rows = t_->groupRows > 0 ? t_->groupRows : t_->D;  // a group's channels, or a batch's groups
+      pipe_->InitBuffer(residentBuf_, 2 * rows * t_->residentStride * sizeof(float));
+      if (t_->groupRows > 0 && t_->dxRequired != 0) pipe_->InitBuffer(gammaAllBuf_, t_->C * sizeof(U));
       if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));
     }
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
@@ -417,6 +422,12 @@ class KernelGroupNormGradMs {
   // of the groups whose first task is among them (no stage 2).
   __aicore__ inline void SlicedAfterSyncAll(int64_t first, int64_t count);
 
+  // Mode 0 with groupRows (D == 1, no SILU): the core's tasks [first, first + count), groups q
+  // whose rows are consecutive in GM, in batches of groupRows (group_norm_grad_ms_group_rows.h).
+  __aicore__ inline void GroupRowsRun(int64_t first, int64_t count);
+  __aicore__ inline void GroupRowsIssue(int64_t q, int64_t rows);
+  __aicore__ inline void GroupRowsBatch(int64_t q, int64_t rows, int64_t nextQ, int64_t nextRows);
+
   // Mode 3 (HxW == 1): a run of whole groups of sample n, or (hwOneSamples) of whole samples.
   // Each group's D channels sit in UB at a stride of P = D rounded up to 16 elements
   // (DataCopyPad rows), so every per-group vector operand starts 32-byte aligned; the groups go
@@ -536,6 +547,9 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> residentBuf_;
   TBuf<QuePosition::VECCALC> bcastBuf_;  // mode 0, short rows: the rows' broadcast blocks (BroadcastRows)
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
+  TBuf<QuePosition::VECIN> gammaAllBuf_;  // mode 0 with groupRows: every channel's gamma (MTE2 -> S)
+  int32_t gammaAllEvent_ = 0;
+  bool gammaAllPending_ = false;  // its load is issued and not waited for yet
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
@@ -566,6 +580,7 @@ class KernelGroupNormGradMs {
 #include "group_norm_grad_ms_stream.h"
 #include "group_norm_grad_ms_channels.h"
 #include "group_norm_grad_ms_split.h"
+#include "group_norm_grad_ms_group_rows.h"
 #include "group_norm_grad_ms_hw_one.h"
 
 #endif  // GROUP_NORM_GRAD_MS_H
