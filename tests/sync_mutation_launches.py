@@ -44,7 +44,8 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("channel_split_n47", "fp16_fp32", 94, ALL),
                ("hw_one_samples", "fp32", 4, ALL), ("hw_one_samples", "bf16_fp32", 4, STATS_ONLY),
                ("stage2_reuses_its_buffers", "fp32", 4, ALL), ("hw_one_huge_mean", "fp32", 4, ALL),
-               ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, DX_ONLY)]
+               ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, DX_ONLY),
+               ("group_rows_across_n", "fp32", 2, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),

@@ -415,15 +415,16 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
-      // Mode 0 by (n, g) with one channel a group, without SILU, tasks under a DMA latency: a core's
+      // Mode 0 with one channel a group, without SILU, tasks under a DMA latency: a core's
       // groups are consecutive rows in GM, so an item is groupRows of them and each vector step runs
       // over all its rows (a V barrier and queue turn a batch, not a group: 456x698x444 G698 had
       // ~12 barriers and ~9 queue flag pairs a group). Every channel's gamma is loaded once a core
       // (the table's rows are a group each). Each row's values are the per-group path's, so the
       // batch size (it follows the core's tasks) changes no bit.
-      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D == 1 && !in.silu && !t.groupAcrossN && !t.splitByChannel &&
+      // With groupAcrossN a batch is samples of one group (rows C * HxW apart in GM: a pitched DMA).
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D == 1 && !in.silu && !t.splitByChannel &&
           (in.dxRequired || wantsStats) && 2 * L * dataBytes < kLatencyBytes) {
-        const int64_t coreTasks = t.tasksPerCore + (t.tailCores > 0 ? 1 : 0);
+        const int64_t coreTasks = t.groupAcrossN ? in.N : t.tasksPerCore + (t.tailCores > 0 ? 1 : 0);
         auto batchOf = [&](int64_t rows) {
           Layout l = layout;
           l.affineAhead = false;

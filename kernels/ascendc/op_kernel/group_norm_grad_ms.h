@@ -90,6 +90,8 @@ class KernelGroupNormGradMs {
           rows = ChannelRun(task, first + count);
           ChannelSumsTask(task, rows);
         }
+      } else if (t_->groupRows > 0) {  // (also across N)
+        GroupRowsRun(first, count);
       } else if (t_->groupAcrossN != 0) {
         // tasks are groups g, each over n = 0..N-1 (stream tasks g * N + n): dgamma/dbeta of the
         // group's channels are summed here in the order stage 2 would use, with no workspace
@@ -98,8 +100,6 @@ class KernelGroupNormGradMs {
         if (count > 0 && t_->affineAhead != 0) IssueAffine(first);
         StreamBegin(first * t_->N, count * t_->N, false, true, false);
         for (int64_t g = first; g < first + count; ++g) GroupAcrossNTask(g, g + 1 < first + count);
-      } else if (t_->groupRows > 0) {
-        GroupRowsRun(first, count);
       } else {
         if (count > 0) IssueStatWindow(first);  // ahead of the stream's loads
         const bool table = t_->affineAhead == AFFINE_TABLE;
@@ -424,9 +424,14 @@ class KernelGroupNormGradMs {
 
   // Mode 0 with groupRows (D == 1, no SILU): the core's tasks [first, first + count), groups q
   // whose rows are consecutive in GM, in batches of groupRows (group_norm_grad_ms_group_rows.h).
+  // With groupAcrossN the tasks are groups g over every n: batches of samples of one group.
   __aicore__ inline void GroupRowsRun(int64_t first, int64_t count);
-  __aicore__ inline void GroupRowsIssue(int64_t q, int64_t rows);
-  __aicore__ inline void GroupRowsBatch(int64_t q, int64_t rows, int64_t nextQ, int64_t nextRows);
+  __aicore__ inline void GroupRowsBatchOf(int64_t k, int64_t first, int64_t count, int64_t *q, int64_t *step,
+                                          int64_t *rows);
+  __aicore__ inline void GroupRowsIssue(int64_t q, int64_t step, int64_t rows);
+  __aicore__ inline void GroupRowsBatch(int64_t q, int64_t step, int64_t rows, int64_t nextQ, int64_t nextStep,
+                                        int64_t nextRows);
+  __aicore__ inline void GroupRowsStoreParamGrads(int64_t g);
 
   // Mode 3 (HxW == 1): a run of whole groups of sample n, or (hwOneSamples) of whole samples.
   // Each group's D channels sit in UB at a stride of P = D rounded up to 16 elements
@@ -549,6 +554,8 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TBuf<QuePosition::VECIN> gammaAllBuf_;  // mode 0 with groupRows: every channel's gamma (MTE2 -> S)
   int32_t gammaAllEvent_ = 0;
+  float acrossDb_ = 0.0f;  // groupRows with groupAcrossN: the current group's sums over n so far
+  float acrossDg_ = 0.0f;
   bool gammaAllPending_ = false;  // its load is issued and not waited for yet
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)

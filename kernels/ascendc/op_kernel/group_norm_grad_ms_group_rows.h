@@ -5,11 +5,33 @@
 // a batch, not a group), with each group's mean, rstd and gamma. Per row these are the
 // instructions of the per-group path (GroupTask: ChannelSums, GroupCoefficients, ChannelDx) on the
 // same values, so the bits are the same whatever the batch size or the core count.
+// With groupAcrossN a task is group g of every sample: rows (n, g) are C * HxW apart in GM, a batch
+// is up to groupRows samples of one group (a pitched DMA), and dbeta/dgamma of the group add up
+// over n on the scalar unit in GroupAcrossNTask's order (0 + row 0 + row 1 + ...).
 // Included by group_norm_grad_ms.h after the class; not a header of its own.
 #ifndef GROUP_NORM_GRAD_MS_GROUP_ROWS_H
 #define GROUP_NORM_GRAD_MS_GROUP_ROWS_H
 
 namespace GroupNormGradMsKernel {
+
+// Batch k of a core's tasks [first, first + count): its first group q, the step between its rows'
+// groups (1; G across N) and its rows.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatchOf(int64_t k, int64_t first, int64_t count,
+                                                                        int64_t *q, int64_t *step, int64_t *rows) {
+  const int64_t R = t_->groupRows;
+  if (t_->groupAcrossN == 0) {
+    *q = first + k * R;
+    *step = 1;
+    *rows = (first + count - *q < R) ? first + count - *q : R;
+    return;
+  }
+  const int64_t perGroup = (t_->N + R - 1) / R;
+  const int64_t n0 = (k % perGroup) * R;
+  *q = n0 * t_->G + first + k / perGroup;
+  *step = t_->G;
+  *rows = (t_->N - n0 < R) ? t_->N - n0 : R;
+}
 
 // Two batches in flight (dyQue_, xQue_: the tiling keeps loadBuffers 2); mean/rstd's window and
 // (with dx) every channel's gamma are issued ahead of them.
@@ -24,25 +46,37 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsRun(int64_t f
     gammaAllPending_ = true;
   }
   const int64_t R = t_->groupRows;
-  const int64_t end = first + count;
-  for (int64_t q = first; q < end && q < first + BUFFER_NUM * R; q += R) GroupRowsIssue(q, end - q < R ? end - q : R);
-  for (int64_t q = first; q < end; q += R) {
-    const int64_t next = q + BUFFER_NUM * R;
-    GroupRowsBatch(q, end - q < R ? end - q : R, next, next < end ? (end - next < R ? end - next : R) : 0);
+  const int64_t batches = t_->groupAcrossN != 0 ? count * ((t_->N + R - 1) / R) : (count + R - 1) / R;
+  int64_t q;
+  int64_t step;
+  int64_t rows;
+  for (int64_t k = 0; k < batches && k < BUFFER_NUM; ++k) {
+    GroupRowsBatchOf(k, first, count, &q, &step, &rows);
+    GroupRowsIssue(q, step, rows);
+  }
+  for (int64_t k = 0; k < batches; ++k) {
+    int64_t nextQ = 0;
+    int64_t nextStep = 1;
+    int64_t nextRows = 0;
+    if (k + BUFFER_NUM < batches) GroupRowsBatchOf(k + BUFFER_NUM, first, count, &nextQ, &nextStep, &nextRows);
+    GroupRowsBatchOf(k, first, count, &q, &step, &rows);
+    GroupRowsBatch(q, step, rows, nextQ, nextStep, nextRows);
   }
 }
 
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsIssue(int64_t q, int64_t rows) {
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsIssue(int64_t q, int64_t step, int64_t rows) {
   const bool aligned = t_->copyAligned != 0;
-  IssueLoad(dyQue_, dyGm_, q * t_->HxW, t_->HxW, aligned, rows);
-  IssueLoad(xQue_, xGm_, q * t_->HxW, t_->HxW, aligned, rows);
+  const int64_t L = t_->HxW;
+  IssuePitchedLoad(dyQue_, dyGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
+  IssuePitchedLoad(xQue_, xGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
 }
 
-// Groups [q, q + rows); then the loads of the batch at nextQ (nextRows 0: none) once this one's
-// staging buffers are free.
+// Groups q, q + step, ... (rows of them); then the loads of the batch at nextQ (nextRows 0: none)
+// once this one's staging buffers are free.
 template <typename T, typename U, bool SILU>
-__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t q, int64_t rows, int64_t nextQ,
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t q, int64_t step, int64_t rows,
+                                                                      int64_t nextQ, int64_t nextStep,
                                                                       int64_t nextRows) {
   const int64_t S = t_->residentStride;
   const int32_t L = static_cast<int32_t>(t_->HxW);
@@ -55,8 +89,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
   float shift[MAX_GROUP_ROWS];
   bool anyShift = false;
   for (int64_t r = 0; r < rows; ++r) {  // as ChannelSums: x - centre, then the sums less shift * db
-    const float mean = Stat(true, q + r);
-    rstd[r] = Stat(false, q + r);
+    const float mean = Stat(true, q + r * step);
+    rstd[r] = Stat(false, q + r * step);
     const Centring cen = CentringOf(mean, rstd[r]);
     centre[r] = cen.centre;
     shift[r] = cen.shift;
@@ -77,7 +111,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
     TakeAsFloat<T>(xQue_, span, xR);
     for (int64_t r = 0; r < rows; ++r) CentreInPlace(L, centre[r], xR[r * S]);
   }
-  if (nextRows > 0) GroupRowsIssue(nextQ, nextRows);
+  if (nextRows > 0) GroupRowsIssue(nextQ, nextStep, nextRows);
   for (int64_t r = 0; r < rows; ++r) Muls(tmp[r * S], xR[r * S], factor[r], L);  // xhat (+ shift)
   Mul(tmp, dyR, tmp, span);
   // the row sums of ChannelSums (a row's sums do not depend on how many rows a call has)
@@ -93,7 +127,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
   // The scalar unit finishes each group: dg less shift * db (ChannelSums' Muls and Sub of one
   // element), and c1 = gamma db / M, c2 = gamma dg / M (GroupCoefficients' Mul, and its one-element
   // WholeReduceSum, which adds the lanes' zeros: + 0.0f).
-  if (!dx && !(anyShift && ws)) {
+  const bool across = t_->groupAcrossN != 0;  // (no workspace)
+  if (!dx && !(anyShift && ws) && !across) {
     StoreSums(db, q, rows);
     return;
   }
@@ -115,8 +150,16 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
       dgv = dgv - product;
       if (ws) dg.SetValue(r, dgv);
     }
+    if (across) {  // GroupAcrossNTask's Adds over n, from 0
+      if (q + r * step < t_->G) {
+        acrossDb_ = 0.0f;
+        acrossDg_ = 0.0f;
+      }
+      acrossDb_ = acrossDb_ + dbv;
+      acrossDg_ = acrossDg_ + dgv;
+    }
     if (!dx) continue;
-    const float gamma = ToF32(gammaAll.GetValue((q + r) % t_->G));
+    const float gamma = ToF32(gammaAll.GetValue((q + r * step) % t_->G));
     const float p1 = gamma * dbv;
     const float p2 = gamma * dgv;
     const float b = rstd[r] * ((p2 + 0.0f) * invM_);
@@ -128,12 +171,26 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
   }
   if (anyShift && ws) Sync<HardEvent::S_MTE3>();  // the scalar writes of dg, before its workspace copy
   StoreSums(db, q, rows);
+  if (across && q + (rows - 1) * step >= (t_->N - 1) * t_->G) GroupRowsStoreParamGrads(q % t_->G);
   if (!dx) return;
   // ChannelDx's mode 0: dx = rstd gamma dy - (x - centre) factor b - (e - b shift)
   for (int64_t r = 0; r < rows; ++r) Muls(dyR[r * S], dyR[r * S], a[r], L);
   for (int64_t r = 0; r < rows; ++r) Muls(tmp[r * S], xR[r * S], factor[r], L);
   Sub(dyR, dyR, tmp, span);
-  StoreRowsFromFloat(dxQue_, dxGm_, q * t_->HxW, L, dyR, adds, t_->copyAligned != 0, rows, S);
+  StoreRowsFromFloat(dxQue_, dxGm_, q * t_->HxW, L, dyR, adds, t_->copyAligned != 0, rows, S, step * L);
+}
+
+// groupAcrossN: dbeta and dgamma of group g (one channel) from the scalar sums over n, stored as
+// GroupAcrossNTask stores its accumulators.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsStoreParamGrads(int64_t g) {
+  LocalTensor<float> accDb = StatArray(3);
+  LocalTensor<float> accDg = StatArray(4);
+  accDb.SetValue(0, acrossDb_);
+  accDg.SetValue(0, acrossDg_);
+  Sync<HardEvent::S_V>();  // the stores' Adds read them
+  if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g, 1, accDb, 0.0f, false);
+  if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g, 1, accDg, 0.0f, false);
 }
 
 }  // namespace GroupNormGradMsKernel
