@@ -345,8 +345,10 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // ~1.05 us a task), so the core's groups' at once (one DMA at the start, a burst a row of the
       // core's run of groups, or of all G when its tasks wrap: at most two a task) where fitting.
       // With SILU only for cores of many tasks (vector-bound, its few tasks wait for the larger
-      // first DMA: 32x32x28x28 G8, 6 tasks a core, est. 14.3 -> 14.5 us with the table).
-      const bool manyTasks = CeilDiv(in.N * in.G, in.coreNum) >= kAffineTableSiluTasks;
+      // first DMA: 32x32x28x28 G8, 6 tasks a core, est. 14.3 -> 14.5 us with the table), each well
+      // under a DMA latency (493x1200x292 G120, 23 KiB a task in fp32: 1.15 -> 1.17 with it).
+      const bool manyTasks = CeilDiv(in.N * in.G, in.coreNum) >= kAffineTableSiluTasks &&
+                             4 * 2 * D * L * dataBytes < kLatencyBytes;
       if (resident.affineAhead && (!in.silu || manyTasks) && !t.groupAcrossN && in.G <= kMaxDmaRows &&
           2 * D * L * dataBytes < kLatencyBytes) {
         Layout l = resident;
