@@ -25,7 +25,7 @@ CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_re
 HUGE_MEAN_CASES = {"hw_one_huge_mean"}
 HUGE_MEAN_FACTOR = 2.0 ** 110
 
-ALL, STATS_ONLY = (True, True, True), (False, True, True)
+ALL, STATS_ONLY, DX_ONLY = (True, True, True), (False, True, True), (True, False, False)
 # GroupNormGradMs: (case of test_ascendc_twin.CASES, dtype key, cores, output mask). Without dx
 # (mask 011) nothing else orders the workspace copies before the next task's sums.
 GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw", "bf16_fp32", 2, ALL),
@@ -44,7 +44,9 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                # a task a block: stage 2 lays its buffers over the last dx cast's (the PIPE_ALL before it)
                ("channel_split_n47", "fp16_fp32", 94, ALL),
                ("hw_one_samples", "fp32", 4, ALL), ("hw_one_samples", "bf16_fp32", 4, STATS_ONLY),
-               ("stage2_reuses_its_buffers", "fp32", 4, ALL), ("hw_one_huge_mean", "fp32", 4, ALL)]
+               ("stage2_reuses_its_buffers", "fp32", 4, ALL), ("hw_one_huge_mean", "fp32", 4, ALL),
+               ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, DX_ONLY),
+               ("group_rows_across_n", "fp32", 2, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),

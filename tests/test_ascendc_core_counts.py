@@ -37,6 +37,10 @@ CASES = {
     "hw_one_sample_runs": (101, 24, 1, 3, (True, True, True)),
     # the same with D = 2: a batch loads one sample's gamma (beta) rows and copies them in UB
     "hw_one_sample_runs_d2": (400, 64, 1, 32, (True, True, True)),
+    # mode 0 with one channel a group: batches of groupRows groups a core's tasks allow (dx only: no
+    # groups across N), and with dgamma/dbeta the same or groups across N
+    "group_rows_dx_only": (6, 64, 12, 64, (True, False, False)),
+    "group_rows_to_across_n": (40, 10, 1200, 10, (True, True, True)),
 }
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
 SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2"}
@@ -59,7 +63,8 @@ def launch(operator, arrays, G, mask, cores, dtype):
 
 def split_of(tiling):
     return tuple(tiling.get(k) for k in ("mode", "splitByChannel", "groupAcrossN", "hwSlices", "chunkElems",
-                                         "channelsPerItem", "groupsPerTask", "hwOneSamples", "numTasks"))
+                                         "channelsPerItem", "groupsPerTask", "hwOneSamples", "numTasks", "groupRows",
+                                         "affineAhead"))
 
 
 # fp32 data shows a rounding difference most often (in 16-bit, dx's rounding can hide it)
@@ -120,3 +125,26 @@ def test_the_forward_batches_give_the_bits_of_one_core(case, dtype):
     assert len(plans) > 1, f"{case}: every core count took {plans}: the case no longer switches"
     differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
     assert not differ, f"{case}: {differ} cores differ from 1 core"
+
+
+# Mode 0's table of every group's gamma (+ beta), loaded once a core: the fused backward takes it
+# only where a core has many tasks (the host tiling's kAffineTableSiluTasks), so the core count
+# switches between it and the next group's gamma/beta a task ahead; both give the same fp32 values.
+@pytest.mark.parametrize("mask", [(True, False, False), (True, True, True)])
+def test_the_affine_table_chosen_by_the_core_count_gives_the_bits_of_one_core(mask):
+    N, C, HxW, G = 2, 300, 20, 300
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((N, C, HxW)) * 1.5 + 0.75).astype(np.float32)
+    arrays = {"x": x, "dy": rng.standard_normal((N, C, HxW)).astype(np.float32),
+              "gamma": (rng.standard_normal(C) + 1.0).astype(np.float32),
+              "beta": rng.standard_normal(C).astype(np.float32)}
+    _, mean, rstd = reference.forward(x.astype(np.float64), None, None, G)
+    arrays["mean"], arrays["rstd"] = mean.astype(np.float32), rstd.astype(np.float32)
+    results, tables = {}, set()
+    for cores in (1, 5, 16):
+        outputs, tiling = launch("GroupNormSiluGradMs", arrays, G, mask, cores, "float32")
+        results[cores] = [None if o is None else o.tobytes() for o in outputs]
+        tables.add((tiling["mode"], tiling["groupAcrossN"], tiling["affineAhead"]))
+    if mask == (True, False, False):  # dx only: mode 0 by (n, g) on every core count
+        assert tables == {(0, 0, 1), (0, 0, 2)}, f"the table no longer follows the core count: {tables}"
+    assert results[5] == results[1] and results[16] == results[1]

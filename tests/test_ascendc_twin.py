@@ -34,6 +34,11 @@ CASES = {
     "channel_split_short_rows": (3, 512, 49, 1, 2, "channel_two_pass", 1),
     # N*G < cores: split by channel, unless the group-across-N split costs little more (it does here)
     "across_n_small": (1, 8, 50, 2, 48, "group_resident", 0),
+    # one channel a group, 96 tasks a core: batches of groupRows groups (across N would add 32
+    # channels x 352 x (6 or 12) B per core); dx only: without the workspace
+    "group_rows": (64, 3, 352, 3, 2, "group_resident", 0),
+    # the same across N: a batch is up to 64 samples of one group (70: two batches a group)
+    "group_rows_across_n": (70, 5, 9, 5, 2, "group_resident", 0),
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
     # workspace loads (47 rows) reach the UB of the 16-bit dx stores just before them
     "channel_split_n47": (47, 2, 250, 1, 48, "channel_two_pass", 1),
@@ -397,6 +402,40 @@ def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_
     assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "bcastElems": 0})]
     check_against_reference(got, _reference_grads(exact, beta, stat_dtype, G, silu, -0.5), dtype_key,
                             (True, True, True))
+
+
+# Mode 0 with one channel a group (GroupNormGradMs): a core's groups go groupRows at a time, each vector
+# step over all the rows with each group's own mean, rstd and gamma. The same launch with groupRows 0
+# (a group an item, the next group's gamma a task ahead) gives the same bits, and both match the
+# reference: with the workspace (64x3x352 G3 on 2 cores, 16-element aligned rows), dx only with rows
+# of 12 (no 32-byte multiple in 16-bit) and of 37, and the batches' last one short; across N, batches
+# of samples of one group (rows C x HxW apart in GM), 70 samples in two batches.
+@pytest.mark.parametrize("shape,G,cores,dtype_key,mask,across", [
+    ((64, 3, 352), 3, 2, "fp32", (True, True, True), 0), ((64, 3, 352), 3, 2, "fp32", (False, True, True), 0),
+    ((6, 64, 12), 64, 2, "fp16_fp32", (True, False, False), 0), ((5, 30, 37), 30, 3, "fp16", (True, False, False), 0),
+    ((18, 17, 37), 17, 4, "fp32", (True, True, True), 1), ((70, 5, 9), 5, 2, "bf16", (True, True, True), 1),
+    ((70, 5, 9), 5, 2, "fp16_fp32", (False, True, False), 1)],
+    ids=["64x3x352_all", "64x3x352_stats", "6x64x12_dx", "5x30x37_dx", "across_18x17x37", "across_70x5x9",
+         "across_70x5x9_dgamma"])
+def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, across):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, mask=mask)
+    assert tiling["groupRows"] > 1 and tiling["groupAcrossN"] == across
+    per_group = {**tiling, "groupRows": 0, "chunkElems": tiling["residentStride"], "statElems": 16,
+                 "affineAhead": 1 if mask[0] else 0, "loadBuffers": 2, "dxBuffers": 2}
+
+    def launch(t):
+        outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
+        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs, None],
+                         t, core_num=cores, execution="deferred")
+        return outs
+
+    got = launch(tiling)
+    assert [o.tobytes() for o in got] == [o.tobytes() for o in launch(per_group)]
+    want = _reference_grads(exact, None, stat_dtype, G, False, 1.0)
+    check_against_reference([g if m else None for g, m in zip(got, mask)], want, dtype_key, mask)
 
 
 # Stage 2 with C a multiple of 8 and at most 64 (tiling stage2WholeRows): one block loads whole

@@ -24,7 +24,9 @@ constexpr int64_t kMinSliceElems = 2048;  // 8 KiB of fp32: below that a slice i
 // allocated again (kernel_tquebind_impl.h), and with the two of sumsQue_ and of outQue_ that is
 // the 8 ids of the pool (asc-devkit kernel_tpipe_impl.h) at most.
 constexpr int64_t kMaxDxBuffers = 4;
-constexpr int64_t kAffineTableMaxBytes = 16384;  // mode 0's table of every group's gamma (+ beta)
+constexpr int64_t kAffineTableMaxBytes = 98304;  // mode 0's table of every group's gamma (+ beta)
+constexpr int64_t kAffineTableSiluTasks = 64;    // ... with SILU: from this many tasks a core
+constexpr int64_t kMaxGroupRows = 64;  // mode 0's groupRows: the kernel keeps a batch's per-group scalars on its stack
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 constexpr int64_t kMaxGatherElems = 255 * 64;     // fp32 elements of one Gather (count form, A2/A3)
 constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
@@ -354,9 +356,15 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       }
       resident.workspaceSums = channel.workspaceSums = t.splitByChannel || (wantsStats && !t.groupAcrossN);
       // Mode 0 without groupAcrossN whose tasks (dy, x) are under a DMA latency: the next group's
-      // gamma a task ahead comes late, so the core's groups' at once (one DMA at the start) where
-      // small and fitting. Not with SILU (vector-bound; the larger first DMA delays the first items).
-      if (resident.affineAhead && !in.silu && !t.groupAcrossN && in.G <= kMaxDmaRows &&
+      // gamma a task ahead comes late (a task then lasts a DMA latency: 456x698x444 G698 ran at
+      // ~1.05 us a task), so the core's groups' at once (one DMA at the start, a burst a row of the
+      // core's run of groups, or of all G when its tasks wrap: at most two a task) where fitting.
+      // With SILU only for cores of many tasks (vector-bound, its few tasks wait for the larger
+      // first DMA: 32x32x28x28 G8, 6 tasks a core, est. 14.3 -> 14.5 us with the table), each well
+      // under a DMA latency (493x1200x292 G120, 23 KiB a task in fp32: 1.15 -> 1.17 with it).
+      const bool manyTasks = CeilDiv(in.N * in.G, in.coreNum) >= kAffineTableSiluTasks &&
+                             4 * 2 * D * L * dataBytes < kLatencyBytes;
+      if (resident.affineAhead && (!in.silu || manyTasks) && !t.groupAcrossN && in.G <= kMaxDmaRows &&
           2 * D * L * dataBytes < kLatencyBytes) {
         Layout l = resident;
         l.affineRows = in.G;
@@ -439,6 +447,33 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
+      // Mode 0 with one channel a group, without SILU, tasks under a DMA latency: a core's
+      // groups are consecutive rows in GM, so an item is groupRows of them and each vector step runs
+      // over all its rows (a V barrier and queue turn a batch, not a group: 456x698x444 G698 had
+      // ~12 barriers and ~9 queue flag pairs a group). Every channel's gamma is loaded once a core
+      // (the table's rows are a group each). Each row's values are the per-group path's, so the
+      // batch size (it follows the core's tasks) changes no bit.
+      // With groupAcrossN a batch is samples of one group (rows C * HxW apart in GM: a pitched DMA).
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D == 1 && !in.silu && !t.splitByChannel &&
+          (in.dxRequired || wantsStats) && 2 * L * dataBytes < kLatencyBytes) {
+        const int64_t coreTasks = t.groupAcrossN ? in.N : t.tasksPerCore + (t.tailCores > 0 ? 1 : 0);
+        auto batchOf = [&](int64_t rows) {
+          Layout l = layout;
+          l.affineAhead = false;
+          l.affineRows = 0;
+          l.gammaAllElems = in.dxRequired ? in.C : 0;
+          l.D = rows;  // the resident rows
+          l.K = rows * Lp;
+          l.statElems = AlignUp(rows, kElemAlign);
+          return l;
+        };
+        const int64_t rows = LargestFitting(std::min(coreTasks, kMaxGroupRows), 1,
+                                            [&](int64_t r) { return fits(batchOf(r)); });
+        if (rows > 1) {
+          t.groupRows = rows;
+          layout = batchOf(rows);
+        }
+      }
       // Without the HxW split (whose partial-row and owner queues would take the V -> MTE2 ids past 8):
       // a third load in flight where an item's two loads are under a DMA latency (else MTE2 is busy
       // with two) and UB allows, before the held items and the dx buffers (K, bits unchanged). Not in
@@ -448,7 +483,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // (1x128x64x64 G32 fused fp16 3.36 -> 3.47, 16x384x56x56 G1 fp32 1.64 -> 1.65; 2x320x64x64 G32
       // fp16 2.21 -> 2.12).
       const bool thirdLoad = !t.splitByChannel || (uneven && t.hwSlices == 1 && !in.silu);
-      if (thirdLoad && (layout.mode != GNG_MODE_GROUP_RESIDENT || !in.silu) &&
+      if (thirdLoad && (layout.mode != GNG_MODE_GROUP_RESIDENT || !in.silu) && t.groupRows == 0 &&
           2 * layout.K * dataBytes < kLatencyBytes) {
         Layout l = layout;
         l.loadBufs = kMaxLoadBuffers;
@@ -493,7 +528,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       }
       // Mode 0, rows of one repeat (<= 64 floats), the group (<= 255 rows) in one item: a block a row of -k gamma,
       // -k beta (silu), rstd gamma (dx) (kernel BroadcastRows) in what is left at the end: no other field changes.
-      if (layout.mode == GNG_MODE_GROUP_RESIDENT && layout.residentStride <= 64 && t.channelsPerItem == D && D <= 255) {
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && layout.residentStride <= 64 && t.channelsPerItem == D && D <= 255 &&
+          t.groupRows == 0) {
         Layout l = layout;
         l.bcastElems = ((in.silu ? 2 : 0) + (in.dxRequired ? 1 : 0)) * 8 * AlignUp(D, 8);
         if (fits(l)) layout = l;

@@ -6,7 +6,8 @@
 //            numFloatBufs fp32 work buffers of K elements; the ReduceSum dst + work buffer;
 //            mode 0-2: three per-group fp32 arrays (db, dg, gamma; + 2 accumulators with
 //            groupAcrossN; + beta with silu) + one VECIN staging buffer;
-//            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW') (+ bcastElems);
+//            mode 0: the resident fp32 copies of the group's dy and xhat (2 x D x HxW') (+ bcastElems;
+//            with groupRows, D is the rows of a batch, and every channel's gamma follows);
 //            mode 3: a VECIN buffer for K gamma elements (+ one for K beta elements with silu).
 //   silu adds fp32 work buffers (see SiluExtraFloatBufs): t / scratch and the ones vector.
 //   stage 2 (after pipe.Reset()): 2 fp32 workspace loads of R rows x P channels, 2 fp32
@@ -61,6 +62,7 @@ struct Layout {
   int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
   int64_t hwAccElems = 0;    // mode 3 with hwOneSamples: the task's fp32 db and dg sums (2 x G x P)
   bool hwGather = false;     // hwOneGather (mode 3), rowsGather (mode 1): Gather's two offset tables of K int32
+  int64_t gammaAllElems = 0;  // mode 0 with groupRows: every channel's gamma, loaded once a core
 };
 
 // The fp32 work for RowSums (copies.h) to sum an item's db and dg rows at once: 2 x rows (mode 0 and mode 1's
@@ -106,6 +108,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   if (l.mode == GNG_MODE_HW_ONE) total += (l.silu ? 2 : 1) * AlignBytes(l.K * statBytes);  // gamma (+ beta)
   total += AlignBytes(l.hwAccElems * 4);  // mode 3: the task's sums (0 without hwOneSamples)
   if (l.hwGather) total += AlignBytes(2 * l.K * 4);  // modes 1 and 3: the spread and pack offset tables
+  total += AlignBytes(l.gammaAllElems * statBytes);  // mode 0 with groupRows: gamma (0 without)
   if (l.affineAhead) total += AffineBytes(l, statBytes);
   if (l.slices > 1) total += AlignBytes(2 * l.slices * l.statElems * 4);  // the slice partials of a group
   if (l.workspaceSums) {  // mode 0: more buffers (its tasks are short)

@@ -18,7 +18,8 @@
  *
  * Files: this class (buffers, the tasks); group_norm_grad_ms_stream.h the load stream, the
  * mean/rstd and gamma/beta loads; group_norm_grad_ms_channels.h and _hw_one.h its per-channel work
- * (modes 0-2) and mode 3; _copies.h the GM <-> UB moves and row sums; _stage2.h stage 2;
+ * (modes 0-2) and mode 3; _group_rows.h mode 0's batches of one-channel groups (groupRows);
+ * _copies.h the GM <-> UB moves and row sums; _stage2.h stage 2;
  * _common.h constants and CascadeSum; swish_grad_math.h the fused GroupNormSiluGradMs's swish
  * gradient (SILU = true).
  */
@@ -89,6 +90,8 @@ class KernelGroupNormGradMs {
           rows = ChannelRun(task, first + count);
           ChannelSumsTask(task, rows);
         }
+      } else if (t_->groupRows > 0) {  // (also across N)
+        GroupRowsRun(first, count);
       } else if (t_->groupAcrossN != 0) {
         // tasks are groups g, each over n = 0..N-1 (stream tasks g * N + n): dgamma/dbeta of the
         // group's channels are summed here in the order stage 2 would use, with no workspace
@@ -171,7 +174,9 @@ class KernelGroupNormGradMs {
       }
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      pipe_->InitBuffer(residentBuf_, 2 * t_->D * t_->residentStride * sizeof(float));
+      const int64_t rows = t_->groupRows > 0 ? t_->groupRows : t_->D;  // a group's channels, or a batch's groups
+      pipe_->InitBuffer(residentBuf_, 2 * rows * t_->residentStride * sizeof(float));
+      if (t_->groupRows > 0 && t_->dxRequired != 0) pipe_->InitBuffer(gammaAllBuf_, t_->C * sizeof(U));
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));  // modes 0-1
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
@@ -441,6 +446,17 @@ class KernelGroupNormGradMs {
   // of the groups whose first task is among them (no stage 2).
   __aicore__ inline void SlicedAfterSyncAll(int64_t first, int64_t count);
 
+  // Mode 0 with groupRows (D == 1, no SILU): the core's tasks [first, first + count), groups q
+  // whose rows are consecutive in GM, in batches of groupRows (group_norm_grad_ms_group_rows.h).
+  // With groupAcrossN the tasks are groups g over every n: batches of samples of one group.
+  __aicore__ inline void GroupRowsRun(int64_t first, int64_t count);
+  __aicore__ inline void GroupRowsBatchOf(int64_t k, int64_t first, int64_t count, int64_t *q, int64_t *step,
+                                          int64_t *rows);
+  __aicore__ inline void GroupRowsIssue(int64_t q, int64_t step, int64_t rows);
+  __aicore__ inline void GroupRowsBatch(int64_t q, int64_t step, int64_t rows, int64_t nextQ, int64_t nextStep,
+                                        int64_t nextRows);
+  __aicore__ inline void GroupRowsStoreParamGrads(int64_t g);
+
   // Mode 3 (HxW == 1): a run of whole groups of sample n, or (hwOneSamples) of whole samples.
   // Each group's D channels sit in UB at a stride of P = D rounded up to 16 elements
   // (DataCopyPad rows), so every per-group vector operand starts 32-byte aligned; the groups go
@@ -562,6 +578,11 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> residentBuf_;
   TBuf<QuePosition::VECCALC> bcastBuf_;  // modes 0-1, short rows: the rows' broadcast blocks (BroadcastRows)
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
+  TBuf<QuePosition::VECIN> gammaAllBuf_;  // mode 0 with groupRows: every channel's gamma (MTE2 -> S)
+  int32_t gammaAllEvent_ = 0;
+  float acrossDb_ = 0.0f;  // groupRows with groupAcrossN: the current group's sums over n so far
+  float acrossDg_ = 0.0f;
+  bool gammaAllPending_ = false;  // its load is issued and not waited for yet
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
@@ -592,6 +613,7 @@ class KernelGroupNormGradMs {
 #include "group_norm_grad_ms_stream.h"
 #include "group_norm_grad_ms_channels.h"
 #include "group_norm_grad_ms_split.h"
+#include "group_norm_grad_ms_group_rows.h"
 #include "group_norm_grad_ms_hw_one.h"
 
 #endif  // GROUP_NORM_GRAD_MS_H

@@ -126,6 +126,58 @@ __aicore__ inline void StoreStridedFromFloat(Que &que, const GlobalTensor<V> &ds
   que.FreeTensor(staging);
 }
 
+// StoreStridedFromFloat with an `add` of each row's own (adds[r]): the same instructions a row
+// (fp32: Adds into the staging buffer; 16-bit: Adds in place, then one Cast over the rows), one DMA;
+// the GM rows gmPitch elements apart (len: contiguous).
+template <typename V, typename Que>
+__aicore__ inline void StoreRowsFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
+                                          const LocalTensor<float> &src, const float *adds, bool aligned,
+                                          int64_t rows, int64_t stride, int64_t gmPitch) {
+  const int64_t span = (rows - 1) * stride + len;
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if constexpr (IsSameType<V, float>::value) {
+      Adds(staging[r * stride], src[r * stride], adds[r], static_cast<int32_t>(len));
+    } else {
+      Adds(src[r * stride], src[r * stride], adds[r], static_cast<int32_t>(len));
+    }
+  }
+  if constexpr (!IsSameType<V, float>::value) {
+    Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
+  }
+  que.EnQue(staging);
+  staging = que.template DeQue<V>();
+  if (aligned && (rows == 1 || len == stride) && gmPitch == len) {
+    DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
+  } else {
+    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
+                           static_cast<uint32_t>((pitch - rowUb) / 32),
+                           static_cast<uint32_t>((gmPitch - len) * static_cast<int64_t>(sizeof(V))), 0};
+    DataCopyPad(dst[offset], staging, copy);
+  }
+  que.FreeTensor(staging);
+}
+
+// IssueStridedLoad with the GM rows gmPitch elements apart (> len: a DataCopyPad of `rows` rows).
+template <typename V, typename Que>
+__aicore__ inline void IssuePitchedLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
+                                        bool aligned, int64_t rows, int64_t stride, int64_t gmPitch) {
+  if (gmPitch == len || rows == 1) {
+    IssueStridedLoad(que, src, offset, len, aligned, rows, stride);
+    return;
+  }
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+  DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
+                         static_cast<uint32_t>((gmPitch - len) * static_cast<int64_t>(sizeof(V))),
+                         static_cast<uint32_t>((stride * static_cast<int64_t>(sizeof(V)) - rowUb) / 32), 0};
+  DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+  DataCopyPad(staging, src[offset], copy, pad);
+  que.EnQue(staging);
+}
+
 // Copies `len` fp32 values of the VECOUT buffer `src` to the workspace (MTE3).
 __aicore__ inline void StoreToWorkspace(const GlobalTensor<float> &dst, int64_t offset, int64_t len,
                                         const LocalTensor<float> &src) {

@@ -31,8 +31,8 @@ const char *const kTilingFields =
     "channelsPerItem,groupsPerTask,numFloatBufs,statElems,reduceWorkElems,copyAligned,statWindowElems,"
     "reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,stage2WholeRows,"
     "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,"
-    "bcastElems,hwOneSamples,hwOneGather,rowsGather,silu";
-constexpr int kTilingFieldCount = 46;
+    "bcastElems,hwOneSamples,hwOneGather,rowsGather,groupRows,silu";
+constexpr int kTilingFieldCount = 47;
 static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
               "update kTilingFields");
 
