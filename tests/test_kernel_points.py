@@ -170,7 +170,7 @@ def test_a_two_d_input_gets_the_bits_of_its_one_element_rows(lib):
 @pytest.mark.parametrize("silu", [False, True], ids=["group_norm", "silu"])
 @pytest.mark.parametrize("shape", [(6, 40), (3, 8, 1, 1), (1, 33)], ids=["6x40", "3x8x1x1", "1x33"])
 def test_one_element_groups_give_an_exact_zero_dx(lib, shape, silu, data_dtype, stat_dtype):
-    """C = G with HxW = 1: xhat is 0 and dx = rstd * (g - mean of g) is exactly 0 (nn.GroupNorm
+    """C = G with HxW = 1 and the forward's statistics: xhat is 0 and dx = rstd * (g - mean of g) is exactly 0 (nn.GroupNorm
     gives 0; torch float32 up to an ulp of rstd * gamma * dy). With eps = 1e-8 (rstd 1e4, within fp16) a
     rounded a * dy + c0 left up to 2.6e-3. +0 on every build and thread count; NaN where dy is."""
     rng = np.random.default_rng(4)
@@ -194,6 +194,22 @@ def test_one_element_groups_give_an_exact_zero_dx(lib, shape, silu, data_dtype, 
             dx = from_storage(dx, data_dtype).reshape(-1)
             assert np.isnan(dx[-1]), (isa, threads)
             assert np.all(dx[:-1] == 0) and not np.any(np.signbit(dx[:-1])), (isa, threads, np.abs(dx[:-1]).max())
+    # statistics a caller gives (the aclnn contract takes any) leave x != mean, and dx is not 0 there
+    shifted = to_storage(rounded(from_storage(mean, stat_dtype) + 0.5, stat_dtype), stat_dtype)
+    rstd1 = to_storage(np.ones(from_storage(rstd, stat_dtype).shape), stat_dtype)
+    finite_dy = to_storage(np.nan_to_num(from_storage(dy, data_dtype)), data_dtype)
+    if silu:
+        got = cpu_kernels.silu_backward(finite_dy, x, shifted, rstd1, gamma, beta, C, data_dtype=d, stat_dtype=s)[0]
+        want = reference.silu_backward(from_storage(finite_dy, data_dtype), from_storage(x, data_dtype),
+                                       from_storage(shifted, stat_dtype), from_storage(rstd1, stat_dtype),
+                                       from_storage(gamma, stat_dtype), from_storage(beta, stat_dtype), C, 1.0)[0]
+    else:
+        got = cpu_kernels.backward(finite_dy, x, shifted, rstd1, gamma, C, data_dtype=d, stat_dtype=s)[0]
+        want = reference.backward(from_storage(finite_dy, data_dtype), from_storage(x, data_dtype),
+                                  from_storage(shifted, stat_dtype), from_storage(rstd1, stat_dtype),
+                                  from_storage(gamma, stat_dtype), C)[0]
+    assert np.abs(want).max() > 0.01
+    assert_close(from_storage(got, data_dtype), want, data_dtype, "dx with given statistics")
 
 
 @pytest.mark.parametrize("with_gamma", [True, False], ids=["gamma", "no-gamma"])

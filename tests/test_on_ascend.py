@@ -36,8 +36,10 @@ import twin
 # (x shape, G) per tiling mode of the host tiling on a 192 KiB UB with 40 or 48 vector cores.
 MODE_SHAPES = {
     "group_resident": ((8, 32, 8, 8), 8),
-    "channel_two_pass": ((8, 64, 64, 64), 8),
-    "hw_chunks": ((8, 64, 99, 100), 8),
+    # N*G tasks that spread evenly over 40 and 48 cores (240, 192): an uneven spread (64 groups on 48
+    # cores) takes the channel split instead
+    "channel_two_pass": ((15, 64, 64, 64), 16),
+    "hw_chunks": ((3, 64, 99, 100), 64),
     "hw_one": ((8, 64), 8),
     "channel_split": ((1, 64, 64, 64), 4),  # N*G < cores: (n, c) tasks, dx after SyncAll
     # N*G < cores, but a group over every n is small: one core per group, dgamma/dbeta without stage 2

@@ -121,18 +121,20 @@ inline bool EmptyBackward(const GroupNormSizes &s, OutputMask mask, U *dgamma, U
   return true;
 }
 
-// Groups of one element (D * HxW == 1): xhat = 0 and dx = rstd * (g - mean of g) = 0 exactly, g
-// the incoming gradient times gamma. The kernels' dx = a * dy + b * (x - mean) + c0 rounds a * dy and
-// c0 apart and leaves up to an ulp of a * dy, rstd = 1 / sqrt(eps) times the gradient's scale (6.5e-5
-// for eps 1e-5 and unit data). dx - dx is that exact +0 for a finite dx and NaN for an infinite or
-// NaN one, as the exact expression gives for such inputs.
-template <typename T>
-inline void ExactOneElementGroups(const GroupNormSizes &s, OutputMask mask, T *dx) {
+// Groups of one element (D * HxW == 1) whose x equals its mean (the forward's statistics): xhat = 0
+// and dx = rstd * (g - mean of g) = 0 exactly, g the incoming gradient times gamma. The kernels'
+// dx = a * dy + b * (x - mean) + c0 rounds a * dy and c0 apart and leaves up to an ulp of a * dy,
+// rstd = 1 / sqrt(eps) times the gradient's scale (6.5e-5 for eps 1e-5 and unit data). dx - dx is
+// that exact +0 for a finite dx and NaN for an infinite or NaN one, as the exact expression gives.
+// Statistics given by the caller (the aclnn contract takes any) leave x != mean: dx is not 0 there.
+template <typename T, typename U>
+inline void ExactOneElementGroups(const GroupNormSizes &s, OutputMask mask, const T *x, const U *mean, T *dx) {
   if (!mask.dx || s.D() * s.HxW != 1) return;
-  for (int64_t i = 0; i < s.N * s.C; ++i) {
+  for (int64_t i = 0; i < s.N * s.C; ++i) {  // element i is group i: C == G and HxW == 1
     if constexpr (std::is_floating_point_v<T>) {
-      dx[i] = dx[i] - dx[i];
+      if (static_cast<double>(x[i]) == static_cast<double>(mean[i])) dx[i] = dx[i] - dx[i];
     } else {
+      if (ToFloat(x[i]) != ToFloat(mean[i])) continue;
       const float value = ToFloat(dx[i]);
       dx[i] = FromFloat<T>(value - value);
     }

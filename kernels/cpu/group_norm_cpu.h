@@ -354,7 +354,7 @@ void GroupNormBackward(const T *dy, const T *x, const U *mean, const U *rstd, co
   } else {
     detail::BackwardKernel<T, U>(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, sizes, mask).Run();
   }
-  detail::ExactOneElementGroups(sizes, mask, dx);
+  detail::ExactOneElementGroups(sizes, mask, x, mean, dx);
 }
 
 // gamma == nullptr means ones, beta == nullptr zeros.

@@ -189,7 +189,7 @@ void GroupNormSiluBackward(const T *dz, const T *x, const U *mean, const U *rstd
                            T *dx, U *dgamma, U *dbeta, GroupNormSizes sizes, OutputMask mask, float swish_k) {
   if (detail::EmptyBackward(sizes, mask, dgamma, dbeta)) return;
   detail::SiluBackwardKernel<T, U>(dz, x, mean, rstd, gamma, beta, dx, dgamma, dbeta, sizes, mask, swish_k).Run();
-  detail::ExactOneElementGroups(sizes, mask, dx);
+  detail::ExactOneElementGroups(sizes, mask, x, mean, dx);
 }
 
 }  // namespace ms_groupnorm
