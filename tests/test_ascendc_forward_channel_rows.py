@@ -9,7 +9,7 @@ import pytest
 import twin
 from test_ascendc_forward_group_rows import launch, same_values
 from test_ascendc_forward_twin import (DTYPES, MEAN_TOL, RSTD_TOL, SCALED_GROUP_FACTOR, SMALL_UB, as_float64,
-                                       errors, expected, make_inputs, storage)
+                                       errors, expected, shifted_inputs, storage)
 
 # (shape, G, UB, cores): rows of 9, 49 (one repeat), 100 and 444 (several 64-column pieces); a small UB
 # for several batches a block
@@ -32,15 +32,8 @@ def per_group_tiling(tiling):
 
 
 def inputs(shape, dtype_key, data):
-    """'centred' (most groups from x itself), 'big_mean' (every group's two passes), 'mixed' (a mean of
-    0 or 40 by channel: both kinds in a batch)."""
-    data_dtype, param_dtype, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs(shape, data_dtype, param_dtype, 13, offset=3000.0 if data == "big_mean" else 0.75)
-    if data == "mixed":
-        x = exact["x"] + 40.0 * (np.arange(shape[1]) % 2)[None, :, None]
-        arrays["x"] = storage(x, data_dtype)
-        exact["x"] = as_float64(arrays["x"], data_dtype)
-    return arrays, exact
+    """'centred', 'big_mean' or 'mixed' (a mean of 0 or 40 by channel: both kinds in a batch)."""
+    return shifted_inputs(shape, dtype_key, data, 13, 2)
 
 
 @pytest.mark.parametrize("data", ["centred", "big_mean", "mixed"])

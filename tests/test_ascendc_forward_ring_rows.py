@@ -10,7 +10,7 @@ import pytest
 import twin
 from test_ascendc_forward_group_rows import launch, same_values
 from test_ascendc_forward_twin import (DTYPES, MEAN_TOL, RSTD_TOL, SCALED_GROUP_FACTOR, SMALL_UB, as_float64,
-                                       errors, expected, make_inputs, storage)
+                                       errors, expected, shifted_inputs, storage)
 
 # (shape, G, UB, cores): 7x7, 3x5, 1x17 and 242-long rows; C not a multiple of 8; groups whose
 # channels start unaligned in the block's gamma/beta arrays (D 402, 333: scalar coefficient tables)
@@ -25,16 +25,19 @@ def tiling_for(shape, G, dtype_key, ub, cores, silu=True):
 
 
 def inputs(shape, dtype_key, data):
-    """make_inputs with x shifted: 'centred' (mean 0.75, most rows' moments from x itself), 'big_mean'
-    (the group's first element as the shift: every row's two passes), 'channel_offsets' (a mean of
-    up to 240 a channel: rows whose mean^2 > var take the two passes within a part of other rows)."""
-    data_dtype, param_dtype, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs(shape, data_dtype, param_dtype, 11, offset=3000.0 if data == "big_mean" else 0.75)
-    if data == "channel_offsets":
-        x = exact["x"] + 40.0 * (np.arange(shape[1]) % 7)[None, :, None]
-        arrays["x"] = storage(x, data_dtype)
-        exact["x"] = as_float64(arrays["x"], data_dtype)
-    return arrays, exact
+    """'centred', 'big_mean' or 'channel_offsets' (a mean of up to 240 a channel: rows whose mean^2 > var
+    take the two passes within a part of other rows)."""
+    return shifted_inputs(shape, dtype_key, data, 11, 7)
+
+
+def assert_batches_keep_the_bits(arrays, exact, tiling, G, dtype_key, ub, cores):
+    """The launch with row batches gives the values of the same launch a row at a time (bcastElems 0),
+    within the float64 reference's tolerances."""
+    batched = launch(arrays, tiling, ub, cores)
+    assert same_values(batched, launch(arrays, {**tiling, "bcastElems": 0}, ub, cores))
+    y_err, mean_err, rstd_err = errors(batched, expected(exact, G, "silu"), DTYPES[dtype_key][0])
+    assert y_err <= DTYPES[dtype_key][2] and mean_err <= MEAN_TOL and rstd_err <= RSTD_TOL, (y_err, mean_err,
+                                                                                           rstd_err)
 
 
 @pytest.mark.parametrize("data", ["centred", "big_mean", "channel_offsets"])
@@ -44,11 +47,7 @@ def test_row_batches_give_the_bits_of_a_row_at_a_time(shape, G, ub, cores, dtype
     tiling = tiling_for(shape, G, dtype_key, ub, cores)
     assert tiling["ringParts"] > 0 and tiling["bcastElems"] > 0 and tiling["chunksPerRow"] == 1
     arrays, exact = inputs(shape, dtype_key, data)
-    batched = launch(arrays, tiling, ub, cores)
-    assert same_values(batched, launch(arrays, {**tiling, "bcastElems": 0}, ub, cores))
-    y_err, mean_err, rstd_err = errors(batched, expected(exact, G, "silu"), DTYPES[dtype_key][0])
-    assert y_err <= DTYPES[dtype_key][2] and mean_err <= MEAN_TOL and rstd_err <= RSTD_TOL, (y_err, mean_err,
-                                                                                           rstd_err)
+    assert_batches_keep_the_bits(arrays, exact, tiling, G, dtype_key, ub, cores)
 
 
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16"])
@@ -113,11 +112,7 @@ def test_staged_slices_in_row_batches_give_the_bits_of_a_row_at_a_time(shape, G,
         return
     assert tiling["staged"] == 1 and tiling["partItems"] > 0 and tiling["bcastElems"] > 0
     arrays, exact = inputs(shape, dtype_key, data)
-    batched = launch(arrays, tiling, ub, cores)
-    assert same_values(batched, launch(arrays, {**tiling, "bcastElems": 0}, ub, cores))
-    y_err, mean_err, rstd_err = errors(batched, expected(exact, G, "silu"), DTYPES[dtype_key][0])
-    assert y_err <= DTYPES[dtype_key][2] and mean_err <= MEAN_TOL and rstd_err <= RSTD_TOL, (y_err, mean_err,
-                                                                                           rstd_err)
+    assert_batches_keep_the_bits(arrays, exact, tiling, G, dtype_key, ub, cores)
 
 
 def test_a_staged_slice_out_of_the_safe_range_rescales_its_rows():

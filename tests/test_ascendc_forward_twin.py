@@ -107,6 +107,19 @@ def make_inputs(shape, data_dtype, param_dtype, seed, offset=0.75):
     return arrays, exact
 
 
+def shifted_inputs(shape, dtype_key, data, seed, channel_period):
+    """make_inputs for the batched paths' tests, x shifted by ``data``: 'centred' (mean 0.75: most rows'
+    moments from x itself), 'big_mean' (mean 3000: every row's two passes), any other name a mean of
+    40 * (c % channel_period) added by channel (rows of both kinds in one batch)."""
+    data_dtype, param_dtype, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, data_dtype, param_dtype, seed, offset=3000.0 if data == "big_mean" else 0.75)
+    if data not in ("centred", "big_mean"):
+        x = exact["x"] + 40.0 * (np.arange(shape[1]) % channel_period)[None, :, None]
+        arrays["x"] = storage(x, data_dtype)
+        exact["x"] = as_float64(arrays["x"], data_dtype)
+    return arrays, exact
+
+
 # Cases whose first group's x is scaled by 2^120 (exact in fp32 and bf16; fp16 cannot hold it).
 SCALED_GROUP_CASES = {"rows_rescaled_group", "ring_rows_rescaled_group", "channel_rows_rescaled_group"}
 SCALED_GROUP_FACTOR = 2.0 ** 120
