@@ -34,9 +34,9 @@ CASES = {
     "channel_split_short_rows": (3, 512, 49, 1, 2, "channel_two_pass", 1),
     # N*G < cores: split by channel, unless the group-across-N split costs little more (it does here)
     "across_n_small": (1, 8, 50, 2, 48, "group_resident", 0),
-    # one channel a group, 96 tasks a core: batches of groupRows groups (across N would add 32
-    # channels x 352 x (6 or 12) B per core); dx only: without the workspace
-    "group_rows": (64, 3, 352, 3, 2, "group_resident", 0),
+    # one channel a group, 96 tasks a core: batches of groupRows groups by (n, g) in every dtype (with
+    # rows of 352, 16-bit data took the groups across N)
+    "group_rows": (64, 3, 700, 3, 2, "group_resident", 0),
     # the same across N: a batch is up to 64 samples of one group (70: two batches a group)
     "group_rows_across_n": (70, 5, 9, 5, 2, "group_resident", 0),
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
@@ -90,7 +90,8 @@ HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_
 
 # Cases whose tiling takes groupAcrossN (mode 0 tasks are groups g over every n: dgamma/dbeta
 # summed by the core, no workspace, SyncAll or stage 2); every other case uses the workspace.
-ACROSS_N = {"resident_unaligned_hw", "resident_aligned_hw", "resident_c_per_g_1", "across_n_small"}
+ACROSS_N = {"resident_unaligned_hw", "resident_aligned_hw", "resident_c_per_g_1", "across_n_small",
+            "group_rows_across_n"}
 
 
 def to_bf16_bits(values):
