@@ -11,20 +11,22 @@
 namespace GroupNormGradMsKernel {
 using namespace AscendC;
 
-// Issues the load of `rows` rows of `len` elements of `src`, contiguous from `offset`, into a
-// buffer of `que` with the rows `stride` elements apart (MTE2): one DMA. `aligned`: every row
-// is a 32-byte multiple; when the rows are also unpadded in UB the DMA is a single burst
-// (DataCopy), otherwise a burst per row (DataCopyPad).
+// Issues the load of `rows` rows of `len` elements of `src` from `offset`, gmPitch elements apart in
+// GM (0: contiguous, len), into a buffer of `que` with the rows `stride` elements apart (MTE2): one
+// DMA. `aligned`: every row is a 32-byte multiple; when the rows are also unpadded in UB and
+// contiguous in GM the DMA is a single burst (DataCopy), otherwise a burst per row (DataCopyPad).
 template <typename V, typename Que>
 __aicore__ inline void IssueStridedLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
-                                        bool aligned, int64_t rows, int64_t stride) {
+                                        bool aligned, int64_t rows, int64_t stride, int64_t gmPitch = 0) {
+  const int64_t pitchGm = rows == 1 || gmPitch == 0 ? len : gmPitch;
   LocalTensor<V> staging = que.template AllocTensor<V>();
-  if (aligned && (rows == 1 || len == stride)) {
+  if (aligned && (rows == 1 || (len == stride && pitchGm == len))) {
     DataCopy(staging, src[offset], static_cast<uint32_t>(rows * len));
   } else {
     const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
     const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), 0,
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
+                           static_cast<uint32_t>((pitchGm - len) * static_cast<int64_t>(sizeof(V))),
                            static_cast<uint32_t>((pitch - rowUb) / 32), 0};
     DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
     DataCopyPad(staging, src[offset], copy, pad);
@@ -58,10 +60,6 @@ __aicore__ inline void LoadRow(const LocalTensor<V> &dst, const GlobalTensor<V> 
   DataCopyPad(dst, src[offset], copy, pad);
 }
 
-// Stores `rows` rows of `len` values of src + add (fp32; rows `stride` apart in UB) as V,
-// contiguous from `offset` of `dst`, through `que`: one DMA (see IssueStridedLoad).
-// Takes the oldest load of x and writes (x - mean) * CentringScale(mean) to `dst` (fp32 data:
-// straight from the staging buffer); XhatFactor(mean, rstd) turns it into xhat.
 // x as fp32 in `dst` -> (x - mean) * CentringScale(mean), in place.
 __aicore__ inline void CentreInPlace(int64_t len, float mean, const LocalTensor<float> &dst) {
   const float scale = CentringScale(mean);
@@ -88,6 +86,8 @@ __aicore__ inline void CentredX(const LocalTensor<V> &src, int64_t len, float me
   }
 }
 
+// Takes the oldest load of x and writes (x - mean) * CentringScale(mean) to `dst` (fp32 data:
+// straight from the staging buffer); XhatFactor(mean, rstd) turns it into xhat.
 template <typename V, typename Que>
 __aicore__ inline void TakeCentredX(Que &que, int64_t len, float mean, const LocalTensor<float> &dst) {
   if constexpr (IsSameType<V, float>::value) {  // straight from the staging buffer
@@ -100,6 +100,30 @@ __aicore__ inline void TakeCentredX(Que &que, int64_t len, float mean, const Loc
   }
 }
 
+// Stores the staging buffer of `que` (`rows` rows of `len` values of V, `stride` apart) to `dst` from
+// `offset`, the rows gmPitch elements apart in GM (0: contiguous, len): one DMA, a single burst where
+// the rows are 32-byte multiples, unpadded and contiguous in GM, else a burst a row; then frees it.
+template <typename V, typename Que>
+__aicore__ inline void StoreStaged(Que &que, LocalTensor<V> &staging, const GlobalTensor<V> &dst, int64_t offset,
+                                   int64_t len, bool aligned, int64_t rows, int64_t stride, int64_t gmPitch) {
+  const int64_t pitchGm = gmPitch == 0 ? len : gmPitch;
+  que.EnQue(staging);
+  staging = que.template DeQue<V>();
+  if (aligned && (rows == 1 || len == stride) && pitchGm == len) {
+    DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
+  } else {
+    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
+    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
+                           static_cast<uint32_t>((pitch - rowUb) / 32),
+                           static_cast<uint32_t>((pitchGm - len) * static_cast<int64_t>(sizeof(V))), 0};
+    DataCopyPad(dst[offset], staging, copy);
+  }
+  que.FreeTensor(staging);
+}
+
+// Stores `rows` rows of `len` values of src + add (fp32; rows `stride` apart in UB) as V,
+// contiguous from `offset` of `dst`, through `que`: one DMA (StoreStaged).
 template <typename V, typename Que>
 __aicore__ inline void StoreStridedFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
                                              const LocalTensor<float> &src, float add, bool aligned, int64_t rows,
@@ -112,23 +136,12 @@ __aicore__ inline void StoreStridedFromFloat(Que &que, const GlobalTensor<V> &ds
     Adds(src, src, add, static_cast<int32_t>(span));
     Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
   }
-  que.EnQue(staging);
-  staging = que.template DeQue<V>();
-  if (aligned && (rows == 1 || len == stride)) {
-    DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
-  } else {
-    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
-    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
-                           static_cast<uint32_t>((pitch - rowUb) / 32), 0, 0};
-    DataCopyPad(dst[offset], staging, copy);
-  }
-  que.FreeTensor(staging);
+  StoreStaged(que, staging, dst, offset, len, aligned, rows, stride, 0);
 }
 
 // StoreStridedFromFloat with an `add` of each row's own (adds[r]): the same instructions a row
 // (fp32: Adds into the staging buffer; 16-bit: Adds in place, then one Cast over the rows), one DMA;
-// the GM rows gmPitch elements apart (len: contiguous).
+// the GM rows gmPitch elements apart.
 template <typename V, typename Que>
 __aicore__ inline void StoreRowsFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
                                           const LocalTensor<float> &src, const float *adds, bool aligned,
@@ -145,37 +158,7 @@ __aicore__ inline void StoreRowsFromFloat(Que &que, const GlobalTensor<V> &dst, 
   if constexpr (!IsSameType<V, float>::value) {
     Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
   }
-  que.EnQue(staging);
-  staging = que.template DeQue<V>();
-  if (aligned && (rows == 1 || len == stride) && gmPitch == len) {
-    DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
-  } else {
-    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
-    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
-                           static_cast<uint32_t>((pitch - rowUb) / 32),
-                           static_cast<uint32_t>((gmPitch - len) * static_cast<int64_t>(sizeof(V))), 0};
-    DataCopyPad(dst[offset], staging, copy);
-  }
-  que.FreeTensor(staging);
-}
-
-// IssueStridedLoad with the GM rows gmPitch elements apart (> len: a DataCopyPad of `rows` rows).
-template <typename V, typename Que>
-__aicore__ inline void IssuePitchedLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
-                                        bool aligned, int64_t rows, int64_t stride, int64_t gmPitch) {
-  if (gmPitch == len || rows == 1) {
-    IssueStridedLoad(que, src, offset, len, aligned, rows, stride);
-    return;
-  }
-  LocalTensor<V> staging = que.template AllocTensor<V>();
-  const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
-  DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
-                         static_cast<uint32_t>((gmPitch - len) * static_cast<int64_t>(sizeof(V))),
-                         static_cast<uint32_t>((stride * static_cast<int64_t>(sizeof(V)) - rowUb) / 32), 0};
-  DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
-  DataCopyPad(staging, src[offset], copy, pad);
-  que.EnQue(staging);
+  StoreStaged(que, staging, dst, offset, len, aligned, rows, stride, gmPitch);
 }
 
 // Copies `len` fp32 values of the VECOUT buffer `src` to the workspace (MTE3).

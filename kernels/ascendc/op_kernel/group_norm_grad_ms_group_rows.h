@@ -68,8 +68,8 @@ template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsIssue(int64_t q, int64_t step, int64_t rows) {
   const bool aligned = t_->copyAligned != 0;
   const int64_t L = t_->HxW;
-  IssuePitchedLoad(dyQue_, dyGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
-  IssuePitchedLoad(xQue_, xGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
+  IssueStridedLoad(dyQue_, dyGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
+  IssueStridedLoad(xQue_, xGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
 }
 
 // Groups q, q + step, ... (rows of them); then the loads of the batch at nextQ (nextRows 0: none)
