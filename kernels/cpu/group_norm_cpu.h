@@ -20,8 +20,8 @@
 // the reduction over N for dgamma/dbeta is a serial loop per channel. So the outputs are
 // bit-identical for any thread count, and the group-wise and channel-wise schedules
 // (kernel_schedule.h, shared with the fused GroupNorm + SiLU) give identical bits too. The portable, AVX2 and
-// AVX-512 builds of the row loops add in the same order but differ in fused
-// multiply-adds (row_kernels.h), so they agree to within rounding, not bit for bit.
+// AVX-512 builds of the row loops add in the same order; they differ only where the portable
+// build cannot fuse multiply-adds (x86-64 without FMA, row_kernels.h), by rounding.
 //
 // Extreme magnitudes: the float32 row loops are right while their squares and products stay
 // in the float32 range. A group whose sums overflow or underflow there (|x - mean| beyond

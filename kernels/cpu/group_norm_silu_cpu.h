@@ -15,7 +15,7 @@
 // group_norm_cpu.h (threads choose only which
 // group or channel they handle; the row sums follow row_kernels.h's lane/block order;
 // dgamma/dbeta are a serial loop over n), so results are bit-identical for any thread
-// count within an ISA build (the FMA builds differ from the portable one by rounding).
+// count within an ISA build (the FMA builds differ from an x86-64 portable one by rounding).
 #pragma once
 
 #include <cmath>

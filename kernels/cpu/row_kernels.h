@@ -14,8 +14,10 @@
 //    build adds a float tail of less than a vector in one masked step (V::kPartial), the same
 //    lane operations as the lane-by-lane tail of the others, so it keeps their bits;
 //  * a * b + c is written V::MulAdd: one rounding (FMA) in the AVX2 and AVX-512
-//    builds, two in the portable one (a CPU without FMA would need a slow software
-//    fma). So the builds differ in the last bits, by design; within a build the
+//    builds, and in the portable one where the target has a hardware FMA (aarch64),
+//    which then gives their bits; two in the portable one elsewhere (a CPU without FMA
+//    would need a slow software fma: portable_mul_add.h). So an x86-64 portable build
+//    differs in the last bits, by design; within a build the
 //    scalar heads and tails use the scalar MulAdd of the same build, so they round
 //    like the vector body (fp-contract stays off so that no other product is fused);
 //  * the fp16/bf16 conversions round to nearest even and treat subnormals, inf and

@@ -10,6 +10,7 @@
 #include "row_kernels.h"
 
 #include "fp_contract_off.h"
+#include "portable_mul_add.h"
 
 namespace ms_groupnorm {
 namespace isa_portable {
@@ -34,10 +35,12 @@ struct V {
     for (int k = 0; k < kWidth; ++k) a.v[k] *= b.v[k];
     return a;
   }
-  // a * b + c with two roundings: a CPU of this build may lack FMA, and a software fma
-  // would cost more than it saves.
-  static reg MulAdd(reg a, reg b, reg c) { return Add(Mul(a, b), c); }
-  static float MulAdd(float a, float b, float c) { return a * b + c; }
+  // a * b + c: one rounding where the target has a hardware FMA, else two (portable_mul_add.h).
+  static reg MulAdd(reg a, reg b, reg c) {
+    for (int k = 0; k < kWidth; ++k) a.v[k] = PortableMulAdd(a.v[k], b.v[k], c.v[k]);
+    return a;
+  }
+  static float MulAdd(float a, float b, float c) { return PortableMulAdd(a, b, c); }
   template <typename T>
   static reg Load(const T *p) {
     reg r;

@@ -7,6 +7,7 @@
 #include "silu_rows.h"
 
 #include "fp_contract_off.h"
+#include "portable_mul_add.h"
 
 namespace ms_groupnorm {
 namespace isa_silu_portable {
@@ -17,9 +18,12 @@ typedef int32_t VI __attribute__((vector_size(4 * kW)));
 typedef uint32_t VU __attribute__((vector_size(4 * kW)));
 typedef uint16_t VH __attribute__((vector_size(2 * kW)));
 
-// a * b + c with two roundings, as the row kernels' V::MulAdd in this build (a CPU of
-// this build may lack FMA); min/max lane-wise (a NaN in a yields b).
-inline VF MulAdd(VF a, VF b, VF c) { return a * b + c; }
+// a * b + c lane by lane, as the row kernels' V::MulAdd in this build (portable_mul_add.h:
+// one rounding where the target has a hardware FMA); min/max lane-wise (a NaN in a yields b).
+inline VF MulAdd(VF a, VF b, VF c) {
+  for (int k = 0; k < kW; ++k) a[k] = PortableMulAdd(a[k], b[k], c[k]);
+  return a;
+}
 inline VF Min(VF a, VF b) { return a < b ? a : b; }
 inline VF Max(VF a, VF b) { return a > b ? a : b; }
 
