@@ -72,7 +72,7 @@ def test_init_output_then_barrier_may_reuse_the_popped_ub():
     np.testing.assert_array_equal(probe("init_output_barrier_then_overwrite", out_len=64), np.full(64, 7.0))
 
 
-def _compat(name, compat, init=None, out_len=64):
+def _compat(name, compat, init=None, out_len=64, execution="immediate", check_hazards=True):
     """A probe with Config::cannCompat (policy bit 19) on or off."""
     from twin import _policy_code
     import ctypes
@@ -81,24 +81,29 @@ def _compat(name, compat, init=None, out_len=64):
         out[:len(init)] = init
     error = ctypes.create_string_buffer(2048)
     status = twin._probe_cdll().GnmsTwinProbe(name.encode(), 1, 48, twin.UB_910B,
-                                                     _policy_code("concurrent", "immediate") | (int(compat) << 19), 0,
+                                                     _policy_code("concurrent", execution) | (int(compat) << 19)
+                                                     | (0 if check_hazards else 1 << 16), 0,
                                                      out.ctypes.data, out_len, error, len(error))
     if status:
         raise TwinFault(error.value.decode())
     return out
 
 
-def test_a_refill_with_the_same_bytes_is_benign_only_under_cann_compat():
+@pytest.mark.parametrize("execution", ["immediate", "deferred"])
+def test_a_refill_with_the_same_bytes_is_benign_only_under_cann_compat(execution):
     """CANN's kernels call InitOutput(…, 0) back to back: nothing orders the first call's MTE3 read of the
     popped UB before the second call's V fill, but the fill writes the bytes already there, so no reader
-    can see a difference. Strict by default; relaxed per launch; a fill with a new value still faults."""
+    can see a difference. Strict by default; relaxed per launch; a fill with a new value still faults.
+    Deferred, the UB may not hold the first fill's bytes yet: the refill is benign when that fill, with
+    the same value, is still the last writer of every byte."""
     hazard = r"pipe hazard: V InitOutput \(Duplicate\) .* still being read by MTE3 InitOutput"
     with pytest.raises(TwinFault, match=hazard):
-        _compat("init_output_twice_same_value", False)
-    np.testing.assert_array_equal(_compat("init_output_twice_same_value", True), np.full(64, 7.0))
+        _compat("init_output_twice_same_value", False, execution=execution)
+    np.testing.assert_array_equal(_compat("init_output_twice_same_value", True, execution=execution),
+                                  np.full(64, 7.0))
     for compat in (False, True):
         with pytest.raises(TwinFault, match=hazard):
-            _compat("init_output_twice_new_value", compat)
+            _compat("init_output_twice_new_value", compat, execution=execution)
 
 
 def test_pipe_ptr_is_the_live_pipe():
@@ -228,10 +233,16 @@ def test_cann_compat_takes_the_compilers_scalar_pairs_and_no_others(name, pair):
     it (a SetValue then a Cast in their 16-bit N = 1 path); under cannCompat the S pairs are ordered, every
     other missing synchronisation still stops the launch. The probes are test_ascendc_pipes.py's."""
     init = np.arange(1, 193, dtype=np.float32)
-    with pytest.raises(TwinFault, match="pipe hazard"):
-        _compat(name, False, init=init, out_len=256)
-    if pair is None:
+    for execution in ("immediate", "deferred"):
         with pytest.raises(TwinFault, match="pipe hazard"):
-            _compat(name, True, init=init, out_len=256)
-    else:
-        _compat(name, True, init=init, out_len=256)
+            _compat(name, False, init=init, out_len=256, execution=execution)
+        if pair is None:
+            with pytest.raises(TwinFault, match="pipe hazard"):
+                _compat(name, True, init=init, out_len=256, execution=execution)
+    if pair is not None:
+        # Deferred, the inserted WaitFlag runs the other pipe's work first: the program-order numbers,
+        # which the same launch without any synchronisation (hazards unchecked) does not compute.
+        in_order = _compat(name, True, init=init, out_len=256)
+        np.testing.assert_array_equal(_compat(name, True, init=init, out_len=256, execution="deferred"), in_order)
+        unsynchronised = _compat(name, False, init=init, out_len=256, execution="deferred", check_hazards=False)
+        assert not np.array_equal(unsynchronised, in_order)

@@ -86,6 +86,23 @@ namespace detail {
 // 128-byte message slot the cube/vector handshake keeps there (kernel_pop_stack_buffer.h
 // GetEndAddress; dav_c220/kfc/kfc_comm.h: head, ubAddr and a 120-byte union).
 constexpr int64_t kKfcMsgBytes = 128;
+
+// Whether filling popBytes of UB at start with value leaves every byte as it is: in program order
+// (immediate execution) UB holds the bytes; under deferred execution, the last fill still wrote
+// them, with the same value, if no instruction has written any of them since.
+template <typename T>
+bool RefillUnchanged(int64_t start, uint32_t popBytes, const uint8_t *ub, T value) {
+  if (twin::CurrentConfig().execution == twin::kImmediate) {
+    for (uint32_t i = 0; i < popBytes; i += sizeof(T)) {
+      if (std::memcmp(ub + i, &value, sizeof(T)) != 0) return false;
+    }
+    return true;
+  }
+  const twin::BlockState::Fill &last = twin::Block().initOutputFill;
+  return last.start == start && last.bytes == popBytes && last.valueBytes == sizeof(T) &&
+         std::memcmp(last.value, &value, sizeof(T)) == 0 &&
+         twin::Block().pipes.LastWrittenBy(twin::UbRange{static_cast<uint32_t>(start), popBytes}, last.op);
+}
 }  // namespace detail
 
 // InitOutput<T>(gm, size, value) (deprecated in asc-devkit in favour of Fill, still what CANN's
@@ -117,14 +134,18 @@ void InitOutput(GlobalTensor<T> gm, uint32_t size, T value) {
   // Under Config::cannCompat, a refill with the bytes the popped UB already holds (CANN's kernels
   // call InitOutput several times in a row with 0, and nothing orders the previous call's MTE3 read
   // before this fill) changes nothing a reader could see, so it is issued without a UB write.
-  bool unchanged = twin::CurrentConfig().cannCompat && twin::CurrentConfig().execution == twin::kImmediate;
-  for (uint32_t i = 0; unchanged && i < popSize; ++i) unchanged = std::memcmp(ub + i * sizeof(T), &value, sizeof(T)) == 0;
+  const bool unchanged = twin::CurrentConfig().cannCompat && detail::RefillUnchanged(start, popBytes, ub, value);
   const twin::UbRange fill{static_cast<uint32_t>(start), unchanged ? 0u : popBytes};
   pipes.Issue(twin::kPipeV, "InitOutput (Duplicate)", {}, {fill},
               [ub, popSize, value] {
                 for (uint32_t i = 0; i < popSize; ++i) std::memcpy(ub + i * sizeof(T), &value, sizeof(T));
               },
               detail::VectorNs(popBytes));
+  if (!unchanged) {
+    twin::BlockState::Fill &last = twin::Block().initOutputFill;
+    last = twin::BlockState::Fill{pipes.LastOp(), static_cast<uint32_t>(start), popBytes, {}, sizeof(T)};
+    std::memcpy(last.value, &value, sizeof(T));
+  }
   const int id = pipes.FetchEventId(twin::kPipeV, twin::kPipeMte3);
   pipes.SetFlag(twin::kPipeV, twin::kPipeMte3, id, twin::kFlagApi);
   pipes.WaitFlag(twin::kPipeV, twin::kPipeMte3, id, twin::kFlagApi);

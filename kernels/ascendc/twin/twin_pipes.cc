@@ -25,6 +25,7 @@ void PipeModel::Check(uint32_t opIndex, UbRange r, bool write) {
     if (cell.writer != 0 && w.pipe != p && w.seq > vc_[p][w.pipe]) {
       if (scalarAutoSync_ && (w.pipe == kPipeS || p == kPipeS)) {
         vc_[p][w.pipe] = w.seq;  // the compiler's S pair synchronisation (SetScalarAutoSync)
+        if (execution_ == kDeferred) autoWaits_.emplace_back(w.pipe, w.position);
       } else {
         Hazard(op, write ? "writes" : "reads", r, w, "last written");
       }
@@ -35,6 +36,7 @@ void PipeModel::Check(uint32_t opIndex, UbRange r, bool write) {
         if (q != p && ri != 0 && ops_[ri].seq > vc_[p][q]) {
           if (scalarAutoSync_ && p == kPipeS) {
             vc_[p][q] = ops_[ri].seq;  // the compiler's S pair synchronisation (SetScalarAutoSync)
+            if (execution_ == kDeferred) autoWaits_.emplace_back(q, ops_[ri].position);
           } else {
             Hazard(op, "writes", r, ops_[ri], "still being read");
           }
@@ -102,12 +104,19 @@ void PipeModel::Issue(int pipe, const char *name, std::initializer_list<UbRange>
       if (q != kPipeS && q != pipe) vc_[pipe][q] = std::max(vc_[pipe][q], vc_[kPipeS][q]);
     }
   }
-  ops_.push_back(Op{name, pipe, seq, ++calls_});
+  ops_.push_back(Op{name, pipe, seq, ++calls_, issued_[pipe] + 1});
   const uint32_t index = static_cast<uint32_t>(ops_.size() - 1);
   if (pipe == kPipeV) CheckVectorOrder(index, reads, writes);
+  autoWaits_.clear();
   if (checkHazards_) {
     for (const UbRange &r : reads) Check(index, r, false);
     for (const UbRange &r : writes) Check(index, r, true);
+  }
+  if (!autoWaits_.empty()) {  // the compiler's WaitFlags run before the instruction's own work
+    effect = [this, waits = autoWaits_, work = std::move(effect)] {
+      for (const auto &wait : waits) DrainTo(wait.first, wait.second);
+      if (work) work();
+    };
   }
   // timeline: an instruction starts when its pipe is free and the scalar unit has issued it
   if (pipe == kPipeS) {
@@ -208,6 +217,15 @@ void PipeModel::WaitFlag(int src, int dst, int id, FlagUser user) {
   } else {
     pending_[dst].push_back([this, src, upTo] { DrainTo(src, upTo); });
   }
+}
+
+bool PipeModel::LastWrittenBy(UbRange r, uint32_t op) const {
+  const size_t first = r.addr / 4;
+  const size_t last = std::min<size_t>((static_cast<size_t>(r.addr) + r.bytes + 3) / 4, cells_.size());
+  for (size_t c = first; c < last; ++c) {
+    if (cells_[c].writer != op) return false;
+  }
+  return op != 0 && first < last;
 }
 
 void PipeModel::DrainTo(int pipe, uint64_t count) {

@@ -132,10 +132,11 @@ class PipeModel {
   // bisheng's --cce-auto-sync also inserts the V <-> S, MTE2 <-> S and MTE3 <-> S synchronisation
   // between GetValue/SetValue and the instructions that touch the same tensor (asc-devkit
   // docs/zh/api/SIMD-API/基础API/同步控制/核内同步/关键特性说明.md, "支持的同步类型"). With this on, such a
-  // pair is ordered as a SetFlag/WaitFlag would order it instead of being a hazard (immediate
-  // execution only). Off by default: our kernels synchronise those pairs themselves; CANN's kernels
-  // rely on the compiler (twin::Config::cannCompat turns it on for their launches).
-  void SetScalarAutoSync(bool on) { scalarAutoSync_ = on && execution_ == kImmediate; }
+  // pair is ordered as a SetFlag/WaitFlag would order it instead of being a hazard; under deferred
+  // execution the later instruction first runs the earlier pipe's work up to the one it depends on,
+  // as the inserted WaitFlag would. Off by default: our kernels synchronise those pairs themselves;
+  // CANN's kernels rely on the compiler (twin::Config::cannCompat turns it on for their launches).
+  void SetScalarAutoSync(bool on) { scalarAutoSync_ = on; }
 
   // One instruction on `pipe`. `effect` does its memory work (now, or later when deferred).
   // `durationNs` is how long the instruction holds its pipe, `latencyNs` how much later its
@@ -158,6 +159,11 @@ class PipeModel {
   // End of the block: runs what is still queued; SetFlags nobody waited for are a fault.
   void Finish();
 
+  // The last instruction issued, and whether it (still) last wrote every byte of `r`: what a
+  // caller needs to know that UB holds what that instruction wrote, also before deferred work runs.
+  uint32_t LastOp() const { return static_cast<uint32_t>(ops_.size() - 1); }
+  bool LastWrittenBy(UbRange r, uint32_t op) const;
+
   PipeStats &stats() { return stats_; }
   const CostModel &cost() const { return cost_; }
   int execution() const { return execution_; }
@@ -169,6 +175,7 @@ class PipeModel {
     int pipe = -1;
     uint64_t seq = 0;
     uint64_t call = 0;
+    uint64_t position = 0;  // instructions its pipe has issued up to and including it (DrainTo's count)
   };
   struct Cell {
     uint32_t writer = 0;
@@ -199,6 +206,9 @@ class PipeModel {
   double t_[kPipeCount] = {};     // when each pipe can start its next instruction
   double done_[kPipeCount] = {};  // when the results of each pipe's instructions so far are all there
   std::map<std::tuple<int, int, int>, Flag> flags_;
+  // Deferred execution: (pipe, position) the instruction being issued must wait for, from the
+  // compiler's S pair synchronisation (SetScalarAutoSync)
+  std::vector<std::pair<int, uint64_t>> autoWaits_;
   uint8_t eventOccupy_[kPipeCount][kPipeCount] = {};
   bool autoSync_ = true;
   bool scalarAutoSync_ = false;

@@ -43,8 +43,9 @@ struct Config {
   // Per-launch relaxations for CANN's own kernels (tests/cann_peer.py), each shown to give the
   // hardware's result; our kernels run with none (docs/ascend.md, "CANN's kernels on the twin"):
   //  * a fill that leaves every UB byte as it is (InitOutput refilling its popped UB with the
-  //    value it already holds) is not a write a pending reader could observe, so it is not
-  //    checked as a hazard (immediate execution only, where UB holds the program-order bytes);
+  //    value it already holds, or under deferred execution with the value of the fill that
+  //    still last wrote it) is not a write a pending reader could observe, so it is not checked
+  //    as a hazard;
   //  * the pairs of GetValue/SetValue with V, MTE2 and MTE3 work are synchronised by bisheng's
   //    --cce-auto-sync, as CANN builds its kernels (PipeModel::SetScalarAutoSync);
   //  * copies between the same physical memories whatever the UB positions, and DataCopyPad
@@ -81,6 +82,14 @@ struct BlockState {
   bool atomicAdd = false;   // SetAtomicAdd<float>() in effect
   PipeModel pipes;          // pipe synchronisation, hazards, deferred execution, cost
   std::string deferredFault;  // see DeferFault
+  // The last InitOutput fill of the popped UB: the V instruction, its bytes and the value's bytes
+  // (kernel_operator_common.h: whether a refill changes anything, also under deferred execution)
+  struct Fill {
+    uint32_t op = 0;
+    uint32_t start = 0, bytes = 0;
+    uint8_t value[8] = {};
+    size_t valueBytes = 0;
+  } initOutputFill;
 };
 BlockState &Block();
 int64_t TilingKey();
