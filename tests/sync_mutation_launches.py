@@ -55,7 +55,10 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
                     ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY), ("hw_slices_c_per_g_1", "fp32", 3, ALL),
                     ("hw_one", "fp32", 4, ALL), ("hw_one_c_per_g_1", "bf16", 2, ALL),
                     ("hw_one_groups_workspace", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL),
-                    ("hw_one_huge_mean", "fp32", 4, ALL)]
+                    ("hw_one_huge_mean", "fp32", 4, ALL),
+                    # mode 0's batches: every channel's gamma and beta read by the scalar unit also without dx
+                    ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, STATS_ONLY),
+                    ("group_rows_across_n", "fp32", 2, ALL)]
 # GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
 # the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split
 # groups also with several slices per block (their UB entry is reused: MTE3 -> S).

@@ -41,9 +41,14 @@ CASES = {
     # groups across N), and with dgamma/dbeta the same or groups across N
     "group_rows_dx_only": (6, 64, 12, 64, (True, False, False)),
     "group_rows_to_across_n": (40, 10, 1200, 10, (True, True, True)),
+    # batches of up to 40 groups (one core) down to a group a task (47 and 48 cores: the per-group path)
+    "group_rows_to_groups_dx_only": (2, 20, 50, 20, (True, False, False)),
+    # dgamma/dbeta only: batches of the 6 samples of a group; the fused backward still loads every
+    # channel's gamma and beta (its swish gradient needs them)
+    "group_rows_across_n_stats_only": (6, 64, 12, 64, (False, True, True)),
 }
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
-SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2"}
+SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "group_rows_across_n_stats_only"}
 OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
 
@@ -130,9 +135,10 @@ def test_the_forward_batches_give_the_bits_of_one_core(case, dtype):
 # Mode 0's table of every group's gamma (+ beta), loaded once a core: the fused backward takes it
 # only where a core has many tasks (the host tiling's kAffineTableSiluTasks), so the core count
 # switches between it and the next group's gamma/beta a task ahead; both give the same fp32 values.
+# Groups of two channels (one-channel groups take batches of groupRows instead).
 @pytest.mark.parametrize("mask", [(True, False, False), (True, True, True)])
 def test_the_affine_table_chosen_by_the_core_count_gives_the_bits_of_one_core(mask):
-    N, C, HxW, G = 2, 300, 20, 300
+    N, C, HxW, G = 2, 600, 20, 300
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((N, C, HxW)) * 1.5 + 0.75).astype(np.float32)
     arrays = {"x": x, "dy": rng.standard_normal((N, C, HxW)).astype(np.float32),

@@ -90,7 +90,7 @@ ALL_MASKS = list(itertools.product([True, False], repeat=3))
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "channel_two_pass", "channel_rows",
                                   "channel_split_n47", "channel_split_rows", "hw_chunks_unaligned_n3",
                                   "hw_chunks_channel_split", "hw_slices", "hw_one", "hw_one_groups_workspace",
-                                  "hw_one_samples"])
+                                  "hw_one_samples", "group_rows", "group_rows_across_n"])
 def test_every_output_mask(case, mask, execution):
     """gamma and beta are loaded for every task, also when only dgamma or dbeta is asked for."""
     N, C, HxW, G, cores, _, _ = CASES[case]
@@ -170,7 +170,8 @@ SCHEDULES = [("concurrent", 0, "immediate"), ("forward", 0, "immediate"), ("reve
                              dtype_key=["fp32", "bf16_fp32"])
 @pytest.mark.parametrize("case", ["resident_unaligned_hw", "resident_workspace_n8", "across_n_small",
                                   "channel_split_n47", "hw_chunks_channel_split", "hw_chunks_unaligned_n3",
-                                  "hw_one_groups_workspace", "hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks"])
+                                  "hw_one_groups_workspace", "hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks",
+                                  "group_rows", "group_rows_across_n"])
 @pytest.mark.parametrize("dtype_key", ["fp32", "bf16_fp32"])
 def test_bit_identical_across_block_schedules(case, dtype_key):
     N, C, HxW, G, cores, _, _ = CASES[case]
@@ -192,7 +193,9 @@ CORE_COUNTS = {"resident_workspace_n8": [4, 5, 7, 16], "across_n_n8": [1, 2, 3],
                "channel_split_n47": [48, 60, 94], "hw_chunks_unaligned_n3": [1, 2, 3, 6],
                "hw_one_groups_workspace": [1, 2, 5, 48], "hw_one_samples": [1, 3, 41],
                # the HxW split: its slices do not depend on the core count
-               "hw_slices": [48, 40, 7, 1], "hw_slices_chunks": [48, 40, 7, 1]}
+               "hw_slices": [48, 40, 7, 1], "hw_slices_chunks": [48, 40, 7, 1],
+               # mode 0's batches of one-channel groups (groupRows: 8 down to 4 rows), and across N
+               "group_rows": [2, 7, 48], "group_rows_across_n": [1, 2, 3, 5]}
 
 
 @pytest.mark.default_sample(case=["hw_one_groups_workspace", "channel_two_pass", "hw_slices"])

@@ -405,8 +405,8 @@ def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_
                             (True, True, True))
 
 
-# Mode 0 with one channel a group (GroupNormGradMs): a core's groups go groupRows at a time, each vector
-# step over all the rows with each group's own mean, rstd and gamma. The same launch with groupRows 0
+# Mode 0 with one channel a group (both backward operators): a core's groups go groupRows at a time, each
+# vector step over all the rows with each group's own mean, rstd and gamma (+ beta). The same launch with groupRows 0
 # (a group an item, the next group's gamma a task ahead) gives the same bits, and both match the
 # reference: with the workspace (64x3x352 G3 on 2 cores, 16-element aligned rows), dx only with rows
 # of 12 (no 32-byte multiple in 16-bit) and of 37, and the batches' last one short; across N, batches
@@ -418,24 +418,31 @@ def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_
     ((70, 5, 9), 5, 2, "fp16_fp32", (False, True, False), 1)],
     ids=["64x3x352_all", "64x3x352_stats", "6x64x12_dx", "5x30x37_dx", "across_18x17x37", "across_70x5x9",
          "across_70x5x9_dgamma"])
-def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, across):
+@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, across, silu):
+    """The fused backward's batches too: each row's swish gradient from its own gamma_c, beta_c and
+    centring (gamma and beta of every channel loaded once a core, also without dx), with swish_scale
+    -0.5 (a scale that is not 1 reaches both AffineT products)."""
     N, C, HxW = shape
     data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
     arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
-    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, mask=mask)
+    beta = storage(np.random.default_rng(6).standard_normal(C), stat_dtype) if silu else None
+    scale = -0.5 if silu else 1.0
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, mask=mask, silu=silu,
+                              swish_scale=scale)
     assert tiling["groupRows"] > 1 and tiling["groupAcrossN"] == across
     per_group = {**tiling, "groupRows": 0, "chunkElems": tiling["residentStride"], "statElems": 16,
-                 "affineAhead": 1 if mask[0] else 0, "loadBuffers": 2, "dxBuffers": 2}
+                 "affineAhead": 1 if mask[0] or silu else 0, "loadBuffers": 2, "dxBuffers": 2}
 
     def launch(t):
         outs = [np.full_like(arrays[name], 0x7F) for name in ("x", "gamma", "gamma")]  # garbage to overwrite
-        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs, None],
+        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs, beta],
                          t, core_num=cores, execution="deferred")
         return outs
 
     got = launch(tiling)
     assert [o.tobytes() for o in got] == [o.tobytes() for o in launch(per_group)]
-    want = _reference_grads(exact, None, stat_dtype, G, False, 1.0)
+    want = _reference_grads(exact, beta, stat_dtype, G, silu, scale)
     check_against_reference([g if m else None for g, m in zip(got, mask)], want, dtype_key, mask)
 
 

@@ -116,8 +116,10 @@ def _paths(seed):
     tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=options["core_num"],
                               mask=options["mask"], silu=operator == "silu_grad")
     paths = {"backward " + twin.MODE_NAMES[tiling["mode"]]}
-    flags = ("splitByChannel", "groupAcrossN", "needWorkspace", "hwOneGather")
+    flags = ("splitByChannel", "groupAcrossN", "needWorkspace", "hwOneGather", "groupRows")
     paths |= {f"backward {flag}" for flag in flags if tiling[flag] != 0}
+    if operator == "silu_grad" and tiling["groupRows"] != 0:
+        paths.add("silu_grad groupRows")
     return paths | ({"backward hwSlices"} if tiling["hwSlices"] > 1 else set())
 
 
@@ -128,6 +130,6 @@ def test_the_draws_reach_every_path():
     wanted = {"backward " + name for name in twin.MODE_NAMES.values()} | \
         {"forward group_resident", "forward chunked"} | \
         {f"backward {flag}" for flag in ("splitByChannel", "groupAcrossN", "needWorkspace", "hwOneGather",
-                                         "hwSlices")} | \
+                                         "hwSlices", "groupRows")} | {"silu_grad groupRows"} | \
         {f"forward {flag}" for flag in ("staged", "groupRows", "groupRowsGather", "ringParts", "sliceCount")}
     assert wanted <= reached, sorted(wanted - reached)

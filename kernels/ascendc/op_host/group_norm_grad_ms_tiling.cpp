@@ -447,21 +447,23 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
-      // Mode 0 with one channel a group, without SILU, tasks under a DMA latency: a core's
+      // Mode 0 with one channel a group, tasks under a DMA latency: a core's
       // groups are consecutive rows in GM, so an item is groupRows of them and each vector step runs
       // over all its rows (a V barrier and queue turn a batch, not a group: 456x698x444 G698 had
       // ~12 barriers and ~9 queue flag pairs a group). Every channel's gamma is loaded once a core
-      // (the table's rows are a group each). Each row's values are the per-group path's, so the
-      // batch size (it follows the core's tasks) changes no bit.
+      // (the table's rows are a group each), and with SILU every channel's beta (the swish gradient's
+      // t needs both, also without dx; silu 456x698x444 G698 fp16 est./bound 7.00 -> 2.00). Each row's
+      // values are the per-group path's, so the batch size (it follows the core's tasks) changes no bit.
       // With groupAcrossN a batch is samples of one group (rows C * HxW apart in GM: a pitched DMA).
-      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D == 1 && !in.silu && !t.splitByChannel &&
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D == 1 && !t.splitByChannel &&
           (in.dxRequired || wantsStats) && 2 * L * dataBytes < kLatencyBytes) {
         const int64_t coreTasks = t.groupAcrossN ? in.N : t.tasksPerCore + (t.tailCores > 0 ? 1 : 0);
         auto batchOf = [&](int64_t rows) {
           Layout l = layout;
           l.affineAhead = false;
           l.affineRows = 0;
-          l.gammaAllElems = in.dxRequired ? in.C : 0;
+          // the kernel's gammaAllBuf_: gamma, and with SILU beta from AlignUp(C, 16) (GroupRowsBetaAt)
+          l.gammaAllElems = in.silu ? 2 * AlignUp(in.C, kElemAlign) : (in.dxRequired ? in.C : 0);
           l.D = rows;  // the resident rows
           l.K = rows * Lp;
           l.statElems = AlignUp(rows, kElemAlign);

@@ -176,7 +176,7 @@ class KernelGroupNormGradMs {
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
       const int64_t rows = t_->groupRows > 0 ? t_->groupRows : t_->D;  // a group's channels, or a batch's groups
       pipe_->InitBuffer(residentBuf_, 2 * rows * t_->residentStride * sizeof(float));
-      if (t_->groupRows > 0 && t_->dxRequired != 0) pipe_->InitBuffer(gammaAllBuf_, t_->C * sizeof(U));
+      if (GroupRowsAffine()) pipe_->InitBuffer(gammaAllBuf_, (SILU ? 2 * GroupRowsBetaAt() : t_->C) * sizeof(U));
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));  // modes 0-1
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
@@ -446,9 +446,14 @@ class KernelGroupNormGradMs {
   // of the groups whose first task is among them (no stage 2).
   __aicore__ inline void SlicedAfterSyncAll(int64_t first, int64_t count);
 
-  // Mode 0 with groupRows (D == 1, no SILU): the core's tasks [first, first + count), groups q
-  // whose rows are consecutive in GM, in batches of groupRows (group_norm_grad_ms_group_rows.h).
+  // Mode 0 with groupRows (D == 1): the core's tasks [first, first + count), groups q whose rows
+  // are consecutive in GM, in batches of groupRows (group_norm_grad_ms_group_rows.h).
   // With groupAcrossN the tasks are groups g over every n: batches of samples of one group.
+  // Every channel's gamma (dx) and beta (SILU: the swish gradient's t needs both) in gammaAllBuf_,
+  // beta from element GroupRowsBetaAt() (32-byte aligned for its DMA).
+  __aicore__ inline bool GroupRowsAffine() const { return t_->groupRows > 0 && (SILU || t_->dxRequired != 0); }
+  __aicore__ inline int64_t GroupRowsBetaAt() const { return AlignUp(t_->C, 16); }
+  __aicore__ inline void GroupRowsWaitAffine();
   __aicore__ inline void GroupRowsRun(int64_t first, int64_t count);
   __aicore__ inline void GroupRowsBatchOf(int64_t k, int64_t first, int64_t count, int64_t *q, int64_t *step,
                                           int64_t *rows);
@@ -578,7 +583,7 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> residentBuf_;
   TBuf<QuePosition::VECCALC> bcastBuf_;  // modes 0-1, short rows: the rows' broadcast blocks (BroadcastRows)
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
-  TBuf<QuePosition::VECIN> gammaAllBuf_;  // mode 0 with groupRows: every channel's gamma (MTE2 -> S)
+  TBuf<QuePosition::VECIN> gammaAllBuf_;  // mode 0 with groupRows: every channel's gamma (+ beta) (MTE2 -> S)
   int32_t gammaAllEvent_ = 0;
   float acrossDb_ = 0.0f;  // groupRows with groupAcrossN: the current group's sums over n so far
   float acrossDg_ = 0.0f;

@@ -1,10 +1,12 @@
 // Member definitions of KernelGroupNormGradMs (group_norm_grad_ms.h) for mode 0 with groupRows:
-// groups of one channel (D == 1, GroupNormGradMs only), whose rows are consecutive in GM (group
+// groups of one channel (D == 1), whose rows are consecutive in GM (group
 // q = n * G + g is row q, at q * HxW), taken groupRows at a time. A batch's dy and x are one DMA
 // each, its dx one; every vector step runs over all the batch's rows (a V barrier and a queue turn
 // a batch, not a group), with each group's mean, rstd and gamma. Per row these are the
 // instructions of the per-group path (GroupTask: ChannelSums, GroupCoefficients, ChannelDx) on the
 // same values, so the bits are the same whatever the batch size or the core count.
+// SILU: each row's swish gradient as ChannelSums forms it (xhat + shift kept resident, AffineT's
+// -t from the row's gamma_c, beta_c and shift, SwishGradFromNegT over the batch), so its bits too.
 // With groupAcrossN a task is group g of every sample: rows (n, g) are C * HxW apart in GM, a batch
 // is up to groupRows samples of one group (a pitched DMA), and dbeta/dgamma of the group add up
 // over n on the scalar unit in GroupAcrossNTask's order (0 + row 0 + row 1 + ...).
@@ -34,13 +36,14 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatchOf(int64
 }
 
 // Two batches in flight (dyQue_, xQue_: the tiling keeps loadBuffers 2); mean/rstd's window and
-// (with dx) every channel's gamma are issued ahead of them.
+// (with dx or SILU) every channel's gamma (+ beta) are issued ahead of them.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsRun(int64_t first, int64_t count) {
   if (count <= 0) return;
   IssueStatWindow(first);
-  if (t_->dxRequired != 0) {  // C values, one burst; read by the scalar unit (GroupRowsBatch)
+  if (GroupRowsAffine()) {  // C values, one burst each; read by the scalar unit (GroupRowsBatch)
     LoadRow(gammaAllBuf_.Get<U>(), gammaGm_, 0, t_->C);
+    if constexpr (SILU) LoadRow(gammaAllBuf_.Get<U>()[GroupRowsBetaAt()], betaGm_, 0, t_->C);
     gammaAllEvent_ = pipe_->AllocEventID<HardEvent::MTE2_S>();  // reserved until the first read
     SetFlag<HardEvent::MTE2_S>(gammaAllEvent_);
     gammaAllPending_ = true;
@@ -70,6 +73,15 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsIssue(int64_t
   const int64_t L = t_->HxW;
   IssueStridedLoad(dyQue_, dyGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
   IssueStridedLoad(xQue_, xGm_, q * L, L, aligned, rows, t_->residentStride, step * L);
+}
+
+// gamma (+ beta) of every channel, before the scalar unit's first read of them.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsWaitAffine() {
+  if (!gammaAllPending_) return;
+  WaitFlag<HardEvent::MTE2_S>(gammaAllEvent_);
+  pipe_->ReleaseEventID<HardEvent::MTE2_S>(gammaAllEvent_);
+  gammaAllPending_ = false;
 }
 
 // Groups q, q + step, ... (rows of them); then the loads of the batch at nextQ (nextRows 0: none)
@@ -112,8 +124,28 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
     for (int64_t r = 0; r < rows; ++r) CentreInPlace(L, centre[r], xR[r * S]);
   }
   if (nextRows > 0) GroupRowsIssue(nextQ, nextStep, nextRows);
-  for (int64_t r = 0; r < rows; ++r) Muls(tmp[r * S], xR[r * S], factor[r], L);  // xhat (+ shift)
-  Mul(tmp, dyR, tmp, span);
+  if constexpr (SILU) {  // xhat (+ shift) stays resident; -t in tmp (AffineT a row); dy becomes g
+    float gk[MAX_GROUP_ROWS];  // AffineT's scalars of each row's channel: -k gamma_c, -k beta_c
+    float bk[MAX_GROUP_ROWS];
+    GroupRowsWaitAffine();
+    const LocalTensor<U> affine = gammaAllBuf_.Get<U>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t c = (q + r * step) % t_->G;
+      gk[r] = ToF32(affine.GetValue(c)) * -swishScale_;
+      bk[r] = ToF32(affine.GetValue(GroupRowsBetaAt() + c)) * -swishScale_;
+    }
+    for (int64_t r = 0; r < rows; ++r) Muls(xR[r * S], xR[r * S], factor[r], L);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (shift[r] != 0.0f) Adds(tmp[r * S], xR[r * S], -shift[r], L);
+    }
+    for (int64_t r = 0; r < rows; ++r) Muls(tmp[r * S], shift[r] != 0.0f ? tmp[r * S] : xR[r * S], gk[r], L);
+    for (int64_t r = 0; r < rows; ++r) Adds(tmp[r * S], tmp[r * S], bk[r], L);
+    SwishGradFromNegT(dyR, tmp, FloatBuf(1), Ones(), span);
+    Mul(tmp, dyR, xR, span);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) Muls(tmp[r * S], xR[r * S], factor[r], L);  // xhat (+ shift)
+    Mul(tmp, dyR, tmp, span);
+  }
   // the row sums of ChannelSums (a row's sums do not depend on how many rows a call has)
   const int64_t need = RowPartialElems(L);
   const int64_t half = t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
@@ -133,12 +165,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
     return;
   }
   Sync<HardEvent::V_S>();  // the row sums, before their scalar reads
-  if (dx && gammaAllPending_) {
-    WaitFlag<HardEvent::MTE2_S>(gammaAllEvent_);
-    pipe_->ReleaseEventID<HardEvent::MTE2_S>(gammaAllEvent_);
-    gammaAllPending_ = false;
-  }
-  float a[MAX_GROUP_ROWS];  // rstd gamma, then b * factor
+  if (dx) GroupRowsWaitAffine();
+  float a[MAX_GROUP_ROWS];  // rstd gamma
   float adds[MAX_GROUP_ROWS];
   LocalTensor<U> gammaAll;
   if (dx) gammaAll = gammaAllBuf_.Get<U>();
@@ -167,13 +195,14 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
     if (shift[r] != 0.0f) e -= b * shift[r];  // as ChannelDx
     a[r] = rstd[r] * gamma;
     adds[r] = -e;
-    factor[r] = factor[r] * b;
+    factor[r] = SILU ? b : factor[r] * b;  // what multiplies the resident x (SILU: xhat + shift)
   }
   if (anyShift && ws) Sync<HardEvent::S_MTE3>();  // the scalar writes of dg, before its workspace copy
   StoreSums(db, q, rows);
   if (across && q + (rows - 1) * step >= (t_->N - 1) * t_->G) GroupRowsStoreParamGrads(q % t_->G);
   if (!dx) return;
-  // ChannelDx's mode 0: dx = rstd gamma dy - (x - centre) factor b - (e - b shift)
+  // ChannelDx's mode 0: dx = rstd gamma dy - (x - centre) factor b - (e - b shift) (SILU: g for dy,
+  // (xhat + shift) b for the middle term)
   for (int64_t r = 0; r < rows; ++r) Muls(dyR[r * S], dyR[r * S], a[r], L);
   for (int64_t r = 0; r < rows; ++r) Muls(tmp[r * S], xR[r * S], factor[r], L);
   Sub(dyR, dyR, tmp, span);

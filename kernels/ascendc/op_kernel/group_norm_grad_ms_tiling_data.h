@@ -109,10 +109,10 @@ struct GroupNormGradMsTilingData {
   // Gather spreads them into the rows residentStride apart they are computed in; 2
   // (RUNS_BOTH_PASSES), the dx pass's loads too (its dx store stays a burst a row); 0: neither
   int64_t rowsGather;
-  // mode 0 by (n, g) with one channel a group (D == 1), without SILU: a core's groups are consecutive
-  // rows in GM (q = n * G + g, row q at q * HxW), so an item is groupRows of them (one DMA each way)
-  // and the per-group vector work runs over all its rows at once, with each group's own mean, rstd
-  // and gamma; gamma of every channel is loaded once a core. 0: a group an item.
+  // mode 0 by (n, g) with one channel a group (D == 1): a core's groups are consecutive rows in GM
+  // (q = n * G + g, row q at q * HxW), so an item is groupRows of them (one DMA each way) and the
+  // per-group vector work runs over all its rows at once, with each group's own mean, rstd and gamma
+  // (+ beta with SILU); gamma (+ beta) of every channel is loaded once a core. 0: a group an item.
   int64_t groupRows;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
