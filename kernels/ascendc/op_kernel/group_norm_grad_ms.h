@@ -500,6 +500,8 @@ class KernelGroupNormGradMs {
   __aicore__ inline int64_t HwOneSpan(int64_t rows) const {
     return HwOneColumns() ? (t_->D - 1) * HwColumnStride() + rows : rows * AlignUp(t_->D, 16);
   }
+  // dg's rows in floatOutBuf_ (dy's at 0): in columns right after dy's D columns (HwColumnsAccumulate)
+  __aicore__ inline int64_t HwOneDgAt() const { return HwOneColumns() ? t_->D * HwColumnStride() : t_->chunkElems; }
   __aicore__ inline int64_t HwOneAccWidth() const { return HwOneColumns() ? t_->C : t_->G * AlignUp(t_->D, 16); }
   __aicore__ inline void HwColumnsBuildTables();
   template <typename Que>
@@ -507,7 +509,7 @@ class KernelGroupNormGradMs {
   __aicore__ inline void HwColumnsApply(const LocalTensor<float> &dst, const LocalTensor<float> &coef, int64_t rows,
                                         bool add);
   __aicore__ inline void HwColumnsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows);
-  __aicore__ inline void HwColumnsAccumulate(const LocalTensor<float> &acc, const LocalTensor<float> &src,
+  __aicore__ inline void HwColumnsAccumulate(const LocalTensor<float> &acc, const LocalTensor<float> &dyF,
                                              int64_t s);
   __aicore__ inline void HwColumnsPackSums(const LocalTensor<float> &dst);
   template <typename Que>

@@ -17,7 +17,8 @@ namespace GroupNormGradMsKernel {
 constexpr int64_t HW_COLUMNS_MAX_D = 8;
 
 // Groups a batch in columns: the run (rows * D elements) and the columns (D column strides) fit in K,
-// the per-group arrays (five, and the sums' tree: (D + 1) / 2) in FloatBuf(3), the groups in a stat slot;
+// the per-group arrays (five, and for D > 2 the sums' tree: (D + 1) / 2) in FloatBuf(3), the groups in a
+// stat slot (the host sizes the slots for columns: kHwColumnsStatWindow);
 // with hwOneSamples whole samples, and the sums' table (D * G entries) beside the pack table.
 template <typename T, typename U, bool SILU>
 __aicore__ inline int64_t KernelGroupNormGradMs<T, U, SILU>::HwColumnsRows() const {
@@ -25,7 +26,7 @@ __aicore__ inline int64_t KernelGroupNormGradMs<T, U, SILU>::HwColumnsRows() con
   const int64_t D = t_->D;
   const int64_t sampleTable = t_->hwOneSamples > 0 && D > 1 ? D * t_->G : 0;
   int64_t rows = (K - sampleTable) / D;
-  const int64_t arrays = (K / (5 + (D + 1) / 2)) / FLOATS_PER_BLOCK * FLOATS_PER_BLOCK;
+  const int64_t arrays = (K / (5 + (D > 2 ? (D + 1) / 2 : 0))) / FLOATS_PER_BLOCK * FLOATS_PER_BLOCK;
   if (arrays < rows) rows = arrays;
   rows = rows / FLOATS_PER_BLOCK * FLOATS_PER_BLOCK;  // the column stride is the batch's rows
   if (t_->statWindowElems < rows) rows = t_->statWindowElems;
@@ -142,20 +143,22 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwColumnsSum(const Loc
 }
 
 // A sample's per-channel values (its G groups of the columns, from group s) added to the task's sums
-// acc (D columns of G): one Add a column, or one repeat a column (G <= 64).
+// acc (db's D columns of G, then dg's): dy's columns and dg's follow each other S apart (HwOneDgAt), so
+// with G <= 64 one Add takes both, a repeat a column; else an Add a column.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwColumnsAccumulate(const LocalTensor<float> &acc,
-                                                                              const LocalTensor<float> &src,
+                                                                              const LocalTensor<float> &dyF,
                                                                               int64_t s) {
   const int64_t G = t_->G;
   const int64_t S = HwColumnStride();
-  if (t_->D > 1 && G <= 64 && S / FLOATS_PER_BLOCK <= 255) {
+  const int64_t columns = 2 * t_->D;
+  if (G <= 64 && S / FLOATS_PER_BLOCK <= 255) {
     const uint8_t accRep = static_cast<uint8_t>(G / FLOATS_PER_BLOCK);
     const BinaryRepeatParams params(1, 1, 1, accRep, accRep, static_cast<uint8_t>(S / FLOATS_PER_BLOCK));
-    Add(acc, acc, src[s], static_cast<uint64_t>(G), static_cast<uint8_t>(t_->D), params);
+    Add(acc, acc, dyF[s], static_cast<uint64_t>(G), static_cast<uint8_t>(columns), params);
     return;
   }
-  for (int64_t k = 0; k < t_->D; ++k) Add(acc[k * G], acc[k * G], src[k * S + s], static_cast<int32_t>(G));
+  for (int64_t k = 0; k < columns; ++k) Add(acc[k * G], acc[k * G], dyF[k * S + s], static_cast<int32_t>(G));
 }
 
 // The task's per-channel sums (hwAccBuf_: db columns, then dg columns, C apart) as channel rows into dst

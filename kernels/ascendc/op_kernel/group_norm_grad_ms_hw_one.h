@@ -277,7 +277,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   LocalTensor<float> gdy = FloatBuf(2);
   LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
   LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
-  LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
+  LocalTensor<float> dgF = floatOutBuf_.Get<float>()[HwOneDgAt()];  // dg rows of the workspace
   // gamma (beta) rows: with whole samples a batch, one sample's G rows (G bursts a batch, not a
   // burst a group: 8000x64 G32 moved ~5,300 gamma bursts a core of its ~21,500), copied in UB;
   // gamma's then only once a core (HwOneGammaOnce)
@@ -333,10 +333,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   if (t_->hwOneSamples > 0) {  // each sample's rows added to the task's sums at once, in sample order
     const int64_t width = HwOneAccWidth();
     LocalTensor<float> acc = hwAccBuf_.Get<float>();
-    for (int64_t s = 0; columns && s < rows; s += t_->G) {
-      HwColumnsAccumulate(acc, dyF, s);
-      HwColumnsAccumulate(acc[width], dgF, s);
-    }
+    for (int64_t s = 0; columns && s < rows; s += t_->G) HwColumnsAccumulate(acc, dyF, s);
     for (int64_t s = 0; !columns && s < rows; s += t_->G) {
       Add(acc, acc, dyF[s * P], static_cast<int32_t>(width));
       Add(acc[width], acc[width], dgF[s * P], static_cast<int32_t>(width));
