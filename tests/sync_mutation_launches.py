@@ -46,7 +46,10 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("hw_one_samples", "fp32", 4, ALL), ("hw_one_samples", "bf16_fp32", 4, STATS_ONLY),
                ("stage2_reuses_its_buffers", "fp32", 4, ALL), ("hw_one_huge_mean", "fp32", 4, ALL),
                ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, DX_ONLY),
-               ("group_rows_across_n", "fp32", 2, ALL)]
+               ("group_rows_across_n", "fp32", 2, ALL),
+               ("hw_one_columns", "fp32", 4, ALL), ("hw_one_columns", "fp32", 4, STATS_ONLY),
+               ("hw_one_columns_small", "fp32", 4, ALL), ("hw_one_columns_small", "bf16", 4, ALL),
+               ("hw_one_columns_d1_groups", "fp32", 4, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),
@@ -55,7 +58,8 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
                     ("hw_chunks_unaligned_n3", "fp32", 2, STATS_ONLY), ("hw_slices_c_per_g_1", "fp32", 3, ALL),
                     ("hw_one", "fp32", 4, ALL), ("hw_one_c_per_g_1", "bf16", 2, ALL),
                     ("hw_one_groups_workspace", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL),
-                    ("hw_one_huge_mean", "fp32", 4, ALL),
+                    ("hw_one_huge_mean", "fp32", 4, ALL), ("hw_one_columns", "fp32", 4, ALL),
+                    ("hw_one_columns_small", "bf16", 4, ALL),
                     # mode 0's batches: every channel's gamma and beta read by the scalar unit also without dx
                     ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, STATS_ONLY),
                     ("group_rows_across_n", "fp32", 2, ALL)]

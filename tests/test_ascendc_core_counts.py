@@ -37,6 +37,11 @@ CASES = {
     "hw_one_sample_runs": (101, 24, 1, 3, (True, True, True)),
     # the same with D = 2: a batch loads one sample's gamma (beta) rows and copies them in UB
     "hw_one_sample_runs_d2": (400, 64, 1, 32, (True, True, True)),
+    # its columns (groups of D <= 8 unpadded): D = 5 (a sums tree with an odd level), D = 1 (a column
+    # is the run), and G = 72 (a task's sums added a column at a time)
+    "hw_one_columns_d5": (200, 40, 1, 8, (True, True, True)),
+    "hw_one_columns_d1": (300, 16, 1, 16, (True, True, True)),
+    "hw_one_columns_g72": (150, 144, 1, 72, (True, True, True)),
     # mode 0 with one channel a group: batches of groupRows groups a core's tasks allow (dx only: no
     # groups across N), and with dgamma/dbeta the same or groups across N
     "group_rows_dx_only": (6, 64, 12, 64, (True, False, False)),
@@ -48,7 +53,8 @@ CASES = {
     "group_rows_across_n_stats_only": (6, 64, 12, 64, (False, True, True)),
 }
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
-SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "group_rows_across_n_stats_only"}
+SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "group_rows_across_n_stats_only", "hw_one_columns_d5",
+                "hw_one_columns_d1", "hw_one_columns_g72"}
 OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
 

@@ -75,6 +75,13 @@ CASES = {
     "hw_one_samples": (201, 24, 1, 3, 4, "hw_one", 0),
     # 10 samples a task in batches of 4 (a 1024-channel sample is 4096 elements of UB per array)
     "hw_one_sample_batches": (480, 1024, 1, 1, 48, "hw_one", 0),
+    # groups of D <= 8 channels in columns (unpadded): tasks of 5 samples of 8 groups of 2, several a core,
+    # each task's sums packed back into channel order for its workspace row
+    "hw_one_columns": (201, 16, 1, 8, 4, "hw_one", 0),
+    # the same in one small task (D = 5), which stores dgamma/dbeta itself
+    "hw_one_columns_small": (8, 40, 1, 8, 48, "hw_one", 0),
+    # one-channel groups in columns: tasks of groups of one sample, the column stored as workspace rows
+    "hw_one_columns_d1_groups": (12, 40, 1, 40, 4, "hw_one", 0),
 }
 
 

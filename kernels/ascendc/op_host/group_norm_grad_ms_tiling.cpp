@@ -29,6 +29,12 @@ constexpr int64_t kAffineTableSiluTasks = 64;    // ... with SILU: from this man
 constexpr int64_t kMaxGroupRows = 64;  // mode 0's groupRows: the kernel keeps a batch's per-group scalars on its stack
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 constexpr int64_t kMaxGatherElems = 255 * 64;     // fp32 elements of one Gather (count form, A2/A3)
+// Mode 3's groups of D <= 8 in columns (op_kernel/group_norm_grad_ms_hw_columns.h HwOneColumns: Gather's
+// run layout, whole samples of G a multiple of 8): a batch is as many groups as a stat slot holds, and
+// a batch's DMA latency (its loads issued one batch ahead), not its vector work, set the pace: 8000x64
+// G32 took 21 batches of 256 groups a core, ~1 us each. Slots of this many groups halve the batches.
+constexpr int64_t kHwColumnsMaxD = 8;
+constexpr int64_t kHwColumnsStatWindow = 512;
 constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this many tasks of whole samples
 // Mode 3 with dgamma/dbeta where dy, x and dx together are at most kHwOneOneCoreBytes in at most
 // kHwOneOneCoreRows groups: one task of every sample on one core, which stores dgamma/dbeta itself.
@@ -258,6 +264,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         acc.hwAccElems = 2 * sampleElems;
         // a batch is whole samples and its mean/rstd fill one stat slot: a slot holds a sample at least
         acc.statWindow = std::max(acc.statWindow, AlignUp(in.G, kElemAlign));
+        if (acc.hwGather && D <= kHwColumnsMaxD && in.G % 8 == 0) {
+          acc.statWindow = std::max(acc.statWindow, AlignUp(std::min(in.N * in.G, kHwColumnsStatWindow), kElemAlign));
+        }
         const int64_t perBatch = std::min<int64_t>(samples, kMaxDmaRows / in.G);
         auto largestBatch = [&](const Layout &base) {
           return LargestFitting(perBatch * sampleElems, sampleElems, [&](int64_t k) {

@@ -491,11 +491,36 @@ class KernelGroupNormGradMs {
   // slot's (statWindowElems, whole samples where a sample fits): the batch size changes no sum's
   // order (dx is per group; the dgamma/dbeta rows add up by sample).
   __aicore__ inline int64_t HwOneBatchRows() const {
+    if (HwOneColumns()) return HwColumnsRows();
     const int64_t rows = t_->chunkElems / AlignUp(t_->D, 16);
     const int64_t unit = t_->hwOneSamples > 0 ? t_->G : 1;
     const int64_t windowRows = t_->statWindowElems / unit * unit;
     return (windowRows > 0 && windowRows < rows) ? windowRows : rows;
   }
+  // Mode 3 in columns (group_norm_grad_ms_hw_columns.h): groups of D <= 8 channels unpadded, channel
+  // k of the batch's groups one contiguous column, columns HwColumnStride() apart.
+  __aicore__ inline int64_t HwColumnsRows() const;
+  __aicore__ inline bool HwOneColumns() const;
+  __aicore__ inline int64_t HwColumnStride() const { return HwOneRows8(HwColumnsRows()); }
+  __aicore__ inline int64_t HwOneSpan(int64_t rows) const {
+    return HwOneColumns() ? (t_->D - 1) * HwColumnStride() + rows : rows * AlignUp(t_->D, 16);
+  }
+  // dg's rows in floatOutBuf_ (dy's at 0): in columns right after dy's D columns (HwColumnsAccumulate)
+  __aicore__ inline int64_t HwOneDgAt() const { return HwOneColumns() ? t_->D * HwColumnStride() : t_->chunkElems; }
+  __aicore__ inline int64_t HwOneAccWidth() const { return HwOneColumns() ? t_->C : t_->G * AlignUp(t_->D, 16); }
+  __aicore__ inline void HwColumnsBuildTables();
+  template <typename Que>
+  __aicore__ inline void HwColumnsTakeRows(Que &que, int64_t rows, const LocalTensor<float> &dst);
+  __aicore__ inline void HwColumnsApply(const LocalTensor<float> &dst, const LocalTensor<float> &coef, int64_t rows,
+                                        bool add);
+  __aicore__ inline void HwColumnsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows);
+  __aicore__ inline void HwColumnsAccumulate(const LocalTensor<float> &acc, const LocalTensor<float> &dyF,
+                                             int64_t s);
+  __aicore__ inline void HwColumnsPackSums(const LocalTensor<float> &dst);
+  template <typename Que>
+  __aicore__ inline void HwColumnsIssueAffine(Que &que, const GlobalTensor<U> &src, int64_t q0, int64_t rows);
+  template <typename Que>
+  __aicore__ inline void HwColumnsTakeAffine(Que &que, const LocalTensor<float> &dst, int64_t rows);
   // The batch's -mean and rstd as vectors from its stat slot (false: the scalar loop's job).
   __aicore__ inline bool HwOneStatsAsVectors(int64_t rows);
   __aicore__ inline void HwOneIssueStats(int64_t q0, int64_t rows);
@@ -620,5 +645,6 @@ class KernelGroupNormGradMs {
 #include "group_norm_grad_ms_split.h"
 #include "group_norm_grad_ms_group_rows.h"
 #include "group_norm_grad_ms_hw_one.h"
+#include "group_norm_grad_ms_hw_columns.h"
 
 #endif  // GROUP_NORM_GRAD_MS_H

@@ -37,14 +37,18 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneRun(int64_t first
   const int64_t perBatch = HwOneBatchRows();
   int64_t q0 = 0;
   int64_t groups = 0;
-  if (count > 0 && t_->hwOneGather != 0) HwOneBuildGatherTables();
+  if (count > 0 && HwOneColumns()) {
+    if (t_->D > 1) HwColumnsBuildTables();
+  } else if (count > 0 && t_->hwOneGather != 0) {
+    HwOneBuildGatherTables();
+  }
   if (count > 0) {
     HwOneTaskGroups(first, &q0, &groups);
     HwOneIssueRows(q0, groups < perBatch ? groups : perBatch);
   }
   for (int64_t task = first; task < first + count; ++task) {
     HwOneTaskGroups(task, &q0, &groups);
-    const int64_t width = t_->G * AlignUp(t_->D, 16);  // a sample's rows (hwOneSamples)
+    const int64_t width = HwOneAccWidth();  // a sample's rows (hwOneSamples)
     if (t_->hwOneSamples > 0) Duplicate(hwAccBuf_.Get<float>(), 0.0f, static_cast<int32_t>(2 * width));
     for (int64_t j0 = 0; j0 < groups; j0 += perBatch) {
       const int64_t rows = (groups - j0 < perBatch) ? groups - j0 : perBatch;
@@ -63,6 +67,15 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneRun(int64_t first
       HwOneStoreParamGrads(width);  // the one task: its sums are dgamma/dbeta
     } else if (t_->hwOneSamples > 0) {
       LocalTensor<float> acc = hwAccBuf_.Get<float>();
+      if (HwOneColumns()) {  // as channel rows into dy's workspace rows (free between batches)
+        LocalTensor<float> rowsOut = floatOutBuf_.Get<float>();
+        HwColumnsPackSums(rowsOut);
+        Sync<HardEvent::V_MTE3>();
+        StoreRun(wsDbGm_, task * t_->C, t_->C, rowsOut);
+        StoreRun(wsDgGm_, task * t_->C, t_->C, rowsOut[t_->C]);
+        Sync<HardEvent::MTE3_V>();  // the next batch rewrites those rows
+        continue;
+      }
       Sync<HardEvent::V_MTE3>();
       StorePaddedRows(wsDbGm_, task * t_->C, t_->G, acc, t_->D);
       StorePaddedRows(wsDgGm_, task * t_->C, t_->G, acc[width], t_->D);
@@ -80,6 +93,24 @@ template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneStoreParamGrads(int64_t width) {
   LocalTensor<float> acc = hwAccBuf_.Get<float>();
   Adds(acc, acc, 0.0f, static_cast<int32_t>(2 * width));
+  if (HwOneColumns()) {  // as channel rows (floatOutBuf_'s first 2 C floats), 16-bit after them
+    LocalTensor<float> rowsOut = floatOutBuf_.Get<float>();
+    HwColumnsPackSums(rowsOut);
+    if constexpr (IsSameType<U, float>::value) {
+      Sync<HardEvent::V_MTE3>();
+      if (t_->dbetaRequired != 0) StoreRun(dbetaGm_, 0, t_->C, rowsOut);
+      if (t_->dgammaRequired != 0) StoreRun(dgammaGm_, 0, t_->C, rowsOut[t_->C]);
+    } else {
+      LocalTensor<U> out = floatOutBuf_.Get<U>()[4 * t_->C];  // after the 2 C floats
+      const int64_t dgAt = AlignUp(t_->C, 16);                 // a 32-byte aligned UB start
+      Cast(out, rowsOut, RoundMode::CAST_RINT, static_cast<uint32_t>(t_->C));
+      Cast(out[dgAt], rowsOut[t_->C], RoundMode::CAST_RINT, static_cast<uint32_t>(t_->C));
+      Sync<HardEvent::V_MTE3>();
+      if (t_->dbetaRequired != 0) StoreRun(dbetaGm_, 0, t_->C, out);
+      if (t_->dgammaRequired != 0) StoreRun(dgammaGm_, 0, t_->C, out[dgAt]);
+    }
+    return;
+  }
   if constexpr (IsSameType<U, float>::value) {
     Sync<HardEvent::V_MTE3>();
     if (t_->dbetaRequired != 0) StorePaddedRows(dbetaGm_, 0, t_->G, acc, t_->D);
@@ -131,6 +162,10 @@ template <typename Que>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeRows(Que &que, int64_t rows,
                                                                         const LocalTensor<float> &dst) {
   const int64_t P = AlignUp(t_->D, 16);
+  if (HwOneColumns()) {
+    HwColumnsTakeRows(que, rows, dst);
+    return;
+  }
   if (t_->hwOneGather == 0) {
     TakeAsFloat<T>(que, rows * P, dst);
     return;
@@ -150,8 +185,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneStoreDx(int64_t b
   const int64_t P = AlignUp(D, 16);
   LocalTensor<float> dx = FloatBuf(2);
   LocalTensor<T> staging = dxQue_.template AllocTensor<T>();
-  const bool gather = t_->hwOneGather != 0;
-  const int64_t len = gather ? rows * D : rows * P;
+  const bool run = t_->hwOneGather != 0;           // dx leaves as one contiguous run
+  const bool gather = run && !(HwOneColumns() && D == 1);  // one column is that run already
+  const int64_t len = run ? rows * D : rows * P;
   if constexpr (IsSameType<T, float>::value) {
     if (gather) {
       Gather(staging, dx, gatherBuf_.Get<uint32_t>()[t_->chunkElems], 0, static_cast<uint32_t>(len));
@@ -167,7 +203,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneStoreDx(int64_t b
   }
   dxQue_.EnQue(staging);
   staging = dxQue_.template DeQue<T>();
-  if (gather) {
+  if (run) {
     StoreRun(dxGm_, base, len, staging);
   } else {
     StorePaddedRows(dxGm_, base, rows, staging, D);
@@ -181,6 +217,10 @@ template <typename T, typename U, bool SILU>
 template <typename Que>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::IssueAffineRows(Que &que, const GlobalTensor<U> &src,
                                                                           int64_t q0, int64_t rows) {
+  if (HwOneColumns()) {
+    HwColumnsIssueAffine(que, src, q0, rows);
+    return;
+  }
   const int64_t P = AlignUp(t_->D, 16);
   LocalTensor<U> staging = que.template AllocTensor<U>();
   for (int64_t j = 0; j < rows;) {
@@ -200,6 +240,10 @@ template <typename T, typename U, bool SILU>
 template <typename Que>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneTakeAffine(Que &que, const LocalTensor<float> &dst,
                                                                           int64_t rows) {
+  if (HwOneColumns()) {
+    HwColumnsTakeAffine(que, dst, rows);
+    return;
+  }
   const int64_t P = AlignUp(t_->D, 16);
   const int64_t loaded = HwOneAffineRows(rows) * P;
   const int64_t span = rows * P;
@@ -225,7 +269,7 @@ template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0, int64_t rows) {
   const int64_t D = t_->D;
   const int64_t P = AlignUp(D, 16);
-  const int32_t span = static_cast<int32_t>(rows * P);
+  const int32_t span = static_cast<int32_t>(HwOneSpan(rows));
   const int32_t d = static_cast<int32_t>(D);
   const int64_t base = q0 * D;  // HxW == 1: group q's elements start at q * D
   LocalTensor<float> xF = FloatBuf(0);
@@ -233,7 +277,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   LocalTensor<float> gdy = FloatBuf(2);
   LocalTensor<float> sums = FloatBuf(3);                               // per-group sums of gamma*dy, gamma*dg
   LocalTensor<float> dyF = floatOutBuf_.Get<float>();                  // db rows of the workspace
-  LocalTensor<float> dgF = floatOutBuf_.Get<float>()[t_->chunkElems];  // dg rows of the workspace
+  LocalTensor<float> dgF = floatOutBuf_.Get<float>()[HwOneDgAt()];  // dg rows of the workspace
   // gamma (beta) rows: with whole samples a batch, one sample's G rows (G bursts a batch, not a
   // burst a group: 8000x64 G32 moved ~5,300 gamma bursts a core of its ~21,500), copied in UB;
   // gamma's then only once a core (HwOneGammaOnce)
@@ -243,7 +287,8 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   if (loadBeta) IssueAffineRows(betaQue_, betaGm_, q0, HwOneAffineRows(HwOneGammaRows(rows)));
   HwOneTakeRows(rowDyQue_, rows, dyF);
   HwOneTakeRows(rowXQue_, rows, xF);
-  const bool vectorCoefficients = HwOneVectorCoefficients(rows);
+  const bool columns = HwOneColumns();
+  const bool vectorCoefficients = columns || HwOneVectorCoefficients(rows);
   const int64_t r8 = HwOneRows8(rows);
   // The batch's mean and rstd as fp32 vectors (slots 3, 4 of FloatBuf(3)) from its stat slot, when
   // no group needs CentringScale's scaling.
@@ -286,16 +331,22 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   }
   Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
   if (t_->hwOneSamples > 0) {  // each sample's rows added to the task's sums at once, in sample order
-    const int64_t width = t_->G * P;
+    const int64_t width = HwOneAccWidth();
     LocalTensor<float> acc = hwAccBuf_.Get<float>();
-    for (int64_t s = 0; s < rows; s += t_->G) {
+    for (int64_t s = 0; columns && s < rows; s += t_->G) HwColumnsAccumulate(acc, dyF, s);
+    for (int64_t s = 0; !columns && s < rows; s += t_->G) {
       Add(acc, acc, dyF[s * P], static_cast<int32_t>(width));
       Add(acc[width], acc[width], dgF[s * P], static_cast<int32_t>(width));
     }
   } else if (t_->needWorkspace != 0) {
     Sync<HardEvent::V_MTE3>();
-    StorePaddedRows(wsDbGm_, base, rows, dyF, D);
-    StorePaddedRows(wsDgGm_, base, rows, dgF, D);
+    if (columns) {  // D = 1: a column is the groups' channels in GM order
+      StoreRun(wsDbGm_, base, rows, dyF);
+      StoreRun(wsDgGm_, base, rows, dgF);
+    } else {
+      StorePaddedRows(wsDbGm_, base, rows, dyF, D);
+      StorePaddedRows(wsDgGm_, base, rows, dgF, D);
+    }
     Sync<HardEvent::MTE3_V>();  // the vector unit rewrites dgF (and the next batch dyF)
   }
   if (t_->dxRequired == 0) return;
@@ -305,8 +356,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
   Mul(gdy, gF, dyF, span);  // gamma * dy
   Mul(dgF, gF, dgF, span);  // gamma * dy * xhat
   if (vectorCoefficients) {  // the sums by WholeReduceSum: ReduceSum's lanes and tree for D <= 64
-    const RowSumOperands both[2] = {{sums, gdy, ReduceWork()}, {sums[r8], dgF, ReduceWork()}};
-    RowSums(both, 2, rows, P, d, 0);
+    if (columns) {
+      HwColumnsSum(sums, gdy, rows);
+      HwColumnsSum(sums[r8], dgF, rows);
+    } else {
+      const RowSumOperands both[2] = {{sums, gdy, ReduceWork()}, {sums[r8], dgF, ReduceWork()}};
+      RowSums(both, 2, rows, P, d, 0);
+    }
     // Only rstd goes through the scalar unit (a read and a write a group, not 6: 8000x64 G32 had
     // ~58,700 scalar UB accesses a core); c1 = sum * invM, rstd * c2 and -(rstd * c1) are formed by
     // the vector unit over the batch, each element the same fp32 products as the scalar forms
@@ -404,6 +460,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneApply(const Local
   const int64_t P = AlignUp(t_->D, 16);
   const int64_t r8 = HwOneRows8(rows);
   LocalTensor<float> scalars = FloatBuf(3)[2 * r8 + k * r8];
+  if (HwOneColumns()) {
+    HwColumnsApply(dst, scalars, rows, add);
+    return;
+  }
   LocalTensor<float> blocks = FloatBuf(3)[5 * r8];
   const BrcbRepeatParams brcb(1, 8);  // 8 consecutive blocks a repeat
   const BinaryRepeatParams params = RowBlockParams(P);
