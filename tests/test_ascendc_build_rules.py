@@ -7,7 +7,8 @@ probe kernels that break it (compiled here with g++ against kernels/ascendc/twin
 * a kernel that calls SyncAll is not KERNEL_TYPE_AIV_ONLY / AIC_ONLY (twin: the launch fails);
 * the Ascend registration name equals the ``func`` given to ops.Custom (test);
 * build.sh builds every SoC the OpDef lists that the CANN supports (test: build.sh against a fake CANN);
-* no deprecated op-definition call (test on the OpDef source).
+* no deprecated op-definition call (test on the OpDef source);
+* the twin libraries build with -Wall -Wextra and no warning.
 
 Sources are cited in kernels/ascendc/README.md ("CANN build rules").
 """
@@ -367,3 +368,18 @@ def test_check_on_ascend_stops_with_a_verdict_when_the_build_fails(fake_cann, tm
     result = subprocess.run(["bash", str(CHECK_SH)], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stdout.strip().splitlines()[-1].startswith("VERDICT: FAIL (build.sh could not build")
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("which", ["backward", "forward", "probes"])
+def test_the_twin_libraries_build_without_a_warning(which):
+    """Each twin library, and so every kernel header compiled into it, passes g++ with the twin's
+    flags (-Wall -Wextra) as errors: a warning there (an unused parameter a merge left behind, a
+    narrowing) would otherwise pass unseen, since the twin's build shows its output only on failure."""
+    from ms_groupnorm.backends import twin_build
+    _, sources = twin_build.LIBRARIES[which]
+    flags = [f for f in twin_build._TWIN_FLAGS if f != "-shared"]
+    command = ["g++", *flags, "-fsyntax-only", "-Werror", f"-I{ASCENDC / 'twin'}", f"-I{ASCENDC / 'op_kernel'}",
+               *[str(ASCENDC / s) for s in sources]]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]

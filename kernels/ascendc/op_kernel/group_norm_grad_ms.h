@@ -382,8 +382,8 @@ class KernelGroupNormGradMs {
   // dg[0..channels) = db[statElems..) (V writes, or S writes when a slice has several chunks).
   // Mode 0 keeps dy and x - mean resident. SILU: affineIndex is channel c0's index in the
   // loaded gamma/beta arrays.
-  __aicore__ inline void ChannelSums(int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean,
-                                     float rstd, const LocalTensor<float> &db, int64_t affineIndex);
+  __aicore__ inline void ChannelSums(int64_t c0, int64_t channels, int64_t slice, float mean, float rstd,
+                                     const LocalTensor<float> &db, int64_t affineIndex);
 
   // dx of slice `slice` of `channels` channels of sample n: dx = a_c * dy - b * xhat - e with
   // a_c = rstd * gamma_c. frontTaken: DxFront has run for the first item (modes 1-2).

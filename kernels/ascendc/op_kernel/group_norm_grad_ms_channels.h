@@ -63,7 +63,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupTask(int64_t task
   if constexpr (SILU) {
     if (!ahead) LoadAffine(g);  // the sums pass needs gamma and beta already
   }
-  ChannelSums(n, g * D, D, 0, mean, rstd, db, 0);
+  ChannelSums(g * D, D, 0, mean, rstd, db, 0);
   float c1 = 0.0f;
   float c2 = 0.0f;
   if (t_->dxRequired != 0) {
@@ -105,7 +105,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreSums(LocalTensor<
 // channel c0's index in the loaded gamma/beta arrays.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
-    int64_t n, int64_t c0, int64_t channels, int64_t slice, float mean, float rstd, const LocalTensor<float> &db,
+    int64_t c0, int64_t channels, int64_t slice, float mean, float rstd, const LocalTensor<float> &db,
     int64_t affineIndex) {
   const LocalTensor<float> dg = db[t_->statElems];
   const int64_t chunks = SliceChunks(slice);

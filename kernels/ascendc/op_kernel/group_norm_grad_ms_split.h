@@ -33,7 +33,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
   // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way)
   const bool newGamma = !SILU && t_->hwSlices > 1 && t_->dxRequired != 0 && k.g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
-  ChannelSums(k.n, k.c, rows, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
+  ChannelSums(k.c, rows, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
   StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, rows);
   if (newGamma) {
     TakeAsFloat<U>(statQue_, t_->D, StatArray(2));

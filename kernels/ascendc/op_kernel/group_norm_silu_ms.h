@@ -434,7 +434,7 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void GroupColumnsTables(int64_t first);
   __aicore__ inline void ColumnsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src,
                                     const LocalTensor<float> &scratch);
-  __aicore__ inline void ColumnsCentre(const LocalTensor<float> &x, int64_t rows, bool rescaled);
+  __aicore__ inline void ColumnsCentre(const LocalTensor<float> &x, bool rescaled);
   __aicore__ inline void GroupColumnsBatch(int64_t q0, int64_t rows);
   // groups of one channel (D == 1, HxW > 1) in batches of groupRows rows (group_norm_silu_ms_channel_rows.h)
   __aicore__ inline void ChannelRowsRun(int64_t first, int64_t end);

@@ -90,8 +90,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ColumnsSum(const LocalTensor
 // of one: x_0 + 0), x - shift, its sum, offset = sum / M, x - shift - offset, the squares (in Tmp()) and
 // their sum. x's columns are scratch once x - shift is formed.
 template <typename T, typename U>
-__aicore__ inline void KernelGroupNormSiluMs<T, U>::ColumnsCentre(const LocalTensor<float> &x, int64_t rows,
-                                                                  bool rescaled) {
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::ColumnsCentre(const LocalTensor<float> &x, bool rescaled) {
   const int32_t n = static_cast<int32_t>(GnsRowsRound8(t_->groupRows));
   LocalTensor<float> xF = XF();
   LocalTensor<float> src = x;
@@ -122,13 +121,13 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::GroupColumnsBatch(int64_t q0
   // `rows` (a short last batch) hold values of no group, and nothing of them is stored.
   StagingToFloat(staging, rows * t_->D, run, 1.0f);
   Gather(Tmp(), run, spread, 0, static_cast<uint32_t>(span));
-  ColumnsCentre(Tmp(), rows, false);
+  ColumnsCentre(Tmp(), false);
   const bool rescaled = !(RowsInSafeRange(RowsVector(ROWS_SUM), rows) && RowsInSafeRange(RowsVector(ROWS_M2), rows));
   if (rescaled) {
     RowsRescaleFactors(rows);
     StagingToFloat(staging, rows * t_->D, run, 1.0f);
     Gather(Tmp(), run, spread, 0, static_cast<uint32_t>(span));
-    ColumnsCentre(Tmp(), rows, true);
+    ColumnsCentre(Tmp(), true);
   }
   xAheadQue_.FreeTensor(staging);
   RowsBatchStats(q0, rows, rescaled);
