@@ -157,6 +157,19 @@ def checkouts(op=GROUP_NORM_GRAD):
     return paths
 
 
+def peer_checkouts(*ops):
+    """The checkouts for the peers of ``ops`` (default GroupNormGrad), their libraries built: a test
+    module's ``peer`` fixture. Skips with checkouts' reason where one cannot run."""
+    import pytest
+    paths = None
+    for op in ops or (GROUP_NORM_GRAD,):
+        paths = checkouts(op)
+        if isinstance(paths, str):
+            pytest.skip(paths)
+        libraries(op)
+    return paths
+
+
 # ---------------------------------------------------------------- the kernel-side tiling struct
 FIELD_BYTES = {"uint64_t": 8, "int64_t": 8, "uint32_t": 4, "int32_t": 4, "float": 4, "uint16_t": 2, "int16_t": 2,
                "uint8_t": 1, "int8_t": 1}

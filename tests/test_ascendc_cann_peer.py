@@ -30,11 +30,7 @@ TTK_FAIL_FRACTION = cann_peer.TTK_FAIL_FRACTION
 
 @pytest.fixture(scope="module")
 def peer():
-    paths = cann_peer.checkouts()
-    if isinstance(paths, str):
-        pytest.skip(paths)
-    cann_peer.libraries()
-    return paths
+    return cann_peer.peer_checkouts()
 
 
 def ut_cases(ops_nn, dtype="float32"):

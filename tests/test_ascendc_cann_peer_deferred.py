@@ -24,11 +24,7 @@ DEFERRED = {"execution": "deferred"}
 
 @pytest.fixture(scope="module")
 def peer():
-    paths = cann_peer.checkouts()
-    if isinstance(paths, str):
-        pytest.skip(paths)
-    cann_peer.libraries()
-    return paths
+    return cann_peer.peer_checkouts(cann_peer.GROUP_NORM_GRAD, swish.OP, silu.OP)
 
 
 def grad_verdict(case, dtype=None):

@@ -35,11 +35,7 @@ DTYPE_PAIRS = [("float32", "float32"), ("float16", "float16"), ("bfloat16", "bfl
 
 @pytest.fixture(scope="module")
 def peer():
-    paths = cann_peer.checkouts(OP)
-    if isinstance(paths, str):
-        pytest.skip(paths)
-    cann_peer.libraries(OP)
-    return paths
+    return cann_peer.peer_checkouts(OP)
 
 
 def ut_cases(ops_nn):

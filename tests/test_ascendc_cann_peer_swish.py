@@ -34,11 +34,7 @@ MAX_ST_ELEMS = 1 << 20  # ST shapes above this many elements are left out (test 
 
 @pytest.fixture(scope="module")
 def peer():
-    paths = cann_peer.checkouts(OP)
-    if isinstance(paths, str):
-        pytest.skip(paths)
-    cann_peer.libraries(OP)
-    return paths
+    return cann_peer.peer_checkouts(OP)
 
 
 def ut_cases(ops_nn):

@@ -50,7 +50,7 @@ def replay(tmp_path_factory):
     subprocess.run([COMPILER, *_setup_compile_args(), "-fPIC", "-shared", "-Werror", *sources, "-o", str(library)],
                    check=True, capture_output=True, text=True)
     program = out / "replay_calls"
-    subprocess.run([COMPILER, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
+    subprocess.run([COMPILER, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'kernels' / 'cpu'}",
                     str(ROOT / "tests" / "cross_build" / "replay_calls.cc"), "-L", str(out), "-lms_groupnorm_cpu",
                     "-Wl,-rpath,$ORIGIN", "-o", str(program)], check=True, capture_output=True, text=True)
     return program

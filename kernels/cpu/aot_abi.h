@@ -14,8 +14,7 @@
 #include "group_norm_sizes.h"
 #include "half_types.h"
 
-// The library is built with -fvisibility=hidden; only entry points marked so are exported.
-#define MS_GROUPNORM_EXPORT __attribute__((visibility("default")))
+#include "c_api.h"  // MS_GROUPNORM_EXPORT, and the plain C API the aot files define too
 
 namespace ms_groupnorm {
 

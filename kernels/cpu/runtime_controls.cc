@@ -1,9 +1,8 @@
 // Exported run-time controls of the CPU kernels: the thread count, the sizes that get a
 // second thread or non-temporal stores, and the ISA build.
 // Benchmarks and tests use them through ctypes; ordinary callers never need them.
+#include "c_api.h"
 #include "row_kernels.h"
-
-#define MS_GROUPNORM_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
 

@@ -10,19 +10,7 @@
 #include <random>
 #include <vector>
 
-extern "C" {
-int MsGroupNormBackward(const void *, const void *, const void *, const void *, const void *, void *, void *, void *,
-                        int64_t, int64_t, int64_t, int64_t, const char *, const char *, int, int, int);
-int MsGroupNormForward(const void *, const void *, const void *, void *, void *, void *, int64_t, int64_t, int64_t,
-                       int64_t, float, const char *, const char *);
-int MsGroupNormSiluForward(const void *, const void *, const void *, void *, void *, void *, int64_t, int64_t,
-                           int64_t, int64_t, float, float, const char *, const char *);
-int MsGroupNormSiluBackward(const void *, const void *, const void *, const void *, const void *, const void *,
-                            void *, void *, void *, int64_t, int64_t, int64_t, int64_t, float, const char *,
-                            const char *, int, int, int);
-void MsGroupNormSetMinElementsPerThread(int64_t);
-void MsGroupNormSetStreamMinBytes(int64_t);
-}
+#include "c_api.h"  // kernels/cpu: the entry points
 
 namespace {
 
