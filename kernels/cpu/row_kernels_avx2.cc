@@ -2,6 +2,11 @@
 // conversions, bf16 rounding in integer arithmetic. For CPUs without AVX-512.
 // Only the code between push_options and pop_options is compiled for AVX2 + F16C + FMA;
 // the function that checks the CPU stays baseline so it is safe to call anywhere.
+
+// -Wpsabi notes that a vector returned by a function compiled without this file's target (the
+// lambdas and inline templates of the shared headers) would pass differently between files;
+// none leaves this file. Set before the includes, as the notes point into the headers.
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <cstdint>
 
 #include "row_kernels.h"

@@ -1,6 +1,11 @@
 // The AVX2 build of the fused GroupNorm + SiLU row loops (silu_rows_impl.h): 8 float
 // lanes per ymm register, FMA, F16C fp16 conversions. Only the code between push_options
 // and pop_options is compiled for AVX2 + F16C + FMA; the CPU check stays baseline.
+
+// -Wpsabi notes that a vector returned by a function compiled without this file's target (the
+// lambdas and inline templates of the shared headers) would pass differently between files;
+// none leaves this file. Set before the includes, as the notes point into the headers.
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <cstdint>
 
 #include "silu_rows.h"
