@@ -47,13 +47,18 @@ def replay(tmp_path_factory):
     out = tmp_path_factory.mktemp("aarch64")
     library = out / "libms_groupnorm_cpu.so"
     sources = sorted(str(p) for p in (ROOT / "kernels" / "cpu").glob("*.cc"))
-    subprocess.run([COMPILER, *_setup_compile_args(), "-fPIC", "-shared", "-Werror", *sources, "-o", str(library)],
-                   check=True, capture_output=True, text=True)
+    _compile(*_setup_compile_args(), "-fPIC", "-shared", "-Werror", *sources, "-o", str(library))
     program = out / "replay_calls"
-    subprocess.run([COMPILER, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'kernels' / 'cpu'}",
-                    str(ROOT / "tests" / "cross_build" / "replay_calls.cc"), "-L", str(out), "-lms_groupnorm_cpu",
-                    "-Wl,-rpath,$ORIGIN", "-o", str(program)], check=True, capture_output=True, text=True)
+    _compile("-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'kernels' / 'cpu'}",
+             str(ROOT / "tests" / "cross_build" / "replay_calls.cc"), "-L", str(out), "-lms_groupnorm_cpu",
+             "-Wl,-rpath,$ORIGIN", "-o", str(program))
     return program
+
+
+def _compile(*args):
+    """The cross compiler run on ``args``; a failure (any warning, with -Werror) shows its output."""
+    done = subprocess.run([COMPILER, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 # (N, C, HxW, G): vector, 2048-block and row tails, the channel-wise schedule (N * G below
