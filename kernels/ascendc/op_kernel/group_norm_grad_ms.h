@@ -71,6 +71,7 @@ class KernelGroupNormGradMs {
     wsDbGm_.SetGlobalBuffer((__gm__ float *)workspace, wsRows * t_->C);
     wsDgGm_.SetGlobalBuffer((__gm__ float *)workspace + wsRows * t_->C, wsRows * t_->C);
     invM_ = 1.0f / static_cast<float>(t_->D * t_->HxW);
+    hwColumnsRows_ = HwColumnsPlan();  // once: every mode-3 batch asks
   }
 
   __aicore__ inline void Process() {
@@ -382,6 +383,14 @@ class KernelGroupNormGradMs {
   // dg[0..channels) = db[statElems..) (V writes, or S writes when a slice has several chunks).
   // Mode 0 keeps dy and x - mean resident. SILU: affineIndex is channel c0's index in the
   // loaded gamma/beta arrays.
+  // ChannelSums' db and dg row sums (group_norm_grad_ms_channels.h); DbDgHalf(): where dg's partials start.
+  __aicore__ inline int64_t DbDgHalf() const {
+    return t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
+  }
+  __aicore__ inline bool DbDgSideBySide(int32_t len) const;
+  __aicore__ inline void DbDgRowSums(const LocalTensor<float> &db, const LocalTensor<float> &dg,
+                                     const LocalTensor<float> &dy, const LocalTensor<float> &prod, int64_t rows,
+                                     int64_t stride, int32_t len);
   __aicore__ inline void ChannelSums(int64_t c0, int64_t channels, int64_t slice, float mean, float rstd,
                                      const LocalTensor<float> &db, int64_t affineIndex);
 
@@ -499,8 +508,9 @@ class KernelGroupNormGradMs {
   }
   // Mode 3 in columns (group_norm_grad_ms_hw_columns.h): groups of D <= 8 channels unpadded, channel
   // k of the batch's groups one contiguous column, columns HwColumnStride() apart.
-  __aicore__ inline int64_t HwColumnsRows() const;
-  __aicore__ inline bool HwOneColumns() const;
+  __aicore__ inline int64_t HwColumnsPlan() const;
+  __aicore__ inline int64_t HwColumnsRows() const { return hwColumnsRows_; }
+  __aicore__ inline bool HwOneColumns() const { return hwColumnsRows_ > 0; }
   __aicore__ inline int64_t HwColumnStride() const { return HwOneRows8(HwColumnsRows()); }
   __aicore__ inline int64_t HwOneSpan(int64_t rows) const {
     return HwOneColumns() ? (t_->D - 1) * HwColumnStride() + rows : rows * AlignUp(t_->D, 16);
@@ -566,6 +576,7 @@ class KernelGroupNormGradMs {
   int64_t takeSums_ = 0;       // sums / dx items the compute has taken in the current held scope
   int64_t takeDx_ = 0;
   float invM_ = 0.0f;
+  int64_t hwColumnsRows_ = 0;  // HwColumnsPlan(): mode 3's batch in columns (0: padded rows)
   int64_t cachedGroup_ = -1;
   int64_t sumsAhead_ = -1;  // channel split: the group whose db/dg loads are in flight (sumsEvent_ set)
   int32_t sumsEvent_ = 0;

@@ -99,6 +99,32 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreSums(LocalTensor<
   sumsQue_.FreeTensor(db);
 }
 
+// Whether the partials of both row sums of a channel (db's and dg's) fit side by side in the halves of
+// the reduce work buffer, so dg's sums do not wait (a compiler V barrier) for db's to have read theirs:
+// rows up to 64 elements need no partials.
+template <typename T, typename U, bool SILU>
+__aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::DbDgSideBySide(int32_t len) const {
+  return len <= 64 || DbDgHalf() >= RowPartialElems(len);
+}
+
+// db[0..rows) and dg[0..rows): the row sums of dy's and prod's `rows` rows of len (stride apart).
+// Side by side, each step of both sums in turn (RowSums: one V barrier a step, not two); else one
+// sum after the other.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DbDgRowSums(const LocalTensor<float> &db,
+                                                                      const LocalTensor<float> &dg,
+                                                                      const LocalTensor<float> &dy,
+                                                                      const LocalTensor<float> &prod, int64_t rows,
+                                                                      int64_t stride, int32_t len) {
+  if (DbDgSideBySide(len)) {
+    const RowSumOperands both[2] = {{db, dy, ReduceWork()}, {dg, prod, ReduceWork()[DbDgHalf()]}};
+    RowSums(both, 2, rows, stride, len, DbDgHalf());
+    return;
+  }
+  RowSums(db, dy, rows, stride, len, ReduceWork(), t_->reduceWorkElems);
+  RowSums(dg, prod, rows, stride, len, ReduceWork(), t_->reduceWorkElems);
+}
+
 // db and dg of `channels` channels (HxW slice `slice` of each) into db[0..channels) and
 // dg[0..channels) = db[statElems..statElems + channels) (V writes, or S writes when a slice has
 // several chunks). Mode 0 keeps dy and x - mean resident (xhat with SILU). SILU: affineIndex is
@@ -155,23 +181,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
     }
     Mul(tmp, dyF, xhat, span);
     if (chunks == 1) {
-      // Each sum's partials in its own half of the work buffer where both fit, so dg's sums do
-      // not wait (a compiler V barrier) for db's to have read theirs. Modes 1-2: dy (FloatBuf(0))
-      // and the product (FloatBuf(2)) are two rows 2K apart, and dg is db[statElems]: one call.
-      const int64_t need = RowPartialElems(len);
-      const int64_t half = t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
-      const bool split = len > 64 && half >= need;
-      if (!resident && rows == 1 && (len <= 64 || split)) {
+      // Modes 1-2 with one row: dy (FloatBuf(0)) and the product (FloatBuf(2)) are two rows 2K
+      // apart, and dg is db[statElems]: one call.
+      if (!resident && rows == 1 && DbDgSideBySide(len)) {
         RowSums(db[local], dyF, 2, 2 * t_->chunkElems, len, ReduceWork(), t_->reduceWorkElems, t_->statElems);
         continue;
       }
-      if (split || len <= 64) {  // each step of both sums in turn (RowSums): one V barrier per step, not two
-        const RowSumOperands both[2] = {{db[local], dyF, ReduceWork()}, {dg[local], tmp, ReduceWork()[half]}};
-        RowSums(both, 2, rows, stride, len, half);
-        continue;
-      }
-      RowSums(db[local], dyF, rows, stride, len, ReduceWork(), t_->reduceWorkElems);
-      RowSums(dg[local], tmp, rows, stride, len, ReduceWork(), t_->reduceWorkElems);
+      DbDgRowSums(db[local], dg[local], dyF, tmp, rows, stride, len);
       continue;
     }
     ReduceSum(red, dyF, ReduceWork(), len);  // each ends with its scalar store (V -> S inside)

@@ -147,15 +147,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsBatch(int64_t
     Mul(tmp, dyR, tmp, span);
   }
   // the row sums of ChannelSums (a row's sums do not depend on how many rows a call has)
-  const int64_t need = RowPartialElems(L);
-  const int64_t half = t_->reduceWorkElems / (2 * FLOATS_PER_BLOCK) * FLOATS_PER_BLOCK;
-  if ((L > 64 && half >= need) || L <= 64) {
-    const RowSumOperands both[2] = {{db, dyR, ReduceWork()}, {dg, tmp, ReduceWork()[half]}};
-    RowSums(both, 2, rows, S, L, half);
-  } else {
-    RowSums(db, dyR, rows, S, L, ReduceWork(), t_->reduceWorkElems);
-    RowSums(dg, tmp, rows, S, L, ReduceWork(), t_->reduceWorkElems);
-  }
+  DbDgRowSums(db, dg, dyR, tmp, rows, S, L);
   // The scalar unit finishes each group: dg less shift * db (ChannelSums' Muls and Sub of one
   // element), and c1 = gamma db / M, c2 = gamma dg / M (GroupCoefficients' Mul, and its one-element
   // WholeReduceSum, which adds the lanes' zeros: + 0.0f).

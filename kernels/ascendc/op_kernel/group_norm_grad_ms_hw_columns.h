@@ -16,12 +16,18 @@ namespace GroupNormGradMsKernel {
 
 constexpr int64_t HW_COLUMNS_MAX_D = 8;
 
-// Groups a batch in columns: the run (rows * D elements) and the columns (D column strides) fit in K,
-// the per-group arrays (five, and for D > 2 the sums' tree: (D + 1) / 2) in FloatBuf(3), the groups in a
-// stat slot (the host sizes the slots for columns: kHwColumnsStatWindow);
-// with hwOneSamples whole samples, and the sums' table (D * G entries) beside the pack table.
+// The groups of a batch in columns, or 0 where columns do not apply (Init keeps it: hwColumnsRows_).
+// Columns apply to D <= 8 of the run layout (hwOneGather), the coefficients as vectors, and either
+// whole samples of G a multiple of 8 (each sample's groups start 32-byte aligned in a column, for the
+// per-channel sums) or D = 1 (a column is the run itself: the workspace rows store as they are).
+// A batch: the run (rows * D elements) and the columns (D column strides) fit in K, the per-group
+// arrays (five, and for D > 2 the sums' tree: (D + 1) / 2) in FloatBuf(3), the groups in a stat slot
+// (the host sizes the slots for columns: kHwColumnsStatWindow); with hwOneSamples whole samples, and
+// the sums' table (D * G entries) beside the pack table.
 template <typename T, typename U, bool SILU>
-__aicore__ inline int64_t KernelGroupNormGradMs<T, U, SILU>::HwColumnsRows() const {
+__aicore__ inline int64_t KernelGroupNormGradMs<T, U, SILU>::HwColumnsPlan() const {
+  if (t_->mode != GNG_MODE_HW_ONE || t_->hwOneGather == 0 || t_->D > HW_COLUMNS_MAX_D) return 0;
+  if (t_->hwOneSamples > 0 ? t_->G % FLOATS_PER_BLOCK != 0 : t_->D != 1) return 0;
   const int64_t K = t_->chunkElems;
   const int64_t D = t_->D;
   const int64_t sampleTable = t_->hwOneSamples > 0 && D > 1 ? D * t_->G : 0;
@@ -31,17 +37,7 @@ __aicore__ inline int64_t KernelGroupNormGradMs<T, U, SILU>::HwColumnsRows() con
   rows = rows / FLOATS_PER_BLOCK * FLOATS_PER_BLOCK;  // the column stride is the batch's rows
   if (t_->statWindowElems < rows) rows = t_->statWindowElems;
   if (t_->hwOneSamples > 0) rows = rows / t_->G * t_->G;
-  return rows;
-}
-
-// Columns where they apply: D <= 8 of the run layout (hwOneGather), the coefficients as vectors, and
-// either whole samples of G a multiple of 8 (each sample's groups start 32-byte aligned in a column, for
-// the per-channel sums) or D = 1 (a column is the run itself: the workspace rows store as they are).
-template <typename T, typename U, bool SILU>
-__aicore__ inline bool KernelGroupNormGradMs<T, U, SILU>::HwOneColumns() const {
-  if (t_->mode != GNG_MODE_HW_ONE || t_->hwOneGather == 0 || t_->D > HW_COLUMNS_MAX_D) return false;
-  if (t_->hwOneSamples > 0 ? t_->G % FLOATS_PER_BLOCK != 0 : t_->D != 1) return false;
-  return HwColumnsRows() > 0;
+  return rows > 0 ? rows : 0;
 }
 
 // The offset tables (gatherBuf_), once a core, S the column stride:
