@@ -330,16 +330,53 @@ inline int64_t UnalignedHead(const T *out, int64_t n, bool stream) {
   return head;
 }
 
+// The pairs of MapRow from i on, kAhead pairs (kLookaheadLoadBytes of the kInputs inputs)
+// computed before the previous kAhead are stored (see StoresAliasLoads); returns where the
+// pairs stopped.
+template <int kInputs, typename T, typename PairOp, typename StorePair>
+[[gnu::always_inline]] inline int64_t PairsLookingAhead(int64_t i, int64_t n, PairOp pair_op, StorePair store_pair) {
+  constexpr int64_t kStep = 2 * V::kWidth;
+  constexpr int64_t kFit = kLookaheadLoadBytes / (kInputs * kStep * static_cast<int64_t>(sizeof(T)));
+  constexpr int kAhead = kFit < 1 ? 1 : kFit > 8 ? 8 : static_cast<int>(kFit);
+  if (i + kAhead * kStep > n) return i;
+  typename V::reg a[kAhead], b[kAhead];
+#pragma GCC unroll 8
+  for (int k = 0; k < kAhead; ++k) pair_op(i + k * kStep, a[k], b[k]);
+  for (; i + 2 * kAhead * kStep <= n; i += kAhead * kStep) {
+    typename V::reg next_a[kAhead], next_b[kAhead];
+#pragma GCC unroll 8
+    for (int k = 0; k < kAhead; ++k) pair_op(i + (kAhead + k) * kStep, next_a[k], next_b[k]);
+#pragma GCC unroll 8
+    for (int k = 0; k < kAhead; ++k) {
+      store_pair(i + k * kStep, a[k], b[k]);
+      a[k] = next_a[k];
+      b[k] = next_b[k];
+    }
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < kAhead; ++k) store_pair(i + k * kStep, a[k], b[k]);
+  return i + kAhead * kStep;
+}
+
 // out[i] = op(i) over one row: scalar up to alignment, pairs of vectors, one vector,
 // scalar tail. pair_op(i, a, b) computes the pair of vectors from i in LoadPair's layout.
 // partial_op(i, k) is vector_op(i) on the k < kWidth elements from i (V::kPartial builds).
-template <typename T, typename PairOp, typename VectorOp, typename PartialOp, typename ScalarOp>
-inline void MapRow(T *out, int64_t n, bool stream, PairOp pair_op, VectorOp vector_op, PartialOp partial_op,
-                   ScalarOp scalar_op) {
+// lookahead: the pairs as PairsLookingAhead orders them (an input lies just below out).
+template <int kInputs, typename T, typename PairOp, typename VectorOp, typename PartialOp, typename ScalarOp>
+inline void MapRow(T *out, int64_t n, bool stream, bool lookahead, PairOp pair_op, VectorOp vector_op,
+                   PartialOp partial_op, ScalarOp scalar_op) {
   const int64_t head = UnalignedHead(out, n, stream);
   int64_t i = 0;
   for (; i < head; ++i) out[i] = FromFloat<T>(scalar_op(i));
   typename V::reg a, b;
+  if (lookahead) {
+    i = stream ? PairsLookingAhead<kInputs, T>(i, n, pair_op, [out](int64_t k, typename V::reg x, typename V::reg y) {
+      V::StreamPair(out + k, x, y);
+    })
+               : PairsLookingAhead<kInputs, T>(i, n, pair_op, [out](int64_t k, typename V::reg x, typename V::reg y) {
+                   V::StorePair(out + k, x, y);
+                 });
+  }
   if (stream) {
     for (; i + 2 * V::kWidth <= n; i += 2 * V::kWidth) {
       pair_op(i, a, b);
@@ -364,6 +401,7 @@ template <typename T>
 void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const float *a, float b, float mu, float c,
                 bool stream) {
   const typename V::reg vb = V::Set1(b), vmu = V::Set1(mu), vc = V::Set1(c);
+  const bool lookahead = StoresAliasLoads(dx, dy) || StoresAliasLoads(dx, x);
   for (int64_t r = 0; r < rows; ++r) {
     const T *dy_row = dy + r * hxw;
     const T *x_row = x + r * hxw;
@@ -386,7 +424,7 @@ void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const
     auto scalar_op = [=](int64_t i) {
       return V::MulAdd(b, ToFloat(x_row[i]) - mu, V::MulAdd(ar, ToFloat(dy_row[i]), c));
     };
-    MapRow(dx + r * hxw, hxw, stream, pair_op, vector_op, partial_op, scalar_op);
+    MapRow<2>(dx + r * hxw, hxw, stream, lookahead, pair_op, vector_op, partial_op, scalar_op);
   }
   if (stream) V::Fence();
 }
@@ -395,6 +433,7 @@ template <typename T>
 void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
                bool stream) {
   const typename V::reg vmu = V::Set1(mu);
+  const bool lookahead = StoresAliasLoads(y, x);
   for (int64_t r = 0; r < rows; ++r) {
     const T *x_row = x + r * hxw;
     const float s = scale[r], t = shift[r];
@@ -409,7 +448,7 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
     auto vector_op = [=](int64_t i) { return op(V::Load(x_row + i)); };
     auto partial_op = [=](int64_t i, int k) { return op(V::LoadFirst(x_row + i, k)); };
     auto scalar_op = [=](int64_t i) { return V::MulAdd(ToFloat(x_row[i]) - mu, s, t); };
-    MapRow(y + r * hxw, hxw, stream, pair_op, vector_op, partial_op, scalar_op);
+    MapRow<1>(y + r * hxw, hxw, stream, lookahead, pair_op, vector_op, partial_op, scalar_op);
   }
   if (stream) V::Fence();
 }

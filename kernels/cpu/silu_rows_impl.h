@@ -60,11 +60,34 @@ inline void StorePartial(T *p, VF v, int64_t count) {
 
 // out[i..] = op(load) over one row of n elements, kW at a time: op computes the vector from
 // the inputs that load(p) reads at the current position (the last vector partial, padded
-// with zeros, its extra lanes not stored).
-template <typename T, typename Op>
-inline void MapVectors(T *out, int64_t n, Op op) {
+// with zeros, its extra lanes not stored). lookahead (an input lies just below out, see
+// StoresAliasLoads): kAhead vectors, kLookaheadLoadBytes of the inputs (kInputBytes per
+// element together), are computed before the previous kAhead are stored.
+template <int kInputBytes, typename T, typename Op>
+inline void MapVectors(T *out, int64_t n, bool lookahead, Op op) {
   int64_t i = 0;
-  for (; i + kW <= n; i += kW) Store(out + i, op([i](const auto *p) { return Load(p + i); }));
+  auto at = [&op](int64_t k) { return op([k](const auto *p) { return Load(p + k); }); };
+  constexpr int64_t kFit = kLookaheadLoadBytes / (kW * kInputBytes);
+  constexpr int kAhead = kFit < 1 ? 1 : kFit > 16 ? 16 : static_cast<int>(kFit);
+  if (lookahead && kAhead * kW <= n) {
+    VF ahead[kAhead];
+#pragma GCC unroll 16
+    for (int k = 0; k < kAhead; ++k) ahead[k] = at(k * kW);
+    for (; i + 2 * kAhead * kW <= n; i += kAhead * kW) {
+      VF next[kAhead];
+#pragma GCC unroll 16
+      for (int k = 0; k < kAhead; ++k) next[k] = at(i + (kAhead + k) * kW);
+#pragma GCC unroll 16
+      for (int k = 0; k < kAhead; ++k) {
+        Store(out + i + k * kW, ahead[k]);
+        ahead[k] = next[k];
+      }
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < kAhead; ++k) Store(out + i + k * kW, ahead[k]);
+    i += kAhead * kW;
+  }
+  for (; i + kW <= n; i += kW) Store(out + i, at(i));
   if (i < n) {
     const int64_t count = n - i;
     StorePartial(out + i, op([i, count](const auto *p) { return LoadPartial(p + i, count); }), count);
@@ -140,11 +163,12 @@ template <typename T, typename K>
 void NormalizeSiluRows(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
                        K vk) {
   const VF vmu = Splat(mu);
+  const bool lookahead = StoresAliasLoads(z, x);
   for (int64_t r = 0; r < rows; ++r) {
     const T *x_row = x + r * hxw;
     T *z_row = z + r * hxw;
     const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
-    MapVectors(z_row, hxw, [&](auto load) { return Swish(Affine(load(x_row), vmu, vs, vt), vk); });
+    MapVectors<sizeof(T)>(z_row, hxw, lookahead, [&](auto load) { return Swish(Affine(load(x_row), vmu, vs, vt), vk); });
   }
 }
 
@@ -255,6 +279,7 @@ template <typename T, typename K>
 void SiluInputGradRows(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
                        const float *shift, K vk, float b, float c) {
   const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
+  const bool lookahead = StoresAliasLoads(dx, dz) || StoresAliasLoads(dx, x);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]), vt = Splat(shift[r]);
@@ -263,7 +288,8 @@ void SiluInputGradRows(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows
       const VF xc = xv - vmu;
       return MulAdd(vb, xc, MulAdd(vs, SwishGrad(d, MulAdd(xc, vs, vt), vk), vc));
     };
-    MapVectors(dx + offset, hxw, [&](auto load) { return op(load(dz + offset), load(x + offset)); });
+    MapVectors<2 * sizeof(T)>(dx + offset, hxw, lookahead,
+                              [&](auto load) { return op(load(dz + offset), load(x + offset)); });
   }
 }
 
@@ -277,11 +303,13 @@ template <typename T>
 void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
                          float b, float c) {
   const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
+  const bool lookahead = StoresAliasLoads(dx, g) || StoresAliasLoads(dx, x);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]);
     auto op = [&](VF gv, VF xv) { return MulAdd(vb, xv - vmu, MulAdd(vs, gv, vc)); };  // as SiluInputGrad
-    MapVectors(dx + offset, hxw, [&](auto load) { return op(load(g + offset), load(x + offset)); });
+    MapVectors<sizeof(float) + sizeof(T)>(dx + offset, hxw, lookahead,
+                                          [&](auto load) { return op(load(g + offset), load(x + offset)); });
   }
 }
 
