@@ -120,6 +120,9 @@ struct RowKernels {
   // rest[k]: the forward of HxW = 1 (its points), one call for a sample instead of one per group
   void (*coefficients_each)(const double *rstd, const double *rest, int64_t groups, int64_t rows,
                             const double *gamma, const double *beta, float *scale, float *shift);
+  // centered_sum about mu and centered_squares about c of the same rows in one pass (each
+  // with its own bits)
+  void (*centered_moments)(const T *x, float mu, float c, int64_t hxw, int64_t rows, double *sums, double *squares);
 };
 
 // The form of the backward's sum of dy * (x - mu) over a row (both operators' reduce_grad),

@@ -1,0 +1,69 @@
+"""The CPU forward's rstd against float64, group by group, on data whose rounding is delicate.
+
+The statistics sum x - x0 and the squares in one pass where x0 (a mean of the group's first
+elements) lies close to the group's mean, and take a second pass about the mean elsewhere
+(group_statistics.h). Both paths must be as accurate as the second pass alone was: within about
+two float32 ulps per group, and without a systematic sign. Squares of 16-bit values about a point
+of their own grid all rounded the same way (rstd up to 3.3e-7 off, bias 5e-8); integer data; a
+group whose first elements lie far from its mean (the cancellation the second pass avoids); a
+large mean with a small spread."""
+import numpy as np
+import pytest
+
+from ms_groupnorm.backends import cpu_kernels
+
+torch = pytest.importorskip("torch", reason="torch rounds the 16-bit data")
+
+SHAPE, GROUPS = (4, 64, 32 * 32), 16  # 64 groups of 4096 elements
+
+
+def _as(values, dtype):
+    return torch.from_numpy(values).to(dtype).float().numpy()
+
+
+def _data(kind, rng):
+    n = rng.standard_normal(SHAPE)
+    if kind == "float32":
+        return (0.5 + 2 * n).astype(np.float32)
+    if kind in ("bfloat16", "float16"):
+        return _as(n, getattr(torch, kind))
+    if kind.endswith("mean 3"):
+        return _as(3 + 2 * n, getattr(torch, kind.split()[0]))
+    if kind == "integers":
+        return rng.integers(0, 256, SHAPE).astype(np.float32)
+    if kind == "first elements 8 std up":
+        n[..., :64] += 8.0
+        return n.astype(np.float32)
+    assert kind == "1e4 + 1e-2 N"
+    return (1e4 + 1e-2 * n).astype(np.float32)
+
+
+KINDS = ["float32", "bfloat16", "float16", "bfloat16 mean 3", "float16 mean 3", "integers", "first elements 8 std up",
+         "1e4 + 1e-2 N"]
+
+
+@pytest.fixture
+def lib():
+    lib = cpu_kernels.cdll()
+    before = lib.MsGroupNormActiveIsa()
+    yield lib
+    lib.MsGroupNormSelectIsa(before)
+    lib.MsGroupNormSetNumThreads(0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rstd_within_two_ulps_and_unbiased(lib, kind):
+    x = _data(kind, np.random.default_rng(3))
+    groups = x.reshape(-1, x.size // (SHAPE[0] * GROUPS)).astype(np.float64)
+    want = 1 / np.sqrt(groups.var(axis=1) + 1e-5)
+    for isa in ("portable", "avx2", "avx512"):
+        if lib.MsGroupNormSelectIsa(isa.encode()) != 0:
+            continue
+        for threads in (1, 2):
+            lib.MsGroupNormSetNumThreads(threads)
+            _, _, rstd = cpu_kernels.forward(x, None, None, GROUPS, 1e-5)
+            rel = (rstd.reshape(-1).astype(np.float64) - want) / want
+            where = f"{kind}, {isa}, {threads} threads"
+            assert np.abs(rel).max() <= 1.2e-7, where
+            assert np.sqrt(np.mean(rel ** 2)) <= 4e-8, where
+            assert abs(rel.mean()) <= 1.2e-8, where
