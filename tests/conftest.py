@@ -230,6 +230,23 @@ def backend(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture
+def kernel_lib():
+    """The CPU kernels' library (ctypes) with its run-time controls restored afterwards: the ISA
+    build, the thread count and the streaming threshold. ``kernel_lib.isas`` lists the builds this
+    CPU runs."""
+    from ms_groupnorm.backends import cpu_kernels
+
+    lib = cpu_kernels.cdll()
+    before = lib.MsGroupNormActiveIsa()
+    lib.isas = [name for name in ("portable", "avx2", "avx512") if lib.MsGroupNormSelectIsa(name.encode()) == 0]
+    lib.MsGroupNormSelectIsa(before)
+    yield lib
+    lib.MsGroupNormSelectIsa(before)
+    lib.MsGroupNormSetNumThreads(0)
+    lib.MsGroupNormSetStreamMinBytes(0)
+
+
 @pytest.fixture(params=["group_norm", "group_norm_silu"])
 def operator(request):
     """Runs a test for each operator, given as its forward description (ops.descriptions)."""

@@ -22,23 +22,6 @@ SIZES = [(2, 4, 37, 2), (1, 4, 1000, 2), (1, 2, 2048 + 19, 1)]
 STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
 
 
-@pytest.fixture
-def lib():
-    lib = cpu_kernels.cdll()
-    before = lib.MsGroupNormActiveIsa()
-    yield lib
-    lib.MsGroupNormSelectIsa(before)
-    lib.MsGroupNormSetNumThreads(0)
-    lib.MsGroupNormSetStreamMinBytes(0)
-
-
-def _isas(lib):
-    before = lib.MsGroupNormActiveIsa()
-    isas = [name for name in ("portable", "avx2", "avx512") if lib.MsGroupNormSelectIsa(name.encode()) == 0]
-    lib.MsGroupNormSelectIsa(before)
-    return isas
-
-
 class Arena:
     """One page-aligned byte buffer handing out arrays at chosen offsets, so that an output
     can sit a chosen number of bytes above an input modulo a page."""
@@ -91,7 +74,8 @@ def _run(lib, op, sizes, dtype, inputs, place):
 
 @pytest.mark.parametrize("op", ["forward", "backward", "silu_forward", "silu_backward"])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_outputs_just_above_an_input_get_the_same_bits(lib, op, dtype):
+def test_outputs_just_above_an_input_get_the_same_bits(kernel_lib, op, dtype):
+    lib = kernel_lib
     lib.MsGroupNormSetNumThreads(1)
     rng = np.random.default_rng(11)
     checked = 0
@@ -101,7 +85,7 @@ def test_outputs_just_above_an_input_get_the_same_bits(lib, op, dtype):
                   "gamma": _data(rng, (C,), dtype), "beta": _data(rng, (C,), dtype)}
         inputs["mean"], inputs["rstd"] = cpu_kernels.forward(inputs["x"], inputs["gamma"], inputs["beta"], G,
                                                              data_dtype=dtype, stat_dtype=dtype)[1:]
-        for isa in _isas(lib):
+        for isa in lib.isas:
             lib.MsGroupNormSelectIsa(isa.encode())
             for stream_min in (0, 1):  # the default (cached stores here), then every output streamed
                 lib.MsGroupNormSetStreamMinBytes(stream_min)
@@ -116,4 +100,4 @@ def test_outputs_just_above_an_input_get_the_same_bits(lib, op, dtype):
                                    lambda name, a: arena.array(a, offsets.get(name, 640 + 16 * len(name))))
                         assert got == want, f"{isa}, {op}, {dtype}, {sizes}: output {delta} bytes above {under}"
                         checked += 1
-    assert checked == len(SIZES) * len(_isas(lib)) * 2 * len(DELTAS) * (2 if op.endswith("backward") else 1)
+    assert checked == len(SIZES) * len(lib.isas) * 2 * len(DELTAS) * (2 if op.endswith("backward") else 1)
