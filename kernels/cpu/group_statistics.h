@@ -106,18 +106,30 @@ class GroupStatistics {
   bool SmallGroupsBySample() const {
     return group_size_ <= kShiftElements && s_.N >= ThreadsFor(s_.N * s_.C * s_.HxW);
   }
+  // Small groups go kSmallGroupRows groups (whole samples) to a SmallGroups call where the
+  // samples suffice for every thread: with a few groups per sample the sums' calls and
+  // batches were per sample (64 x 4 x 2, G = 4: a 16-row batch for 4 rows). A group's sums do
+  // not depend on its batch, so the bits are those of any chunking.
+  static constexpr int64_t kSmallGroupRows = 16;
   template <typename Output>
   void RunBySample(Output &&output) {
     const int64_t G = s_.G;
-    InOneRegion(ThreadsFor(s_.N * s_.C * s_.HxW), [&] {
+    const int threads = ThreadsFor(s_.N * s_.C * s_.HxW);
+    const int64_t per_thread = (s_.N + threads - 1) / threads;
+    const int64_t chunk = group_size_ <= kShiftElements && G > 0
+                              ? std::max<int64_t>(1, std::min((kSmallGroupRows + G - 1) / G, per_thread))
+                              : 1;
+    const int64_t chunks = (s_.N + chunk - 1) / chunk;
+    InOneRegion(threads, [&] {
 #pragma omp for schedule(static)
-      for (int64_t n = 0; n < s_.N; ++n) {
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t first = k * chunk, last = std::min(s_.N, first + chunk);
         if (group_size_ <= kShiftElements) {
-          SmallGroups(n);
+          SmallGroups(first, last);
         } else {
-          for (int64_t ng = n * G; ng < (n + 1) * G; ++ng) ForGroup(ng);
+          for (int64_t ng = first * G; ng < last * G; ++ng) ForGroup(ng);
         }
-        output(n);
+        for (int64_t n = first; n < last; ++n) output(n);
       }
     });
   }
@@ -177,25 +189,26 @@ class GroupStatistics {
     }
   }
 
-  // ForGroup for the G groups of sample n when a group holds at most kShiftElements elements
-  // (then x0 is the mean of the whole group): each of the three sums in one call for all the
-  // groups (a call, a block set-up and a fold per group and sum cost 3-4x torch's time for
-  // 2-D inputs with a few channels per group). Each group gets ForGroup's numbers; the
-  // sample's slots of block_sums_ (one block per group here) hold the sums.
-  void SmallGroups(int64_t n) {
-    const int64_t G = s_.G, first = n * G;
+  // ForGroup for the groups of samples [first_n, last_n) when a group holds at most
+  // kShiftElements elements (then x0 is the mean of the whole group): each of the three sums
+  // in one call for all the groups (a call, a block set-up and a fold per group and sum cost
+  // 3-4x torch's time for 2-D inputs with a few channels per group). Each group gets
+  // ForGroup's numbers; the samples' slots of block_sums_ (one block per group here) hold the
+  // sums.
+  void SmallGroups(int64_t first_n, int64_t last_n) {
+    const int64_t first = first_n * s_.G, groups = (last_n - first_n) * s_.G, last = first + groups;
     double *sums = block_sums_ + first;
-    if (group_size_ > 0) rows_.sum(Group(first), group_size_, G, sums);
-    for (int64_t ng = first; ng < first + G; ++ng) {  // as ComputeShift
+    if (group_size_ > 0) rows_.sum(Group(first), group_size_, groups, sums);
+    for (int64_t ng = first; ng < last; ++ng) {  // as ComputeShift
       SetShifts(ng, group_size_ > 0 ? sums[ng - first] / static_cast<double>(group_size_) : 0.0);
     }
-    rows_.centered_sum_each(Group(first), shift_ + first, group_size_, G, sums);  // two passes (not one_pass_)
-    for (int64_t ng = first; ng < first + G; ++ng) {
+    rows_.centered_sum_each(Group(first), shift_ + first, group_size_, groups, sums);  // two passes (not one_pass_)
+    for (int64_t ng = first; ng < last; ++ng) {
       wide_[ng] = !GroupMean(ng, sums[ng - first]);
       if (wide_[ng]) group_mean_[ng] = 0.0f;  // summed below but not used
     }
-    rows_.centered_squares_each(Group(first), group_mean_ + first, group_size_, G, sums);
-    for (int64_t ng = first; ng < first + G; ++ng) {
+    rows_.centered_squares_each(Group(first), group_mean_ + first, group_size_, groups, sums);
+    for (int64_t ng = first; ng < last; ++ng) {
       if (!wide_[ng]) wide_[ng] = !GroupRstd(ng, sums[ng - first]);
       if (wide_[ng]) WideGroup(ng);
     }
