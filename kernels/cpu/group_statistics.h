@@ -100,8 +100,8 @@ class GroupStatistics {
   // HxW = 1 with enough samples (SplitBySample): sample by sample, the statistics of its G
   // groups (as the group-wise schedule computes them), then output(n) for its C points.
   bool BySample() const { return SplitBySample(s_, ThreadsFor(s_.N * s_.C * s_.HxW)); }
-  // Groups of at most kShiftElements elements, any HxW, with enough samples: sample by sample
-  // too, so that SmallGroups sums all of a sample's groups in one call per sum (short rows
+  // Groups of at most kShiftElements elements, any HxW, with enough samples: whole samples at
+  // a time too, so that SmallGroups sums all of their groups in one call per sum (short rows
   // such as 64 x 4 x 2, G = 4, spent most of their time in per-group calls and folds).
   bool SmallGroupsBySample() const {
     return group_size_ <= kShiftElements && s_.N >= ThreadsFor(s_.N * s_.C * s_.HxW);
