@@ -106,18 +106,17 @@ class GroupStatistics {
   bool SmallGroupsBySample() const {
     return group_size_ <= kShiftElements && s_.N >= ThreadsFor(s_.N * s_.C * s_.HxW);
   }
-  // Small groups go kSmallGroupRows groups (whole samples) to a SmallGroups call where the
-  // samples suffice for every thread: with a few groups per sample the sums' calls and
-  // batches were per sample (64 x 4 x 2, G = 4: a 16-row batch for 4 rows). A group's sums do
-  // not depend on its batch, so the bits are those of any chunking.
-  static constexpr int64_t kSmallGroupRows = 16;
+  // Small groups go a short-row batch (kShortRowBatch groups, whole samples) to a SmallGroups
+  // call where the samples suffice for every thread: with a few groups per sample the sums'
+  // calls and batches were per sample (64 x 4 x 2, G = 4: a 16-row batch for 4 rows). A
+  // group's sums do not depend on its batch, so the bits are those of any chunking.
   template <typename Output>
   void RunBySample(Output &&output) {
     const int64_t G = s_.G;
     const int threads = ThreadsFor(s_.N * s_.C * s_.HxW);
     const int64_t per_thread = (s_.N + threads - 1) / threads;
     const int64_t chunk = group_size_ <= kShiftElements && G > 0
-                              ? std::max<int64_t>(1, std::min((kSmallGroupRows + G - 1) / G, per_thread))
+                              ? std::max<int64_t>(1, std::min((kShortRowBatch + G - 1) / G, per_thread))
                               : 1;
     const int64_t chunks = (s_.N + chunk - 1) / chunk;
     InOneRegion(threads, [&] {

@@ -34,6 +34,9 @@ namespace ms_groupnorm {
 
 constexpr int kLanes = 32;       // float lanes per running sum
 constexpr int64_t kBlock = 2048; // elements per float-lane block (folded into double)
+// Rows the forward statistics' short-row sums add side by side (ShortRowSums,
+// statistics_rows_impl.h); the schedule gives them whole batches (GroupStatistics::RunBySample).
+constexpr int kShortRowBatch = 16;
 
 // Outputs of at least this many bytes are written with non-temporal stores: they
 // cannot stay in cache together with their inputs anyway, and streaming them saves

@@ -82,7 +82,6 @@ template <typename T, typename VectorAdd, typename ScalarAdd>
 // batch side by side so that the double adds run a vector across rows. Lanes past the row's
 // elements are +0 in SumRow; a lane is never -0 (0 + v is +0 for v = -0, and a sum is -0
 // only when both terms are), so leaving out the adds of those zeros changes no bit.
-constexpr int kShortRowBatch = 16;
 template <typename T, typename ScalarAdd>
 [[gnu::always_inline]] inline void ShortRowSums(const T *x, int64_t n, int64_t rows, double *sums,
                                                 ScalarAdd add) {
