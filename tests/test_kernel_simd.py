@@ -27,7 +27,7 @@ def _cpu_flags():
 
 def _expected_widest():
     flags = _cpu_flags()
-    if "avx512f" in flags:
+    if {"avx512f", "avx512bw", "avx512vl"} <= flags:
         return "avx512"
     if "avx2" in flags and "f16c" in flags:
         return "avx2"

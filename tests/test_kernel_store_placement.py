@@ -5,12 +5,10 @@ element-wise row loops compute their output ahead of their stores (row_kernels.h
 StoresAliasLoads), a loop order no other placement takes. Every build, dtype, operator and
 row length must give there the bits the same call gives with unrelated buffers, with cached
 and streamed stores."""
-import ctypes
-
 import numpy as np
 import pytest
 
-from ms_groupnorm.backends import cpu_kernels
+from kernel_placed_calls import OPERATORS, call_placed, operator_inputs
 
 PAGE = 4096
 # byte offsets of the output above the input, modulo a page: inside the window (16 .. 256),
@@ -19,7 +17,6 @@ DELTAS = [16, 32, 64, 192, 256, 288, -32]
 # (N, C, HxW, G): rows shorter than one look-ahead chunk, rows of a few chunks with a vector
 # and an element tail, and rows of many chunks
 SIZES = [(2, 4, 37, 2), (1, 4, 1000, 2), (1, 2, 2048 + 19, 1)]
-STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
 
 
 class Arena:
@@ -39,40 +36,7 @@ class Arena:
         return view
 
 
-def _data(rng, shape, dtype):
-    values = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
-    if dtype == "bfloat16":
-        return (values.view(np.uint32) >> 16).astype(np.uint16)
-    return values.astype(STORAGE[dtype])
-
-
-def _run(lib, op, sizes, dtype, inputs, place):
-    """Raw bytes of op's outputs, every array placed by place(name, array)."""
-    N, C, hxw, G = sizes
-    x, dy, gamma, beta, mean, rstd = (place(name, inputs[name]) for name in ("x", "dy", "gamma", "beta", "mean",
-                                                                              "rstd"))
-    out = place("out", np.zeros_like(inputs["x"]))
-    stats = [place(name, np.zeros_like(inputs["gamma"] if op.endswith("backward") else inputs["mean"]))
-             for name in ("stat0", "stat1")]
-    p = lambda a: ctypes.c_void_p(a.ctypes.data)
-    names = (dtype.encode(), dtype.encode())
-    if op == "forward":
-        status = lib.MsGroupNormForward(p(x), p(gamma), p(beta), p(out), p(stats[0]), p(stats[1]), N, C, hxw, G,
-                                        ctypes.c_float(1e-5), *names)
-    elif op == "backward":
-        status = lib.MsGroupNormBackward(p(dy), p(x), p(mean), p(rstd), p(gamma), p(out), p(stats[0]), p(stats[1]),
-                                         N, C, hxw, G, *names, 1, 1, 1)
-    elif op == "silu_forward":
-        status = lib.MsGroupNormSiluForward(p(x), p(gamma), p(beta), p(out), p(stats[0]), p(stats[1]), N, C, hxw, G,
-                                            ctypes.c_float(1e-5), ctypes.c_float(1.0), *names)
-    else:
-        status = lib.MsGroupNormSiluBackward(p(dy), p(x), p(mean), p(rstd), p(gamma), p(beta), p(out), p(stats[0]),
-                                             p(stats[1]), N, C, hxw, G, ctypes.c_float(1.0), *names, 1, 1, 1)
-    assert status == 0, (op, sizes, dtype)
-    return [a.tobytes() for a in (out, *stats)]
-
-
-@pytest.mark.parametrize("op", ["forward", "backward", "silu_forward", "silu_backward"])
+@pytest.mark.parametrize("op", OPERATORS)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_outputs_just_above_an_input_get_the_same_bits(kernel_lib, op, dtype):
     lib = kernel_lib
@@ -80,23 +44,19 @@ def test_outputs_just_above_an_input_get_the_same_bits(kernel_lib, op, dtype):
     rng = np.random.default_rng(11)
     checked = 0
     for sizes in SIZES:
-        N, C, hxw, G = sizes
-        inputs = {"x": _data(rng, (N, C, hxw), dtype), "dy": _data(rng, (N, C, hxw), dtype),
-                  "gamma": _data(rng, (C,), dtype), "beta": _data(rng, (C,), dtype)}
-        inputs["mean"], inputs["rstd"] = cpu_kernels.forward(inputs["x"], inputs["gamma"], inputs["beta"], G,
-                                                             data_dtype=dtype, stat_dtype=dtype)[1:]
+        inputs = operator_inputs(rng, sizes, dtype)
         for isa in lib.isas:
             lib.MsGroupNormSelectIsa(isa.encode())
             for stream_min in (0, 1):  # the default (cached stores here), then every output streamed
                 lib.MsGroupNormSetStreamMinBytes(stream_min)
                 arena = Arena(16 * (inputs["x"].nbytes + 2 * PAGE))
-                want = _run(lib, op, sizes, dtype, inputs, lambda name, a: arena.array(a, 64))
+                want = call_placed(lib, op, sizes, dtype, inputs, lambda name, a: arena.array(a, 64))
                 # the output above x (every operator reads x), then above dy (the backwards)
                 for under in ("x", "dy") if op.endswith("backward") else ("x",):
                     for delta in DELTAS:
                         arena = Arena(16 * (inputs["x"].nbytes + 2 * PAGE))
                         offsets = {under: 64, "out": 64 + delta}
-                        got = _run(lib, op, sizes, dtype, inputs,
+                        got = call_placed(lib, op, sizes, dtype, inputs,
                                    lambda name, a: arena.array(a, offsets.get(name, 640 + 16 * len(name))))
                         assert got == want, f"{isa}, {op}, {dtype}, {sizes}: output {delta} bytes above {under}"
                         checked += 1

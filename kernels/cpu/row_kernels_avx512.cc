@@ -1,5 +1,8 @@
 // The AVX-512 build of the row loops: 16 float lanes per zmm register, FMA, F16C-style
-// fp16 conversions of AVX-512F, bf16 rounding in integer arithmetic.
+// fp16 conversions of AVX-512F, bf16 rounding in integer arithmetic, AVX-512BW's masked
+// 16-bit moves (with VL's 256-bit forms) for the rows' last partial vector. It runs where the
+// CPU has AVX-512F, BW and VL: every AVX-512 CPU since Skylake-SP, and Zen 4; the Xeon Phi
+// lacks BW and VL and takes the AVX2 build.
 // Only the code between push_options and pop_options is compiled for AVX-512; the
 // function that checks the CPU stays baseline so it is safe to call anywhere.
 
@@ -21,7 +24,7 @@
 #include <immintrin.h>
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,fma")
 #include "fp_contract_off.h"
 
 namespace ms_groupnorm {
@@ -142,21 +145,27 @@ struct V {
   static void Fence() { _mm_sfence(); }
 
   // Partial vectors: the first n < kWidth elements of a row in one masked step, where the
-  // other builds go lane by lane (row_kernels_impl.h). Lanes n and up load as 0 and are
-  // neither stored nor changed by Select, and every lane computes what the scalar step
-  // computes (same FMA, same conversions), so the bits are those of the lane-by-lane tail.
-  // Float data only: masked 16-bit loads and stores need AVX-512BW, which this build does
-  // not ask of the CPU, and going through a stack buffer instead made 7x7 rows of fp16 and
-  // bf16 twice as slow as the lane-by-lane tail (a store-forwarding stall per row).
+  // other builds go lane by lane (row_kernels_impl.h). Lanes n and up load as 0 (masked
+  // loads do not touch the memory past the row) and are neither stored nor changed by
+  // Select, and every lane computes what the scalar step computes (same FMA, same
+  // conversions), so the bits are those of the lane-by-lane tail. The 16-bit forms use
+  // AVX-512BW's masked 16-bit moves: without them the tail went lane by lane and then
+  // folded its sums through memory, which made rows of 49 or 37 bf16 elements 1.3-2.4x
+  // as slow per element as float rows (a stack buffer instead was slower still). MapRow
+  // still stores a 16-bit tail of up to kScalarTailMax elements lane by lane.
   template <typename T>
-  static constexpr bool kPartial = sizeof(T) == sizeof(float);
+  static constexpr bool kPartial = true;
   static __mmask16 FirstLanes(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static __m256i LoadFirstBits(const void *p, int n) { return _mm256_maskz_loadu_epi16(FirstLanes(n), p); }
+  static void StoreFirstBits(void *p, __m256i bits, int n) { _mm256_mask_storeu_epi16(p, FirstLanes(n), bits); }
   static reg LoadFirst(const float *p, int n) { return _mm512_maskz_loadu_ps(FirstLanes(n), p); }
+  static reg LoadFirst(const Half *p, int n) { return _mm512_cvtph_ps(LoadFirstBits(p, n)); }
+  static reg LoadFirst(const BFloat16 *p, int n) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(LoadFirstBits(p, n)), 16));
+  }
   static void StoreFirst(float *p, reg v, int n) { _mm512_mask_storeu_ps(p, FirstLanes(n), v); }
-  template <typename T>
-  static reg LoadFirst(const T *p, int n);  // declared only: kPartial<T> is false for 16-bit T
-  template <typename T>
-  static void StoreFirst(T *p, reg v, int n);
+  static void StoreFirst(Half *p, reg v, int n) { StoreFirstBits(p, HalfBits(v), n); }
+  static void StoreFirst(BFloat16 *p, reg v, int n) { StoreFirstBits(p, BFloat16Bits(v), n); }
   // Lanes below n from `updated`, the others from `kept`.
   static reg Select(int n, reg updated, reg kept) { return _mm512_mask_mov_ps(kept, FirstLanes(n), updated); }
 };
@@ -181,7 +190,9 @@ static const RowKernelSet &Set() {
 
 const RowKernelSet *Avx512RowKernels() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") ? &isa_avx512::Set() : nullptr;
+  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl");
+  return supported ? &isa_avx512::Set() : nullptr;
 }
 
 }  // namespace ms_groupnorm

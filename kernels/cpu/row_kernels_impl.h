@@ -211,6 +211,7 @@ template <int kInputs, typename T, typename PairOp, typename StorePair>
 // scalar tail. pair_op(i, a, b) computes the pair of vectors from i in LoadPair's layout.
 // partial_op(i, k) is vector_op(i) on the k < kWidth elements from i (V::kPartial builds).
 // lookahead: the pairs as PairsLookingAhead orders them (an input lies just below out).
+constexpr int64_t kScalarTailMax = 8;
 template <int kInputs, typename T, typename PairOp, typename VectorOp, typename PartialOp, typename ScalarOp>
 inline void MapRow(T *out, int64_t n, bool stream, bool lookahead, PairOp pair_op, VectorOp vector_op,
                    PartialOp partial_op, ScalarOp scalar_op) {
@@ -240,8 +241,10 @@ inline void MapRow(T *out, int64_t n, bool stream, bool lookahead, PairOp pair_o
     for (; i + V::kWidth <= n; i += V::kWidth) V::Store(out + i, vector_op(i));
   }
   if constexpr (V::template kPartial<T>) {
-    if (i < n) V::StoreFirst(out + i, partial_op(i, static_cast<int>(n - i)), static_cast<int>(n - i));
-    return;
+    if (sizeof(T) == sizeof(float) || n - i > kScalarTailMax) {
+      if (i < n) V::StoreFirst(out + i, partial_op(i, static_cast<int>(n - i)), static_cast<int>(n - i));
+      return;
+    }
   }
   for (; i < n; ++i) out[i] = FromFloat<T>(scalar_op(i));
 }

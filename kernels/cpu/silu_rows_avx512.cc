@@ -77,7 +77,10 @@ static const SiluRowKernelSet &Set() {
 
 const SiluRowKernelSet *Avx512SiluRowKernels() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") ? &isa_silu_avx512::Set() : nullptr;
+  // the CPUs the row loops' AVX-512 build runs on (row_kernels_avx512.cc), which this one follows
+  const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl");
+  return supported ? &isa_silu_avx512::Set() : nullptr;
 }
 
 }  // namespace ms_groupnorm

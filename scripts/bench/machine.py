@@ -27,7 +27,7 @@ def cpu_isa():
             flags = set(next(line for line in info if line.startswith("flags")).split())
     except (OSError, StopIteration):
         return "unknown ISA"
-    if "avx512f" in flags:
+    if {"avx512f", "avx512bw", "avx512vl"} <= flags:
         return "AVX-512" + (" with avx512_bf16" if "avx512_bf16" in flags else ", no avx512_bf16")
     if "avx2" in flags:
         return "AVX2, no AVX-512"
