@@ -29,7 +29,8 @@ the ideal backward), for the forward np.copyto(y, x) (one read, one write). The 
 gives ours and that pass in GB/s (the bytes the ideal kernel moves) for the shapes whose data
 outgrow the L2 cache, and ns per element for the small, cache-resident ones.
 
-It loads the library directly (no MindSpore import, so no MindSpore thread pools).
+It calls the library through ctypes, not through MindSpore (importing ms_groupnorm imports
+MindSpore, whose threads stay idle here: 1- and 2-thread times were the same without that import).
 Times are per call; torch allocates its outputs on every call, which is what a
 torch user pays (its .out overload is a wrapper around the same call and is slower).
 """
