@@ -137,7 +137,7 @@ SYSTEM_WORKSPACE = 16 * 1024 * 1024  # GetLibApiWorkSpaceSize on the 910B: the p
 VECTOR_CORES = 48
 UB_BYTES = 196608
 GE_DTYPES = {"float32": 0, "float16": 1, "bfloat16": 27}  # ge::DataType DT_FLOAT, DT_FLOAT16, DT_BF16
-ATTR_KINDS = {"int": 0, "float": 1, "bool": 2, "str": 3}  # cann_tiling_host.cc AttrKind
+ATTR_KINDS = {"int": 0, "float": 1, "bool": 2, "str": 3}  # host_entry_common.h AttrKind
 
 
 def checkouts(op=GROUP_NORM_GRAD):
@@ -266,7 +266,7 @@ def host_library(paths, op):
                 asc / "include/utils/tiling/platform", asc / "include/utils/tiling", asc / "include/utils",
                 asc / "include"]
     flags = HOST_FLAGS + [f"-I{d}" for d in includes]
-    stubs = _dir_digest(PEER / "host_stubs")
+    stubs = _digest(_dir_digest(PEER / "host_stubs"), (PEER / "host_entry_common.h").read_bytes())
     header = (ops_nn / op.tiling_header).read_bytes()
     sources = ([ops_nn / op.op_dir / "op_host" / f"{n}.cpp" for n in op.host_files]
                + [metadef / s for s in HOST_METADEF] + [asc / s for s in HOST_ASC_DEVKIT]

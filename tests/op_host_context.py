@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import cann_peer
 
@@ -115,7 +116,8 @@ def _build(kind):
                 asc / "include/utils/tiling", asc / "include/utils", asc / "include"]
     flags = cann_peer.HOST_FLAGS + lib_flag + ["-DNO_OPERATOR_IMPL"] + [f"-I{d}" for d in includes]
     ours = cann_peer._digest(cann_peer._dir_digest(OP_HOST), cann_peer._dir_digest(cann_peer.ASCENDC / "op_kernel"),
-                             cann_peer._dir_digest(cann_peer.PEER / "host_stubs"))
+                             cann_peer._dir_digest(cann_peer.PEER / "host_stubs"),
+                             (cann_peer.PEER / "host_entry_common.h").read_bytes())
     sources = (sorted(OP_HOST.glob("*.cpp")) + [metadef / s for s in OPDEF_METADEF + cann_peer.HOST_METADEF + builders]
                + [asc / s for s in cann_peer.HOST_ASC_DEVKIT] + [entry])
     cache = cann_peer._cache()
@@ -125,6 +127,15 @@ def _build(kind):
     objects = [o for _, o in jobs]
     return ctypes.CDLL(str(cann_peer._link(objects, cache / f"libown_{kind}-{cann_peer._digest(*objects)}.so",
                                            ["-ldl"])))
+
+
+def build_or_skip(build):
+    """``build()`` (library or infer_library), or a pytest skip with the one-line reason the CANN
+    checkouts give."""
+    reason = checkouts()
+    if isinstance(reason, str):
+        pytest.skip(reason)
+    return build()
 
 
 @functools.lru_cache(maxsize=None)

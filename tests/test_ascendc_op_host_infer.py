@@ -20,10 +20,7 @@ X_SHAPES = [(7, 12), (2, 12, 5), (3, 12, 4, 6), (2, 12, 1, 3, 1, 2, 1, 2)]
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    reason = op_host_context.checkouts()
-    if isinstance(reason, str):
-        pytest.skip(reason)
-    return op_host_context.infer_library()
+    return op_host_context.build_or_skip(op_host_context.infer_library)
 
 
 def _inputs(op, data, G, **changed):

@@ -28,12 +28,13 @@
 #include "register/op_impl_registry.h"
 #include "register/op_impl_registry_base.h"
 
+#include "host_entry_common.h"
+
 #define GNMS_PEER_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 
-// The attribute kinds of GnmsPeerTiling's attrKinds, one per OpDef attribute.
-enum AttrKind : int { kAttrInt = 0, kAttrFloat = 1, kAttrBool = 2, kAttrString = 3 };
+using gnms_peer::CopyError;
 
 fe::PlatFormInfos Platform910B(int64_t vectorCores, int64_t ubBytes) {
   fe::PlatFormInfos p;
@@ -49,12 +50,6 @@ fe::PlatFormInfos Platform910B(int64_t vectorCores, int64_t ubBytes) {
   return p;
 }
 
-void Copy(const std::string &message, char *error, int errorLen) {
-  if (error == nullptr || errorLen <= 0) return;
-  std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
-  error[errorLen - 1] = '\0';
-}
-
 // The compile info TilingParse fills, as raw bytes: its layout is the operator's own struct
 // (tests/cann_peer.py reads it back with the field list of the operator's description).
 struct alignas(16) CompileInfoBytes {
@@ -65,7 +60,7 @@ struct alignas(16) CompileInfoBytes {
 
 // tensors: numInputs + numOutputs, in the order of the OpDef; tensor i has ranks[i] dims, taken in turn
 // from dims, and ge::DataType dtypes[i] (0 DT_FLOAT, 1 DT_FLOAT16, 27 DT_BF16).
-// attrs: attrKinds[i] (AttrKind) with its value in ints[i], floats[i] or strings[i].
+// attrs: attrKinds[i] (gnms_peer::AttrKind) with its value in ints[i], floats[i] or strings[i].
 // compileInfo: compileInfoBytes (at most 256) of what TilingParse filled.
 // out[0..5): tiling bytes, tiling key, block dim, workspace bytes (system + user), schedule mode.
 // Returns 0, or 1 with the reason in `error`.
@@ -78,11 +73,11 @@ GNMS_PEER_EXPORT int GnmsPeerTiling(const char *opType, int numInputs, int numOu
   const std::string op(opType);
   const auto *impl = gert::OpImplRegistry::GetInstance().GetOpImpl(op.c_str());
   if (impl == nullptr || impl->tiling == nullptr || impl->tiling_parse == nullptr) {
-    Copy(op + "'s tiling is not registered (IMPL_OP_OPTILING did not run)", error, errorLen);
+    CopyError(op + "'s tiling is not registered (IMPL_OP_OPTILING did not run)", error, errorLen);
     return 1;
   }
   if (compileInfoBytes > static_cast<int64_t>(sizeof(CompileInfoBytes))) {
-    Copy("compile info larger than 256 bytes", error, errorLen);
+    CopyError("compile info larger than 256 bytes", error, errorLen);
     return 1;
   }
   fe::PlatFormInfos platform = Platform910B(vectorCores, ubBytes);
@@ -97,21 +92,11 @@ GNMS_PEER_EXPORT int GnmsPeerTiling(const char *opType, int numInputs, int numOu
                          .Build();
   if (parseHolder.GetContext() == nullptr ||
       impl->tiling_parse(reinterpret_cast<gert::KernelContext *>(parseHolder.GetContext())) != ge::GRAPH_SUCCESS) {
-    Copy(op + "'s TilingParse failed", error, errorLen);
+    CopyError(op + "'s TilingParse failed", error, errorLen);
     return 1;
   }
-  const gert::StorageFormat nd{ge::FORMAT_ND, ge::FORMAT_ND, {}};
   const int numTensors = numInputs + numOutputs;
-  std::vector<gert::Tensor> tensors(static_cast<size_t>(numTensors));
-  const int64_t *dim = dims;
-  for (int i = 0; i < numTensors; ++i) {
-    gert::StorageShape shape;
-    for (int d = 0; d < ranks[i]; ++d, ++dim) {
-      shape.MutableOriginShape().AppendDim(*dim);
-      shape.MutableStorageShape().AppendDim(*dim);
-    }
-    tensors[static_cast<size_t>(i)] = gert::Tensor{shape, nd, static_cast<ge::DataType>(dtypes[i])};
-  }
+  std::vector<gert::Tensor> tensors = gnms_peer::HostTensors(numTensors, ranks, dims, dtypes);
   std::vector<gert::Tensor *> inputs, outputs;
   for (int i = 0; i < numTensors; ++i) (i < numInputs ? inputs : outputs).push_back(&tensors[static_cast<size_t>(i)]);
   auto workspace = gert::ContinuousVector::Create<size_t>(8);
@@ -121,14 +106,9 @@ GNMS_PEER_EXPORT int GnmsPeerTiling(const char *opType, int numInputs, int numOu
       .IONum(static_cast<size_t>(numInputs), static_cast<size_t>(numOutputs))
       .InputTensors(inputs)
       .OutputTensors(outputs);
-  for (int i = 0; i < numAttrs; ++i) {
-    switch (attrKinds[i]) {
-      case kAttrInt: builder.AppendAttr(static_cast<int64_t>(ints[i])); break;
-      case kAttrFloat: builder.AppendAttr(static_cast<float>(floats[i])); break;
-      case kAttrBool: builder.AppendAttr(ints[i] != 0); break;
-      case kAttrString: builder.AppendAttr(ge::AscendString(strings[i])); break;
-      default: Copy("unknown attribute kind", error, errorLen); return 1;
-    }
+  if (!gnms_peer::AppendAttrs(builder, numAttrs, attrKinds, ints, floats, strings)) {
+    CopyError("unknown attribute kind", error, errorLen);
+    return 1;
   }
   auto holder = builder.CompileInfo(&compile)
                     .PlatformInfo(&platform)
@@ -138,11 +118,11 @@ GNMS_PEER_EXPORT int GnmsPeerTiling(const char *opType, int numInputs, int numOu
                     .Build();
   gert::TilingContext *context = holder.GetContext();
   if (context == nullptr) {
-    Copy("OpTilingContextBuilder built no context", error, errorLen);
+    CopyError("OpTilingContextBuilder built no context", error, errorLen);
     return 1;
   }
   if (impl->tiling(context) != ge::GRAPH_SUCCESS) {
-    Copy("CANN's " + op + " tiling refused the shape (its reason is on stderr)", error, errorLen);
+    CopyError("CANN's " + op + " tiling refused the shape (its reason is on stderr)", error, errorLen);
     return 1;
   }
   const gert::TilingData *data = context->GetRawTilingData();

@@ -17,36 +17,19 @@
 #include "register/op_impl_registry.h"
 #include "register/op_impl_registry_base.h"
 
+#include "host_entry_common.h"
+
 #define GNMS_PEER_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
 
+using gnms_peer::CopyError;
 constexpr int kMaxRank = 8;
-enum AttrKind : int { kAttrInt = 0, kAttrFloat = 1, kAttrBool = 2 };
-
-void Copy(const std::string &message, char *error, int errorLen) {
-  if (error == nullptr || errorLen <= 0) return;
-  std::strncpy(error, message.c_str(), static_cast<size_t>(errorLen) - 1);
-  error[errorLen - 1] = '\0';
-}
-
-template <typename Builder>
-bool AppendAttrs(Builder &builder, int numAttrs, const int *attrKinds, const int64_t *ints, const double *floats) {
-  for (int i = 0; i < numAttrs; ++i) {
-    switch (attrKinds[i]) {
-      case kAttrInt: builder.AppendAttr(static_cast<int64_t>(ints[i])); break;
-      case kAttrFloat: builder.AppendAttr(static_cast<float>(floats[i])); break;
-      case kAttrBool: builder.AppendAttr(ints[i] != 0); break;
-      default: return false;
-    }
-  }
-  return true;
-}
 
 }  // namespace
 
 // Inputs: numInputs tensors in OpDef order, tensor i with ranks[i] dims taken in turn from dims and
-// ge::DataType dtypes[i]; attributes as GnmsPeerTiling takes them (a prefix of the OpDef's).
+// ge::DataType dtypes[i]; attributes as GnmsPeerTiling takes them (a prefix of the OpDef's; no strings).
 // Outputs: outRanks[j] and outDims[j * 8 ..] (InferShape), outDtypes[j] (InferDataType).
 // Returns 0; 1 with the reason in `error` where an inference refused the call; 2 where this harness
 // could not run it (the operator or its functions not registered, a context not built).
@@ -57,23 +40,13 @@ GNMS_PEER_EXPORT int GnmsOwnInfer(const char *opType, int numInputs, int numOutp
   const std::string op(opType);
   const auto *impl = gert::OpImplRegistry::GetInstance().GetOpImpl(op.c_str());
   if (impl == nullptr || impl->infer_shape == nullptr || impl->infer_datatype == nullptr) {
-    Copy(op + "'s InferShape/InferDataType are not registered (OP_ADD under OP_PROTO_LIB did not run)", error,
+    CopyError(op + "'s InferShape/InferDataType are not registered (OP_ADD under OP_PROTO_LIB did not run)", error,
          errorLen);
     return 2;
   }
-  const gert::StorageFormat nd{ge::FORMAT_ND, ge::FORMAT_ND, {}};
-  std::vector<gert::Tensor> tensors(static_cast<size_t>(numInputs));
+  std::vector<gert::Tensor> tensors = gnms_peer::HostTensors(numInputs, ranks, dims, dtypes);
   std::vector<gert::Tensor *> inputs;
-  const int64_t *dim = dims;
-  for (int i = 0; i < numInputs; ++i) {
-    gert::StorageShape shape;
-    for (int d = 0; d < ranks[i]; ++d, ++dim) {
-      shape.MutableOriginShape().AppendDim(*dim);
-      shape.MutableStorageShape().AppendDim(*dim);
-    }
-    tensors[static_cast<size_t>(i)] = gert::Tensor{shape, nd, static_cast<ge::DataType>(dtypes[i])};
-    inputs.push_back(&tensors[static_cast<size_t>(i)]);
-  }
+  for (gert::Tensor &tensor : tensors) inputs.push_back(&tensor);
 
   gert::OpInferShapeContextBuilder shapeBuilder;
   shapeBuilder.OpType(op.c_str()).OpName(op.c_str()).IONum(static_cast<size_t>(numInputs),
@@ -82,24 +55,24 @@ GNMS_PEER_EXPORT int GnmsOwnInfer(const char *opType, int numInputs, int numOutp
   for (int j = 0; j < numOutputs; ++j) {
     shapeBuilder.OutputTensorDesc(static_cast<size_t>(j), ge::DT_FLOAT, ge::FORMAT_ND, ge::FORMAT_ND);
   }
-  if (!AppendAttrs(shapeBuilder, numAttrs, attrKinds, ints, floats)) {
-    Copy("unknown attribute kind", error, errorLen);
+  if (!gnms_peer::AppendAttrs(shapeBuilder, numAttrs, attrKinds, ints, floats, nullptr)) {
+    CopyError("unknown attribute kind", error, errorLen);
     return 2;
   }
   auto shapeHolder = shapeBuilder.Build();
   gert::InferShapeContext *shapeContext = shapeHolder.GetContext();
   if (shapeContext == nullptr) {
-    Copy("OpInferShapeContextBuilder built no context", error, errorLen);
+    CopyError("OpInferShapeContextBuilder built no context", error, errorLen);
     return 2;
   }
   if (impl->infer_shape(shapeContext) != ge::GRAPH_SUCCESS) {
-    Copy(op + "'s InferShape refused the call (its reason is on stderr)", error, errorLen);
+    CopyError(op + "'s InferShape refused the call (its reason is on stderr)", error, errorLen);
     return 1;
   }
   for (int j = 0; j < numOutputs; ++j) {
     const gert::Shape *shape = shapeContext->GetOutputShape(static_cast<size_t>(j));
     if (shape == nullptr || shape->GetDimNum() > static_cast<size_t>(kMaxRank)) {
-      Copy(op + "'s InferShape left output " + std::to_string(j) + " without a shape of rank <= 8", error, errorLen);
+      CopyError(op + "'s InferShape left output " + std::to_string(j) + " without a shape of rank <= 8", error, errorLen);
       return 1;
     }
     outRanks[j] = static_cast<int>(shape->GetDimNum());
@@ -114,15 +87,15 @@ GNMS_PEER_EXPORT int GnmsOwnInfer(const char *opType, int numInputs, int numOutp
                                 ge::FORMAT_ND);
   }
   for (int j = 0; j < numOutputs; ++j) typeBuilder.OutputTensorDesc(static_cast<size_t>(j), ge::FORMAT_ND, ge::FORMAT_ND);
-  AppendAttrs(typeBuilder, numAttrs, attrKinds, ints, floats);
+  gnms_peer::AppendAttrs(typeBuilder, numAttrs, attrKinds, ints, floats, nullptr);
   auto typeHolder = typeBuilder.Build();
   gert::InferDataTypeContext *typeContext = typeHolder.GetContext();
   if (typeContext == nullptr) {
-    Copy("OpInferDataTypeContextBuilder built no context", error, errorLen);
+    CopyError("OpInferDataTypeContextBuilder built no context", error, errorLen);
     return 2;
   }
   if (impl->infer_datatype(typeContext) != ge::GRAPH_SUCCESS) {
-    Copy(op + "'s InferDataType refused the call", error, errorLen);
+    CopyError(op + "'s InferDataType refused the call", error, errorLen);
     return 1;
   }
   for (int j = 0; j < numOutputs; ++j) outDtypes[j] = static_cast<int>(typeContext->GetOutputDataType(static_cast<size_t>(j)));
