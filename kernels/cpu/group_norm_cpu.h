@@ -44,6 +44,7 @@
 
 #include "backward_sums.h"
 #include "call_scratch.h"
+#include "channel_chains.h"
 #include "forward_kernel.h"
 #include "group_norm_float64.h"
 #include "group_norm_sizes.h"
@@ -68,9 +69,9 @@ class BackwardKernel {
         schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
         sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
-        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<float>(sizes.C)),
+        room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<double>(sizes.C)),
         inv_m_(1.0 / static_cast<double>(sizes.D() * sizes.HxW)) {
-    for (int64_t c = 0; c < s_.C; ++c) gamma_[c] = GammaAt(gamma, c);
+    for (int64_t c = 0; c < s_.C; ++c) gamma_[c] = static_cast<double>(GammaAt(gamma, c));
   }
 
   void Run() { schedule_.Run(*this, mask_, room_, room_floats_); }
@@ -174,21 +175,8 @@ class BackwardKernel {
     const double *db = &sums_.db[n * C], *ds = &sums_.ds[n * C];
     bool plain = true;
     for (int64_t g = 0; g < G; ++g) {
-      // GroupSums' chains (channel d in chain d % 4), unrolled by 4 as there so that the
-      // chains stay in registers when D is known only at run time
-      double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
-      auto add = [&](int64_t d, int k) __attribute__((always_inline)) {
-        const double gamma = gamma_[g * D + d];
-        s1_chain[k] += gamma * db[g * D + d];
-        if (need_ds_) t2_chain[k] += gamma * ds[g * D + d];
-      };
-      int64_t d = 0;
-      for (; d + kChainsOverChannels <= D; d += kChainsOverChannels) {
-        for (int k = 0; k < kChainsOverChannels; ++k) add(d + k, k);
-      }
-      for (int k = 0; d < D; ++d, ++k) add(d, k);
-      const double s1 = (s1_chain[0] + s1_chain[1]) + (s1_chain[2] + s1_chain[3]);
-      const double t2 = (t2_chain[0] + t2_chain[1]) + (t2_chain[2] + t2_chain[3]);
+      double s1, t2;
+      ChannelChainSums(need_ds_, gamma_ + g * D, db + g * D, ds + g * D, D, &s1, &t2);  // as GroupSums
       const double r = ToFloat(in_.rstd[ng0 + g]);
       const double b_group = -r * r * r * t2 * inv_m_, c0_group = -r * s1 * inv_m_;
       sums_.b[ng0 + g] = b_group;
@@ -197,8 +185,8 @@ class BackwardKernel {
       plain &= std::isfinite(s1) & std::isfinite(t2) & !wide::RstdOutsideFloatRange(r) &
                !wide::LostInFloat(b_group) & !wide::LostInFloat(c0_group);
       const float b_float = static_cast<float>(b_group), c0_float = static_cast<float>(c0_group);
-      for (d = 0; d < D; ++d) {
-        a[g * D + d] = static_cast<float>(r * gamma_[g * D + d]);
+      ScaledGammas(r, gamma_ + g * D, D, a + g * D);
+      for (int64_t d = 0; d < D; ++d) {
         b[g * D + d] = b_float;
         c0[g * D + d] = c0_float;
       }
@@ -271,7 +259,7 @@ class BackwardKernel {
       }
       return;
     }
-    for (int64_t k = 0; k < rows; ++k) a[k] = static_cast<float>(r * gamma_[c_first + k]);
+    ScaledGammas(r, gamma_ + c_first, rows, a);
     rows_.affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, s_.HxW, rows, a, static_cast<float>(b), mu,
                       static_cast<float>(c0), stream_);
   }
@@ -285,7 +273,7 @@ class BackwardKernel {
   }
   static size_t ScratchBytes(const GroupNormSizes &s, const BackwardSchedule &schedule, int64_t room_floats) {
     return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(ACount(s, schedule)) +
-           CallScratch::Bytes<float>(schedule.threads() * room_floats) + CallScratch::Bytes<float>(s.C);
+           CallScratch::Bytes<float>(schedule.threads() * room_floats) + CallScratch::Bytes<double>(s.C);
   }
 
   void WideReduce(int64_t n, int64_t c, float mu) {
@@ -295,27 +283,11 @@ class BackwardKernel {
   }
 
   // S1 = sum_c gamma_c db[n, c] and T2 = sum_c gamma_c ds[n, c] over group ng, in
-  // kChainsOverChannels interleaved chains (channel c in chain c % 4, folded as
-  // (0 + 1) + (2 + 3)): one serial chain of double adds was a tenth of the whole backward
-  // for 40 channels of 8x8.
-  static constexpr int kChainsOverChannels = 4;
+  // kChainsOverChannels interleaved chains (channel_chains.h).
   [[gnu::always_inline]] inline void GroupSums(int64_t ng, double *s1, double *t2) const {
     const int64_t D = s_.D(), n = ng / s_.G, g = ng % s_.G;
-    double s1_chain[kChainsOverChannels] = {}, t2_chain[kChainsOverChannels] = {};
-    const double *db = &sums_.db[n * s_.C + g * D], *ds = &sums_.ds[n * s_.C + g * D];
-    // inlined into the loop (a call per channel was a fifth of 8000 x 64, G = 32)
-    auto add = [&](int64_t d, int k) __attribute__((always_inline)) {
-      const double gamma = gamma_[g * D + d];
-      s1_chain[k] += gamma * db[d];
-      if (need_ds_) t2_chain[k] += gamma * ds[d];
-    };
-    int64_t d = 0;
-    for (; d + kChainsOverChannels <= D; d += kChainsOverChannels) {
-      for (int k = 0; k < kChainsOverChannels; ++k) add(d + k, k);
-    }
-    for (int k = 0; d < D; ++d, ++k) add(d, k);
-    *s1 = (s1_chain[0] + s1_chain[1]) + (s1_chain[2] + s1_chain[3]);
-    *t2 = (t2_chain[0] + t2_chain[1]) + (t2_chain[2] + t2_chain[3]);
+    const int64_t first = n * s_.C + g * D;
+    ChannelChainSums(need_ds_, gamma_ + g * D, &sums_.db[first], &sums_.ds[first], D, s1, t2);
   }
 
   BackwardData<T, U> in_;
@@ -330,7 +302,7 @@ class BackwardKernel {
   BackwardSums<U> sums_;
   float *a_;     // (N, C) dx coefficients rstd * gamma (none by sample)
   float *room_;  // (threads, room_floats_)
-  float *gamma_;  // (C,) gamma as float, converted once (a half-precision gamma per point was slow)
+  double *gamma_;  // (C,) gamma as double, converted once (a half-precision gamma per point was slow)
   double inv_m_;  // 1 / (D * HxW), the reciprocal of a group's element count
 };
 
