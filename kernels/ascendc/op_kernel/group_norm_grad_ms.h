@@ -181,7 +181,7 @@ class KernelGroupNormGradMs {
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));  // modes 0-1
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
-    if (t_->rowsGather != 0) {  // spread (K) and pack (an item's channelsPerItem * HxW) tables
+    if (t_->rowsGather != 0) {  // spread (K) and, with DxOnRuns, row (an item's channelsPerItem * HxW) tables
       pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
       BuildRowsGatherTables();
     }
@@ -355,6 +355,13 @@ class KernelGroupNormGradMs {
     return ((span - t_->HxW) / t_->residentStride + 1) * t_->HxW;
   }
   __aicore__ inline LocalTensor<float> RowsRun() { return FloatBuf(2); }  // free while an item is taken
+  // RUNS_BOTH_PASSES (never with SILU, whose per-row swish terms need the rows): the dx pass computes
+  // on an item's run as loaded, no spread, and stores dx as that run (one burst, not one a row). dx
+  // is element-wise but for a_c = rstd gamma_c, which one Gather spreads from gamma over the run
+  // (RowTable(): rowOf[j] = 4 (j / HxW), BuildRowsGatherTables) and a Muls scales by rstd: the fp32
+  // product the per-row path makes, so the bits are those of the rows.
+  __aicore__ inline bool DxOnRuns() const { return !SILU && t_->rowsGather == RUNS_BOTH_PASSES; }
+  __aicore__ inline LocalTensor<uint32_t> RowTable() { return gatherBuf_.Get<uint32_t>()[t_->chunkElems]; }
   __aicore__ inline void SpreadRun(const LocalTensor<float> &dst, int64_t span);
   // Issues loads until loadBuffers items are in flight.
   __aicore__ inline void Pump();

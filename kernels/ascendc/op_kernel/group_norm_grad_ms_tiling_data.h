@@ -107,7 +107,8 @@ struct GroupNormGradMsTilingData {
   // mode 1 with channelsPerItem > 1 and rows of HxW not a multiple of 16 (a DMA burst a row
   // otherwise): 1, the sums pass's dy and x move from GM to UB as one contiguous run an item, and
   // Gather spreads them into the rows residentStride apart they are computed in; 2
-  // (RUNS_BOTH_PASSES), the dx pass's loads too (its dx store stays a burst a row); 0: neither
+  // (RUNS_BOTH_PASSES), the dx pass too: it computes on the runs as loaded (a_c spread by Gather)
+  // and stores dx as a run; 0: neither
   int64_t rowsGather;
   // mode 0 by (n, g) with one channel a group (D == 1): a core's groups are consecutive rows in GM
   // (q = n * G + g, row q at q * HxW), so an item is groupRows of them (one DMA each way) and the
