@@ -181,10 +181,8 @@ class KernelGroupNormGradMs {
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));  // modes 0-1
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
-    if (t_->rowsGather != 0) {  // spread (K) and, with DxOnRuns, row (an item's channelsPerItem * HxW) tables
-      pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
-      BuildRowsGatherTables();
-    }
+    // spread (K) and, with DxOnRuns, row (an item's channelsPerItem * HxW) tables, built by StreamBegin
+    if (t_->rowsGather != 0) pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
     if (t_->affineAhead != 0) {
       // Two buffers: the next group's load needs no wait for the current one's cast. One with
       // three (dy, x) loads in flight: every freed buffer of a VECIN queue holds a V -> MTE2

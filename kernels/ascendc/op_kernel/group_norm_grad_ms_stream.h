@@ -25,6 +25,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StreamBegin(int64_t fi
   streamItem_ = 0;
   inFlight_ = 0;
   Pump();
+  // rowsGather's tables (once a core: one stream a core), after the first loads are issued: the scalar
+  // unit's ~450 table writes (~1 us) then pass within their latency instead of before them
+  if (t_->rowsGather != 0) BuildRowsGatherTables();
 }
 
 template <typename T, typename U, bool SILU>
