@@ -415,10 +415,15 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           // rows of L not a multiple of 16 are a DMA burst each in every array (64x512x7x7 G1: ~5,300
           // a core): an item moves as one run instead, spread into the rows by Gather (and dx packed)
           rows.hwGather = Lp != L && L < kGatherRowsBelow;
+          // GroupNormGradMs's runs (rowsGather 2): both passes load runs and dx is stored as runs, so UB
+          // holds no rows of T, only fp32 rows, which need 32-byte alignment alone: L rounded up to 8, not
+          // 16 (64x512x7x7: rows of 56, and Gather spreads 7/8 of the lanes it spread at 64)
+          if (rows.hwGather && !in.silu) rows.residentStride = AlignUp(L, 8);
+          const int64_t P = rows.residentStride;
           auto largestCpi = [&](const Layout &base, int64_t limit) {
-            return LargestFitting(base.hwGather ? std::min(limit, kMaxGatherElems / Lp) : limit, 1, [&](int64_t c) {
+            return LargestFitting(base.hwGather ? std::min(limit, kMaxGatherElems / P) : limit, 1, [&](int64_t c) {
               Layout l = base;
-              l.K = c * Lp;
+              l.K = AlignUp(c * P, kElemAlign);
               return fits(l);
             });
           };
@@ -426,7 +431,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           // (silu) and rstd gamma (dx) (kernel BroadcastRows), so that an item's per-row Muls/Adds are
           // one repeat-form instruction each (at most 255 rows an item; silu 64x512x7x7 G1 fp16 vector
           // busy 43 -> 27 us, est./bound 6.96 -> 5.80)
-          if (Lp <= 64 && (in.silu || in.dxRequired)) {
+          // (not with GroupNormGradMs's runs: its dx pass spreads rstd gamma_c over the run by Gather instead)
+          if (Lp <= 64 && (in.silu || (in.dxRequired && !rows.hwGather))) {
             Layout b = rows;
             b.bcastElems = ((in.silu ? 2 : 0) + (in.dxRequired ? 1 : 0)) * 8 * AlignUp(D, 8);
             if (largestCpi(b, std::min<int64_t>(cap, 255)) > 1) rows = b;
@@ -435,7 +441,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           if (cpi > 1) {
             t.channelsPerItem = cpi;
             layout = rows;
-            layout.K = cpi * Lp;
+            layout.K = AlignUp(cpi * P, kElemAlign);
           }
         }
       } else {
