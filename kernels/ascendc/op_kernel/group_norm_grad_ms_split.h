@@ -30,8 +30,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
   LocalTensor<float> db = TakeSums();
   // dg is db[statElems] (ChannelSums): statElems apart, as UB sources of a copy must be 32-byte aligned
   if constexpr (SILU) LoadAffine(k.g);
-  // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way)
-  const bool newGamma = !SILU && t_->hwSlices > 1 && t_->dxRequired != 0 && k.g != gammaGroup_;
+  // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way): with
+  // the HxW split, and with DxOnRuns, whose first dx item then needs no sums (DxFront) while they load
+  const bool newGamma = !SILU && (t_->hwSlices > 1 || DxOnRuns()) && t_->dxRequired != 0 && k.g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
   ChannelSums(k.c, rows, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
   StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, rows);
@@ -75,6 +76,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
       if (sumsAhead_ != k.group) IssueGroupSums(k.group);
       const bool newGamma = !SILU && g != gammaGroup_;
       if (newGamma) IssueLoad(statQue_, gammaGm_, g * t_->D, t_->D, false);
+      if (!newGamma && DxOnRuns()) {  // gamma is here (the sums pass loaded it): the first item's
+        DxFront(ItemLen(k.slice, 0), mean, rstd, gamma, k.c - g * t_->D, -1, rows);  // front, as they load
+        front = true;
+      }
       WaitFlag<HardEvent::MTE2_V>(sumsEvent_);
       pipe_->ReleaseEventID<HardEvent::MTE2_V>(sumsEvent_);
       sumsAhead_ = -1;
