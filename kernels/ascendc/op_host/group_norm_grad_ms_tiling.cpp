@@ -59,6 +59,7 @@ constexpr int64_t kShortItemElems = 4096;     // ... up to about this many eleme
 // est./bound 3.32 with the run against 2.75 without
 constexpr int64_t kGatherRowsBelow = 128;
 constexpr int64_t kUnevenMinBytes = 65536;  // a SyncAll (2 us) at a core's 33 GB/s (cost model)
+constexpr int64_t kStage2AheadMaxBytes = 16384;  // stage2Ahead's reservation in phase 1's UB at most
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
 using ms_groupnorm::tiling::BytesOf;
@@ -199,6 +200,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   const int64_t ubUsable = in.ubBytes - kUbReserveBytes;  // the plan never touches the reserve
 
   GroupNormGradMsTilingData t{};
+  int64_t phase1AheadBytes = 0;  // the stage2Ahead reservation of the chosen phase-1 layout
   t.N = in.N;
   t.C = in.C;
   t.HxW = in.HxW;
@@ -420,6 +422,16 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           // 16 (64x512x7x7: rows of 56, and Gather spreads 7/8 of the lanes it spread at 64)
           if (rows.hwGather && !in.silu) rows.residentStride = AlignUp(L, 8);
           const int64_t P = rows.residentStride;
+          // stage2Ahead (see the tiling data) for the channel split of these runs, with dx and dgamma/dbeta:
+          // stage 2 after the dx pass was a pipe reset, its loads' bursts (a sample a burst) and latency, ~3
+          // us of 64x512x7x7's ~31; a block's slice of channels (as the stage-2 section below cuts it), every
+          // sample in one load, reserved here, where it shrinks the items a little
+          if (t.splitByChannel && rows.hwGather && !in.silu && in.dxRequired && wantsStats &&
+              !(in.C % 8 == 0 && in.C <= 64) && in.N <= kMaxDmaRows) {
+            const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;
+            const int64_t bytes = Stage2AheadBytes(AlignUp(CeilDiv(in.C, in.coreNum), 8), in.N, statBytes, width);
+            if (bytes <= kStage2AheadMaxBytes) rows.stage2AheadBytes = bytes;
+          }
           auto largestCpi = [&](const Layout &base, int64_t limit) {
             return LargestFitting(base.hwGather ? std::min(limit, kMaxGatherElems / P) : limit, 1, [&](int64_t c) {
               Layout l = base;
@@ -565,6 +577,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
+    phase1AheadBytes = layout.stage2AheadBytes;
     t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN && !hwOneOneTask)) ? 1 : 0;
   }
 
@@ -594,6 +607,12 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       return Stage2Bytes(t.stage2PieceElems, r, statBytes, width) <= ubUsable;
     }));
     t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes, width);
+    if (phase1AheadBytes > 0 && !wholeRows) {  // the slice as one piece, every sample in one load (as reserved)
+      t.stage2Ahead = 1;
+      t.stage2PieceElems = t.stage2SliceElems;
+      t.stage2RowsPerLoad = t.reduceRows;
+      t.ubBytesStage2 = 0;  // no stage-2 layout of its own: phase 1's holds its buffers
+    }
   }
   t.blockDim = std::max<int64_t>({1, t.phase1Cores, t.stage2Cores});
   *out = t;

@@ -117,6 +117,7 @@ class KernelGroupNormGradMs {
         // the table stays dequeued (nothing allocates from gammaQue_ again; stage 2 resets the pipe)
       }
     }
+    bool stage2Issued = false;  // stage2Ahead: the block's stage-2 load is issued
     if (t_->numTasks > 0 && t_->needWorkspace != 0) {
       SyncAll();  // the workspace is complete only when every block has finished phase 1
     }
@@ -130,13 +131,23 @@ class KernelGroupNormGradMs {
         for (int64_t task = first, rows = 0; task < first + count; task += rows) {
           rows = ChannelRun(task, first + count);
           ChannelDxTask(task, rows, first + count);
+          // stage2Ahead: this block's stage-2 load, behind its first dx task's sums (which the dx pass waits
+          // for) on MTE2, its latency then passing while the dx pass runs
+          if (task == first && t_->stage2Ahead != 0 && block < t_->stage2Cores) {
+            stage2_.IssueFirst(block);
+            stage2Issued = true;
+          }
         }
       }
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
-      PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
-      pipe_->Reset();
-      stage2_.Run(t_, pipe_, block, wsDbGm_, wsDgGm_, dgammaGm_, dbetaGm_);
+      if (t_->stage2Ahead != 0 && block < t_->phase1Cores) {  // its buffers are among phase 1's
+        stage2_.Sum(block, dgammaGm_, dbetaGm_, stage2Issued);
+      } else {
+        PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
+        pipe_->Reset();
+        stage2_.Run(t_, pipe_, block, wsDbGm_, wsDgGm_, dgammaGm_, dbetaGm_);
+      }
     }
   }
 
@@ -212,6 +223,7 @@ class KernelGroupNormGradMs {
     pipe_->InitBuffer(statWindow_, GngStatWindowSlots(t_->mode) * 2 * t_->statWindowElems * sizeof(U));
     statFirst_ = 0;
     statCount_ = 0;
+    if (t_->stage2Ahead != 0) stage2_.Init(t_, pipe_, wsDbGm_, wsDgGm_, 1);  // last, as the host's Phase1Bytes
     if constexpr (SILU) Duplicate(Ones(), 1.0f, static_cast<int32_t>(K));  // once: the numerator of s = 1 / (1 + e)
   }
 

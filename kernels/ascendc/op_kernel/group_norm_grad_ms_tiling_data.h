@@ -69,6 +69,10 @@ struct GroupNormGradMsTilingData {
   // rows contiguous in GM and in UB: one DMA burst per array and load, and one repeat-form Add per
   // row for both arrays (their rows stage2RowsPerLoad x C floats apart)
   int64_t stage2WholeRows;
+  // the channel split of short rows (rowsGather 2) with dgamma/dbeta: stage 2's buffers sit among phase
+  // 1's, and a stage-2 block issues its one load (its slice is one piece, all rows in one load) after
+  // SyncAll, before its dx pass ends, and sums it after (no pipe reset, no load latency of its own)
+  int64_t stage2Ahead;
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;
