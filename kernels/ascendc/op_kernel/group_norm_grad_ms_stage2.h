@@ -27,7 +27,7 @@ class GroupNormGradMsStage2 {
   }
 
   // stage2Ahead: the buffers among phase 1's (one load buffer: the slice is one piece, its rows one
-  // load), the load issued after SyncAll (IssueFirst) while the core's dx pass runs, then Sum.
+  // load), the load issued after SyncAll (IssueFirst) near the end of the core's dx pass, then Sum.
   __aicore__ inline void Init(const GroupNormGradMsTilingData *tiling, TPipe *pipe, const GlobalTensor<float> &wsDb,
                               const GlobalTensor<float> &wsDg, int32_t loadBuffers) {
     t_ = tiling;
