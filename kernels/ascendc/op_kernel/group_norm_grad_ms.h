@@ -463,6 +463,7 @@ class KernelGroupNormGradMs {
   // end: the core's last task + 1 (its next group's sums are loaded ahead, IssueGroupSums).
   __aicore__ inline void ChannelDxTask(int64_t task, int64_t rows, int64_t end);
   __aicore__ inline void IssueGroupSums(int64_t group);
+  __aicore__ inline void ScaleGamma(const LocalTensor<float> &gamma, float rstd);
   // db, dg = db[statElems] of channels [c0, c0 + D) of sample n: the hwSlices partial rows
   // loaded, then summed in slice order.
   __aicore__ inline void IssueSlicePartials(int64_t n, int64_t c0, bool gamma);
@@ -599,6 +600,8 @@ class KernelGroupNormGradMs {
   int64_t cachedGroup_ = -1;
   int64_t sumsAhead_ = -1;  // channel split: the group whose db/dg loads are in flight (sumsEvent_ set)
   int32_t sumsEvent_ = 0;
+  LocalTensor<float> scaledGamma_;  // DxOnRuns, channel split: rstd * gamma_c of the group (ScaleGamma)
+  bool scaledHeld_ = false;
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()

@@ -355,8 +355,13 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
     // src[(srcBaseAddr + srcOffset[i]) / 4], srcBaseAddr in bytes), then dy * a_c
     const int32_t run = static_cast<int32_t>(rows * len);
     LocalTensor<float> coef = FloatBuf(2);
-    Gather(coef, gamma, RowTable(), static_cast<uint32_t>(gammaIndex * sizeof(float)), static_cast<uint32_t>(run));
-    Muls(coef, coef, rstd, run);
+    const uint32_t base = static_cast<uint32_t>(gammaIndex * sizeof(float));
+    if (t_->splitByChannel != 0) {  // rstd * gamma_c formed once a group (ScaleGamma)
+      Gather(coef, scaledGamma_, RowTable(), base, static_cast<uint32_t>(run));
+    } else {
+      Gather(coef, gamma, RowTable(), base, static_cast<uint32_t>(run));
+      Muls(coef, coef, rstd, run);
+    }
     Mul(dyF, dyF, coef, run);
     return;
   }

@@ -77,6 +77,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
       const bool newGamma = !SILU && g != gammaGroup_;
       if (newGamma) IssueLoad(statQue_, gammaGm_, g * t_->D, t_->D, false);
       if (!newGamma && DxOnRuns()) {  // gamma is here (the sums pass loaded it): the first item's
+        ScaleGamma(gamma, rstd);
         DxFront(ItemLen(k.slice, 0), mean, rstd, gamma, k.c - g * t_->D, -1, rows);  // front, as they load
         front = true;
       }
@@ -88,6 +89,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
       if (newGamma) {
         TakeAsFloat<U>(statQue_, t_->D, gamma);
         gammaGroup_ = g;
+        if (DxOnRuns()) ScaleGamma(gamma, rstd);
       }
     }
     if constexpr (SILU) LoadAffine(g);  // mostly still in UB from the sums pass
@@ -99,6 +101,19 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
     if (t_->hwSlices == 1 && (k.group + 1) * t_->D < end) IssueGroupSums(k.group + 1);
   }
   ChannelDx(n, k.c, rows, k.slice, mean, rstd, gamma, k.c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_, front);
+}
+
+// DxOnRuns with the channel split: rstd * gamma_c of the group's channels into ScaledGamma() (a
+// sumsQue_ buffer, free after the sums pass: taken at the first group and kept, never freed, as nothing
+// allocates from sumsQue_ after the sums pass), once a group, so
+// that each item gathers a_c without a Muls of its own (the same fp32 products).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ScaleGamma(const LocalTensor<float> &gamma, float rstd) {
+  if (!scaledHeld_) {
+    scaledGamma_ = sumsQue_.template AllocTensor<float>();
+    scaledHeld_ = true;
+  }
+  Muls(scaledGamma_, gamma, rstd, static_cast<int32_t>(t_->D));
 }
 
 // Without the HxW split: the workspace's db and dg of (n, g) group `group` (D floats each, at its
