@@ -30,6 +30,9 @@ CASES = {
     # of 3 groups), its next group's sums loaded ahead; with two groups a sample, groups switching
     "short_rows_uneven_split": (3, 512, 49, 1, (True, True, True)),
     "short_rows_two_groups": (2, 768, 49, 2, (True, True, True)),
+    # rows of 97 (no broadcast blocks: over 64 floats), the dx pass on runs: group tasks (1-2 cores),
+    # the channel split, and its held items (47-48 cores), whose dx pass reads the held runs
+    "short_rows_dx_runs_held": (2, 320, 97, 1, (True, True, True)),
     # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count (160 groups: more
     # than a small launch's one core takes)
     "hw_one_group_runs": (4, 40, 1, 40, (True, True, True)),

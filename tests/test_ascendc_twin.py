@@ -495,6 +495,39 @@ def test_short_channel_rows_reach_stage2_whole_with_the_sliced_bits(shape, G, dt
     check_against_reference(got, want, dtype_key, mask)
 
 
+# The channel split of short rows (rowsGather 2) with dx and dgamma/dbeta keeps stage 2's buffers among
+# phase 1's (tiling stage2Ahead): a block issues its slice's one workspace load after its first dx task
+# and sums it after its dx pass, with no pipe reset. 64x512x7x7 G1 is the row it is for; 8x257x7x7 G1
+# (C not a multiple of 8: a short last slice) and 2x320x97 G1 (rows over 64 floats) on 48 cores. The
+# same launch with stage 2 after the dx pass (stage2Ahead 0) gives the same bits, for each mask with
+# dx and one array or both, and both match the reference.
+@pytest.mark.parametrize("mask", [(True, True, True), (True, False, True), (True, True, False)],
+                         ids=["all", "dx_dbeta", "dx_dgamma"])
+@pytest.mark.parametrize("shape,dtype_key", [((8, 257, 49), "fp16"), ((2, 320, 97), "fp32"),
+                                             ((64, 512, 49), "bf16")], ids=["8x257x7x7", "2x320x97", "64x512x7x7"])
+def test_short_rows_stage2_ahead_gives_the_bits_of_stage2_after_the_dx_pass(shape, dtype_key, mask):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, 1, data_dtype, stat_dtype, 7)
+    tiling = twin.twin_tiling(N, C, HxW, 1, data_dtype, stat_dtype, mask=mask)
+    assert (tiling["stage2Ahead"], tiling["splitByChannel"], tiling["rowsGather"]) == (1, 1, 2)
+    assert tiling["stage2PieceElems"] == tiling["stage2SliceElems"] and tiling["stage2RowsPerLoad"] == N
+    after = {**tiling, "stage2Ahead": 0, "ubBytesStage2": 65536}
+
+    def launch(t):
+        outs = [np.full_like(arrays[name], 0x7F) if wanted else None
+                for name, wanted in zip(("x", "gamma", "gamma"), mask)]  # garbage to overwrite
+        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
+                          None], t, execution="deferred")
+        return outs
+
+    got = launch(tiling)
+    assert [None if o is None else o.tobytes() for o in got] == \
+        [None if o is None else o.tobytes() for o in launch(after)]
+    want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], 1)
+    check_against_reference(got, want, dtype_key, mask)
+
+
 # Modes 1-2 hold a task's first items in UB from its sums pass to its dx pass; the dx pass takes
 # them in turn with the loaded ones (then the rest), so the load buffers free while it converts a
 # held item. 2x100x64x64 G10 holds 4 of 10 items (loaded items left over), 2x24x64x64 G8 (fused)

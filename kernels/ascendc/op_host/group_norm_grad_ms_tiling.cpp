@@ -59,6 +59,7 @@ constexpr int64_t kShortItemElems = 4096;     // ... up to about this many eleme
 // est./bound 3.32 with the run against 2.75 without
 constexpr int64_t kGatherRowsBelow = 128;
 constexpr int64_t kUnevenMinBytes = 65536;  // a SyncAll (2 us) at a core's 33 GB/s (cost model)
+constexpr int64_t kStage2AheadMaxBytes = 16384;  // stage2Ahead's reservation in phase 1's UB at most
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
 
 using ms_groupnorm::tiling::BytesOf;
@@ -199,6 +200,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
   const int64_t ubUsable = in.ubBytes - kUbReserveBytes;  // the plan never touches the reserve
 
   GroupNormGradMsTilingData t{};
+  int64_t phase1AheadBytes = 0;  // the stage2Ahead reservation of the chosen phase-1 layout
   t.N = in.N;
   t.C = in.C;
   t.HxW = in.HxW;
@@ -415,10 +417,25 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           // rows of L not a multiple of 16 are a DMA burst each in every array (64x512x7x7 G1: ~5,300
           // a core): an item moves as one run instead, spread into the rows by Gather (and dx packed)
           rows.hwGather = Lp != L && L < kGatherRowsBelow;
+          // GroupNormGradMs's runs (rowsGather 2): both passes load runs and dx is stored as runs, so UB
+          // holds no rows of T, only fp32 rows, which need 32-byte alignment alone: L rounded up to 8, not
+          // 16 (64x512x7x7: rows of 56, and Gather spreads 7/8 of the lanes it spread at 64)
+          if (rows.hwGather && !in.silu) rows.residentStride = AlignUp(L, 8);
+          const int64_t P = rows.residentStride;
+          // stage2Ahead (see the tiling data) for the channel split of these runs, with dx and dgamma/dbeta:
+          // stage 2 after the dx pass was a pipe reset, its loads' bursts (a sample a burst) and latency, ~3
+          // us of 64x512x7x7's ~31; a block's slice of channels (as the stage-2 section below cuts it), every
+          // sample in one load, reserved here, where it shrinks the items a little
+          if (t.splitByChannel && rows.hwGather && !in.silu && in.dxRequired && wantsStats &&
+              !(in.C % 8 == 0 && in.C <= 64) && in.N <= kMaxDmaRows) {
+            const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;
+            const int64_t bytes = Stage2AheadBytes(AlignUp(CeilDiv(in.C, in.coreNum), 8), in.N, statBytes, width);
+            if (bytes <= kStage2AheadMaxBytes) rows.stage2AheadBytes = bytes;
+          }
           auto largestCpi = [&](const Layout &base, int64_t limit) {
-            return LargestFitting(base.hwGather ? std::min(limit, kMaxGatherElems / Lp) : limit, 1, [&](int64_t c) {
+            return LargestFitting(base.hwGather ? std::min(limit, kMaxGatherElems / P) : limit, 1, [&](int64_t c) {
               Layout l = base;
-              l.K = c * Lp;
+              l.K = AlignUp(c * P, kElemAlign);
               return fits(l);
             });
           };
@@ -426,7 +443,8 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           // (silu) and rstd gamma (dx) (kernel BroadcastRows), so that an item's per-row Muls/Adds are
           // one repeat-form instruction each (at most 255 rows an item; silu 64x512x7x7 G1 fp16 vector
           // busy 43 -> 27 us, est./bound 6.96 -> 5.80)
-          if (Lp <= 64 && (in.silu || in.dxRequired)) {
+          // (not with GroupNormGradMs's runs: its dx pass spreads rstd gamma_c over the run by Gather instead)
+          if (Lp <= 64 && (in.silu || (in.dxRequired && !rows.hwGather))) {
             Layout b = rows;
             b.bcastElems = ((in.silu ? 2 : 0) + (in.dxRequired ? 1 : 0)) * 8 * AlignUp(D, 8);
             if (largestCpi(b, std::min<int64_t>(cap, 255)) > 1) rows = b;
@@ -435,7 +453,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
           if (cpi > 1) {
             t.channelsPerItem = cpi;
             layout = rows;
-            layout.K = cpi * Lp;
+            layout.K = AlignUp(cpi * P, kElemAlign);
           }
         }
       } else {
@@ -559,6 +577,7 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.reduceWorkElems = std::max(ReduceWorkElems(layout.K), RowSumsWork(layout));
     t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
+    phase1AheadBytes = layout.stage2AheadBytes;
     t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN && !hwOneOneTask)) ? 1 : 0;
   }
 
@@ -588,6 +607,12 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       return Stage2Bytes(t.stage2PieceElems, r, statBytes, width) <= ubUsable;
     }));
     t.ubBytesStage2 = Stage2Bytes(t.stage2PieceElems, t.stage2RowsPerLoad, statBytes, width);
+    if (phase1AheadBytes > 0 && !wholeRows) {  // the slice as one piece, every sample in one load (as reserved)
+      t.stage2Ahead = 1;
+      t.stage2PieceElems = t.stage2SliceElems;
+      t.stage2RowsPerLoad = t.reduceRows;
+      t.ubBytesStage2 = 0;  // no stage-2 layout of its own: phase 1's holds its buffers
+    }
   }
   t.blockDim = std::max<int64_t>({1, t.phase1Cores, t.stage2Cores});
   *out = t;

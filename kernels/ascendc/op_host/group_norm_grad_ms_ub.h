@@ -61,6 +61,7 @@ struct Layout {
   int64_t loadBufs = kBufferNum;  // buffers of each of the dy and x load queues
   int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
   int64_t hwAccElems = 0;    // mode 3 with hwOneSamples: the task's fp32 db and dg sums (2 x G x P)
+  int64_t stage2AheadBytes = 0;  // stage2Ahead: stage 2's one load buffer, accumulators and stores
   bool hwGather = false;     // hwOneGather (mode 3), rowsGather (mode 1): Gather's two offset tables of K int32
   int64_t gammaAllElems = 0;  // mode 0 with groupRows: every channel's gamma, loaded once a core
 };
@@ -119,6 +120,7 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
   }
   total += AlignBytes(GngStatWindowSlots(l.mode) * 2 * l.statWindow * statBytes);  // the mean/rstd window(s)
   if (l.held > 0) total += AlignBytes(2 * l.held * l.K * dataBytes);  // the held items, as loaded
+  total += l.stage2AheadBytes;  // stage2Ahead: stage 2's buffers (Stage2AheadBytes)
   return total;
 }
 
@@ -127,6 +129,12 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
 // output staging buffers.
 int64_t Stage2Bytes(int64_t pieceElems, int64_t rows, int64_t statBytes, int64_t width) {
   return kBufferNum * AlignBytes(rows * width * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
+         kBufferNum * AlignBytes(pieceElems * statBytes);
+}
+
+// stage2Ahead: the same with one load buffer (the kernel's GroupNormGradMsStage2::Init).
+int64_t Stage2AheadBytes(int64_t pieceElems, int64_t rows, int64_t statBytes, int64_t width) {
+  return AlignBytes(rows * width * pieceElems * 4) + AlignBytes(2 * pieceElems * 4) +
          kBufferNum * AlignBytes(pieceElems * statBytes);
 }
 

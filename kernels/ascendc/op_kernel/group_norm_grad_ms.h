@@ -117,6 +117,7 @@ class KernelGroupNormGradMs {
         // the table stays dequeued (nothing allocates from gammaQue_ again; stage 2 resets the pipe)
       }
     }
+    bool stage2Issued = false;  // stage2Ahead: the block's stage-2 load is issued
     if (t_->numTasks > 0 && t_->needWorkspace != 0) {
       SyncAll();  // the workspace is complete only when every block has finished phase 1
     }
@@ -130,13 +131,25 @@ class KernelGroupNormGradMs {
         for (int64_t task = first, rows = 0; task < first + count; task += rows) {
           rows = ChannelRun(task, first + count);
           ChannelDxTask(task, rows, first + count);
+          // stage2Ahead: this block's stage-2 load once at most two items of its dx pass are left: its
+          // bursts (one a sample and array) then hold up no dx load still needed, and its latency passes
+          // while those items run (64x512x7x7 G1 fp16 est. 28.3 us issued after the first task, 27.1 here)
+          if (!stage2Issued && first + count - task - rows <= 2 * t_->channelsPerItem && t_->stage2Ahead != 0 &&
+              block < t_->stage2Cores) {
+            stage2_.IssueFirst(block);
+            stage2Issued = true;
+          }
         }
       }
     }
     if (t_->stage2Cores > 0 && block < t_->stage2Cores) {
-      PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
-      pipe_->Reset();
-      stage2_.Run(t_, pipe_, block, wsDbGm_, wsDgGm_, dgammaGm_, dbetaGm_);
+      if (t_->stage2Ahead != 0 && block < t_->phase1Cores) {  // its buffers are among phase 1's
+        stage2_.Sum(block, dgammaGm_, dbetaGm_, stage2Issued);
+      } else {
+        PipeBarrier<PIPE_ALL>();  // once: every pipe is done with the phase-1 buffers before UB is laid out anew
+        pipe_->Reset();
+        stage2_.Run(t_, pipe_, block, wsDbGm_, wsDgGm_, dgammaGm_, dbetaGm_);
+      }
     }
   }
 
@@ -181,10 +194,8 @@ class KernelGroupNormGradMs {
     }
     if (t_->bcastElems > 0) pipe_->InitBuffer(bcastBuf_, t_->bcastElems * sizeof(float));  // modes 0-1
     if (t_->heldItems > 0) pipe_->InitBuffer(heldBuf_, 2 * t_->heldItems * K * sizeof(T));
-    if (t_->rowsGather != 0) {  // spread (K) and pack (an item's channelsPerItem * HxW) tables
-      pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
-      BuildRowsGatherTables();
-    }
+    // spread (K) and, with DxOnRuns, row (an item's channelsPerItem * HxW) tables, built by StreamBegin
+    if (t_->rowsGather != 0) pipe_->InitBuffer(gatherBuf_, 2 * K * sizeof(int32_t));
     if (t_->affineAhead != 0) {
       // Two buffers: the next group's load needs no wait for the current one's cast. One with
       // three (dy, x) loads in flight: every freed buffer of a VECIN queue holds a V -> MTE2
@@ -214,6 +225,7 @@ class KernelGroupNormGradMs {
     pipe_->InitBuffer(statWindow_, GngStatWindowSlots(t_->mode) * 2 * t_->statWindowElems * sizeof(U));
     statFirst_ = 0;
     statCount_ = 0;
+    if (t_->stage2Ahead != 0) stage2_.Init(t_, pipe_, wsDbGm_, wsDgGm_, 1);  // last, as the host's Phase1Bytes
     if constexpr (SILU) Duplicate(Ones(), 1.0f, static_cast<int32_t>(K));  // once: the numerator of s = 1 / (1 + e)
   }
 
@@ -355,6 +367,13 @@ class KernelGroupNormGradMs {
     return ((span - t_->HxW) / t_->residentStride + 1) * t_->HxW;
   }
   __aicore__ inline LocalTensor<float> RowsRun() { return FloatBuf(2); }  // free while an item is taken
+  // RUNS_BOTH_PASSES (never with SILU, whose per-row swish terms need the rows): the dx pass computes
+  // on an item's run as loaded, no spread, and stores dx as that run (one burst, not one a row). dx
+  // is element-wise but for a_c = rstd gamma_c, which one Gather spreads from gamma over the run
+  // (RowTable(): rowOf[j] = 4 (j / HxW), BuildRowsGatherTables) and a Muls scales by rstd: the fp32
+  // product the per-row path makes, so the bits are those of the rows.
+  __aicore__ inline bool DxOnRuns() const { return !SILU && t_->rowsGather == RUNS_BOTH_PASSES; }
+  __aicore__ inline LocalTensor<uint32_t> RowTable() { return gatherBuf_.Get<uint32_t>()[t_->chunkElems]; }
   __aicore__ inline void SpreadRun(const LocalTensor<float> &dst, int64_t span);
   // Issues loads until loadBuffers items are in flight.
   __aicore__ inline void Pump();
@@ -444,6 +463,7 @@ class KernelGroupNormGradMs {
   // end: the core's last task + 1 (its next group's sums are loaded ahead, IssueGroupSums).
   __aicore__ inline void ChannelDxTask(int64_t task, int64_t rows, int64_t end);
   __aicore__ inline void IssueGroupSums(int64_t group);
+  __aicore__ inline void ScaleGamma(const LocalTensor<float> &gamma, float rstd);
   // db, dg = db[statElems] of channels [c0, c0 + D) of sample n: the hwSlices partial rows
   // loaded, then summed in slice order.
   __aicore__ inline void IssueSlicePartials(int64_t n, int64_t c0, bool gamma);
@@ -580,6 +600,8 @@ class KernelGroupNormGradMs {
   int64_t cachedGroup_ = -1;
   int64_t sumsAhead_ = -1;  // channel split: the group whose db/dg loads are in flight (sumsEvent_ set)
   int32_t sumsEvent_ = 0;
+  LocalTensor<float> scaledGamma_;  // DxOnRuns, channel split: rstd * gamma_c of the group (ScaleGamma)
+  bool scaledHeld_ = false;
   float cachedC1_ = 0.0f;
   float cachedC2_ = 0.0f;
   int64_t affineGroup_ = -1;  // SILU: the group whose gamma/beta are in StatArray(2) and BetaArray()

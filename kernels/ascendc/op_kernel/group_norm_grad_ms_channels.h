@@ -253,7 +253,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
   const int64_t cpi = t_->channelsPerItem;  // > 1 only with whole channels (chunks == 1), as in ChannelSums
   const int64_t items = (channels + cpi - 1) / cpi * chunks;
   // mode 1's blocks of rstd gamma_c (SILU: and the group's -k gamma_c, -k beta_c) for DxFront
-  if (t_->bcastElems > 0 && !frontTaken) BroadcastRows(rstd, c0 / t_->D, true);
+  if (t_->bcastElems > 0 && !frontTaken && !DxOnRuns()) BroadcastRows(rstd, c0 / t_->D, true);
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
   // A task that holds its first items (not the channel split, whose held items span its tasks)
@@ -277,11 +277,15 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
     if (!frontTaken || item > 0) {
       DxFront(len, mean, rstd, gamma, gammaIndex + local, heldFirst > 0 ? item : -1, rows);
     }
+    // DxOnRuns: the rows as one run of rows * len, stored as one row (one burst)
+    const bool runs = DxOnRuns();
+    const int32_t width = runs ? static_cast<int32_t>(rows * len) : span;
     // SILU: xF is xhat; else x - mean, and rstd * (x - mean) * b = xhat * b
-    Muls(xF, xF, SILU ? b : XhatFactor(cen.centre, rstd) * b, span);
-    Sub(dyF, dyF, xF, span);
+    Muls(xF, xF, SILU ? b : XhatFactor(cen.centre, rstd) * b, width);
+    Sub(dyF, dyF, xF, width);
     const int64_t start = slice * t_->sliceElems + chunk * t_->chunkElems;
-    StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, len, dyF, -e, aligned, rows);
+    StoreFromFloat(dxQue_, dxGm_, (n * t_->C + c0 + local) * t_->HxW + start, runs ? width : len, dyF, -e, aligned,
+                   runs ? 1 : rows);
   }
 }
 
@@ -347,6 +351,20 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
   const int32_t span = static_cast<int32_t>((rows - 1) * stride + len);
   const Centring cen = CentringOf(mean, rstd);  // as the sums pass
   TakeItem(span, cen.centre, dyF, xF, true, dxItem);
+  if (DxOnRuns()) {  // the run of `rows` rows of len: a_c spread over it (Gather.md: dst[i] =
+    // src[(srcBaseAddr + srcOffset[i]) / 4], srcBaseAddr in bytes), then dy * a_c
+    const int32_t run = static_cast<int32_t>(rows * len);
+    LocalTensor<float> coef = FloatBuf(2);
+    const uint32_t base = static_cast<uint32_t>(gammaIndex * sizeof(float));
+    if (t_->splitByChannel != 0) {  // rstd * gamma_c formed once a group (ScaleGamma)
+      Gather(coef, scaledGamma_, RowTable(), base, static_cast<uint32_t>(run));
+    } else {
+      Gather(coef, gamma, RowTable(), base, static_cast<uint32_t>(run));
+      Muls(coef, coef, rstd, run);
+    }
+    Mul(dyF, dyF, coef, run);
+    return;
+  }
   const bool bcast = t_->bcastElems > 0;  // mode 1, rows of <= 64 floats: ChannelDx's BroadcastRows
   if constexpr (SILU) {
     Muls(xF, xF, XhatFactor(cen.centre, rstd), span);  // xhat + shift

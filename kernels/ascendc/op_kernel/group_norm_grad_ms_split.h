@@ -30,8 +30,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
   LocalTensor<float> db = TakeSums();
   // dg is db[statElems] (ChannelSums): statElems apart, as UB sources of a copy must be 32-byte aligned
   if constexpr (SILU) LoadAffine(k.g);
-  // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way)
-  const bool newGamma = !SILU && t_->hwSlices > 1 && t_->dxRequired != 0 && k.g != gammaGroup_;
+  // the dx pass's gamma, loaded before SyncAll (taken after this task's sums are on their way): with
+  // the HxW split, and with DxOnRuns, whose first dx item then needs no sums (DxFront) while they load
+  const bool newGamma = !SILU && (t_->hwSlices > 1 || DxOnRuns()) && t_->dxRequired != 0 && k.g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
   ChannelSums(k.c, rows, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
   StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, rows);
@@ -75,6 +76,11 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
       if (sumsAhead_ != k.group) IssueGroupSums(k.group);
       const bool newGamma = !SILU && g != gammaGroup_;
       if (newGamma) IssueLoad(statQue_, gammaGm_, g * t_->D, t_->D, false);
+      if (!newGamma && DxOnRuns()) {  // gamma is here (the sums pass loaded it): the first item's
+        ScaleGamma(gamma, rstd);
+        DxFront(ItemLen(k.slice, 0), mean, rstd, gamma, k.c - g * t_->D, -1, rows);  // front, as they load
+        front = true;
+      }
       WaitFlag<HardEvent::MTE2_V>(sumsEvent_);
       pipe_->ReleaseEventID<HardEvent::MTE2_V>(sumsEvent_);
       sumsAhead_ = -1;
@@ -83,6 +89,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
       if (newGamma) {
         TakeAsFloat<U>(statQue_, t_->D, gamma);
         gammaGroup_ = g;
+        if (DxOnRuns()) ScaleGamma(gamma, rstd);
       }
     }
     if constexpr (SILU) LoadAffine(g);  // mostly still in UB from the sums pass
@@ -94,6 +101,19 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDxTask(int64_t 
     if (t_->hwSlices == 1 && (k.group + 1) * t_->D < end) IssueGroupSums(k.group + 1);
   }
   ChannelDx(n, k.c, rows, k.slice, mean, rstd, gamma, k.c - g * t_->D, rstd * cachedC2_, rstd * cachedC1_, front);
+}
+
+// DxOnRuns with the channel split: rstd * gamma_c of the group's channels into ScaledGamma() (a
+// sumsQue_ buffer, free after the sums pass: taken at the first group and kept, never freed, as nothing
+// allocates from sumsQue_ after the sums pass), once a group, so
+// that each item gathers a_c without a Muls of its own (the same fp32 products).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ScaleGamma(const LocalTensor<float> &gamma, float rstd) {
+  if (!scaledHeld_) {
+    scaledGamma_ = sumsQue_.template AllocTensor<float>();
+    scaledHeld_ = true;
+  }
+  Muls(scaledGamma_, gamma, rstd, static_cast<int32_t>(t_->D));
 }
 
 // Without the HxW split: the workspace's db and dg of (n, g) group `group` (D floats each, at its

@@ -22,9 +22,34 @@ class GroupNormGradMsStage2 {
   __aicore__ inline void Run(const GroupNormGradMsTilingData *tiling, TPipe *pipe, int64_t block,
                              const GlobalTensor<float> &wsDb, const GlobalTensor<float> &wsDg,
                              const GlobalTensor<U> &dgamma, const GlobalTensor<U> &dbeta) {
+    Init(tiling, pipe, wsDb, wsDg, BUFFER_NUM);
+    Sum(block, dgamma, dbeta, false);
+  }
+
+  // stage2Ahead: the buffers among phase 1's (one load buffer: the slice is one piece, its rows one
+  // load), the load issued after SyncAll (IssueFirst) near the end of the core's dx pass, then Sum.
+  __aicore__ inline void Init(const GroupNormGradMsTilingData *tiling, TPipe *pipe, const GlobalTensor<float> &wsDb,
+                              const GlobalTensor<float> &wsDg, int32_t loadBuffers) {
     t_ = tiling;
     wsDbGm_ = wsDb;
     wsDgGm_ = wsDg;
+    const int64_t W = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+    const int64_t P = t_->stage2PieceElems;
+    pipe->InitBuffer(wsQue_, loadBuffers, t_->stage2RowsPerLoad * W * P * sizeof(float));
+    pipe->InitBuffer(accBuf_, 2 * P * sizeof(float));
+    pipe->InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
+  }
+  __aicore__ inline void IssueFirst(int64_t block) {
+    const int64_t W = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
+    const int64_t sliceStart = block * t_->stage2SliceElems;
+    const int64_t rest = t_->C - sliceStart;
+    const int64_t len = rest < t_->stage2PieceElems ? rest : t_->stage2PieceElems;
+    if (t_->reduceRows > 0 && len > 0) IssueWorkspaceRows(sliceStart, len, 0, W);
+  }
+
+  // firstIssued: IssueFirst has issued the first piece's first load.
+  __aicore__ inline void Sum(int64_t block, const GlobalTensor<U> &dgamma, const GlobalTensor<U> &dbeta,
+                             bool firstIssued) {
     const int64_t P = t_->stage2PieceElems;  // a multiple of 8: every UB row starts 32-byte aligned
     const int64_t R = t_->stage2RowsPerLoad;
     // width 2 (dbeta and dgamma): a load holds R samples' db and dg rows side by side (db at
@@ -36,9 +61,6 @@ class GroupNormGradMsStage2 {
     const bool whole = t_->stage2WholeRows != 0;
     const BinaryRepeatParams bothRows(1, 1, 1, static_cast<uint8_t>(P / 8), static_cast<uint8_t>(P / 8),
                                       static_cast<uint8_t>(R * P / 8));
-    pipe->InitBuffer(wsQue_, BUFFER_NUM, R * W * P * sizeof(float));
-    pipe->InitBuffer(accBuf_, 2 * P * sizeof(float));
-    pipe->InitBuffer(outQue_, BUFFER_NUM, P * sizeof(U));
     LocalTensor<float> accDb = accBuf_.Get<float>();
     LocalTensor<float> accDg = accBuf_.Get<float>()[P];
     LocalTensor<float> acc = t_->dbetaRequired != 0 ? accDb : accDg;  // the first array of a row
@@ -52,7 +74,7 @@ class GroupNormGradMsStage2 {
       Duplicate(acc, 0.0f, lanes);
       // R workspace rows (samples) per load, streamed: load i + 1 is issued before load i is
       // added; the rows are added in order n = 0..N-1
-      if (batches > 0) IssueWorkspaceRows(c0, len, 0, W);
+      if (batches > 0 && !(firstIssued && c0 == sliceStart)) IssueWorkspaceRows(c0, len, 0, W);
       for (int64_t batch = 0; batch < batches; ++batch) {
         if (batch + 1 < batches) IssueWorkspaceRows(c0, len, batch + 1, W);
         const int64_t first = batch * R;

@@ -25,6 +25,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StreamBegin(int64_t fi
   streamItem_ = 0;
   inFlight_ = 0;
   Pump();
+  // rowsGather's tables (once a core: one stream a core), after the first loads are issued: the scalar
+  // unit's ~450 table writes (~1 us) then pass within their latency instead of before them
+  if (t_->rowsGather != 0) BuildRowsGatherTables();
 }
 
 template <typename T, typename U, bool SILU>
@@ -97,19 +100,22 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::PumpInto(Q &dyQ, Q &xQ
   }
 }
 
-// rowsGather: spread[r * P + c] = 4 (r L + min(c, L - 1)) over the K elements of a load buffer,
-// pack[r * L + c] = 4 (r P + c) over an item's channelsPerItem rows (L = HxW, P = residentStride;
-// group_norm_ms_gather.h), the scalar heads ordered before the vector unit's doublings.
+// rowsGather: spread[r * P + c] = 4 (r L + min(c, L - 1)) over the K elements of a load buffer
+// (L = HxW, P = residentStride; group_norm_ms_gather.h), and for the dx pass on runs (DxOnRuns)
+// rowOf[j] = 4 (j / L) over an item's channelsPerItem rows (RowTable()), the scalar heads ordered
+// before the vector unit's doublings.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BuildRowsGatherTables() {
   const int64_t L = t_->HxW;
   const int64_t P = t_->residentStride;
-  const int64_t packLen = t_->channelsPerItem * L;
+  const int64_t rowLen = DxOnRuns() ? t_->channelsPerItem * L : 0;
   LocalTensor<int32_t> spread = gatherBuf_.Get<int32_t>();
-  LocalTensor<int32_t> pack = gatherBuf_.Get<int32_t>()[t_->chunkElems];
-  GroupNormMsGather::WriteTableHeads(spread, pack, packLen, L, P);
+  LocalTensor<int32_t> rowOf = RowTable().template ReinterpretCast<int32_t>();
+  GroupNormMsGather::WriteTableHeads(spread, rowOf, 0, L, P);  // spread only (no pack table)
+  GroupNormMsGather::WriteRowTableHead(rowOf, rowLen, L);
   Sync<HardEvent::S_V>();
-  GroupNormMsGather::GrowTables(spread, t_->chunkElems, pack, packLen, L, P);
+  GroupNormMsGather::GrowTables(spread, t_->chunkElems, rowOf, 0, L, P);
+  GroupNormMsGather::GrowRowTable(rowOf, rowLen, L);
 }
 
 // rowsGather: the fp32 run in RowsRun() of the item whose rows span `span` elements of UB, into
@@ -132,6 +138,11 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeItem(int32_t len, 
                                                                 int64_t dxItem) {
   const int64_t index = !dxPass ? takeSums_++ : (dxItem >= 0 ? dxItem : takeDx_++);
   if (index < t_->heldItems && dxPass) {
+    if (DxOnRuns()) {  // the held copy is the sums pass's run as loaded, computed on as it is
+      RowAsFloat<T>(dyF, HeldDy(index), RunElems(len));
+      CentredX<T>(HeldX(index), RunElems(len), mean, xF);
+      return;
+    }
     if (t_->rowsGather != 0) {  // the held copy is the sums pass's run as loaded
       RowAsFloat<T>(RowsRun(), HeldDy(index), RunElems(len));
       SpreadRun(dyF, len);
@@ -157,9 +168,11 @@ template <typename Q>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::TakeLoaded(Q &dyQ, Q &xQ, int64_t index, int32_t len,
                                                                   float mean, const LocalTensor<float> &dyF,
                                                                   const LocalTensor<float> &xF, bool dxPass) {
-  // rowsGather's sums pass: a run, made fp32 in RowsRun() and spread into the rows
-  const bool gather = RunPass(dxPass);
-  const int64_t run = gather ? RunElems(len) : len;
+  // rowsGather's sums pass: a run, made fp32 in RowsRun() and spread into the rows; the dx pass of
+  // RUNS_BOTH_PASSES: a run, made fp32 in dyF and xF as it is (DxOnRuns)
+  const bool runs = RunPass(dxPass);
+  const bool gather = runs && !dxPass;
+  const int64_t run = runs ? RunElems(len) : len;
   if (index >= t_->heldItems) {
     TakeAsFloat<T>(dyQ, run, gather ? RowsRun() : dyF);
     if (gather) SpreadRun(dyF, len);

@@ -69,6 +69,10 @@ struct GroupNormGradMsTilingData {
   // rows contiguous in GM and in UB: one DMA burst per array and load, and one repeat-form Add per
   // row for both arrays (their rows stage2RowsPerLoad x C floats apart)
   int64_t stage2WholeRows;
+  // the channel split of short rows (rowsGather 2) with dgamma/dbeta: stage 2's buffers sit among phase
+  // 1's, and a stage-2 block issues its one load (its slice is one piece, all rows in one load) after
+  // SyncAll, before its dx pass ends, and sums it after (no pipe reset, no load latency of its own)
+  int64_t stage2Ahead;
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;
@@ -107,7 +111,8 @@ struct GroupNormGradMsTilingData {
   // mode 1 with channelsPerItem > 1 and rows of HxW not a multiple of 16 (a DMA burst a row
   // otherwise): 1, the sums pass's dy and x move from GM to UB as one contiguous run an item, and
   // Gather spreads them into the rows residentStride apart they are computed in; 2
-  // (RUNS_BOTH_PASSES), the dx pass's loads too (its dx store stays a burst a row); 0: neither
+  // (RUNS_BOTH_PASSES), the dx pass too: it computes on the runs as loaded (a_c spread by Gather)
+  // and stores dx as a run; 0: neither
   int64_t rowsGather;
   // mode 0 by (n, g) with one channel a group (D == 1): a core's groups are consecutive rows in GM
   // (q = n * G + g, row q at q * HxW), so an item is groupRows of them (one DMA each way) and the

@@ -44,6 +44,22 @@ __aicore__ inline void GrowTables(const LocalTensor<int32_t> &spread, int64_t sp
   }
 }
 
+// rowOf[j] = 4 (j / D) over `len` entries: the byte offset of row j / D's value in an array of one
+// fp32 value a row, so that one Gather spreads a per-row coefficient over every element of a run of
+// rows of D (GroupNormGradMs's dx pass on runs). The scalar unit writes the first whole rows that
+// are a multiple of 8 entries (PackHead), the caller orders them before the vector unit (S -> V),
+// then int32 Adds double the run (each `have` is whole rows: entry have + j is row have / D + j / D).
+__aicore__ inline void WriteRowTableHead(const LocalTensor<int32_t> &rowOf, int64_t len, int64_t D) {
+  const int64_t head = PackHead(D, len);
+  for (int64_t j = 0; j < head; ++j) rowOf.SetValue(j, static_cast<int32_t>(4 * (j / D)));
+}
+__aicore__ inline void GrowRowTable(const LocalTensor<int32_t> &rowOf, int64_t len, int64_t D) {
+  for (int64_t have = PackHead(D, len); have < len; have *= 2) {
+    const int64_t n = (len - have < have) ? len - have : have;
+    Adds(rowOf[have], rowOf, static_cast<int32_t>(4 * (have / D)), static_cast<int32_t>(n));
+  }
+}
+
 }  // namespace GroupNormMsGather
 
 #endif  // GROUP_NORM_MS_GATHER_H
