@@ -412,6 +412,25 @@ def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_
                             (True, True, True))
 
 
+# Mode 1 with rows of <= 64 floats broadcasts the rstd gamma_c blocks of the whole group (BroadcastRows):
+# a group of more than 2040 channels needs more than 255 Brcb repeats. The count was cast to 8 bits, so
+# 2048 channels took 0 repeats and every dx was NaN (2056: 1 repeat, all but 8 rows NaN). Groups
+# around the limit, with dx against the reference; 2040 still in one instruction.
+@pytest.mark.parametrize("shape,dtype_key", [((1, 2048, 16), "fp32"), ((1, 2056, 16), "fp16_fp32"),
+                                             ((2, 2048, 16), "bf16"), ((1, 2040, 16), "fp32")],
+                         ids=["2048", "2056", "2x2048x16", "2040"])
+def test_broadcast_blocks_of_a_group_past_255_repeats(shape, dtype_key):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    tiling = twin.twin_tiling(N, C, HxW, 1, data_dtype, stat_dtype)
+    assert twin.MODE_NAMES[tiling["mode"]] == "channel_two_pass" and tiling["bcastElems"] == 8 * (-(-C // 8) * 8)
+    arrays, exact = make_inputs(shape, 1, data_dtype, stat_dtype, 11)
+    got = twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"], 1,
+                             data_dtype=data_dtype, stat_dtype=stat_dtype)
+    check_against_reference(got, _reference_grads(exact, None, stat_dtype, 1, False, 1.0), dtype_key,
+                            (True, True, True))
+
+
 # Mode 0 with one channel a group (both backward operators): a core's groups go groupRows at a time, each
 # vector step over all the rows with each group's own mean, rstd and gamma (+ beta). The same launch with groupRows 0
 # (a group an item, the next group's gamma a task ahead) gives the same bits, and both match the

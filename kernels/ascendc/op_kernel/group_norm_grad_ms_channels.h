@@ -14,8 +14,18 @@ namespace GroupNormGradMsKernel {
 // moves to the next row's (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/SIMD计算说明/
 // 高维切分.md: a source blkStride of 0 reuses the first DataBlock; the destination's is 1).
 __aicore__ inline BinaryRepeatParams RowBlockParams(int64_t stride) {
-  const uint8_t pitch = static_cast<uint8_t>(stride / FLOATS_PER_BLOCK);
+  const uint8_t pitch = BlockStride(stride / FLOATS_PER_BLOCK);
   return BinaryRepeatParams(1, 1, 0, pitch, pitch, 1);
+}
+
+// Brcb of `repeats` repeats, each 8 scalars of src into 8 consecutive blocks of dst, in
+// instructions of at most MAX_REPEAT (a group of 2048 rows needs 256: BroadcastRows).
+__aicore__ inline void BrcbRows(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t repeats) {
+  const BrcbRepeatParams params(1, 8);  // 8 consecutive blocks a repeat, the next 8 after them
+  for (int64_t done = 0; done < repeats; done += MAX_REPEAT) {
+    const int64_t now = repeats - done < MAX_REPEAT ? repeats - done : MAX_REPEAT;
+    Brcb(dst[done * FLOATS_PER_BLOCK * FLOATS_PER_BLOCK], src[done * FLOATS_PER_BLOCK], RepeatTimes(now), params);
+  }
 }
 
 // groupAcrossN: group g of every sample; dgamma/dbeta of its channels accumulate in UB over
@@ -235,7 +245,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
       const int32_t span = static_cast<int32_t>((rows - 1) * stride + L);
       LocalTensor<float> dyRes = ResidentDy(local);
       if (t_->bcastElems > 0) {  // the per-row Muls of the else branch at once (BroadcastRows)
-        Mul(dyRes, dyRes, RowBlocks(SILU ? 2 : 0), static_cast<uint64_t>(L), static_cast<uint8_t>(rows),
+        Mul(dyRes, dyRes, RowBlocks(SILU ? 2 : 0), static_cast<uint64_t>(L), RepeatTimes(rows),
             RowBlockParams(stride));
       } else {
         for (int64_t r = 0; r < rows; ++r) {
@@ -297,7 +307,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::AffineTRows(const Loca
                                                                    const LocalTensor<float> &xhat, int64_t row,
                                                                    int64_t rows, float shift) {
   const int64_t stride = t_->residentStride;
-  const uint8_t repeats = static_cast<uint8_t>(rows);
+  const uint8_t repeats = RepeatTimes(rows);
   const int64_t first = row * FLOATS_PER_BLOCK;
   if (shift != 0.0f) {  // xhat - shift first, as AffineT does
     Adds(t, xhat, -shift, static_cast<int32_t>(rows * stride));
@@ -321,16 +331,15 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::AffineTRows(const Loca
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::BroadcastRows(float rstd, int64_t group, bool dx) {
   const int64_t rows8 = AlignUp(t_->D, FLOATS_PER_BLOCK);
-  const uint8_t repeats = static_cast<uint8_t>(rows8 / FLOATS_PER_BLOCK);
+  const int64_t repeats = rows8 / FLOATS_PER_BLOCK;
   const int32_t areaElems = static_cast<int32_t>(FLOATS_PER_BLOCK * rows8);
-  const BrcbRepeatParams params(1, 8);  // 8 consecutive blocks a repeat, the next 8 after them
   const bool newGroup = SILU && group != bcastGroup_;
   if (newGroup) {
-    Brcb(RowBlocks(0), StatArray(2), repeats, params);
-    Brcb(RowBlocks(1), BetaArray(), repeats, params);
+    BrcbRows(RowBlocks(0), StatArray(2), repeats);
+    BrcbRows(RowBlocks(1), BetaArray(), repeats);
     bcastGroup_ = group;
   }
-  if (dx) Brcb(RowBlocks(SILU ? 2 : 0), StatArray(2), repeats, params);
+  if (dx) BrcbRows(RowBlocks(SILU ? 2 : 0), StatArray(2), repeats);
   // the Muls after all Brcb: the compiler's V barrier before them comes once
   if (newGroup) Muls(RowBlocks(0), RowBlocks(0), -swishScale_, 2 * areaElems);
   if (dx) Muls(RowBlocks(SILU ? 2 : 0), RowBlocks(SILU ? 2 : 0), rstd, areaElems);
@@ -377,7 +386,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
   }
   if (bcast) {  // every row's Muls below at once
     Mul(dyF, dyF, RowBlocks(SILU ? 2 : 0)[gammaIndex * FLOATS_PER_BLOCK], static_cast<uint64_t>(len),
-        static_cast<uint8_t>(rows), RowBlockParams(stride));
+        RepeatTimes(rows), RowBlockParams(stride));
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {

@@ -5,6 +5,7 @@
 #define GROUP_NORM_GRAD_MS_COMMON_H
 
 #include "kernel_operator.h"
+#include "group_norm_ms_fields.h"
 #include "group_norm_ms_to_f32.h"
 
 namespace GroupNormGradMsKernel {
@@ -24,6 +25,9 @@ constexpr int64_t MAX_GROUP_ROWS = 64;  // tiling groupRows (host kMaxGroupRows)
 __aicore__ inline int64_t AlignUp(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 using GroupNormMsScalar::ToF32;  // group_norm_ms_to_f32.h
+using GroupNormMsFields::BlockStride;  // group_norm_ms_fields.h
+using GroupNormMsFields::MAX_REPEAT;
+using GroupNormMsFields::RepeatTimes;
 
 // x - mean can overflow fp32 only when |mean| >= 2^102 (|x| <= FLT_MAX, and half an ulp of
 // FLT_MAX is 2^103): for such a group (a rare one: its data spans most of fp32's range) x - mean

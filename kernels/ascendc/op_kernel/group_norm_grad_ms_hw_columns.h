@@ -149,9 +149,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwColumnsAccumulate(co
   const int64_t S = HwColumnStride();
   const int64_t columns = 2 * t_->D;
   if (G <= 64 && S / FLOATS_PER_BLOCK <= 255) {
-    const uint8_t accRep = static_cast<uint8_t>(G / FLOATS_PER_BLOCK);
-    const BinaryRepeatParams params(1, 1, 1, accRep, accRep, static_cast<uint8_t>(S / FLOATS_PER_BLOCK));
-    Add(acc, acc, dyF[s], static_cast<uint64_t>(G), static_cast<uint8_t>(columns), params);
+    const uint8_t accRep = BlockStride(G / FLOATS_PER_BLOCK);
+    const BinaryRepeatParams params(1, 1, 1, accRep, accRep, BlockStride(S / FLOATS_PER_BLOCK));
+    Add(acc, acc, dyF[s], static_cast<uint64_t>(G), RepeatTimes(columns), params);
     return;
   }
   for (int64_t k = 0; k < columns; ++k) Add(acc[k * G], acc[k * G], dyF[k * S + s], static_cast<int32_t>(G));

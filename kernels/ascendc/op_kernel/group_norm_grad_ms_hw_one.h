@@ -470,11 +470,11 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneApply(const Local
   const uint64_t mask = static_cast<uint64_t>(t_->D);
   for (int64_t r0 = 0; r0 < rows; r0 += HW_ONE_PIECE) {
     const int64_t n = (rows - r0 < HW_ONE_PIECE) ? rows - r0 : HW_ONE_PIECE;
-    Brcb(blocks, scalars[r0], static_cast<uint8_t>(HwOneRows8(n) / FLOATS_PER_BLOCK), brcb);
+    Brcb(blocks, scalars[r0], RepeatTimes(HwOneRows8(n) / FLOATS_PER_BLOCK), brcb);
     if (add) {
-      Add(dst[r0 * P], dst[r0 * P], blocks, mask, static_cast<uint8_t>(n), params);
+      Add(dst[r0 * P], dst[r0 * P], blocks, mask, RepeatTimes(n), params);
     } else {
-      Mul(dst[r0 * P], dst[r0 * P], blocks, mask, static_cast<uint8_t>(n), params);
+      Mul(dst[r0 * P], dst[r0 * P], blocks, mask, RepeatTimes(n), params);
     }
   }
 }

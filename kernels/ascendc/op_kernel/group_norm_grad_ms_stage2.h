@@ -59,8 +59,8 @@ class GroupNormGradMsStage2 {
     // each array one burst, and one Add of two repeats adds a sample to both accumulators.
     const int64_t W = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
     const bool whole = t_->stage2WholeRows != 0;
-    const BinaryRepeatParams bothRows(1, 1, 1, static_cast<uint8_t>(P / 8), static_cast<uint8_t>(P / 8),
-                                      static_cast<uint8_t>(R * P / 8));
+    BinaryRepeatParams bothRows;  // whole rows only, where C <= 64 keeps the strides within 8 bits
+    if (whole) bothRows = BinaryRepeatParams(1, 1, 1, BlockStride(P / 8), BlockStride(P / 8), BlockStride(R * P / 8));
     LocalTensor<float> accDb = accBuf_.Get<float>();
     LocalTensor<float> accDg = accBuf_.Get<float>()[P];
     LocalTensor<float> acc = t_->dbetaRequired != 0 ? accDb : accDg;  // the first array of a row
@@ -82,7 +82,7 @@ class GroupNormGradMsStage2 {
         LocalTensor<float> loaded = wsQue_.DeQue<float>();
         for (int64_t r = 0; r < rows; ++r) {
           if (whole) {
-            Add(acc, acc, loaded[r * P], static_cast<uint64_t>(P), static_cast<uint8_t>(W), bothRows);
+            Add(acc, acc, loaded[r * P], static_cast<uint64_t>(P), RepeatTimes(W), bothRows);
           } else {
             Add(acc, acc, loaded[r * W * P], lanes);
           }
