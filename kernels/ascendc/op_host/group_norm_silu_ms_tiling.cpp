@@ -157,10 +157,12 @@ double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataByte
                                                    : r.slots < r.resident + 3 ? detail.twoSlotsNs * streamed
                                                                               : 0.0)
                                                 : (r.slots < r.resident + 2 ? 1000.0 : 0.0);
-  // with fewer than kMaxYBuffers y buffers the vector unit waits on the stores of pass 2, about a
-  // store's latency a group for each one short (the twin's 64x512x7x7 G1 fp16 runs: 4 y buffers
-  // beside 5 slots beat 3 beside 6 by 1 us)
-  vecNs += detail.yBufferWaitNs * static_cast<double>(kMaxYBuffers - yBuffers);
+  // with fewer than kMaxYBuffers y buffers the vector unit waits on the stores of pass 2 of a group of
+  // more parts than y buffers, about a store's latency a group for each one short (the twin's
+  // 64x512x7x7 G1 fp16 runs: 4 y buffers beside 5 slots beat 3 beside 6 by 1 us; 5x128x64x64 G32,
+  // 2 parts a group, gains nothing from more)
+  const int64_t waits = std::min(kMaxYBuffers - yBuffers, std::max<int64_t>(0, r.parts - yBuffers));
+  vecNs += detail.yBufferWaitNs * static_cast<double>(waits);
   // the two overlap only in part (a group's first load and last store, the statistics' round
   // trips), so the lesser counts for half
   return std::max(vecNs, dmaNs) + 0.5 * std::min(vecNs, dmaNs) + exposedNs;
