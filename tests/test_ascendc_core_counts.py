@@ -163,3 +163,24 @@ def test_the_affine_table_chosen_by_the_core_count_gives_the_bits_of_one_core(ma
     if mask == (True, False, False):  # dx only: mode 0 by (n, g) on every core count
         assert tables == {(0, 0, 1), (0, 0, 2)}, f"the table no longer follows the core count: {tables}"
     assert results[5] == results[1] and results[16] == results[1]
+
+
+# One sample whose gamma/beta arrays of all C channels do not fit (float32, C = 2080): the part
+# ring's blocks hold arrays of their own groups' channels instead, sized by the core count (on one
+# core, all C: none); the channels' coefficients are the same values either way.
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_block_channel_arrays_give_the_bits_of_one_core(dtype):
+    N, C, HxW, G = 1, 2080, 512, 65
+    rng = np.random.default_rng(7)
+    arrays = {"x": (rng.standard_normal((N, C, HxW)) * 1.5 + 0.75).astype(dtype),
+              "gamma": (rng.standard_normal(C) + 1.0).astype(np.float32),
+              "beta": rng.standard_normal(C).astype(np.float32)}
+    results, arrays_of = {}, {}
+    for cores in CORE_COUNTS:
+        outputs, tiling = launch("GroupNormSiluMs", arrays, G, None, cores, dtype)
+        assert tiling["ringParts"] > 0, f"{cores} cores: not the part ring"
+        results[cores] = [o.tobytes() for o in outputs]
+        arrays_of[cores] = tiling["coefElems"] if tiling["coefPerBlock"] else 0
+    assert arrays_of[1] == 0 and 0 < arrays_of[48] < C, arrays_of
+    differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
+    assert not differ, f"{differ} cores differ from 1 core"

@@ -101,7 +101,11 @@ int64_t LargestFitting(int64_t limit, int64_t align, Fits fits) {
 // its shape: the vector work (instructions per chunk, each its start and barrier cycles plus
 // one per 256-byte repeat) against the GM bytes at one core's share of the bandwidth (x once,
 // the parts that are not resident once more, y once). Assumed figures (the cost script's),
-// used only to rank plans; every plan it can pick is correct.
+// used only to rank plans; every plan it can pick is correct. The DMA's per-row bursts, the vector
+// unit's waits for y buffers and the latency shown with two slots for the parts read twice count
+// where `detail` (kRingDetail) says so: the chunk rows, which fix the arithmetic (and so y's bits),
+// are ranked without them (kRingBytesOnly), so that a finer model of the schedule cannot change the
+// results; the parts, slots and resident parts, which move x but do not change it, with them.
 struct RingShape {
   int64_t rowsPerItem;
   int64_t partItems;
@@ -111,7 +115,16 @@ struct RingShape {
   bool rowBatches = false;  // a part's rows one batch for the vector unit (bcastElems > 0)
 };
 
-double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataBytes) {
+struct RingCosts {
+  double burstNs;         // a DMA burst (a row: each lands at rowPitch), 16 cycles
+  double twoSlotsNs;      // a part read twice, streamed through two slots
+  double yBufferWaitNs;   // a group, for each y buffer short of kMaxYBuffers
+};
+constexpr RingCosts kRingBytesOnly{0.0, 0.0, 0.0};
+constexpr RingCosts kRingDetail{16.0 / 1.85, 1000.0, 1000.0};
+
+double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataBytes, int64_t yBuffers,
+              const RingCosts &detail) {
   const int64_t items = (rows + r.rowsPerItem - 1) / r.rowsPerItem;
   const double itemElems = static_cast<double>(r.rowsPerItem * rowLen);
   // per chunk: pass 1 (Cast, Adds, ReduceSum, Adds, Mul, ReduceSum; fp32 reads x in place) and
@@ -130,12 +143,26 @@ double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataByte
   const int64_t residentRows = std::min(rows, r.resident * r.partItems * r.rowsPerItem);
   const double elems = static_cast<double>(rows * rowLen);
   const double again = static_cast<double>(rows - residentRows) / static_cast<double>(rows);
-  const double dmaNs = elems * static_cast<double>(dataBytes) * (2.0 + again) / 33.0;
-  // one slot for the parts read twice: each of their loads (about 1 us) is in series; one slot to
-  // spare for the next group: its second part is loaded only when this group's pass 2 frees a slot,
-  // one part's compute before it is needed, so about a DMA latency shows once a group
-  const double exposedNs = (r.resident < r.parts && r.slots < r.resident + 2) ? 2000.0 * (r.parts - r.resident)
-                           : (r.slots < r.resident + 2 ? 1000.0 : 0.0);
+  // every row a DMA burst of its own: with short rows (7x7: 98 bytes of fp16) the bursts, not the
+  // bytes, take most of the DMA's time, and rows read again cost them again
+  const double dmaNs = elems * static_cast<double>(dataBytes) * (2.0 + again) / 33.0 +
+                       static_cast<double>(rows) * (2.0 + again) * detail.burstNs;
+  // one slot for the parts read twice: each of their loads (about 1 us) is in series; two: about half
+  // of that shows (the twin's 64x320x14x14 G1 fp16 runs: parts of 40 rows streamed through 2 slots
+  // took 14 us more than through 4); one slot to spare for the next group: its second part is loaded
+  // only when this group's pass 2 frees a slot, one part's compute before it is needed, so about a
+  // DMA latency shows once a group
+  const double streamed = static_cast<double>(r.parts - r.resident);
+  const double exposedNs = r.resident < r.parts ? (r.slots < r.resident + 2   ? 2000.0 * streamed
+                                                   : r.slots < r.resident + 3 ? detail.twoSlotsNs * streamed
+                                                                              : 0.0)
+                                                : (r.slots < r.resident + 2 ? 1000.0 : 0.0);
+  // with fewer than kMaxYBuffers y buffers the vector unit waits on the stores of pass 2 of a group of
+  // more parts than y buffers, about a store's latency a group for each one short (the twin's
+  // 64x512x7x7 G1 fp16 runs: 4 y buffers beside 5 slots beat 3 beside 6 by 1 us; 5x128x64x64 G32,
+  // 2 parts a group, gains nothing from more)
+  const int64_t waits = std::min(kMaxYBuffers - yBuffers, std::max<int64_t>(0, r.parts - yBuffers));
+  vecNs += detail.yBufferWaitNs * static_cast<double>(waits);
   // the two overlap only in part (a group's first load and last store, the statistics' round
   // trips), so the lesser counts for half
   return std::max(vecNs, dmaNs) + 0.5 * std::min(vecNs, dmaNs) + exposedNs;
@@ -385,9 +412,9 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
     } else {
       // Chunks of one row; with vector coefficients each chunk brings its gamma/beta slice.
       const int64_t limit = AlignUp(t.rowLen, kElemAlign);
-      auto chunkedPlan = [&](int64_t k, int64_t xBuffers, int64_t xElems, bool coefs) {
-        Plan p{GNS_MODE_CHUNKED, k, t.vectorCoef ? k : (coefs ? blockCoefElems : 0), 8, ReduceWorkElems(k),
-               t.statBatch, xBuffers, xElems};
+      auto chunkedPlan = [&](int64_t k, int64_t xBuffers, int64_t xElems, bool coefs, int64_t coefElems = 0) {
+        Plan p{GNS_MODE_CHUNKED, k, t.vectorCoef ? k : (coefs ? (coefElems > 0 ? coefElems : blockCoefElems) : 0), 8,
+               ReduceWorkElems(k), t.statBatch, xBuffers, xElems};
         return p;
       };
       // Staged: the whole group in one x buffer (its rows, one copy) and chunks of whole rows,
@@ -407,9 +434,14 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
       // repeat stride apart, at most 255 blocks; a part starts at a multiple of 8 rows so that its
       // rows' vectors start 32-byte aligned); the chunks stay the rows, so the bits do not change.
       const bool rowBatches = t.rowPitch * 4 <= kMaxRepeatStrideBlocks * kBlockBytes;
+      // The block's gamma/beta arrays: of all C channels first (blockCoef), then, for the chunk rows
+      // chosen so, of the block's channels only (below).
+      bool ringCoef = blockCoef;
+      int64_t ringCoefElems = blockCoefElems;
+      RingCosts ringCosts = kRingBytesOnly;
       auto consider = [&](const RingShape &shape, int64_t k, int64_t partElems, int64_t bcastElems) {
-        bool coefs = blockCoef;
-        Plan p = chunkedPlan(k, shape.slots, partElems, coefs);
+        bool coefs = ringCoef;
+        Plan p = chunkedPlan(k, shape.slots, partElems, coefs, ringCoefElems);
         p.bcastElems = bcastElems;
         if (!fits(p)) {
           coefs = false;
@@ -417,9 +449,16 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           p.bcastElems = bcastElems;
         }
         if (!fits(p)) return;
-        // without the block's gamma/beta arrays, pass 2 reads gamma_c and beta_c of every row from GM
-        // on the scalar unit (about 200 ns each)
-        const double ns = RingNs(shape, t.rows, t.rowLen, dataBytes) + (coefs ? 0.0 : 400.0 * t.rows);
+        // with the y buffers the UB left over gives it (as sized at the end); without the block's
+        // gamma/beta arrays, pass 2 reads gamma_c and beta_c of every row from GM on the scalar unit
+        // (about 200 ns each)
+        Plan withY = p;
+        for (Plan more = p; more.yBuffers < kMaxYBuffers; withY = more) {
+          ++more.yBuffers;
+          if (!fits(more)) break;
+        }
+        const double ns = RingNs(shape, t.rows, t.rowLen, dataBytes, withY.yBuffers, ringCosts) +
+                          (coefs ? 0.0 : 400.0 * t.rows);
         if (ring.parts == 0 || ns < ringBest) {
           ring = shape;
           ringCoefs = coefs;
@@ -427,25 +466,50 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           plan = p;
         }
       };
-      for (int64_t r = 1; wholeRows && r <= t.rows && (r == 1 || t.rowPitch == t.rowLen); ++r) {
-        const int64_t k = r == 1 ? limit : r * t.rowLen;
-        if (r > 1 && (k > kMaxRingItemElems || !fits(chunkedPlan(k, 2, 0, false)))) break;
-        const int64_t items = CeilDiv(t.rows, r);
-        for (int64_t q = 1; q <= items; ++q) {
-          const int64_t parts = CeilDiv(items, q);
-          const int64_t partElems = std::min(q * r, t.rows) * t.rowPitch;
-          if (2 * partElems * dataBytes > ubUsable) break;  // larger parts fit even less
-          const bool batched = r == 1 && rowBatches && (q % 8 == 0 || q == t.rows);
-          for (int64_t slots = 2; slots <= kMaxRingSlots; ++slots) {
-            for (int64_t res = std::min(parts, slots - 1); res >= 0; --res) {
-              consider(RingShape{r, q, slots, res, parts}, k, partElems, 0);
-              if (batched) {
-                consider(RingShape{r, q, slots, res, parts, true}, q * t.rowPitch, partElems,
-                         GnsRingRowsBcastElems(q, t.rows));
+      auto searchRing = [&](int64_t onlyRows) {  // every ring shape (of chunks of onlyRows rows if > 0)
+        for (int64_t r = 1; wholeRows && r <= t.rows && (r == 1 || t.rowPitch == t.rowLen); ++r) {
+          if (onlyRows > 0 && r != onlyRows) continue;
+          const int64_t k = r == 1 ? limit : r * t.rowLen;
+          if (r > 1 && (k > kMaxRingItemElems || !fits(chunkedPlan(k, 2, 0, false)))) break;
+          const int64_t items = CeilDiv(t.rows, r);
+          for (int64_t q = 1; q <= items; ++q) {
+            const int64_t parts = CeilDiv(items, q);
+            const int64_t partElems = std::min(q * r, t.rows) * t.rowPitch;
+            if (2 * partElems * dataBytes > ubUsable) break;  // larger parts fit even less
+            const bool batched = r == 1 && rowBatches && (q % 8 == 0 || q == t.rows);
+            for (int64_t slots = 2; slots <= kMaxRingSlots; ++slots) {
+              for (int64_t res = std::min(parts, slots - 1); res >= 0; --res) {
+                consider(RingShape{r, q, slots, res, parts}, k, partElems, 0);
+                if (batched) {
+                  consider(RingShape{r, q, slots, res, parts, true}, q * t.rowPitch, partElems,
+                           GnsRingRowsBcastElems(q, t.rows));
+                }
               }
             }
           }
         }
+      };
+      searchRing(0);
+      // The chunk rows fix the arithmetic, so they are chosen above without the core count (and by the
+      // bytes-only ranking). For them, the parts, slots and resident parts are chosen again with the
+      // model's detail and, where they fit, gamma/beta arrays of the block's channels only: the ring's
+      // blocks take whole groups, at most ringBlockGroups each (the work split below), and with one
+      // sample those never wrap into the next one, so IssueBlockCoefs loads only their channels (arrays
+      // of all C may not fit: 1x2130x1x1664 G71 with float32 gamma is 2 x 2144 floats each, over
+      // kMaxBlockCoefBytes, and without arrays pass 2 reads gamma_c and beta_c of every row from GM).
+      if (ring.parts > 0) {
+        const int64_t ringBlockGroups = CeilDiv(groups, std::min(groups, in.coreNum));
+        if (!blockCoef && !t.vectorCoef && in.N == 1) {
+          const int64_t span = AlignUp(std::min(t.C, ringBlockGroups * t.D), kElemAlign);
+          if (span * (2 * paramBytes + 8) <= kMaxBlockCoefBytes) {
+            ringCoef = true;
+            ringCoefElems = span;
+          }
+        }
+        ringCosts = kRingDetail;
+        const int64_t rows = ring.rowsPerItem;
+        ring.parts = 0;
+        searchRing(rows);
       }
       if (ring.parts > 0) {
         t.staged = 0;
