@@ -1,16 +1,27 @@
 // The O(N*C) scratch a kernel call needs (partial sums, coefficients), taken from a buffer
 // that belongs to the calling thread and is kept between calls: a small call then
-// allocates nothing, and the buffer is never zero-filled (every kernel writes a slot before
-// reading it). MindSpore launches kernels from a few long-lived threads, so there are few
+// allocates nothing, and the buffer is zero-filled only when it grows (every kernel writes a
+// slot before reading it; StoreIfChanged below reads it first). MindSpore launches kernels from a few long-lived threads, so there are few
 // such buffers; one larger than kMaxKeptBytes is allocated for that call only, and a
 // call made while the thread's buffer is in use (none today) gets its own too.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 namespace ms_groupnorm {
+
+// *slot = value, unless *slot already holds those bits. The calling thread fills per-call arrays
+// (gamma and beta converted, once a call) that every kernel thread then reads: writing the same
+// values again on each call took the lines out of the other cores' caches, and the call waited for
+// them (2x640x8x8 G32 forward on 2 threads: 24.3 us, 18.8 us without the rewrites; 22.7 us on 1).
+// Bits, not ==, so that -0 replaces +0 and a NaN stays what it is.
+template <typename F>
+inline void StoreIfChanged(F *slot, F value) {
+  if (std::memcmp(slot, &value, sizeof(F)) != 0) *slot = value;
+}
 
 class CallScratch {
  public:
@@ -27,14 +38,14 @@ class CallScratch {
     Buffer &buffer = ThreadBuffer();
     if (!buffer.in_use && bytes <= kMaxKeptBytes) {
       if (buffer.capacity < bytes) {
-        buffer.storage.reset(new unsigned char[bytes + kAlign]);
+        buffer.storage.reset(new unsigned char[bytes + kAlign]());
         buffer.capacity = bytes;
       }
       buffer.in_use = true;
       borrowed_ = &buffer;
       base_ = Aligned(buffer.storage.get());
     } else {
-      owned_.reset(new unsigned char[bytes + kAlign]);
+      owned_.reset(new unsigned char[bytes + kAlign]());
       base_ = Aligned(owned_.get());
     }
   }

@@ -51,9 +51,9 @@ class ForwardKernel {
         shift_(scratch_.Take<float>(sizes.N * sizes.C)), gamma_d_(scratch_.Take<double>(sizes.C)),
         beta_d_(scratch_.Take<double>(sizes.C)), coefficients_(ActiveRowKernels().For<T>().coefficients),
         coefficients_each_(ActiveRowKernels().For<T>().coefficients_each) {
-    for (int64_t c = 0; c < s_.C; ++c) {
-      gamma_d_[c] = static_cast<double>(GammaAt(gamma, c));
-      beta_d_[c] = static_cast<double>(BetaAt(beta, c));
+    for (int64_t c = 0; c < s_.C; ++c) {  // the same values call after call: StoreIfChanged says why
+      StoreIfChanged(&gamma_d_[c], static_cast<double>(GammaAt(gamma, c)));
+      StoreIfChanged(&beta_d_[c], static_cast<double>(BetaAt(beta, c)));
     }
   }
 

@@ -71,7 +71,8 @@ class BackwardKernel {
         sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
         room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<double>(sizes.C)),
         inv_m_(1.0 / static_cast<double>(sizes.D() * sizes.HxW)) {
-    for (int64_t c = 0; c < s_.C; ++c) gamma_[c] = static_cast<double>(GammaAt(gamma, c));
+    // the same values call after call (call_scratch.h, StoreIfChanged)
+    for (int64_t c = 0; c < s_.C; ++c) StoreIfChanged(&gamma_[c], static_cast<double>(GammaAt(gamma, c)));
   }
 
   void Run() { schedule_.Run(*this, mask_, room_, room_floats_); }

@@ -59,7 +59,7 @@ class SiluBackwardKernel {
     for (int64_t n = 0; n < s_.N; ++n) {
       for (int64_t c = 0; c < s_.C; ++c) scale_[n * s_.C + c] = rstd32_[n * s_.G + c / s_.D()] * GammaAt(gamma, c);
     }
-    for (int64_t c = 0; c < s_.C; ++c) shift_[c] = BetaAt(beta, c);
+    for (int64_t c = 0; c < s_.C; ++c) StoreIfChanged(&shift_[c], BetaAt(beta, c));  // call_scratch.h says why
   }
 
   void Run() { schedule_.Run(*this, mask_, kept_, kept_floats_); }
