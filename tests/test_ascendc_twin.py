@@ -496,16 +496,8 @@ def test_short_channel_rows_reach_stage2_whole_with_the_sliced_bits(shape, G, dt
         assert other["stage2Cores"] > 1 and other["stage2WholeRows"] == 0, why
     sliced = {**tiling, "stage2WholeRows": 0, "stage2SliceElems": 8, "stage2Cores": C // 8, "stage2PieceElems": 8}
 
-    def launch(t):
-        outs = [np.full_like(arrays[name], 0x7F) if wanted else None
-                for name, wanted in zip(("x", "gamma", "gamma"), mask)]  # garbage to overwrite
-        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
-                                  beta], t, execution="deferred")
-        return outs
-
-    got = launch(tiling)
-    assert [None if o is None else o.tobytes() for o in got] == \
-        [None if o is None else o.tobytes() for o in launch(sliced)]
+    got = _launch_into_garbage(arrays, beta, mask, tiling)
+    assert _bytes_of(got) == _bytes_of(_launch_into_garbage(arrays, beta, mask, sliced))
     if silu:
         want = reference.silu_backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"],
                                        as_float64(beta, stat_dtype), G, 1.0)
@@ -533,16 +525,8 @@ def test_short_rows_stage2_ahead_gives_the_bits_of_stage2_after_the_dx_pass(shap
     assert tiling["stage2PieceElems"] == tiling["stage2SliceElems"] and tiling["stage2RowsPerLoad"] == N
     after = {**tiling, "stage2Ahead": 0, "ubBytesStage2": 65536}
 
-    def launch(t):
-        outs = [np.full_like(arrays[name], 0x7F) if wanted else None
-                for name, wanted in zip(("x", "gamma", "gamma"), mask)]  # garbage to overwrite
-        twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs,
-                          None], t, execution="deferred")
-        return outs
-
-    got = launch(tiling)
-    assert [None if o is None else o.tobytes() for o in got] == \
-        [None if o is None else o.tobytes() for o in launch(after)]
+    got = _launch_into_garbage(arrays, None, mask, tiling)
+    assert _bytes_of(got) == _bytes_of(_launch_into_garbage(arrays, None, mask, after))
     want = reference.backward(exact["dy"], exact["x"], exact["mean"], exact["rstd"], exact["gamma"], 1)
     check_against_reference(got, want, dtype_key, mask)
 
@@ -576,6 +560,20 @@ def test_held_items_interleaved_in_the_dx_pass_keep_the_in_order_bits(shape, G, 
     assert [o.tobytes() for o in got] == [o.tobytes() for o in launch({**tiling, "heldItems": 0})]
     check_against_reference(got, _reference_grads(exact, beta, stat_dtype, G, silu, 1.0), dtype_key,
                             (True, True, True))
+
+
+def _launch_into_garbage(arrays, beta, mask, tiling):
+    """The backward launch of ``tiling`` (deferred) into outputs filled with garbage for it to overwrite,
+    None where ``mask`` leaves an output out."""
+    outs = [np.full_like(arrays[name], 0x7F) if wanted else None
+            for name, wanted in zip(("x", "gamma", "gamma"), mask)]
+    twin.twin_launch([arrays["dy"], arrays["mean"], arrays["rstd"], arrays["x"], arrays["gamma"], *outs, beta],
+                     tiling, execution="deferred")
+    return outs
+
+
+def _bytes_of(outputs):
+    return [None if o is None else o.tobytes() for o in outputs]
 
 
 def _reference_grads(exact, beta, stat_dtype, G, silu, swish_scale):
