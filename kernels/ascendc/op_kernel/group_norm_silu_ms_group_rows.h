@@ -135,18 +135,18 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsApply(const LocalTensor<
                                                               const LocalTensor<float> &v, int64_t rows, bool add,
                                                               int64_t cols) {
   const int64_t P = t_->rowPitch;
-  const uint8_t pitch = static_cast<uint8_t>(P / FLOATS_PER_BLOCK);
+  const uint8_t pitch = BlockStride(P / FLOATS_PER_BLOCK);
   const BinaryRepeatParams params(1, 1, 0, pitch, pitch, 1);
   LocalTensor<float> blocks = RowsVector(GNS_ROWS_VECTORS);
   for (int64_t r0 = 0; r0 < rows; r0 += GNS_ROWS_PIECE) {
     const int64_t n = (rows - r0 < GNS_ROWS_PIECE) ? rows - r0 : GNS_ROWS_PIECE;
-    Brcb(blocks, v[r0], static_cast<uint8_t>(GnsRowsRound8(n) / FLOATS_PER_BLOCK), BrcbRepeatParams(1, 8));
+    Brcb(blocks, v[r0], RepeatTimes(GnsRowsRound8(n) / FLOATS_PER_BLOCK), BrcbRepeatParams(1, 8));
     for (int64_t c = 0; c < cols; c += 64) {
       const uint64_t mask = static_cast<uint64_t>((cols - c < 64) ? cols - c : 64);
       if (add) {
-        Add(dst[r0 * P + c], src[r0 * P + c], blocks, mask, static_cast<uint8_t>(n), params);
+        Add(dst[r0 * P + c], src[r0 * P + c], blocks, mask, RepeatTimes(n), params);
       } else {
-        Mul(dst[r0 * P + c], src[r0 * P + c], blocks, mask, static_cast<uint8_t>(n), params);
+        Mul(dst[r0 * P + c], src[r0 * P + c], blocks, mask, RepeatTimes(n), params);
       }
     }
   }

@@ -161,7 +161,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsScaleShift(const LocalTe
   const int64_t rows8 = (rows + FLOATS_PER_BLOCK - 1) / FLOATS_PER_BLOCK * FLOATS_PER_BLOCK;
   LocalTensor<float> scale = bcastBuf_.Get<float>();
   LocalTensor<float> shift = bcastBuf_.Get<float>()[FLOATS_PER_BLOCK * rows8];
-  const uint8_t brcbRepeats = static_cast<uint8_t>(rows8 / FLOATS_PER_BLOCK);
+  const uint8_t brcbRepeats = RepeatTimes(rows8 / FLOATS_PER_BLOCK);
   Brcb(scale, GammaF()[c0], brcbRepeats, BrcbRepeatParams(1, 8));
   Brcb(shift, BetaF()[c0], brcbRepeats, BrcbRepeatParams(1, 8));
   Muls(scale, scale, rstd, static_cast<int32_t>(FLOATS_PER_BLOCK * rows));
@@ -169,10 +169,10 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsScaleShift(const LocalTe
     Muls(Tmp(), scale, mean, static_cast<int32_t>(FLOATS_PER_BLOCK * rows));
     Sub(shift, shift, Tmp(), static_cast<int32_t>(FLOATS_PER_BLOCK * rows));
   }
-  const uint8_t pitch = static_cast<uint8_t>(t_->rowPitch / FLOATS_PER_BLOCK);  // blocks between rows (<= 8)
+  const uint8_t pitch = BlockStride(t_->rowPitch / FLOATS_PER_BLOCK);  // blocks between rows (<= 8)
   const BinaryRepeatParams params(1, 1, 0, pitch, pitch, 1);
-  Mul(xF, src, scale, static_cast<uint64_t>(t_->rowLen), static_cast<uint8_t>(rows), params);
-  Add(xF, xF, shift, static_cast<uint64_t>(t_->rowLen), static_cast<uint8_t>(rows), params);
+  Mul(xF, src, scale, static_cast<uint64_t>(t_->rowLen), RepeatTimes(rows), params);
+  Add(xF, xF, shift, static_cast<uint64_t>(t_->rowLen), RepeatTimes(rows), params);
 }
 
 }  // namespace GroupNormSiluMsKernel

@@ -5,6 +5,7 @@
 #define GROUP_NORM_SILU_MS_STATS_H
 
 #include "kernel_operator.h"
+#include "group_norm_ms_fields.h"
 #include "group_norm_ms_to_f32.h"
 
 namespace GroupNormSiluMsKernel {
@@ -24,6 +25,8 @@ constexpr float SCALE_UP = 0x1p88f;
 __aicore__ inline bool InSafeRange(float v) { return v < SAFE_SUM && v > -SAFE_SUM; }  // false for NaN
 
 using GroupNormMsScalar::ToF32;  // group_norm_ms_to_f32.h
+using GroupNormMsFields::BlockStride;  // group_norm_ms_fields.h
+using GroupNormMsFields::RepeatTimes;
 
 // The statistics (count, mean, M2 = sum of squared deviations) of a run of chunks, in the
 // units of x (scaled == false) or of x * SCALE_DOWN (scaled == true).
