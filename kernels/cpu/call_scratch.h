@@ -1,9 +1,10 @@
 // The O(N*C) scratch a kernel call needs (partial sums, coefficients), taken from a buffer
 // that belongs to the calling thread and is kept between calls: a small call then
 // allocates nothing, and the buffer is zero-filled only when it grows (every kernel writes a
-// slot before reading it; StoreIfChanged below reads it first). MindSpore launches kernels from a few long-lived threads, so there are few
-// such buffers; one larger than kMaxKeptBytes is allocated for that call only, and a
-// call made while the thread's buffer is in use (none today) gets its own too.
+// slot before reading it; StoreIfChanged below reads it first). MindSpore launches kernels
+// from a few long-lived threads, so there are few such buffers; one larger than kMaxKeptBytes
+// is allocated for that call only, and a call made while the thread's buffer is in use (none
+// today) gets its own too.
 #pragma once
 
 #include <cstddef>
