@@ -207,11 +207,6 @@ template <int kInputs, typename T, typename PairOp, typename StorePair>
   return i + kAhead * kStep;
 }
 
-// A 16-bit row's last elements after its whole vectors, when at most this many, are stored lane by
-// lane, not in one masked step: a masked 16-bit store cost more than a few scalar ones (7x7 rows of
-// bf16, forward: 0.42 ms masked vs 0.35 ms lane by lane, on an AVX-512 Xeon; 4 beat 2 and 8). Same bits.
-constexpr int64_t kScalarTailMax = 4;
-
 // out[i] = op(i) over one row: scalar up to alignment, pairs of vectors, one vector,
 // scalar tail. pair_op(i, a, b) computes the pair of vectors from i in LoadPair's layout.
 // partial_op(i, k) is vector_op(i) on the k < kWidth elements from i (V::kPartial builds).
@@ -244,9 +239,9 @@ inline void MapRow(T *out, int64_t n, bool stream, bool lookahead, PairOp pair_o
     }
     for (; i + V::kWidth <= n; i += V::kWidth) V::Store(out + i, vector_op(i));
   }
-  if constexpr (V::template kPartial<T>) {
-    if (sizeof(T) == sizeof(float) || n - i > kScalarTailMax) {
-      if (i < n) V::StoreFirst(out + i, partial_op(i, static_cast<int>(n - i)), static_cast<int>(n - i));
+  if constexpr (V::template kPartial<T>) {  // a tail long enough for the build's partial store
+    if (n - i >= V::template kPartialStoreMin<T>) {
+      V::StoreFirst(out + i, partial_op(i, static_cast<int>(n - i)), static_cast<int>(n - i));
       return;
     }
   }

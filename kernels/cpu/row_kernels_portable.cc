@@ -78,6 +78,8 @@ struct V {
   template <typename T>
   static constexpr bool kPartial = false;
   template <typename T>
+  static constexpr int64_t kPartialStoreMin = kWidth;
+  template <typename T>
   static reg LoadFirst(const T *p, int n);
   template <typename T>
   static void StoreFirst(T *p, reg v, int n);
