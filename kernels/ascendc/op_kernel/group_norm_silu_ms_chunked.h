@@ -76,6 +76,32 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStage(int64_t task) {
   xQue_.EnQue(stage);
 }
 
+// A block's one staged slice of row batches into an x buffer in up to MAX_STAGE_PIECES copies of
+// whole batches, each with its own MTE2 -> V event, so that the first batch's statistics wait for
+// its piece alone, not for the slice (64 KB: 8x512x255 G2 fp16). The block's gamma/beta load right
+// after the first piece (the first statistics read them). The buffer is freed after the y pass.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStagePieces(int64_t task, int64_t end) {
+  stage_ = xQue_.template AllocTensor<T>();
+  const int64_t group = TaskGroup(task);
+  const int64_t first = TaskFirstItem(task);
+  const int64_t rows = TaskEndItem(task) - first;
+  const int64_t batches = (rows + t_->partItems - 1) / t_->partItems;
+  stagePieceBatches_ = (batches + MAX_STAGE_PIECES - 1) / MAX_STAGE_PIECES;
+  const int64_t pieceRows = stagePieceBatches_ * t_->partItems;
+  stagePieces_ = (rows + pieceRows - 1) / pieceRows;
+  DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
+  for (int64_t piece = 0; piece < stagePieces_; ++piece) {
+    const int64_t row0 = piece * pieceRows;
+    const int64_t n = rows - row0 < pieceRows ? rows - row0 : pieceRows;
+    DataCopyPad(stage_[StageOffset(task, first + row0)], xGm_[ItemOffset(group, first + row0)],
+                RowsCopy<T>(n, t_->rowLen), pad);
+    stageEvent_[piece] = pipe_->AllocEventID<HardEvent::MTE2_V>();
+    SetFlag<HardEvent::MTE2_V>(static_cast<event_t>(stageEvent_[piece]));
+    if (piece == 0) IssueBlockCoefs(task, end);
+  }
+}
+
 // Item `item` of `task` as fp32: from the task's x buffer when staged (the buffer itself in
 // fp32), else the stream's next load (in XF(): its buffer goes back to the queue at once).
 template <typename T, typename U>
@@ -138,6 +164,13 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, flo
   if (staged_ && StagedRowBatches()) {  // batches of rows, each row's statistics added in order
     for (int64_t first = TaskFirstItem(task); first < TaskEndItem(task); first += t_->partItems) {
       const int64_t rows = TaskEndItem(task) - first < t_->partItems ? TaskEndItem(task) - first : t_->partItems;
+      const int64_t batch = (first - TaskFirstItem(task)) / t_->partItems;
+      if (stagePieces_ > 0 && batch % stagePieceBatches_ == 0) {  // the first batch of a piece: it has landed
+        const int64_t piece = batch / stagePieceBatches_;
+        WaitFlag<HardEvent::MTE2_V>(static_cast<event_t>(stageEvent_[piece]));
+        pipe_->ReleaseEventID<HardEvent::MTE2_V>(stageEvent_[piece]);
+        if (piece + 1 == stagePieces_) stagePieces_ = 0;
+      }
       RowsPartStats(AsFloat(stage_[StageOffset(task, first)], rows * t_->rowPitch), rows, shift, stats);
     }
     return;
@@ -284,7 +317,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StagedTask(int64_t task, boo
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task) {
   ChanCascade stats;
-  sliceShift_ = ChunkedShift(TaskGroup(task));  // kept for the y pass of the block's last slice
+  // (the block's first head is issued by Process ahead of its x); kept for the y pass of the
+  // block's last slice
+  sliceShift_ = task == blockFirst_ ? TakeHead() : ChunkedShift(TaskGroup(task));
   SliceStats(task, sliceShift_, &stats);
   const ChunkStats total = stats.Total();
   LocalTensor<float> entry = sliceOutBuf_.Get<float>();
