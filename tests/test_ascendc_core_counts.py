@@ -119,6 +119,8 @@ FORWARD_CASES = {
     # with its own event (fp32: four batches of 8 rows a piece); the part ring (1-3 cores), slices of one
     # batch (16+)
     "staged_slices_in_pieces": (1, 512, 255, 2),
+    # slices streamed with four loads in flight (5 and 7 cores); the part ring (1-3), staged slices (16+)
+    "streamed_slices_deep": (1, 64, 4096, 2),
     # HxW == 1 with groups of 5: batches of groups as columns, a multiple of G groups a batch, their
     # size and count following the core count
     "hw_one_group_columns": (300, 40, 1, 8),

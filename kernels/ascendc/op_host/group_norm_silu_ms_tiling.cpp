@@ -29,6 +29,7 @@ constexpr int64_t kMaxYBuffers = 4;
 // Chunks of long rows: a launch of fewer chunks than this gets smaller ones, down to kMinChunkElems.
 constexpr int64_t kMinLaunchChunks = 48;
 constexpr int64_t kMinChunkElems = 1024;
+constexpr int64_t kDeepStreamLoads = 4;  // op_kernel DEEP_STREAM_LOADS
 // A ring chunk of several rows takes at most this many elements (its two fp32 work buffers 64 KiB).
 constexpr int64_t kMaxRingItemElems = 8192;
 constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of fp32
@@ -618,9 +619,13 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
               t.partItems = b;
             }
           }
-        } else {  // stream the slices (with the block's gamma/beta where they fit, as above)
+        } else {  // stream the slices (with the block's gamma/beta where they fit, as above), four
+          // loads in flight where they fit (a short chunk's load is mostly its latency)
           t.coefPerBlock = blockCoef && fits(chunkedPlan(plan.K, 2, 0, true)) ? 1 : 0;
           plan = chunkedPlan(plan.K, 2, 0, t.coefPerBlock != 0);
+          if (fits(chunkedPlan(plan.K, kDeepStreamLoads, 0, t.coefPerBlock != 0))) {
+            plan = chunkedPlan(plan.K, kDeepStreamLoads, 0, t.coefPerBlock != 0);
+          }
         }
       }
     }

@@ -79,6 +79,9 @@ constexpr int64_t MAX_RING_SLOTS = 8;  // ms_groupnorm::forward_tiling::kMaxRing
 // A staged slice's load in at most this many pieces, each holding an MTE2 -> V event id of the 8
 // (TQue简介.md, "TQue Buffer限制") beside the two of the block's gamma/beta queues.
 constexpr int64_t MAX_STAGE_PIECES = 4;
+// Loads in flight in mode 1's deep stream (ms_groupnorm::forward_tiling::kDeepStreamLoads): their
+// MTE2 -> V events and the block's gamma/beta queues' two, within the 8.
+constexpr int32_t DEEP_STREAM_LOADS = 4;
 
 // pass 2 of an item: the group's centring and coefficients (a = rstd * gamma_c and
 // b = beta_c - centre * a per channel: y = (x - shift) * a + b, one Muls and one Adds a row)
@@ -190,6 +193,8 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(ringBuf_, t_->xBuffers * t_->xBufferElems * sizeof(T));
     } else if (t_->staged != 0) {
       pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    } else if (DeepStream()) {
+      pipe_->InitBuffer(xDeepQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
     } else {
       pipe_->InitBuffer(xAheadQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
     }
@@ -491,6 +496,9 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass,
                                      bool passMajor = false);
   __aicore__ inline void StreamIssue();
+  __aicore__ inline bool DeepStream() const {
+    return t_->mode == GNS_MODE_CHUNKED && t_->staged == 0 && t_->ringParts == 0 && t_->xBuffers > 2;
+  }
   __aicore__ inline void TakeChunk(int64_t len);
   // Staged tasks: where item `item` of task `task` sits in its x buffer, the load of that
   // buffer, and one whole-group task.
@@ -618,6 +626,8 @@ class KernelGroupNormSiluMs {
   TQue<QuePosition::VECIN, 1> xQue_;  // staged tasks: one task's x per buffer
   // mode 0 and streamed chunks: two loads queued at once ahead of the compute
   TQue<QuePosition::VECIN, 2> xAheadQue_;
+  // streamed chunks short enough that four loads fit: a DMA's latency over four in flight, not two
+  TQue<QuePosition::VECIN, DEEP_STREAM_LOADS> xDeepQue_;
   TQue<QuePosition::VECOUT, 1> yQue_;
   TBuf<QuePosition::VECIN> ringBuf_;  // the part ring: xBuffers slots of xBufferElems
   TQue<QuePosition::VECIN, 1> gammaQue_;

@@ -10,9 +10,9 @@ namespace GroupNormSiluMsKernel {
 // The block's loads form one stream over its tasks, each task's items in passes
 // firstPass..lastPass (0: statistics, 1: y): task by task with both passes inside (a whole
 // group per task), or pass by pass over all tasks (`passMajor`: split groups, whose pass 1
-// follows SyncAll, so the first y loads are in flight across it). Two loads are in flight
-// ahead of the compute (a chunk's buffer is freed as soon as it is converted to fp32, so two
-// buffers hold them).
+// follows SyncAll, so the first y loads are in flight across it). xBuffers loads are in flight
+// ahead of the compute (a chunk's buffer is freed as soon as it is converted to fp32, so that
+// many buffers hold them): two, or four in the deep stream of short chunks (DeepStream).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamBegin(int64_t first, int64_t end, int64_t firstPass,
                                                              int64_t lastPass, bool passMajor) {
@@ -24,13 +24,17 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamBegin(int64_t first, i
   streamPass_ = firstPass;
   streamPassMajor_ = passMajor;
   streamItem_ = TaskFirstItem(first);
-  if (streamTask_ < streamEnd_) StreamIssue();
-  if (streamTask_ < streamEnd_) StreamIssue();
+  for (int64_t k = 0; k < t_->xBuffers && streamTask_ < streamEnd_; ++k) StreamIssue();
 }
 
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
-  IssueRows(xAheadQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
+  const int64_t offset = ItemOffset(TaskGroup(streamTask_), streamItem_);
+  if (DeepStream()) {
+    IssueRows(xDeepQue_, xGm_, offset, 1, ItemLen(streamItem_));
+  } else {
+    IssueRows(xAheadQue_, xGm_, offset, 1, ItemLen(streamItem_));
+  }
   if (++streamItem_ < TaskEndItem(streamTask_)) return;
   if (streamPassMajor_) {
     if (++streamTask_ == streamEnd_ && streamPass_ < streamLastPass_) {
@@ -49,7 +53,11 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
 // The next chunk as fp32 in XF(); issues the load after it.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeChunk(int64_t len) {
-  TakeAsFloat<T>(xAheadQue_, len, XF());
+  if (DeepStream()) {
+    TakeAsFloat<T>(xDeepQue_, len, XF());
+  } else {
+    TakeAsFloat<T>(xAheadQue_, len, XF());
+  }
   if (streamTask_ < streamEnd_) StreamIssue();
 }
 
