@@ -567,12 +567,17 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           const int64_t small = AlignUp(CeilDiv(t.rowLen, CeilDiv(kMinLaunchChunks, launchRows)), kElemAlign);
           k = std::min(k, std::max(small, kMinChunkElems));
         }
-        plan = chunkedPlan(k, 2, 0, false);
+        // The same number of chunks a row, balanced, where four of them fit: four loads in flight
+        // (1x64x128x128 fp32: 3 chunks a row of 5,472 instead of 7,952, 7,952 and 480).
+        const int64_t balanced = AlignUp(CeilDiv(t.rowLen, CeilDiv(t.rowLen, k)), kElemAlign);
+        const int64_t loads = fits(chunkedPlan(balanced, kDeepStreamLoads, 0, false)) ? kDeepStreamLoads : 2;
+        if (loads > 2) k = balanced;
+        plan = chunkedPlan(k, loads, 0, false);
         // gamma/beta of the block's channels in UB where they fit beside the chunks (else every chunk's
         // channel costs scalar GM reads of gamma_c and beta_c, about 200 ns each); the chunk size above
         // is chosen without them, so the arithmetic does not depend on it
-        if (blockCoef && fits(chunkedPlan(k, 2, 0, true))) {
-          plan = chunkedPlan(k, 2, 0, true);
+        if (blockCoef && fits(chunkedPlan(k, loads, 0, true))) {
+          plan = chunkedPlan(k, loads, 0, true);
           t.coefPerBlock = 1;
         }
       }
