@@ -115,6 +115,12 @@ FORWARD_CASES = {
     # split groups staged in slices of 2^k rows, taken in batches of rows (the last slice shorter; a
     # part ring on few cores)
     "staged_slices_row_batches": (1, 520, 49, 1),
+    # one staged slice a block of 128 rows (5 and 7 cores), loaded in pieces of whole batches, each
+    # with its own event (fp32: four batches of 8 rows a piece); the part ring (1-3 cores), slices of one
+    # batch (16+)
+    "staged_slices_in_pieces": (1, 512, 255, 2),
+    # slices streamed with four loads in flight (5 and 7 cores); the part ring (1-3), staged slices (16+)
+    "streamed_slices_deep": (1, 64, 4096, 2),
     # HxW == 1 with groups of 5: batches of groups as columns, a multiple of G groups a batch, their
     # size and count following the core count
     "hw_one_group_columns": (300, 40, 1, 8),

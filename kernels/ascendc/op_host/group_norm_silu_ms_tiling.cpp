@@ -29,6 +29,7 @@ constexpr int64_t kMaxYBuffers = 4;
 // Chunks of long rows: a launch of fewer chunks than this gets smaller ones, down to kMinChunkElems.
 constexpr int64_t kMinLaunchChunks = 48;
 constexpr int64_t kMinChunkElems = 1024;
+constexpr int64_t kDeepStreamLoads = 4;  // op_kernel DEEP_STREAM_LOADS
 // A ring chunk of several rows takes at most this many elements (its two fp32 work buffers 64 KiB).
 constexpr int64_t kMaxRingItemElems = 8192;
 constexpr int64_t kElemAlign = 16;  // 16 elements: 32 bytes of fp16/bf16, 64 of fp32
@@ -566,12 +567,17 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
           const int64_t small = AlignUp(CeilDiv(t.rowLen, CeilDiv(kMinLaunchChunks, launchRows)), kElemAlign);
           k = std::min(k, std::max(small, kMinChunkElems));
         }
-        plan = chunkedPlan(k, 2, 0, false);
+        // The same number of chunks a row, balanced, where four of them fit: four loads in flight
+        // (1x64x128x128 fp32: 3 chunks a row of 5,472 instead of 7,952, 7,952 and 480).
+        const int64_t balanced = AlignUp(CeilDiv(t.rowLen, CeilDiv(t.rowLen, k)), kElemAlign);
+        const int64_t loads = fits(chunkedPlan(balanced, kDeepStreamLoads, 0, false)) ? kDeepStreamLoads : 2;
+        if (loads > 2) k = balanced;
+        plan = chunkedPlan(k, loads, 0, false);
         // gamma/beta of the block's channels in UB where they fit beside the chunks (else every chunk's
         // channel costs scalar GM reads of gamma_c and beta_c, about 200 ns each); the chunk size above
         // is chosen without them, so the arithmetic does not depend on it
-        if (blockCoef && fits(chunkedPlan(k, 2, 0, true))) {
-          plan = chunkedPlan(k, 2, 0, true);
+        if (blockCoef && fits(chunkedPlan(k, loads, 0, true))) {
+          plan = chunkedPlan(k, loads, 0, true);
           t.coefPerBlock = 1;
         }
       }
@@ -618,9 +624,13 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
               t.partItems = b;
             }
           }
-        } else {  // stream the slices (with the block's gamma/beta where they fit, as above)
+        } else {  // stream the slices (with the block's gamma/beta where they fit, as above), four
+          // loads in flight where they fit (a short chunk's load is mostly its latency)
           t.coefPerBlock = blockCoef && fits(chunkedPlan(plan.K, 2, 0, true)) ? 1 : 0;
           plan = chunkedPlan(plan.K, 2, 0, t.coefPerBlock != 0);
+          if (fits(chunkedPlan(plan.K, kDeepStreamLoads, 0, t.coefPerBlock != 0))) {
+            plan = chunkedPlan(plan.K, kDeepStreamLoads, 0, t.coefPerBlock != 0);
+          }
         }
       }
     }

@@ -76,6 +76,12 @@ constexpr int64_t MAX_SLICES = 64;  // ms_groupnorm::forward_tiling::kMaxSlices
 // units of x * SCALE_DOWN: a slice has at least one element), mean, M2
 constexpr int64_t SLICE_ENTRY_FLOATS = 3;
 constexpr int64_t MAX_RING_SLOTS = 8;  // ms_groupnorm::forward_tiling::kMaxRingSlots
+// A staged slice's load in at most this many pieces, each holding an MTE2 -> V event id of the 8
+// (TQue简介.md, "TQue Buffer限制") beside the two of the block's gamma/beta queues.
+constexpr int64_t MAX_STAGE_PIECES = 4;
+// Loads in flight in mode 1's deep stream (ms_groupnorm::forward_tiling::kDeepStreamLoads): their
+// MTE2 -> V events and the block's gamma/beta queues' two, within the 8.
+constexpr int32_t DEEP_STREAM_LOADS = 4;
 
 // pass 2 of an item: the group's centring and coefficients (a = rstd * gamma_c and
 // b = beta_c - centre * a per channel: y = (x - shift) * a + b, one Muls and one Adds a row)
@@ -150,8 +156,11 @@ class KernelGroupNormSiluMs {
       // SyncAll; with several (the kernel takes any run of tasks) it stages each slice again
       // after SyncAll.
       staged_ = t_->staged != 0;
+      if (first < end) IssueHead(TaskGroup(first));  // ahead of x: the first shift waits on it alone
       for (int64_t task = first; task < end; ++task) {
-        if (staged_) {
+        if (staged_ && end - first == 1 && StagedRowBatches()) {
+          IssueStagePieces(task, end);  // the vector unit starts on the first rows while the rest load
+        } else if (staged_) {
           IssueStage(task);
           if (task == first) IssueBlockCoefs(first, end);
           stage_ = xQue_.template DeQue<T>();
@@ -184,6 +193,8 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(ringBuf_, t_->xBuffers * t_->xBufferElems * sizeof(T));
     } else if (t_->staged != 0) {
       pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
+    } else if (DeepStream()) {
+      pipe_->InitBuffer(xDeepQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
     } else {
       pipe_->InitBuffer(xAheadQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
     }
@@ -485,6 +496,9 @@ class KernelGroupNormSiluMs {
   __aicore__ inline void StreamBegin(int64_t first, int64_t end, int64_t firstPass, int64_t lastPass,
                                      bool passMajor = false);
   __aicore__ inline void StreamIssue();
+  __aicore__ inline bool DeepStream() const {
+    return t_->mode == GNS_MODE_CHUNKED && t_->staged == 0 && t_->ringParts == 0 && t_->xBuffers > 2;
+  }
   __aicore__ inline void TakeChunk(int64_t len);
   // Staged tasks: where item `item` of task `task` sits in its x buffer, the load of that
   // buffer, and one whole-group task.
@@ -502,6 +516,7 @@ class KernelGroupNormSiluMs {
   __aicore__ inline bool StagedRows() const { return t_->staged != 0 && t_->partItems > 0 && t_->ringParts == 0; }
   __aicore__ inline bool StagedRowBatches() const { return StagedRows() && t_->bcastElems > 0; }
   __aicore__ inline void IssueStage(int64_t task);
+  __aicore__ inline void IssueStagePieces(int64_t task, int64_t end);
   __aicore__ inline void TakeStage(int64_t task) {  // loads a task's x and waits for it
     IssueStage(task);
     stage_ = xQue_.template DeQue<T>();
@@ -602,10 +617,17 @@ class KernelGroupNormSiluMs {
   uint32_t ringFree_ = 0;
   uint32_t ringUsed_ = 0;  // slots loaded before: a new load waits for the vector reads of the old
   int64_t ringResident_[MAX_RING_SLOTS] = {};
+  // a block's one staged slice of row batches, loaded in pieces of stagePieceBatches_ batches: each
+  // piece's MTE2 -> V event, waited for before its first batch's statistics (stagePieces_ 0: none)
+  int64_t stagePieces_ = 0;
+  int64_t stagePieceBatches_ = 1;
+  int32_t stageEvent_[MAX_STAGE_PIECES] = {};
 
   TQue<QuePosition::VECIN, 1> xQue_;  // staged tasks: one task's x per buffer
   // mode 0 and streamed chunks: two loads queued at once ahead of the compute
   TQue<QuePosition::VECIN, 2> xAheadQue_;
+  // streamed chunks short enough that four loads fit: a DMA's latency over four in flight, not two
+  TQue<QuePosition::VECIN, DEEP_STREAM_LOADS> xDeepQue_;
   TQue<QuePosition::VECOUT, 1> yQue_;
   TBuf<QuePosition::VECIN> ringBuf_;  // the part ring: xBuffers slots of xBufferElems
   TQue<QuePosition::VECIN, 1> gammaQue_;

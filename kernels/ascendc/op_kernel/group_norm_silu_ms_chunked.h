@@ -10,9 +10,9 @@ namespace GroupNormSiluMsKernel {
 // The block's loads form one stream over its tasks, each task's items in passes
 // firstPass..lastPass (0: statistics, 1: y): task by task with both passes inside (a whole
 // group per task), or pass by pass over all tasks (`passMajor`: split groups, whose pass 1
-// follows SyncAll, so the first y loads are in flight across it). Two loads are in flight
-// ahead of the compute (a chunk's buffer is freed as soon as it is converted to fp32, so two
-// buffers hold them).
+// follows SyncAll, so the first y loads are in flight across it). xBuffers loads are in flight
+// ahead of the compute (a chunk's buffer is freed as soon as it is converted to fp32, so that
+// many buffers hold them): two, or four in the deep stream of short chunks (DeepStream).
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamBegin(int64_t first, int64_t end, int64_t firstPass,
                                                              int64_t lastPass, bool passMajor) {
@@ -24,13 +24,17 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamBegin(int64_t first, i
   streamPass_ = firstPass;
   streamPassMajor_ = passMajor;
   streamItem_ = TaskFirstItem(first);
-  if (streamTask_ < streamEnd_) StreamIssue();
-  if (streamTask_ < streamEnd_) StreamIssue();
+  for (int64_t k = 0; k < t_->xBuffers && streamTask_ < streamEnd_; ++k) StreamIssue();
 }
 
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
-  IssueRows(xAheadQue_, xGm_, ItemOffset(TaskGroup(streamTask_), streamItem_), 1, ItemLen(streamItem_));
+  const int64_t offset = ItemOffset(TaskGroup(streamTask_), streamItem_);
+  if (DeepStream()) {
+    IssueRows(xDeepQue_, xGm_, offset, 1, ItemLen(streamItem_));
+  } else {
+    IssueRows(xAheadQue_, xGm_, offset, 1, ItemLen(streamItem_));
+  }
   if (++streamItem_ < TaskEndItem(streamTask_)) return;
   if (streamPassMajor_) {
     if (++streamTask_ == streamEnd_ && streamPass_ < streamLastPass_) {
@@ -49,7 +53,11 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StreamIssue() {
 // The next chunk as fp32 in XF(); issues the load after it.
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::TakeChunk(int64_t len) {
-  TakeAsFloat<T>(xAheadQue_, len, XF());
+  if (DeepStream()) {
+    TakeAsFloat<T>(xDeepQue_, len, XF());
+  } else {
+    TakeAsFloat<T>(xAheadQue_, len, XF());
+  }
   if (streamTask_ < streamEnd_) StreamIssue();
 }
 
@@ -74,6 +82,32 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStage(int64_t task) {
     DataCopyPad(stage[StageOffset(task, item)], xGm_[ItemOffset(group, item)], copy, pad);
   }
   xQue_.EnQue(stage);
+}
+
+// A block's one staged slice of row batches into an x buffer in up to MAX_STAGE_PIECES copies of
+// whole batches, each with its own MTE2 -> V event, so that the first batch's statistics wait for
+// its piece alone, not for the slice (64 KB: 8x512x255 G2 fp16). The block's gamma/beta load right
+// after the first piece (the first statistics read them). The buffer is freed after the y pass.
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueStagePieces(int64_t task, int64_t end) {
+  stage_ = xQue_.template AllocTensor<T>();
+  const int64_t group = TaskGroup(task);
+  const int64_t first = TaskFirstItem(task);
+  const int64_t rows = TaskEndItem(task) - first;
+  const int64_t batches = (rows + t_->partItems - 1) / t_->partItems;
+  stagePieceBatches_ = (batches + MAX_STAGE_PIECES - 1) / MAX_STAGE_PIECES;
+  const int64_t pieceRows = stagePieceBatches_ * t_->partItems;
+  stagePieces_ = (rows + pieceRows - 1) / pieceRows;
+  DataCopyPadExtParams<T> pad{false, 0, 0, T{}};
+  for (int64_t piece = 0; piece < stagePieces_; ++piece) {
+    const int64_t row0 = piece * pieceRows;
+    const int64_t n = rows - row0 < pieceRows ? rows - row0 : pieceRows;
+    DataCopyPad(stage_[StageOffset(task, first + row0)], xGm_[ItemOffset(group, first + row0)],
+                RowsCopy<T>(n, t_->rowLen), pad);
+    stageEvent_[piece] = pipe_->AllocEventID<HardEvent::MTE2_V>();
+    SetFlag<HardEvent::MTE2_V>(static_cast<event_t>(stageEvent_[piece]));
+    if (piece == 0) IssueBlockCoefs(task, end);
+  }
 }
 
 // Item `item` of `task` as fp32: from the task's x buffer when staged (the buffer itself in
@@ -138,6 +172,13 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStats(int64_t task, flo
   if (staged_ && StagedRowBatches()) {  // batches of rows, each row's statistics added in order
     for (int64_t first = TaskFirstItem(task); first < TaskEndItem(task); first += t_->partItems) {
       const int64_t rows = TaskEndItem(task) - first < t_->partItems ? TaskEndItem(task) - first : t_->partItems;
+      const int64_t batch = (first - TaskFirstItem(task)) / t_->partItems;
+      if (stagePieces_ > 0 && batch % stagePieceBatches_ == 0) {  // the first batch of a piece: it has landed
+        const int64_t piece = batch / stagePieceBatches_;
+        WaitFlag<HardEvent::MTE2_V>(static_cast<event_t>(stageEvent_[piece]));
+        pipe_->ReleaseEventID<HardEvent::MTE2_V>(stageEvent_[piece]);
+        if (piece + 1 == stagePieces_) stagePieces_ = 0;
+      }
       RowsPartStats(AsFloat(stage_[StageOffset(task, first)], rows * t_->rowPitch), rows, shift, stats);
     }
     return;
@@ -284,7 +325,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::StagedTask(int64_t task, boo
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::SliceStatsTask(int64_t task) {
   ChanCascade stats;
-  sliceShift_ = ChunkedShift(TaskGroup(task));  // kept for the y pass of the block's last slice
+  // (the block's first head is issued by Process ahead of its x); kept for the y pass of the
+  // block's last slice
+  sliceShift_ = task == blockFirst_ ? TakeHead() : ChunkedShift(TaskGroup(task));
   SliceStats(task, sliceShift_, &stats);
   const ChunkStats total = stats.Total();
   LocalTensor<float> entry = sliceOutBuf_.Get<float>();
