@@ -238,11 +238,18 @@ def test_held_items_change_the_traffic_not_the_bits(case):
         assert gm_small - gm_big == (big["heldItems"] - small["heldItems"]) * 2 * HxW * 4 * big["numTasks"]
 
 
+# Both backward operators, and the three masks the stage-2 bit checks take: everything, one
+# parameter gradient alone, dx with the other.
+BOTH_OPERATORS = pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+MASKS_ALL_DGAMMA_DX_DBETA = pytest.mark.parametrize(
+    "mask", [(True, True, True), (False, True, False), (True, False, True)], ids=["all", "dgamma", "dx_dbeta"])
+
+
 # The channel split's items are runs of a core's consecutive channels of one group (one DMA of up
 # to channelsPerItem rows, HxW rounded up to 16 apart in UB; each channel's sums its own row's):
 # on 16 cores 6-8 channels an item, with 48 KiB of UB 1-2 (runs cut shorter, items not held); on
 # one core the tiling splits by group instead. Each matches the reference, all with the same bits.
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@BOTH_OPERATORS
 @pytest.mark.parametrize("dtype_key", ["fp32", "fp16_fp32", "bf16"])
 def test_channel_split_items_of_several_channels_keep_the_bits(dtype_key, silu):
     N, C, HxW, G, cores, _, _ = CASES["channel_split_rows"]
@@ -386,7 +393,7 @@ def test_the_split_chosen_by_the_core_count_does_not_change_the_bits(case, dtype
 # per row. 4x1280x8x8 G32 is the anchor (40 rows of 64); 2x80x7x7 G8 has D = 10 (Brcb's last repeat
 # reads rows past the group) and rows of 49 in a stride of 64; 3x24x5x5 G3 rows of 25. The same launch
 # with bcastElems 0 takes the per-row path: the same bits, and both match the reference.
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@BOTH_OPERATORS
 @pytest.mark.parametrize("shape,G,dtype_key", [((4, 1280, 64), 32, "fp16_fp32"), ((2, 80, 49), 8, "bf16"),
                                                ((3, 24, 25), 3, "fp32")], ids=["4x1280x8x8", "2x80x7x7", "3x24x5x5"])
 def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_key, silu):
@@ -444,7 +451,7 @@ def test_broadcast_blocks_of_a_group_past_255_repeats(shape, dtype_key):
     ((70, 5, 9), 5, 2, "fp16_fp32", (False, True, False), 1)],
     ids=["64x3x352_all", "64x3x352_stats", "6x64x12_dx", "5x30x37_dx", "across_18x17x37", "across_70x5x9",
          "across_70x5x9_dgamma"])
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@BOTH_OPERATORS
 def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, across, silu):
     """The fused backward's batches too: each row's swish gradient from its own gamma_c, beta_c and
     centring (gamma and beta of every channel loaded once a core, also without dx), with swish_scale
@@ -478,9 +485,8 @@ def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, ac
 # the anchor; 300x16x5x5 G4 has more samples than a load holds (255 x 8 / C = 127: three loads,
 # the last short). The same launch with the sliced stage 2 gives the same bits, for each output
 # mask (one array or both), and both match the reference.
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
-@pytest.mark.parametrize("mask", [(True, True, True), (False, True, False), (True, False, True)],
-                         ids=["all", "dgamma", "dx_dbeta"])
+@BOTH_OPERATORS
+@MASKS_ALL_DGAMMA_DX_DBETA
 @pytest.mark.parametrize("shape,G,dtype_key", [((32, 32, 784), 8, "fp16"), ((300, 16, 25), 4, "fp32")],
                          ids=["32x32x28x28", "300x16x5x5"])
 def test_short_channel_rows_reach_stage2_whole_with_the_sliced_bits(shape, G, dtype_key, mask, silu):
@@ -536,9 +542,8 @@ def test_short_rows_stage2_ahead_gives_the_bits_of_stage2_after_the_dx_pass(shap
 # pass. 1x2048x16 G1 is the row it is for; 1x512x7x7 G1 (short rows on runs, both operators) and
 # 1x200x999 G4 (rows over 64 floats). The same launch with stage 2 (ownStats 0, one row a block's slice)
 # gives the same bits, for masks with and without dx, and both match the reference.
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
-@pytest.mark.parametrize("mask", [(True, True, True), (False, True, False), (True, False, True)],
-                         ids=["all", "dgamma", "dx_dbeta"])
+@BOTH_OPERATORS
+@MASKS_ALL_DGAMMA_DX_DBETA
 @pytest.mark.parametrize("shape,G,dtype_key", [((1, 2048, 16), 1, "fp16"), ((1, 512, 49), 1, "bf16"),
                                                ((1, 200, 999), 4, "fp32")], ids=["1x2048x16", "1x512x7x7", "1x200x999"])
 def test_one_sample_channel_split_stores_its_stats_with_the_bits_of_stage2(shape, G, dtype_key, mask, silu):
@@ -633,7 +638,7 @@ def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
 # fit, takes the per-group path: the same bits, and both match the reference. 201x24 G3 (D = 8) takes
 # tasks of whole samples; 3x200 G50 (D = 4) runs of groups, its K raised to hold the coefficients;
 # 100x160 G10 (D = 16) tasks of two samples.
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@BOTH_OPERATORS
 @pytest.mark.parametrize("shape,G,cores,dtype_key,per_group_elems",
                          [((201, 24, 1), 3, 4, "fp32", 48), ((3, 200, 1), 50, 48, "bf16", 48),
                           ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "3x200", "100x160"])
