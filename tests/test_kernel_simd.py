@@ -272,12 +272,12 @@ def _tail_case(rng, N, C, hxw, dtype):
     return x.astype(dtype), dy.astype(dtype)
 
 
-def test_avx512_partial_vectors_give_the_bits_of_avx2_lane_by_lane_tails(isa_control):
-    """The AVX-512 build ends a row (and a sample's points) with one masked step where the
-    AVX2 build adds its last 16-bit elements lane by lane (and its last floats in a masked
-    step of 8 lanes); both builds fuse multiply-adds and map the 32 lanes alike, so every
-    output must have the same bits, for every tail length of both widths, 2-D inputs with
-    any C, and 1 and 2 threads."""
+def test_avx512_and_avx2_partial_steps_give_the_same_bits(isa_control):
+    """Both builds end a row (and a sample's points) with one partial step, of 16 lanes
+    (AVX-512's masked moves) or of 8 (AVX2: masked float loads, 16-bit data from scalar
+    loads), and store element-wise tails differently; both fuse multiply-adds and map the
+    32 lanes alike, so every output must have the same bits, for every tail length of both
+    widths, 2-D inputs with any C, and 1 and 2 threads."""
     isas = _available_isas()
     if "avx512" not in isas or "avx2" not in isas:
         pytest.skip("needs the AVX2 and AVX-512 builds")

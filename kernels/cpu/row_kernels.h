@@ -11,9 +11,9 @@
 //    rows of 8 lanes in float, (row 0 + row 1) + (row 2 + row 3), and fold those 8 in
 //    double: FoldLanesViaFloat). A vector build only maps the 32 lanes onto registers
 //    (2 zmm, 4 ymm, or arrays; bf16 pairs are unpaired before the fold); the AVX-512
-//    build adds a tail of less than a vector in one masked step (V::kPartial), and so does
-//    the AVX2 build for float data: the same lane operations as the lane-by-lane tail of
-//    the others, so they keep its bits;
+//    and AVX2 builds add a tail of less than a vector in one partial step (V::kPartial):
+//    the same lane operations as the portable build's lane-by-lane tail, so they keep its
+//    bits;
 //  * a * b + c is written V::MulAdd: one rounding (FMA) in the AVX2 and AVX-512
 //    builds, and in the portable one where the target has a hardware FMA (aarch64),
 //    which then gives their bits; two in the portable one elsewhere (a CPU without FMA
