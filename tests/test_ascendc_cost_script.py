@@ -50,11 +50,22 @@ def test_each_table_ends_with_its_closing_line(flag):
     assert all(0 < v <= e + 0.05 for v, e in zip(vector, estimate)), (vector, estimate)
 
 
+def cost_module():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import ascendc_cost
+    return ascendc_cost
+
+
 @pytest.mark.parametrize("text", ["1x2x3x4", "1x6x3:4", "7:1", "1x0x3:1", "2x4x3:0", "ax4:2"])
 def test_a_bad_shape_is_refused_with_its_rule(text):
-    result = subprocess.run([sys.executable, str(SCRIPT), "--shapes", text], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(SCRIPT.parent.parent)), timeout=300)
-    assert result.returncode != 0 and f"shape {text!r}" in result.stderr, result.stderr[-500:]
+    with pytest.raises(SystemExit, match=f"shape {text!r}: .*(expected|must)"):
+        cost_module().parse_shapes(f"2x4x3:2,{text}")
+
+
+def test_the_command_line_refuses_a_bad_shape_before_running_any():
+    result = subprocess.run([sys.executable, str(SCRIPT), "--shapes", "2x4x3:2,1x6x3:4"], capture_output=True,
+                            text=True, env=dict(os.environ, PYTHONPATH=str(SCRIPT.parent.parent)), timeout=300)
+    assert result.returncode != 0 and "shape '1x6x3:4'" in result.stderr and not result.stdout, result.stderr[-500:]
 
 
 def test_any_rank_runs_and_a_table_closes_per_dtype(tmp_path, monkeypatch):
@@ -63,8 +74,7 @@ def test_any_rank_runs_and_a_table_closes_per_dtype(tmp_path, monkeypatch):
     lines = run_script("--shapes", "49x11:11,1x4x2x3x3:2", "--dtypes", "fp32")
     rows, ratios = column_of(lines, "est./bound")
     assert [r.split("|")[1].strip() for r in rows] == ["49x11 G11", "1x4x2x3x3 G2"] and all(r > 0 for r in ratios)
-    sys.path.insert(0, str(SCRIPT.parent))
-    import ascendc_cost
+    ascendc_cost = cost_module()
     table = ascendc_cost.read_table("every_shape")
     assert (4096, 512, 32) in table and (1, 320, 16, 32, 32, 32) in table and len(table) == len(set(table)) >= 100
     monkeypatch.setattr(ascendc_cost, "TABLES", tmp_path)

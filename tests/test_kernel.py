@@ -2,6 +2,7 @@
 reference, over the shape table, every dtype combination and output masks; plus
 determinism: bit-identical outputs over repeated calls and for 1 vs 2 and 3 OpenMP threads (4 in the
 exhaustive tier)."""
+import functools
 import hashlib
 import os
 import subprocess
@@ -154,6 +155,7 @@ DETERMINISM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@functools.lru_cache(maxsize=None)  # the 1-thread digest, once per worker process
 def _digest_with_threads(threads):
     # The child imports ms_groupnorm from this checkout, installed or not.
     root = str(Path(__file__).resolve().parent.parent)

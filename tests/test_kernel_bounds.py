@@ -74,6 +74,9 @@ def check_operator(op, dtype, threads):
     return checked, len(isas)
 
 
+# Each case is a process of its own (~2.5 s): the default run takes every operator once and every
+# dtype at least once; the exhaustive tier runs the whole matrix.
+@pytest.mark.default_sample(op=list(OPERATORS), dtype=["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.exhaustive)])
 @pytest.mark.parametrize("op", OPERATORS)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

@@ -31,6 +31,8 @@ def test_to_float_casts_a_keyword_input(name):
     np.testing.assert_array_equal(out.asnumpy(), layer(_x()).asnumpy())
 
 
+# Each case compiles a graph (~3.4 s): the default run takes every layer once, both input kinds.
+@pytest.mark.default_sample(name=list(LAYERS), rank=["dynamic shape", "dynamic rank"])
 @pytest.mark.parametrize("rank", ["dynamic shape", "dynamic rank"])
 @pytest.mark.parametrize("name", list(LAYERS))
 def test_wrong_channels_found_by_the_run_of_a_graph_raise_a_value_error(name, rank):
