@@ -2,9 +2,10 @@
 """Where a PyNative call of the GroupNorm backward spends its time beyond the kernel.
 
 One process, one thread count ($OMP_NUM_THREADS or --threads, set before anything is
-loaded); every configuration is timed in interleaved rounds (the order rotates), each
-sample being K back-to-back calls followed by one synchronisation, so the per-call time
-is that of pipelined calls (MindSpore queues the work; the Python thread runs ahead).
+loaded); every configuration is timed in interleaved rounds (in orders where each one
+follows every other one equally often), each sample being K back-to-back calls followed
+by one synchronisation, so the per-call time is that of pipelined calls (MindSpore queues
+the work; the Python thread runs ahead).
 Per configuration the table gives the wall time per call (median and minimum over
 samples), the process CPU time per call (all threads: the Python thread, MindSpore's
 queue threads, kernel threads; on a loaded machine it moves far less than wall time), the
@@ -38,6 +39,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from bench.timing import balanced_orders
 
 SHAPES = {"4x1280x8x8": ((4, 1280, 8, 8), 32), "32x32x28x28": ((32, 32, 28, 28), 8), "tiny": ((1, 4, 2, 2), 2)}
 
@@ -187,9 +190,9 @@ def main():
         kernel_s = (time.perf_counter() - start) / 20
         calls = args.calls or max(5, min(400, int(0.02 / max(kernel_s, 1e-6))))
         samples = {key: ([], [], [], []) for key in configs}  # wall, cpu, python-thread cpu (us), faults
-        keys = list(configs)
+        keys, orders = list(configs), balanced_orders(len(configs))
         for r in range(args.rounds):
-            for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+            for key in (keys[j] for j in orders[r % len(orders)]):
                 fn, sync = configs[key]
                 faults, cpu, start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.process_time(), \
                     time.perf_counter()

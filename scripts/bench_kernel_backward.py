@@ -4,7 +4,8 @@
 (native_group_norm), interleaved in one process.
 
 For each round, shape, dtype and thread count the implementations are timed in
-alternation (the order rotates every sample): each sample is k back-to-back calls,
+alternation (the order changes every sample, so that each one follows every other one equally
+often): each sample is k back-to-back calls,
 k chosen so a sample lasts at least --sample-ms. Per round each implementation's
 time is its fastest sample (--stat min: on a shared machine the fastest sample is
 the least disturbed one) or its median sample; the table gives, per configuration,
@@ -43,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from bench.timing import balanced_orders
 from ms_groupnorm.backends import cpu_kernels
 
 ANCHOR_SHAPES = ["2x64x32x32x32", "8x320x64x64x32", "16x128x56x56x32", "32x32x28x28x8", "4x1280x8x8x32",
@@ -133,7 +135,8 @@ def read_table(path):
 
 
 def time_interleaved(calls, samples, sample_s, warmup_s, stat):
-    """Seconds per call of each callable (`stat` of its samples), sampled in rotating alternation."""
+    """Seconds per call of each callable (`stat` of its samples), sampled in alternation whose order
+    changes every sample so that each callable follows every other one equally often."""
     names = list(calls)
     ks = {}
     for name in names:
@@ -145,9 +148,10 @@ def time_interleaved(calls, samples, sample_s, warmup_s, stat):
         per_call = (time.perf_counter() - start) / n
         ks[name] = max(1, math.ceil(sample_s / per_call))
     times = {name: [] for name in names}
-    for s in range(samples):
-        for j in range(len(names)):
-            name = names[(s + j) % len(names)]
+    orders = balanced_orders(len(names))
+    for s in range(-(-samples // len(orders)) * len(orders)):  # whole designs: every order as often
+        for j in orders[s % len(orders)]:
+            name = names[j]
             fn, k = calls[name], ks[name]
             start = time.perf_counter()
             for _ in range(k):

@@ -4,6 +4,19 @@ import statistics
 import time
 
 
+def balanced_orders(n):
+    """Orders of range(n) in which each item follows every other item equally often (a Williams
+    design: n orders for even n, 2n for odd). A plain rotation keeps the cyclic order, so each
+    implementation always ran right after the same other one (in bench_kernel_backward.py: after the
+    same-bytes pass, which evicts the inputs, or after a library that had just read them; one build
+    passed as both --lib and --baseline ran 5-15 % slower in one place than in the other)."""
+    first = [0]
+    for k in range(1, n):
+        first.append((k + 1) // 2 if k % 2 else n - k // 2)
+    orders = [[(i + shift) % n for i in first] for shift in range(n)]
+    return orders + ([order[::-1] for order in orders] if n % 2 else [])
+
+
 class Timer:
     """Median per-call time of fn: a warm-up, then `samples` samples of k calls each,
     k chosen so that one sample lasts at least min_sample_s."""
