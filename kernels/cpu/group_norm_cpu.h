@@ -168,8 +168,9 @@ class BackwardKernel {
   // Sample n's per-point dx coefficients a, b, c0 (and the groups' b and c0 in sums_), as
   // GroupCoefficients and GroupInputGrad compute them on the float32 path: the same
   // expressions in the same order, so the same bits. False when some group needs a double
-  // path (non-finite channel sums, rstd or a coefficient outside float32's range); the
-  // caller then takes the general loop, which redoes every group.
+  // path (non-finite channel sums, a coefficient outside float32's range); the caller then
+  // takes the general loop, which redoes every group. Only for a sample whose every rstd is
+  // inside the float32 path's range (the caller's any_wide).
   template <int kD>
   [[gnu::always_inline]] inline bool SampleCoefficients(int64_t n, float *a, float *b, float *c0) {
     const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), ng0 = n * G;
@@ -183,8 +184,7 @@ class BackwardKernel {
       sums_.b[ng0 + g] = b_group;
       sums_.c0[ng0 + g] = c0_group;
       // bitwise, not short-circuit: no branch per group
-      plain &= std::isfinite(s1) & std::isfinite(t2) & !wide::RstdOutsideFloatRange(r) &
-               !wide::LostInFloat(b_group) & !wide::LostInFloat(c0_group);
+      plain &= std::isfinite(s1) & std::isfinite(t2) & !wide::LostInFloat(b_group) & !wide::LostInFloat(c0_group);
       const float b_float = static_cast<float>(b_group), c0_float = static_cast<float>(c0_group);
       ScaledGammas(r, gamma_ + g * D, D, a + g * D);
       for (int64_t d = 0; d < D; ++d) {

@@ -135,21 +135,37 @@ inline bool AllFinite(const double *v, int64_t n) {
   return non_finite == 0;
 }
 
+// |v| strictly between `low` and `high` (finite and positive, given as their double bits) or
+// finite and nonzero outside [low, high]. Compared on the bits of |v|, whose order is that of
+// the magnitudes; two unsigned compares and no branch. The HxW = 1 backward checks every
+// group (two elements a group at 8000 x 64, G = 32), where the fabs/isfinite form took
+// ~40 instructions a group.
+inline bool FiniteNonzeroOutside(double v, uint64_t low, uint64_t high) {
+  constexpr uint64_t kInfinity = 0x7ff0000000000000u;
+  uint64_t bits;
+  __builtin_memcpy(&bits, &v, sizeof bits);
+  const uint64_t magnitude = bits & ~0x8000000000000000u;
+  return (magnitude - 1 < low - 1) | (magnitude - (high + 1) < kInfinity - (high + 1));
+}
+
+inline uint64_t DoubleBits(double v) {
+  uint64_t bits;
+  __builtin_memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
 // rstd outside [2^-32, 2^32] (a standard deviation beyond [2.3e-10, 4.3e9]): the backward's
 // b ~ rstd^2 |dy| and the products dy * (x - mean) ~ |dy| / rstd would leave the float32
 // range for moderate dy. A non-finite or zero rstd (inf/NaN data, empty groups) keeps the
 // float32 path and gives what it always gave.
 inline bool RstdOutsideFloatRange(double rstd) {
-  const double magnitude = std::fabs(rstd);
-  return std::isfinite(rstd) && magnitude != 0.0 && (magnitude < 0x1p-32 || magnitude > 0x1p32);
+  return FiniteNonzeroOutside(rstd, DoubleBits(0x1p-32), DoubleBits(0x1p32));
 }
 
 // A finite coefficient that float32 would round to a subnormal, zero or infinity.
 inline bool LostInFloat(double v) {
-  const double magnitude = std::fabs(v);
-  return v != 0.0 && std::isfinite(v) &&
-         (magnitude < static_cast<double>(std::numeric_limits<float>::min()) ||
-          magnitude > static_cast<double>(std::numeric_limits<float>::max()));
+  return FiniteNonzeroOutside(v, DoubleBits(std::numeric_limits<float>::min()),
+                              DoubleBits(std::numeric_limits<float>::max()));
 }
 
 }  // namespace wide
