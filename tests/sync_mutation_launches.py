@@ -17,8 +17,13 @@ from test_ascendc_twin import DTYPES, as_float64, check_against_reference, make_
 
 # test_ascendc_twin's cases, and one whose stage 2 streams more workspace loads through its two
 # buffers than it has (4000 samples: two loads of rows for each of db and dg), so that the
-# buffers are reused and a missing FreeTensor shows.
+# buffers are reused and a missing FreeTensor shows. The same for ownStats (N == 1, channel
+# split): a core's every sums task takes one of the two dgamma/dbeta staging buffers, so only a
+# core with three or more tasks (here 3 cores: 5-6 one-channel tasks, 3 of two channels with
+# 16-bit data) runs out of them when one is not freed (the device then spins in AllocBuffer,
+# asc-devkit impl/basic_api/kernel_tquebind_impl.h).
 CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_resident", 0),
+         "own_stats_reuses_its_staging": (1, 16, 3000, 2, 3, "channel_two_pass", 1),
          "hw_one_huge_mean": TWIN_CASES["hw_one"]}
 # Cases whose first group's x and mean are scaled by 2^110 (its rstd by 2^-110, exact): a mean of
 # at least 2^102 sends the batch holding it to mode 3's scalar path (CentringScale).
@@ -49,7 +54,9 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("group_rows_across_n", "fp32", 2, ALL),
                ("hw_one_columns", "fp32", 4, ALL), ("hw_one_columns", "fp32", 4, STATS_ONLY),
                ("hw_one_columns_small", "fp32", 4, ALL), ("hw_one_columns_small", "bf16", 4, ALL),
-               ("hw_one_columns_d1_groups", "fp32", 4, ALL)]
+               ("hw_one_columns_d1_groups", "fp32", 4, ALL),
+               ("own_stats_reuses_its_staging", "fp32", 3, ALL),
+               ("own_stats_reuses_its_staging", "bf16_fp32", 3, STATS_ONLY)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),
@@ -62,7 +69,8 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
                     ("hw_one_columns_small", "bf16", 4, ALL),
                     # mode 0's batches: every channel's gamma and beta read by the scalar unit also without dx
                     ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, STATS_ONLY),
-                    ("group_rows_across_n", "fp32", 2, ALL)]
+                    ("group_rows_across_n", "fp32", 2, ALL),
+                    ("own_stats_reuses_its_staging", "fp32", 3, ALL)]
 # GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
 # the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split
 # groups also with several slices per block (their UB entry is reused: MTE3 -> S).

@@ -183,6 +183,21 @@ def test_the_scan_finds_the_synchronisation_of_all_three_kernels():
         (5, "PipeBarrier<PIPE_ALL>();")]
 
 
+def test_the_own_stats_launches_take_a_staging_buffer_three_times_on_a_core():
+    """ownStats's two staging buffers run out on a core only at its third sums task, so a missing
+    FreeTensor shows only there: its launches must keep ownStats and at least three sums tasks (runs
+    of up to channelsPerItem channels) on some core, whatever the tiling comes to choose."""
+    checks = [(c, False) for c in launches.GRAD_CHECKS] + [(c, True) for c in launches.SILU_GRAD_CHECKS]
+    own = [(c, silu) for c, silu in checks if c[0] == "own_stats_reuses_its_staging"]
+    assert {silu for _, silu in own} == {False, True}
+    for (case, dtype_key, cores, mask), silu in own:
+        N, C, HxW, G, *_ = launches.CASES[case]
+        data_dtype, stat_dtype, _, _ = launches.DTYPES[dtype_key]
+        tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, core_num=cores, silu=silu)
+        most = tiling["tasksPerCore"] + (1 if tiling["tailCores"] > 0 else 0)
+        assert tiling["ownStats"] == 1 and -(-most // tiling["channelsPerItem"]) >= 3, (case, dtype_key, silu)
+
+
 # Exhaustive: a subset of test_deleting_any_sync_line_is_caught, and on a fresh machine ~49 s of CPU
 # (the twin objects and two mutants compiled at -O0).
 @pytest.mark.exhaustive

@@ -537,6 +537,34 @@ def test_short_rows_stage2_ahead_gives_the_bits_of_stage2_after_the_dx_pass(shap
     check_against_reference(got, want, dtype_key, mask)
 
 
+# N == 1 with the channel split (no HxW split) and dgamma/dbeta: each phase-1 task stores its channels'
+# dgamma/dbeta (tiling ownStats), where stage 2 would add its one workspace row to zero after the dx
+# pass. 1x2048x16 G1 is the row it is for; 1x512x7x7 G1 (short rows on runs, both operators) and
+# 1x200x999 G4 (rows over 64 floats). The same launch with stage 2 (ownStats 0, one row a block's slice)
+# gives the same bits, for masks with and without dx, and both match the reference.
+@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
+@pytest.mark.parametrize("mask", [(True, True, True), (False, True, False), (True, False, True)],
+                         ids=["all", "dgamma", "dx_dbeta"])
+@pytest.mark.parametrize("shape,G,dtype_key", [((1, 2048, 16), 1, "fp16"), ((1, 512, 49), 1, "bf16"),
+                                               ((1, 200, 999), 4, "fp32")], ids=["1x2048x16", "1x512x7x7", "1x200x999"])
+def test_one_sample_channel_split_stores_its_stats_with_the_bits_of_stage2(shape, G, dtype_key, mask, silu):
+    N, C, HxW = shape
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 8)
+    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, silu=silu)
+    assert (tiling["ownStats"], tiling["splitByChannel"], tiling["hwSlices"]) == (1, 1, 1)
+    assert tiling["stage2Cores"] == 0 and tiling["reduceRows"] == 0
+    piece = (-(-C // 48) + 7) // 8 * 8  # the host's stage-2 slice: ceil(C / 48) rounded up to 8
+    stage2 = {**tiling, "ownStats": 0, "reduceRows": 1, "stage2SliceElems": piece, "stage2Cores": -(-C // piece),
+              "stage2PieceElems": piece, "stage2RowsPerLoad": 1, "ubBytesStage2": 65536}
+    stage2["blockDim"] = max(tiling["blockDim"], stage2["stage2Cores"])
+
+    got = _launch_into_garbage(arrays, beta, mask, tiling)
+    assert _bytes_of(got) == _bytes_of(_launch_into_garbage(arrays, beta, mask, stage2))
+    check_against_reference(got, _reference_grads(exact, beta, stat_dtype, G, silu, 1.0), dtype_key, mask)
+
+
 # Modes 1-2 hold a task's first items in UB from its sums pass to its dx pass; the dx pass takes
 # them in turn with the loaded ones (then the rest), so the load buffers free while it converts a
 # held item. 2x100x64x64 G10 holds 4 of 10 items (loaded items left over), 2x24x64x64 G8 (fused)

@@ -518,6 +518,16 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
         l.loadBufs = kMaxLoadBuffers;
         if (fits(l)) layout = l;
       }
+      // N == 1, the channel split without the HxW split: stage 2 would add each channel's one workspace
+      // row to zero after the dx pass (a pipe reset, a load and a store, each a DMA latency in series:
+      // ~2 us of 1x2048x16 G1's ~10); each phase-1 task stores its channels' dgamma/dbeta instead, its
+      // stores' latency passing under SyncAll's. Its two staging buffers come before the held items.
+      if (t.splitByChannel && t.hwSlices == 1 && in.N == 1 && wantsStats && layout.mode != GNG_MODE_HW_ONE) {
+        Layout l = layout;
+        l.ownStats = true;
+        l.stage2AheadBytes = 0;  // (K was chosen with it: it stays as it was)
+        if (fits(l)) layout = l;
+      }
       // Modes 1-2 read dy and x twice; the UB the layout leaves over holds, as loaded, the first
       // items of a task's sums pass for its dx pass (with the channel split, of a core's sums
       // passes, across SyncAll), which then read no GM. Up to the items of a task (of the
@@ -578,12 +588,13 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.statWindowElems = layout.statWindow;
     t.ubBytesPhase1 = Phase1Bytes(layout, dataBytes, statBytes);
     phase1AheadBytes = layout.stage2AheadBytes;
+    t.ownStats = layout.ownStats ? 1 : 0;
     t.needWorkspace = (t.splitByChannel || (wantsStats && !t.groupAcrossN && !hwOneOneTask)) ? 1 : 0;
   }
 
-  // stage 2 unless dgamma/dbeta come from the group-across-N cores, mode 3's one task or the HxW
-  // split's group owners
-  if (wantsStats && in.C > 0 && !t.groupAcrossN && !hwOneOneTask && t.hwSlices == 1) {
+  // stage 2 unless dgamma/dbeta come from the group-across-N cores, mode 3's one task, the HxW
+  // split's group owners or (ownStats) the channel split's phase-1 tasks
+  if (wantsStats && in.C > 0 && !t.groupAcrossN && !hwOneOneTask && t.hwSlices == 1 && !t.ownStats) {
     // workspace rows (n, slice), added in that order; mode 3's hwOneSamples: a row a task
     t.reduceRows = empty ? 0 : (t.hwOneSamples > 0 ? t.numTasks : in.N * t.hwSlices);
     const int64_t width = (in.dgammaRequired && in.dbetaRequired) ? 2 : 1;

@@ -62,6 +62,7 @@ struct Layout {
   int64_t bcastElems = 0;    // mode 0, short rows: fp32 broadcast blocks of the rows' gamma (+ beta)
   int64_t hwAccElems = 0;    // mode 3 with hwOneSamples: the task's fp32 db and dg sums (2 x G x P)
   int64_t stage2AheadBytes = 0;  // stage2Ahead: stage 2's one load buffer, accumulators and stores
+  bool ownStats = false;     // ownStats (N == 1, channel split): the dgamma/dbeta stores of phase 1
   bool hwGather = false;     // hwOneGather (mode 3), rowsGather (mode 1): Gather's two offset tables of K int32
   int64_t gammaAllElems = 0;  // mode 0 with groupRows: every channel's gamma, loaded once a core
 };
@@ -103,6 +104,8 @@ int64_t Phase1Bytes(const Layout &l, int64_t dataBytes, int64_t statBytes) {
     total += AlignBytes(((l.acrossN ? 5 : 3) + (l.silu ? 1 : 0)) * l.statElems * 4);
     total += AlignBytes((l.silu ? 2 : 1) * l.statElems * 4);      // staging for gamma (+ beta) / workspace rows
     if (l.acrossN) total += kBufferNum * AlignBytes(l.statElems * statBytes);  // dgamma/dbeta stores
+    // ownStats: a task's dbeta and dgamma in one buffer (the kernel's StoreOwnStats)
+    if (l.ownStats) total += kBufferNum * AlignBytes(2 * AlignUp(l.statElems, 16) * statBytes);
   }
   if (l.mode == GNG_MODE_GROUP_RESIDENT) total += AlignBytes(2 * l.D * l.residentStride * 4);
   total += AlignBytes(l.bcastElems * 4);  // mode 0: the rows' broadcast blocks (0 without)

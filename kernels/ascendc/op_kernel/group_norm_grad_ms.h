@@ -181,6 +181,8 @@ class KernelGroupNormGradMs {
       // db, dg, gamma (+ the dbeta/dgamma accumulators of groupAcrossN) (+ beta with SILU)
       pipe_->InitBuffer(statBuf_, StatArrays() * t_->statElems * sizeof(float));
       if (t_->groupAcrossN != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, t_->statElems * sizeof(U));
+      // ownStats: a task's dbeta and dgamma, the second from AlignUp(channels, 16) (StoreOwnStats)
+      if (t_->ownStats != 0) pipe_->InitBuffer(outQue_, BUFFER_NUM, 2 * AlignUp(t_->statElems, 16) * sizeof(U));
       pipe_->InitBuffer(statQue_, 1, (SILU ? 2 : 1) * t_->statElems * sizeof(float));  // SILU: gamma and beta
       if (t_->needWorkspace != 0 && t_->mode != GNG_MODE_HW_ONE) {  // db, dg of a task on their way to the workspace
         pipe_->InitBuffer(sumsQue_, t_->mode == GNG_MODE_GROUP_RESIDENT ? RESIDENT_SUMS_BUFFERS : BUFFER_NUM,
@@ -470,6 +472,7 @@ class KernelGroupNormGradMs {
   __aicore__ inline void CombineSlicePartials(const LocalTensor<float> &db);
   // HxW split: dbeta and dgamma of group g (D values each) to GM.
   __aicore__ inline void StoreGroupStats(int64_t g, const LocalTensor<float> &db, const LocalTensor<float> &dg);
+  __aicore__ inline void StoreOwnStats(int64_t c, int64_t rows, const LocalTensor<float> &db);
   __aicore__ inline void IssuePartialRows(const LocalTensor<float> &dst, int64_t row0, int64_t rows, int64_t c0);
   // HxW split, after SyncAll: the dx passes of tasks [first, first + count) and the dgamma/dbeta
   // of the groups whose first task is among them (no stage 2).
@@ -646,7 +649,7 @@ class KernelGroupNormGradMs {
   float acrossDb_ = 0.0f;  // groupRows with groupAcrossN: the current group's sums over n so far
   float acrossDg_ = 0.0f;
   bool gammaAllPending_ = false;  // its load is issued and not waited for yet
-  TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN: dgamma/dbeta stores
+  TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN, ownStats: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)
   TQue<QuePosition::VECIN, 1> partialQue_;  // HxW split: a group's per-slice db and dg rows
   TQue<QuePosition::VECIN, 1> ownerQue_;    // HxW split: the same for every sample (dgamma/dbeta)

@@ -35,6 +35,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSumsTask(int64_
   const bool newGamma = !SILU && (t_->hwSlices > 1 || DxOnRuns()) && t_->dxRequired != 0 && k.g != gammaGroup_;
   if (newGamma) IssueLoad(statQue_, gammaGm_, k.g * t_->D, t_->D, false);
   ChannelSums(k.c, rows, k.slice, Stat(true, k.group), Stat(false, k.group), db, k.c - k.g * t_->D);
+  if (t_->ownStats != 0) StoreOwnStats(k.c, rows, db);
   StoreSums(db, (k.n * t_->hwSlices + k.slice) * t_->C + k.c, rows);
   if (newGamma) {
     TakeAsFloat<U>(statQue_, t_->D, StatArray(2));
@@ -210,6 +211,39 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreGroupStats(int64_
                                                                           const LocalTensor<float> &dg) {
   if (t_->dbetaRequired != 0) StoreFromFloat(outQue_, dbetaGm_, g * t_->D, t_->D, db, 0.0f, false);
   if (t_->dgammaRequired != 0) StoreFromFloat(outQue_, dgammaGm_, g * t_->D, t_->D, dg, 0.0f, false);
+}
+
+// ownStats (N == 1): dbeta and dgamma of channels [c, c + rows) are the task's own sums, stored as
+// stage 2 stores them: 0 + sum (stage 2's add of its one row; -0 becomes +0) and its store's + 0,
+// the same rounding (fp32: sum + 0 into the staging buffer; 16-bit: into FloatBuf(2) and
+// FloatBuf(1), the sums pass's scratch, then cast), so the bits are stage 2's. Both arrays in one
+// staging buffer (dgamma from AlignUp(rows, 16)): one queue turn a task, not two, so a task waits
+// only for the stores of the task two back to land. db is left as the workspace store reads it.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::StoreOwnStats(int64_t c, int64_t rows,
+                                                                        const LocalTensor<float> &db) {
+  const int32_t count = static_cast<int32_t>(rows);
+  const int64_t second = AlignUp(rows, 16);  // 32-byte aligned in U and in fp32
+  const bool both = t_->dbetaRequired != 0 && t_->dgammaRequired != 0;
+  const LocalTensor<float> first = t_->dbetaRequired != 0 ? db : db[t_->statElems];
+  LocalTensor<U> staging = outQue_.template AllocTensor<U>();
+  if constexpr (IsSameType<U, float>::value) {
+    Adds(staging, first, 0.0f, count);
+    if (both) Adds(staging[second], db[t_->statElems], 0.0f, count);
+  } else {
+    LocalTensor<float> sum = FloatBuf(2);
+    LocalTensor<float> sumDg = FloatBuf(1);
+    Adds(sum, first, 0.0f, count);
+    if (both) Adds(sumDg, db[t_->statElems], 0.0f, count);
+    Cast(staging, sum, RoundMode::CAST_RINT, static_cast<uint32_t>(count));
+    if (both) Cast(staging[second], sumDg, RoundMode::CAST_RINT, static_cast<uint32_t>(count));
+  }
+  outQue_.EnQue(staging);
+  staging = outQue_.template DeQue<U>();
+  const DataCopyExtParams copy{1, static_cast<uint32_t>(rows * sizeof(U)), 0, 0, 0};
+  if (t_->dbetaRequired != 0) DataCopyPad(dbetaGm_[c], staging, copy);
+  if (t_->dgammaRequired != 0) DataCopyPad(dgammaGm_[c], staging[both ? second : 0], copy);
+  outQue_.FreeTensor(staging);
 }
 
 }  // namespace GroupNormGradMsKernel

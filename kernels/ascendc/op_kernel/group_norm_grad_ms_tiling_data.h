@@ -73,6 +73,9 @@ struct GroupNormGradMsTilingData {
   // 1's, and a stage-2 block issues its one load (its slice is one piece, all rows in one load) after
   // SyncAll, before its dx pass ends, and sums it after (no pipe reset, no load latency of its own)
   int64_t stage2Ahead;
+  // 1: N == 1 with the channel split (no HxW split) and dgamma/dbeta: stage 2 would add one
+  // workspace row to zero after the dx pass; each phase-1 task stores its channels' instead
+  int64_t ownStats;
   // bookkeeping for tests and logs: UB bytes the two phases allocate
   int64_t ubBytesPhase1;
   int64_t ubBytesStage2;

@@ -29,10 +29,10 @@ const char *const kTilingFields =
     "N,C,HxW,G,D,mode,splitByChannel,groupAcrossN,dxRequired,dgammaRequired,dbetaRequired,needWorkspace,"
     "numTasks,phase1Cores,tasksPerCore,tailCores,blockDim,chunkElems,chunksPerChannel,residentStride,"
     "channelsPerItem,groupsPerTask,numFloatBufs,statElems,reduceWorkElems,copyAligned,statWindowElems,"
-    "reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,stage2WholeRows,stage2Ahead,"
+    "reduceRows,stage2SliceElems,stage2Cores,stage2PieceElems,stage2RowsPerLoad,stage2WholeRows,stage2Ahead,ownStats,"
     "ubBytesPhase1,ubBytesStage2,hwSlices,sliceElems,heldItems,dxBuffers,affineAhead,loadBuffers,"
     "bcastElems,hwOneSamples,hwOneGather,rowsGather,groupRows,silu";
-constexpr int kTilingFieldCount = 48;
+constexpr int kTilingFieldCount = 49;
 static_assert(offsetof(GroupNormGradMsTilingData, swishScale) == kTilingFieldCount * sizeof(int64_t),
               "update kTilingFields");
 
