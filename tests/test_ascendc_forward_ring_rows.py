@@ -147,3 +147,15 @@ def test_a_staged_slice_costs_a_few_round_trips_not_two_a_row():
     per_row_vec = max(s["vec_calls"] for s in twin.forward_last_stats())
     assert per_row >= 2 * 3 * 128 and batched == 0, (batched, per_row)
     assert batched_vec * 5 <= per_row_vec, (batched_vec, per_row_vec)
+
+
+def test_a_part_reads_each_row_sum_once_on_the_scalar_unit():
+    """4x512x7x7 G1 fp16, centred data: every row's moments come from x itself, and the scalar unit
+    reads its two sums once (they enter the cascade as they are checked), not once to check every row
+    and again to add it: 4 a row); the rest (the group's shift, statistics, tables) is a few hundred."""
+    shape, G = (4, 512, 49), 1
+    tiling = tiling_for(shape, G, "fp16", twin.UB_910B, 4)
+    arrays, _ = inputs(shape, "fp16", "centred")
+    launch(arrays, tiling, twin.UB_910B, 4)
+    reads = twin.forward_last_stats()[0]["scalar_ub"]
+    assert reads <= 3 * 512, reads

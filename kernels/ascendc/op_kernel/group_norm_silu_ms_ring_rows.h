@@ -32,36 +32,40 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RowsPartStats(const LocalTen
   const int32_t span = static_cast<int32_t>(rows * t_->rowPitch);
   const float nb = static_cast<float>(len);
   LocalTensor<float> tmp = Tmp();
-  bool direct = false;  // every row's moments from x itself (ChunkMoments with shift 0)
+  int64_t done = 0;  // rows whose statistics are in the cascade
   if (shift == 0.0f) {
     Mul(tmp, src, src, span);
     RowsSum(RowsVector(ROWS_SUM), src, rows, len);
     RowsSum(RowsVector(ROWS_M2), tmp, rows, len);
     TakeBlockCoefs();  // the block's first part: its gamma/beta have landed by now
     Sync<HardEvent::V_S>();  // the sums are written before the scalar unit reads them
-    direct = true;
-    for (int64_t j = 0; j < rows && direct; ++j) {
+    // each row's moments from x itself enter the cascade as they are read (two scalar reads a row, not
+    // a check of every row and a second read); at the first row that needs them the two passes follow
+    for (; done < rows; ++done) {
       ChunkStats s;
-      direct = MomentsFromSums(RowsVector(ROWS_SUM).GetValue(j), RowsVector(ROWS_M2).GetValue(j), nb, false, &s);
+      if (!MomentsFromSums(RowsVector(ROWS_SUM).GetValue(done), RowsVector(ROWS_M2).GetValue(done), nb, false, &s)) {
+        break;
+      }
+      stats->Add(s);
     }
+    if (done == rows) return;
   }
-  if (!direct) {  // the two passes of x - shift for every row (some rows or all need them)
-    Adds(tmp, src, -shift, span);
-    RowsSum(RowsVector(ROWS_OFFSET), tmp, rows, len);
-    TakeBlockCoefs();
-    Sync<HardEvent::V_S>();  // the sums are written before the scalar unit reads them
-    for (int64_t j = 0; j < rows; ++j) {
-      RowsVector(ROWS_NEG).SetValue(j, -(RowsVector(ROWS_OFFSET).GetValue(j) / nb));
-    }
-    Sync<HardEvent::S_V>();  // -m of every row is in UB before Brcb reads it
-    RowsApply(tmp, tmp, RowsVector(ROWS_NEG), rows, true, len);
-    Mul(tmp, tmp, tmp, span);
-    RowsSum(RowsVector(ROWS_RSTD), tmp, rows, len);
-    Sync<HardEvent::V_S>();  // the sums of squares are written before the scalar unit reads them
-  }
+  // the two passes of x - shift for every row (row `done` and some after it, or all, need them)
+  Adds(tmp, src, -shift, span);
+  RowsSum(RowsVector(ROWS_OFFSET), tmp, rows, len);
+  TakeBlockCoefs();
+  Sync<HardEvent::V_S>();  // the sums are written before the scalar unit reads them
   for (int64_t j = 0; j < rows; ++j) {
+    RowsVector(ROWS_NEG).SetValue(j, -(RowsVector(ROWS_OFFSET).GetValue(j) / nb));
+  }
+  Sync<HardEvent::S_V>();  // -m of every row is in UB before Brcb reads it
+  RowsApply(tmp, tmp, RowsVector(ROWS_NEG), rows, true, len);
+  Mul(tmp, tmp, tmp, span);
+  RowsSum(RowsVector(ROWS_RSTD), tmp, rows, len);
+  Sync<HardEvent::V_S>();  // the sums of squares are written before the scalar unit reads them
+  for (int64_t j = done; j < rows; ++j) {
     ChunkStats s;
-    if (shift == 0.0f &&
+    if (shift == 0.0f && j > done &&
         MomentsFromSums(RowsVector(ROWS_SUM).GetValue(j), RowsVector(ROWS_M2).GetValue(j), nb, false, &s)) {
       stats->Add(s);
       continue;
