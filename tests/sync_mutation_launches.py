@@ -74,7 +74,9 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
 # GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
 # the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split
 # groups also with several slices per block (their UB entry is reused: MTE3 -> S).
-FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),
+FORWARD_CHECKS = [("resident_ng_above_cores", "fp32", "silu", None),  # 6 groups a block: the deep queue
+                  ("resident_two_ahead", "fp16", "silu", None),  # two loads ahead, buffers reused
+                  ("resident_deep_loads", "bf16", "silu", None),  # four loads in flight, slots reused
                   ("resident_hw1_g_equals_c", "bf16_fp32", "plain", None),
                   ("resident_stats_in_two_batches", "fp16", "swish_1.7", None),  # two stores of mean/rstd
                   ("chunked_ng_above_cores", "bf16", "silu", None),

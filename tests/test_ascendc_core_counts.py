@@ -126,6 +126,8 @@ FORWARD_CASES = {
     "hw_one_group_columns": (300, 40, 1, 8),
     # groups of one channel (D = 1) in batches of rows, their size following the core count
     "channel_rows_batches": (60, 20, 100, 20),
+    # mode 0 a group at a time: four loads in flight where a block has at least four groups (1-6 cores)
+    "resident_deep_loads": (6, 12, 49, 4),
 }
 
 
@@ -141,7 +143,8 @@ def test_the_forward_batches_give_the_bits_of_one_core(case, dtype):
     for cores in CORE_COUNTS:
         outputs, tiling = launch("GroupNormSiluMs", arrays, G, None, cores, dtype)
         results[cores] = [o.tobytes() for o in outputs]
-        plans.add(tuple(tiling[k] for k in ("mode", "sliceCount", "ringParts", "partItems", "groupRows", "numTasks")))
+        plans.add(tuple(tiling[k] for k in ("mode", "sliceCount", "ringParts", "partItems", "groupRows", "numTasks",
+                                         "xBuffers")))
     assert len(plans) > 1, f"{case}: every core count took {plans}: the case no longer switches"
     differ = [cores for cores in CORE_COUNTS if results[cores] != results[1]]
     assert not differ, f"{case}: {differ} cores differ from 1 core"

@@ -43,6 +43,10 @@ CASES = {
     "resident_hw1_g_equals_c": ((2, 6, 1), 6, 4, twin.UB_910B, "group_resident"),
     "resident_ng_below_cores": ((1, 4, 50), 2, 48, twin.UB_910B, "group_resident"),
     "resident_ng_above_cores": ((4, 16, 6), 8, 5, twin.UB_910B, "group_resident"),
+    # groups of 3 rows of 7x7, 6 a block: four group loads in flight (the deep queue, xBuffers 5)
+    "resident_deep_loads": ((6, 12, 49), 4, 4, twin.UB_910B, "group_resident"),
+    # the same groups, 3 a block (4 on the tail blocks): two loads ahead through three x buffers
+    "resident_two_ahead": ((7, 12, 49), 4, 8, twin.UB_910B, "group_resident"),
     # rows of 12 at a pitch of 16: one Mul and one Add (mask 12, a repeat a row) scale and shift them
     "resident_short_rows": ((3, 48, 12), 3, 4, twin.UB_910B, "group_resident"),
     "resident_stats_in_two_batches": ((2, 300, 2), 300, 2, twin.UB_910B, "group_resident"),  # 300 > 256
@@ -299,6 +303,29 @@ def test_ring_plans_on_the_910b_ub():
     assert all(t["ubBytes"] <= twin.UB_910B - twin.UB_RESERVE for t in plan.values())
     split = plan[(1, 3, 50176, 1), "float32"]
     assert split["sliceCount"] > 1 and split["staged"] == 1 and split["ringParts"] == 0
+
+
+def test_short_groups_a_group_at_a_time_keep_four_loads_in_flight():
+    """Mode 0 a group at a time with at least four groups a block: five x buffers (four loads in flight
+    while one group is computed, the deep queue), which the twin's block finishes sooner than with three
+    (32x96x7x7 G32 fp16: 22 groups a block of 147 elements, each computed in less than a load's latency),
+    with the same bits; a block of fewer groups keeps three."""
+    deep = twin.forward_tiling(32, 96, 49, 32, "float16", core_num=48)
+    assert deep["mode"] == 0 and deep["groupRows"] == 0 and deep["tasksPerCore"] >= 4 and deep["xBuffers"] == 5
+    few = twin.forward_tiling(6, 12, 49, 4, "float16", core_num=8)
+    assert few["mode"] == 0 and few["tasksPerCore"] < 4 and few["xBuffers"] == 3
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((32, 96, 49)).astype(np.float16)
+    gamma = rng.standard_normal(96).astype(np.float16)
+    beta = rng.standard_normal(96).astype(np.float16)
+    ends, outputs = [], []
+    for buffers in (5, 3):
+        y, mean, rstd = (np.zeros_like(x), np.zeros((32, 32), np.float32), np.zeros((32, 32), np.float32))
+        twin.forward_launch([x, gamma, beta, y, mean, rstd], {**deep, "xBuffers": buffers}, core_num=48)
+        ends.append(max(s["end_ns"] for s in twin.forward_last_stats()))
+        outputs.append((y.tobytes(), mean.tobytes(), rstd.tobytes()))
+    assert outputs[0] == outputs[1]
+    assert ends[0] < 0.85 * ends[1], ends
 
 
 def test_ring_chunks_do_not_depend_on_the_split():

@@ -132,10 +132,10 @@ class KernelGroupNormSiluMs {
       GroupRowsRun(first, end);
     } else if (t_->mode == GNS_MODE_GROUP_RESIDENT) {
       // two group loads in flight ahead of the compute (with three x buffers, while one group
-      // is computed; with two, until the first is taken)
+      // is computed; with two, until the first is taken), four with the deep queue
       IssueGroupLoad(first);
       IssueBlockCoefs(first, end);
-      if (first + 1 < end) IssueGroupLoad(first + 1);
+      for (int64_t k = 1; k < GroupsAhead() && first + k < end; ++k) IssueGroupLoad(first + k);
       for (int64_t task = first; task < end; ++task) ResidentTask(task, end);
     } else if (t_->ringParts != 0) {
       if (first < end) IssueHead(first);  // ahead of the parts: the first group's shift waits on it alone
@@ -193,7 +193,7 @@ class KernelGroupNormSiluMs {
       pipe_->InitBuffer(ringBuf_, t_->xBuffers * t_->xBufferElems * sizeof(T));
     } else if (t_->staged != 0) {
       pipe_->InitBuffer(xQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
-    } else if (DeepStream()) {
+    } else if (DeepStream() || DeepResident()) {
       pipe_->InitBuffer(xDeepQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
     } else {
       pipe_->InitBuffer(xAheadQue_, t_->xBuffers, t_->xBufferElems * sizeof(T));
@@ -500,6 +500,14 @@ class KernelGroupNormSiluMs {
     return t_->mode == GNS_MODE_CHUNKED && t_->staged == 0 && t_->ringParts == 0 && t_->xBuffers > 2;
   }
   __aicore__ inline void TakeChunk(int64_t len);
+  // Mode 0 a group at a time with four group loads in flight (xDeepQue_): the tiling's choice for short
+  // groups, whose compute takes less than a load's latency (defined in group_norm_silu_ms_resident.h)
+  __aicore__ inline bool DeepResident() const {
+    return t_->mode == GNS_MODE_GROUP_RESIDENT && t_->groupRows == 0 && t_->xBuffers > 3;
+  }
+  __aicore__ inline int64_t GroupsAhead() const { return t_->xBuffers > 2 ? t_->xBuffers - 1 : 2; }
+  __aicore__ inline LocalTensor<T> TakeGroup();
+  __aicore__ inline void FreeGroup(LocalTensor<T> &staging);
   // Staged tasks: where item `item` of task `task` sits in its x buffer, the load of that
   // buffer, and one whole-group task.
   __aicore__ inline int64_t StageOffset(int64_t task, int64_t item) const {

@@ -9,7 +9,31 @@ namespace GroupNormSiluMsKernel {
 // ------------------------------------------------------------------ mode 0: group resident
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupLoad(int64_t task) {
-  IssueRows(xAheadQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+  if (DeepResident()) {
+    IssueRows(xDeepQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+  } else {
+    IssueRows(xAheadQue_, xGm_, task * groupElems_, t_->rows, t_->rowLen);
+  }
+}
+
+// The oldest group load, once it has landed, and its buffer back to its queue.
+template <typename T, typename U>
+__aicore__ inline LocalTensor<T> KernelGroupNormSiluMs<T, U>::TakeGroup() {
+  if (DeepResident()) {
+    LocalTensor<T> deep = xDeepQue_.template DeQue<T>();
+    return deep;
+  }
+  LocalTensor<T> ahead = xAheadQue_.template DeQue<T>();
+  return ahead;
+}
+
+template <typename T, typename U>
+__aicore__ inline void KernelGroupNormSiluMs<T, U>::FreeGroup(LocalTensor<T> &staging) {
+  if (DeepResident()) {
+    xDeepQue_.FreeTensor(staging);
+  } else {
+    xAheadQue_.FreeTensor(staging);
+  }
 }
 
 // XF() = x - shift - offset (x in src, fp32; offset = the mean of x - shift, returned) and
@@ -52,7 +76,8 @@ __aicore__ inline bool KernelGroupNormSiluMs<T, U>::ZeroCentredStats(const Local
 
 template <typename T, typename U>
 __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, int64_t end) {
-  const bool loadAhead = task + 2 < end;  // the load two groups ahead (one more is in flight)
+  const int64_t ahead = GroupsAhead();
+  const bool loadAhead = task + ahead < end;  // the load `ahead` groups ahead (the ones between are in flight)
   const int64_t g = task % t_->G;
   const int64_t rows = t_->rows;
   const int64_t len = t_->rowLen;
@@ -61,9 +86,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
   LocalTensor<float> tmp = Tmp();
   // x stays in its staging buffer until the statistics are known to be in range (fp32 x is
   // read there, 16-bit x is cast into XF())
-  LocalTensor<T> staging = xAheadQue_.template DeQue<T>();
+  LocalTensor<T> staging = TakeGroup();
   const LocalTensor<float> src = AsFloat(staging, span);
-  if (loadAhead && t_->xBuffers > 2) IssueGroupLoad(task + 2);  // overlaps this group's compute
+  if (loadAhead && t_->xBuffers > 2) IssueGroupLoad(task + ahead);  // overlaps this group's compute
   const bool taskCoef = t_->coefPerBlock == 0;  // else the block's arrays hold every channel's
   if (taskCoef) {
     IssueRows(gammaQue_, gammaGm_, g * t_->D, 1, t_->D);
@@ -89,8 +114,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
              static_cast<int32_t>(t_->rowPitch));
       }
     }
-    xAheadQue_.FreeTensor(staging);  // x is read (the Muls above): its buffer may take the next load
-    if (loadAhead && t_->xBuffers == 2) IssueGroupLoad(task + 2);
+    FreeGroup(staging);  // x is read (the Muls above): its buffer may take the next load
+    if (loadAhead && t_->xBuffers == 2) IssueGroupLoad(task + ahead);
     if (t_->bcastElems == 0) {
       for (int64_t r = 0; r < rows; ++r) {
         const float a = rstd * GammaF().GetValue(c0 + r);
@@ -121,8 +146,8 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
     rstd = Rstd(SumRows(tmp, rows, len) * invM_, EpsScaled());
     RecordStats(task, (shiftScaled + offset) * SCALE_UP, rstd * SCALE_DOWN, false);
   }
-  xAheadQue_.FreeTensor(staging);
-  if (loadAhead && t_->xBuffers == 2) IssueGroupLoad(task + 2);
+  FreeGroup(staging);
+  if (loadAhead && t_->xBuffers == 2) IssueGroupLoad(task + ahead);
   if (t_->vectorCoef != 0) {
     Muls(xF, xF, rstd, span);
     Mul(xF, xF, GammaF(), span);
