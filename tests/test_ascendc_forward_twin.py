@@ -303,6 +303,12 @@ def test_ring_plans_on_the_910b_ub():
     assert all(t["ubBytes"] <= twin.UB_910B - twin.UB_RESERVE for t in plan.values())
     split = plan[(1, 3, 50176, 1), "float32"]
     assert split["sliceCount"] > 1 and split["staged"] == 1 and split["ringParts"] == 0
+    # a group a block (1x512x64x64 G32 fp32: 32 groups, 256 KB each): y buffers before resident parts, as
+    # no next group's work runs beside this one's last stores (4 of 16 resident with 2 y buffers: 24.9 us
+    # on the twin; 2 of 16 with 4: 20.3 us)
+    one = twin.forward_tiling(1, 512, 4096, 32, "float32", "float32", core_num=48)
+    assert one["tasksPerCore"] == 1 and one["tailCores"] == 0 and one["ringParts"] == 16
+    assert one["yBuffers"] == 4 and one["ringResident"] == 2, (one["yBuffers"], one["ringResident"])
 
 
 def test_short_groups_a_group_at_a_time_keep_four_loads_in_flight():

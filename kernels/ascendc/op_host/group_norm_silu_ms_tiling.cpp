@@ -123,6 +123,10 @@ struct RingCosts {
 };
 constexpr RingCosts kRingBytesOnly{0.0, 0.0, 0.0};
 constexpr RingCosts kRingDetail{16.0 / 1.85, 1000.0, 1000.0};
+// A block of one group: no next group's loads and statistics run beside this one's last stores, so each y
+// buffer short shows more (the twin's 1x512x64x64 G32 fp32, a group a block: 4 of 16 parts resident with
+// 2 y buffers ended at 24.9 us, 2 of 16 with 4 at 20.3 us; blocks of two groups or more gain nothing or lose)
+constexpr RingCosts kRingDetailOneGroup{16.0 / 1.85, 1000.0, 1500.0};
 
 double RingNs(const RingShape &r, int64_t rows, int64_t rowLen, int64_t dataBytes, int64_t yBuffers,
               const RingCosts &detail) {
@@ -507,7 +511,7 @@ int ComputeTiling(const TilingInput &in, GroupNormSiluMsTilingData *out) {
             ringCoefElems = span;
           }
         }
-        ringCosts = kRingDetail;
+        ringCosts = ringBlockGroups == 1 ? kRingDetailOneGroup : kRingDetail;
         const int64_t rows = ring.rowsPerItem;
         ring.parts = 0;
         searchRing(rows);
