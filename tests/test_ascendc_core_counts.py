@@ -54,9 +54,15 @@ CASES = {
     # dgamma/dbeta only: batches of the 6 samples of a group; the fused backward still loads every
     # channel's gamma and beta (its swish gradient needs them)
     "group_rows_across_n_stats_only": (6, 64, 12, 64, (False, True, True)),
+    # groups of 3 channels (32x96x7x7 G32): batches of samples of one group (a DMA per channel), three a
+    # core whatever the core count (its split is the shape's)
+    "group_rows_d3": (32, 96, 49, 32, (True, True, True)),
+    # groups of 8, dx only: batches of (n, g) groups, their size following the core count
+    "group_rows_d8_dx_only": (12, 64, 20, 8, (True, False, False)),
 }
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
 SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "group_rows_across_n_stats_only", "hw_one_columns_d5",
+                "group_rows_d3",
                 "hw_one_columns_d1", "hw_one_columns_g72"}
 OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
@@ -153,10 +159,10 @@ def test_the_forward_batches_give_the_bits_of_one_core(case, dtype):
 # Mode 0's table of every group's gamma (+ beta), loaded once a core: the fused backward takes it
 # only where a core has many tasks (the host tiling's kAffineTableSiluTasks), so the core count
 # switches between it and the next group's gamma/beta a task ahead; both give the same fp32 values.
-# Groups of two channels (one-channel groups take batches of groupRows instead).
+# Groups of nine channels (groups of up to 8 take batches of groupRows instead).
 @pytest.mark.parametrize("mask", [(True, False, False), (True, True, True)])
 def test_the_affine_table_chosen_by_the_core_count_gives_the_bits_of_one_core(mask):
-    N, C, HxW, G = 2, 600, 20, 300
+    N, C, HxW, G = 2, 2700, 20, 300
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((N, C, HxW)) * 1.5 + 0.75).astype(np.float32)
     arrays = {"x": x, "dy": rng.standard_normal((N, C, HxW)).astype(np.float32),

@@ -333,8 +333,8 @@ def test_dx_stores_get_up_to_four_buffers_in_what_is_left():
     assert tiling(8, 64, 1, 8, ub)["dxBuffers"] == 2
 
 
-# Mode 0 by (n, g) with one channel a group (both backward operators): a core's many short group tasks go
-# groupRows at a time (456x698x444 G698: 6,631 tasks a core, each once a DMA latency); groups of several
+# Mode 0 by (n, g) with groups of up to 8 channels (both backward operators): a core's many short group tasks go
+# groupRows at a time (456x698x444 G698: 6,631 tasks a core, each once a DMA latency); groups of more
 # channels keep a group an item.
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_many_one_channel_groups_take_batches_of_group_rows(dtype):
@@ -345,4 +345,7 @@ def test_many_one_channel_groups_take_batches_of_group_rows(dtype):
     fused = twin.twin_tiling(456, 698, 444, 698, dtype, dtype, core_num=48, silu=True)
     assert 1 < fused["groupRows"] <= 64 and fused["chunkElems"] == fused["groupRows"] * fused["residentStride"]
     assert fused["numFloatBufs"] == t["numFloatBufs"] + 2  # the swish gradient's scratch and ones vector
-    assert twin.twin_tiling(456, 1396, 444, 698, dtype, dtype, core_num=48)["groupRows"] == 0
+    # groups of up to 8 channels of under 4 KiB of dy and x too (rows D apart in a batch), more keep a group an item
+    t2 = twin.twin_tiling(456, 1396, 100, 698, dtype, dtype, core_num=48)
+    assert 1 < t2["groupRows"] <= 64 and t2["chunkElems"] == 2 * t2["groupRows"] * t2["residentStride"]
+    assert twin.twin_tiling(456, 6282, 44, 698, dtype, dtype, core_num=48)["groupRows"] == 0  # D = 9

@@ -39,6 +39,8 @@ CASES = {
     "group_rows": (64, 3, 700, 3, 2, "group_resident", 0),
     # the same across N: a batch is up to 64 samples of one group (70: two batches a group)
     "group_rows_across_n": (70, 5, 9, 5, 2, "group_resident", 0),
+    # groups of 3 channels across N: batches of 6 samples, each loaded and stored a DMA per channel
+    "group_rows_d3_across_n": (16, 48, 49, 16, 4, "group_resident", 0),
     # split by channel (across N would add 92 channels x 250 x (6 or 12) B per core); stage 2's
     # workspace loads (47 rows) reach the UB of the 16-bit dx stores just before them
     "channel_split_n47": (47, 2, 250, 1, 48, "channel_two_pass", 1),
@@ -98,7 +100,7 @@ HW_SLICES = ["hw_slices", "hw_slices_c_per_g_1", "hw_slices_chunks", "hw_slices_
 # Cases whose tiling takes groupAcrossN (mode 0 tasks are groups g over every n: dgamma/dbeta
 # summed by the core, no workspace, SyncAll or stage 2); every other case uses the workspace.
 ACROSS_N = {"resident_unaligned_hw", "resident_aligned_hw", "resident_c_per_g_1", "across_n_small",
-            "group_rows_across_n"}
+            "group_rows_across_n", "group_rows_d3_across_n"}
 
 
 def to_bf16_bits(values):
@@ -391,11 +393,12 @@ def test_the_split_chosen_by_the_core_count_does_not_change_the_bits(case, dtype
 # Mode 0 with rows of <= 64 floats and the group in one item: every row's gamma (and beta) broadcast
 # into a 32-byte block and one Mul (Add) over all the rows (tiling bcastElems) instead of a Muls (Adds)
 # per row. 4x1280x8x8 G32 is the anchor (40 rows of 64); 2x80x7x7 G8 has D = 10 (Brcb's last repeat
-# reads rows past the group) and rows of 49 in a stride of 64; 3x24x5x5 G3 rows of 25. The same launch
+# reads rows past the group) and rows of 49 in a stride of 64; 3x27x5x5 G3 rows of 25 (D = 9: groups of
+# up to 8 channels this short take batches of groupRows instead). The same launch
 # with bcastElems 0 takes the per-row path: the same bits, and both match the reference.
 @BOTH_OPERATORS
 @pytest.mark.parametrize("shape,G,dtype_key", [((4, 1280, 64), 32, "fp16_fp32"), ((2, 80, 49), 8, "bf16"),
-                                               ((3, 24, 25), 3, "fp32")], ids=["4x1280x8x8", "2x80x7x7", "3x24x5x5"])
+                                               ((3, 27, 25), 3, "fp32")], ids=["4x1280x8x8", "2x80x7x7", "3x27x5x5"])
 def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_key, silu):
     N, C, HxW = shape
     D = C // G
@@ -438,19 +441,24 @@ def test_broadcast_blocks_of_a_group_past_255_repeats(shape, dtype_key):
                             (True, True, True))
 
 
-# Mode 0 with one channel a group (both backward operators): a core's groups go groupRows at a time, each
+# Mode 0 with groups of up to 8 channels (both backward operators): a core's groups go groupRows at a time, each
 # vector step over all the rows with each group's own mean, rstd and gamma (+ beta). The same launch with groupRows 0
 # (a group an item, the next group's gamma a task ahead) gives the same bits, and both match the
 # reference: with the workspace (64x3x352 G3 on 2 cores, 16-element aligned rows), dx only with rows
 # of 12 (no 32-byte multiple in 16-bit) and of 37, and the batches' last one short; across N, batches
-# of samples of one group (rows C x HxW apart in GM), 70 samples in two batches.
+# of samples of one group (rows C x HxW apart in GM), 70 samples in two batches. Groups of 2, 3 and 8
+# channels: c1, c2 from the scalar unit's copy of WholeReduceSum's tree, and across N a DMA per channel.
 @pytest.mark.parametrize("shape,G,cores,dtype_key,mask,across", [
     ((64, 3, 352), 3, 2, "fp32", (True, True, True), 0), ((64, 3, 352), 3, 2, "fp32", (False, True, True), 0),
     ((6, 64, 12), 64, 2, "fp16_fp32", (True, False, False), 0), ((5, 30, 37), 30, 3, "fp16", (True, False, False), 0),
     ((18, 17, 37), 17, 4, "fp32", (True, True, True), 1), ((70, 5, 9), 5, 2, "bf16", (True, True, True), 1),
-    ((70, 5, 9), 5, 2, "fp16_fp32", (False, True, False), 1)],
+    ((70, 5, 9), 5, 2, "fp16_fp32", (False, True, False), 1),
+    ((64, 6, 96), 3, 2, "fp32", (True, True, True), 1), ((6, 128, 12), 64, 2, "fp16", (True, False, False), 0),
+    ((32, 96, 49), 32, 48, "fp16_fp32", (True, True, True), 1), ((70, 40, 9), 5, 2, "bf16", (True, True, True), 1),
+    ((70, 10, 9), 5, 2, "fp32", (False, False, True), 1), ((64, 6, 96), 3, 48, "fp32", (True, True, True), 0)],
     ids=["64x3x352_all", "64x3x352_stats", "6x64x12_dx", "5x30x37_dx", "across_18x17x37", "across_70x5x9",
-         "across_70x5x9_dgamma"])
+         "across_70x5x9_dgamma", "d2_64x6x96_all", "d2_6x128x12_dx", "d3_across_32x96x7x7", "d8_across_70x40x9",
+         "d2_across_70x10x9_dbeta", "d2_64x6x96_workspace"])
 @BOTH_OPERATORS
 def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, across, silu):
     """The fused backward's batches too: each row's swish gradient from its own gamma_c, beta_c and
@@ -464,7 +472,7 @@ def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, ac
     tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, mask=mask, silu=silu,
                               swish_scale=scale)
     assert tiling["groupRows"] > 1 and tiling["groupAcrossN"] == across
-    per_group = {**tiling, "groupRows": 0, "chunkElems": tiling["residentStride"], "statElems": 16,
+    per_group = {**tiling, "groupRows": 0, "chunkElems": C // G * tiling["residentStride"], "statElems": 16,
                  "affineAhead": 1 if mask[0] or silu else 0, "loadBuffers": 2, "dxBuffers": 2}
 
     def launch(t):

@@ -13,6 +13,10 @@ namespace {
 constexpr int64_t kElemAlign = 16;       // 16 elements are 32 bytes of fp16/bf16 and 64 bytes of fp32
 constexpr int64_t kMinUbBytes = 16 * 1024;
 constexpr int64_t kStatWindowGroups = 256;  // 2 KiB of fp32 mean/rstd
+// groupRows across N: a core reads group g of every sample, G apart in mean/rstd, so its window holds
+// up to this many groups (8 KiB of fp32 each), every sample's where N * G fits: one window load, not one
+// every kStatWindowGroups / G samples, each a DMA latency in series (32x96x7x7 G32: four)
+constexpr int64_t kAcrossStatWindowGroups = 2048;
 constexpr int64_t kAcrossNMaxExtraBytes = 128 * 1024;  // about 4 us of one core's HBM share
 // HxW split: when a launch has fewer than kSliceTargetTasks (n, c) channels, each channel's HxW
 // is cut into slices of at least kMinSliceElems elements, up to kSliceTargetTasks tasks in all.
@@ -27,6 +31,8 @@ constexpr int64_t kMaxDxBuffers = 4;
 constexpr int64_t kAffineTableMaxBytes = 98304;  // mode 0's table of every group's gamma (+ beta)
 constexpr int64_t kAffineTableSiluTasks = 64;    // ... with SILU: from this many tasks a core
 constexpr int64_t kMaxGroupRows = 64;  // mode 0's groupRows: the kernel keeps a batch's per-group scalars on its stack
+constexpr int64_t kMaxGroupRowChannels = 8;  // and with D > 1 (MAX_GROUP_ROW_CHANNELS): channels a group
+constexpr int64_t kMaxGroupRowLines = 128;   // and rows a batch (MAX_GROUP_ROW_LINES)
 constexpr int64_t kMaxDmaRows = 4095;             // rows (bursts) of one DataCopyPad
 constexpr int64_t kMaxGatherElems = 255 * 64;     // fp32 elements of one Gather (count form, A2/A3)
 // Mode 3's groups of D <= 8 in columns (op_kernel/group_norm_grad_ms_hw_columns.h HwOneColumns: Gather's
@@ -474,29 +480,42 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       t.copyAligned = (L * dataBytes) % kBlockBytes == 0 ? 1 : 0;
       SplitTasks(t.splitByChannel ? in.N * in.C * t.hwSlices : (t.groupAcrossN ? in.G : in.N * in.G), in.coreNum,
                  &t);
-      // Mode 0 with one channel a group, tasks under a DMA latency: a core's
+      // Mode 0 with groups of a few channels, tasks under a DMA latency: a core's
       // groups are consecutive rows in GM, so an item is groupRows of them and each vector step runs
       // over all its rows (a V barrier and queue turn a batch, not a group: 456x698x444 G698 had
       // ~12 barriers and ~9 queue flag pairs a group). Every channel's gamma is loaded once a core
       // (the table's rows are a group each), and with SILU every channel's beta (the swish gradient's
       // t needs both, also without dx; silu 456x698x444 G698 fp16 est./bound 7.00 -> 2.00). Each row's
       // values are the per-group path's, so the batch size (it follows the core's tasks) changes no bit.
-      // With groupAcrossN a batch is samples of one group (rows C * HxW apart in GM: a pitched DMA).
-      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D == 1 && !t.splitByChannel &&
-          (in.dxRequired || wantsStats) && 2 * L * dataBytes < kLatencyBytes) {
-        const int64_t coreTasks = t.groupAcrossN ? in.N : t.tasksPerCore + (t.tailCores > 0 ? 1 : 0);
+      // With groupAcrossN a batch is samples of one group (rows C * HxW apart in GM: a pitched DMA, one
+      // per channel of the group; 32x96x7x7 G32, D = 3, moved a sample an item).
+      // Groups of several channels only where a group is well under a latency's bytes: one of 16 KiB of dy
+      // and x (2x64x32x32 G32 fp32) or 7.9 KiB (8x256x13x19 G32 fp16) already keeps the loads busy a group
+      // an item (est./bound 1.02 -> 1.13, 1.46 -> 1.71 batched).
+      if (layout.mode == GNG_MODE_GROUP_RESIDENT && D <= kMaxGroupRowChannels && !t.splitByChannel &&
+          (in.dxRequired || wantsStats) && 2 * D * L * dataBytes < (D == 1 ? kLatencyBytes : kLatencyBytes / 8)) {
+        const int64_t coreTasks = std::min(t.groupAcrossN ? in.N : t.tasksPerCore + (t.tailCores > 0 ? 1 : 0),
+                                           kMaxGroupRowLines / D);  // (the kernel's per-row scalars)
         auto batchOf = [&](int64_t rows) {
           Layout l = layout;
           l.affineAhead = false;
           l.affineRows = 0;
           // the kernel's gammaAllBuf_: gamma, and with SILU beta from AlignUp(C, 16) (GroupRowsBetaAt)
           l.gammaAllElems = in.silu ? 2 * AlignUp(in.C, kElemAlign) : (in.dxRequired ? in.C : 0);
-          l.D = rows;  // the resident rows
-          l.K = rows * Lp;
-          l.statElems = AlignUp(rows, kElemAlign);
+          l.D = rows * D;  // the resident rows
+          l.K = rows * D * Lp;
+          l.statElems = AlignUp(rows * D, kElemAlign);
+          if (t.groupAcrossN) {
+            l.statWindow = std::max(l.statWindow, AlignUp(std::min(in.N * in.G, kAcrossStatWindowGroups), kElemAlign));
+          }
           return l;
         };
-        const int64_t rows = LargestFitting(std::min(coreTasks, kMaxGroupRows), 1,
+        // groups of several channels: at least three batches where the core has the groups, so that a
+        // batch's loads, vector work and dx store overlap the next's and the last's (32x96x7x7 G32 fp16: one
+        // batch of 32 samples est. 8.3 us, three of 11 6.4 us; one-channel groups are shorter and keep
+        // one batch where it fits: 5x28x1x3x1 G28 0.90 -> 1.18 in three)
+        const int64_t batchCap = D == 1 ? coreTasks : std::max<int64_t>(2, CeilDiv(coreTasks, 3));
+        const int64_t rows = LargestFitting(std::min({coreTasks, kMaxGroupRows, batchCap}), 1,
                                             [&](int64_t r) { return fits(batchOf(r)); });
         if (rows > 1) {
           t.groupRows = rows;

@@ -190,7 +190,7 @@ class KernelGroupNormGradMs {
       }
     }
     if (t_->mode == GNG_MODE_GROUP_RESIDENT) {
-      const int64_t rows = t_->groupRows > 0 ? t_->groupRows : t_->D;  // a group's channels, or a batch's groups
+      const int64_t rows = t_->groupRows > 0 ? t_->groupRows * t_->D : t_->D;  // a group's channels, or a batch's
       pipe_->InitBuffer(residentBuf_, 2 * rows * t_->residentStride * sizeof(float));
       if (GroupRowsAffine()) pipe_->InitBuffer(gammaAllBuf_, (SILU ? 2 * GroupRowsBetaAt() : t_->C) * sizeof(U));
     }
@@ -478,7 +478,7 @@ class KernelGroupNormGradMs {
   // of the groups whose first task is among them (no stage 2).
   __aicore__ inline void SlicedAfterSyncAll(int64_t first, int64_t count);
 
-  // Mode 0 with groupRows (D == 1): the core's tasks [first, first + count), groups q whose rows
+  // Mode 0 with groupRows (D <= MAX_GROUP_ROW_CHANNELS): the core's tasks [first, first + count), groups q whose rows
   // are consecutive in GM, in batches of groupRows (group_norm_grad_ms_group_rows.h).
   // With groupAcrossN the tasks are groups g over every n: batches of samples of one group.
   // Every channel's gamma (dx) and beta (SILU: the swish gradient's t needs both) in gammaAllBuf_,
@@ -489,6 +489,11 @@ class KernelGroupNormGradMs {
   __aicore__ inline void GroupRowsRun(int64_t first, int64_t count);
   __aicore__ inline void GroupRowsBatchOf(int64_t k, int64_t first, int64_t count, int64_t *q, int64_t *step,
                                           int64_t *rows);
+  __aicore__ inline BlockRows GroupRowsBlocks(int64_t step, int64_t rows) const;
+  // the channel of row i of the batch at group q (groups step apart)
+  __aicore__ inline int64_t GroupRowsChannel(int64_t q, int64_t step, int64_t i) const {
+    return ((q + (i / t_->D) * step) % t_->G) * t_->D + i % t_->D;
+  }
   __aicore__ inline void GroupRowsIssue(int64_t q, int64_t step, int64_t rows);
   __aicore__ inline void GroupRowsBatch(int64_t q, int64_t step, int64_t rows, int64_t nextQ, int64_t nextStep,
                                         int64_t nextRows);
@@ -646,8 +651,8 @@ class KernelGroupNormGradMs {
   TBuf<QuePosition::VECCALC> heldBuf_;  // dy, x of the held items as loaded (see TakeItem)
   TBuf<QuePosition::VECIN> gammaAllBuf_;  // mode 0 with groupRows: every channel's gamma (+ beta) (MTE2 -> S)
   int32_t gammaAllEvent_ = 0;
-  float acrossDb_ = 0.0f;  // groupRows with groupAcrossN: the current group's sums over n so far
-  float acrossDg_ = 0.0f;
+  float acrossDb_[MAX_GROUP_ROW_CHANNELS] = {};  // groupRows with groupAcrossN: the group's sums over n so far
+  float acrossDg_[MAX_GROUP_ROW_CHANNELS] = {};
   bool gammaAllPending_ = false;  // its load is issued and not waited for yet
   TQue<QuePosition::VECOUT, 1> outQue_;  // groupAcrossN, ownStats: dgamma/dbeta stores
   TQue<QuePosition::VECOUT, 1> sumsQue_;  // db, dg of a task to the workspace (depth 1, 2-3 buffers)

@@ -139,26 +139,74 @@ __aicore__ inline void StoreStridedFromFloat(Que &que, const GlobalTensor<V> &ds
   StoreStaged(que, staging, dst, offset, len, aligned, rows, stride, 0);
 }
 
-// StoreStridedFromFloat with an `add` of each row's own (adds[r]): the same instructions a row
-// (fp32: Adds into the staging buffer; 16-bit: Adds in place, then one Cast over the rows), one DMA;
-// the GM rows gmPitch elements apart.
+// Blocks of blockRows rows of `len` (groupRows' groups of D channels): the rows of a block are contiguous in
+// GM and `stride` elements apart in UB, the blocks blockPitch elements apart in GM and blockRows * stride in UB.
+// Where the blocks are not contiguous in GM either (a batch of samples of one group), no one DataCopyPad
+// pitch fits every row, so the move is one DMA per row of a block (d), each taking that row of every block
+// (a burst a row, as one DMA of the rows would be).
+struct BlockRows {
+  int64_t blocks;
+  int64_t blockRows;
+  int64_t stride;
+  int64_t blockPitch;
+  __aicore__ inline int64_t Rows() const { return blocks * blockRows; }
+  __aicore__ inline bool OneDma(int64_t len) const { return blockRows == 1 || blockPitch == blockRows * len; }
+  // the GM pitch of the rows of one DMA: one DMA of every row, or one of row d of each block
+  __aicore__ inline int64_t GmPitch(int64_t len) const { return blockRows == 1 ? blockPitch : len; }
+};
+
+// IssueStridedLoad of `b`'s rows (one buffer of `que`, one EnQue).
 template <typename V, typename Que>
-__aicore__ inline void StoreRowsFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
-                                          const LocalTensor<float> &src, const float *adds, bool aligned,
-                                          int64_t rows, int64_t stride, int64_t gmPitch) {
-  const int64_t span = (rows - 1) * stride + len;
+__aicore__ inline void IssueBlockRowsLoad(Que &que, const GlobalTensor<V> &src, int64_t offset, int64_t len,
+                                          bool aligned, const BlockRows &b) {
+  if (b.OneDma(len)) {
+    IssueStridedLoad(que, src, offset, len, aligned, b.Rows(), b.stride, b.GmPitch(len));
+    return;
+  }
+  const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+  const int64_t pitchUb = b.blockRows * b.stride * static_cast<int64_t>(sizeof(V));
   LocalTensor<V> staging = que.template AllocTensor<V>();
-  for (int64_t r = 0; r < rows; ++r) {
+  DataCopyExtParams copy{static_cast<uint16_t>(b.blocks), static_cast<uint32_t>(len * sizeof(V)),
+                         static_cast<uint32_t>((b.blockPitch - len) * static_cast<int64_t>(sizeof(V))),
+                         static_cast<uint32_t>((pitchUb - rowUb) / 32), 0};
+  DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
+  for (int64_t d = 0; d < b.blockRows; ++d) DataCopyPad(staging[d * b.stride], src[offset + d * len], copy, pad);
+  que.EnQue(staging);
+}
+
+// StoreStridedFromFloat with an `add` of each block's own (adds[k], over the block's rows and the padding
+// between them): the same instructions a block (fp32: Adds into the staging buffer; 16-bit: Adds in
+// place, then one Cast over the rows), then the rows of `b` to GM (StoreStaged, or a DMA per row of a block).
+template <typename V, typename Que>
+__aicore__ inline void StoreBlockRowsFromFloat(Que &que, const GlobalTensor<V> &dst, int64_t offset, int64_t len,
+                                               const LocalTensor<float> &src, const float *adds, bool aligned,
+                                               const BlockRows &b) {
+  const int64_t blockSpan = (b.blockRows - 1) * b.stride + len;
+  const int64_t blockStep = b.blockRows * b.stride;
+  LocalTensor<V> staging = que.template AllocTensor<V>();
+  for (int64_t k = 0; k < b.blocks; ++k) {
     if constexpr (IsSameType<V, float>::value) {
-      Adds(staging[r * stride], src[r * stride], adds[r], static_cast<int32_t>(len));
+      Adds(staging[k * blockStep], src[k * blockStep], adds[k], static_cast<int32_t>(blockSpan));
     } else {
-      Adds(src[r * stride], src[r * stride], adds[r], static_cast<int32_t>(len));
+      Adds(src[k * blockStep], src[k * blockStep], adds[k], static_cast<int32_t>(blockSpan));
     }
   }
   if constexpr (!IsSameType<V, float>::value) {
-    Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>(span));
+    Cast(staging, src, RoundMode::CAST_RINT, static_cast<uint32_t>((b.Rows() - 1) * b.stride + len));
   }
-  StoreStaged(que, staging, dst, offset, len, aligned, rows, stride, gmPitch);
+  if (b.OneDma(len)) {
+    StoreStaged(que, staging, dst, offset, len, aligned, b.Rows(), b.stride, b.GmPitch(len));
+    return;
+  }
+  que.EnQue(staging);
+  staging = que.template DeQue<V>();
+  const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+  const int64_t pitchUb = blockStep * static_cast<int64_t>(sizeof(V));
+  DataCopyExtParams copy{static_cast<uint16_t>(b.blocks), static_cast<uint32_t>(len * sizeof(V)),
+                         static_cast<uint32_t>((pitchUb - rowUb) / 32),
+                         static_cast<uint32_t>((b.blockPitch - len) * static_cast<int64_t>(sizeof(V))), 0};
+  for (int64_t d = 0; d < b.blockRows; ++d) DataCopyPad(dst[offset + d * len], staging[d * b.stride], copy);
+  que.FreeTensor(staging);
 }
 
 // Copies `len` fp32 values of the VECOUT buffer `src` to the workspace (MTE3).

@@ -117,10 +117,10 @@ struct GroupNormGradMsTilingData {
   // (RUNS_BOTH_PASSES), the dx pass too: it computes on the runs as loaded (a_c spread by Gather)
   // and stores dx as a run; 0: neither
   int64_t rowsGather;
-  // mode 0 by (n, g) with one channel a group (D == 1): a core's groups are consecutive rows in GM
-  // (q = n * G + g, row q at q * HxW), so an item is groupRows of them (one DMA each way) and the
-  // per-group vector work runs over all its rows at once, with each group's own mean, rstd and gamma
-  // (+ beta with SILU); gamma (+ beta) of every channel is loaded once a core. 0: a group an item.
+  // mode 0 by (n, g) with groups of D <= 8 channels: a core's groups are consecutive in GM (q = n * G + g,
+  // rows q * D .. q * D + D - 1 of HxW), so an item is groupRows of them (one DMA each way; across N one
+  // per channel) and the per-group vector work runs over all its rows at once, with each group's own mean,
+  // rstd and gamma (+ beta with SILU); gamma (+ beta) of every channel is loaded once a core. 0: a group an item.
   int64_t groupRows;
   // GroupNormSiluGradMs (the kernel class with SILU): 1 when dy is the gradient of
   // z = y * sigmoid(swishScale * y), y = gamma * xhat + beta, recomputed in the kernel
