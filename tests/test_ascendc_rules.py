@@ -57,13 +57,14 @@ def test_gm_out_of_bounds_is_caught(index, name):
 
 def test_unaligned_datacopy_length_is_caught():
     # A tiling that claims 32-byte rows for HxW = 33 fp32 (132 bytes) makes the kernel use
-    # plain DataCopy where only DataCopyPad is legal.
-    tiling = twin.twin_tiling(2, 8, 33, 2, core_num=4)
-    assert tiling["copyAligned"] == 0
+    # plain DataCopy where only DataCopyPad is legal. Groups of 9 channels: groups of up to 8
+    # take the batched path (groupRows), which this flag does not steer.
+    tiling = twin.twin_tiling(2, 18, 33, 2, core_num=4)
+    assert tiling["copyAligned"] == 0 and tiling["groupRows"] == 0
     tiling["copyAligned"] = 1
     tiling["channelsPerItem"] = 1  # one row per copy: several rows of unpadded UB would go by DataCopyPad
     with pytest.raises(TwinFault, match=r"not a multiple of 32 bytes \(unaligned transfers need DataCopyPad\)"):
-        twin.twin_launch(kernel_buffers(2, 8, 33, 2), tiling, core_num=4)
+        twin.twin_launch(kernel_buffers(2, 18, 33, 2), tiling, core_num=4)
 
 
 def test_unaligned_ub_address_is_caught():
