@@ -247,6 +247,15 @@ MASKS_ALL_DGAMMA_DX_DBETA = pytest.mark.parametrize(
     "mask", [(True, True, True), (False, True, False), (True, False, True)], ids=["all", "dgamma", "dx_dbeta"])
 
 
+def launch_inputs(shape, G, dtype_key, seed, silu):
+    """(data dtype, stat dtype, arrays, exact, beta) of a launch of either operator: beta, a ramp over
+    the channels, only for the fused one."""
+    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
+    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, seed)
+    beta = storage(np.linspace(-1.5, 1.5, shape[1]), stat_dtype) if silu else None
+    return data_dtype, stat_dtype, arrays, exact, beta
+
+
 # The channel split's items are runs of a core's consecutive channels of one group (one DMA of up
 # to channelsPerItem rows, HxW rounded up to 16 apart in UB; each channel's sums its own row's):
 # on 16 cores 6-8 channels an item, with 48 KiB of UB 1-2 (runs cut shorter, items not held); on
@@ -402,9 +411,7 @@ def test_the_split_chosen_by_the_core_count_does_not_change_the_bits(case, dtype
 def test_short_rows_take_broadcast_blocks_with_the_per_row_bits(shape, G, dtype_key, silu):
     N, C, HxW = shape
     D = C // G
-    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
-    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    data_dtype, stat_dtype, arrays, exact, beta = launch_inputs(shape, G, dtype_key, 5, silu)
     tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, silu=silu, swish_scale=-0.5)
     assert twin.MODE_NAMES[tiling["mode"]] == "group_resident" and tiling["channelsPerItem"] == D
     assert tiling["bcastElems"] == (3 if silu else 1) * 8 * (-(-D // 8) * 8)  # (-k gamma, -k beta,) rstd gamma
@@ -499,9 +506,7 @@ def test_group_rows_keep_the_per_group_bits(shape, G, cores, dtype_key, mask, ac
                          ids=["32x32x28x28", "300x16x5x5"])
 def test_short_channel_rows_reach_stage2_whole_with_the_sliced_bits(shape, G, dtype_key, mask, silu):
     N, C, HxW = shape
-    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 6)
-    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    data_dtype, stat_dtype, arrays, exact, beta = launch_inputs(shape, G, dtype_key, 6, silu)
     tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, silu=silu)
     assert (tiling["stage2WholeRows"], tiling["stage2Cores"], tiling["stage2PieceElems"]) == (1, 1, C)
     assert tiling["stage2RowsPerLoad"] == min(N, 255 * 8 // C) and not tiling["groupAcrossN"]
@@ -550,16 +555,13 @@ def test_short_rows_stage2_ahead_gives_the_bits_of_stage2_after_the_dx_pass(shap
 # pass. 1x2048x16 G1 is the row it is for; 1x512x7x7 G1 (short rows on runs, both operators) and
 # 1x200x999 G4 (rows over 64 floats). The same launch with stage 2 (ownStats 0, one row a block's slice)
 # gives the same bits, for masks with and without dx, and both match the reference.
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "fused"])
-@pytest.mark.parametrize("mask", [(True, True, True), (False, True, False), (True, False, True)],
-                         ids=["all", "dgamma", "dx_dbeta"])
+@BOTH_OPERATORS
+@MASKS_ALL_DGAMMA_DX_DBETA
 @pytest.mark.parametrize("shape,G,dtype_key", [((1, 2048, 16), 1, "fp16"), ((1, 512, 49), 1, "bf16"),
                                                ((1, 200, 999), 4, "fp32")], ids=["1x2048x16", "1x512x7x7", "1x200x999"])
 def test_one_sample_channel_split_stores_its_stats_with_the_bits_of_stage2(shape, G, dtype_key, mask, silu):
     N, C, HxW = shape
-    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 8)
-    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    data_dtype, stat_dtype, arrays, exact, beta = launch_inputs(shape, G, dtype_key, 8, silu)
     tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, silu=silu)
     assert (tiling["ownStats"], tiling["splitByChannel"], tiling["hwSlices"]) == (1, 1, 1)
     assert tiling["stage2Cores"] == 0 and tiling["reduceRows"] == 0
@@ -584,9 +586,7 @@ def test_one_sample_channel_split_stores_its_stats_with_the_bits_of_stage2(shape
                          ids=["2x100x64x64", "2x24x64x64-fused", "2x100x50x50-fused"])
 def test_held_items_interleaved_in_the_dx_pass_keep_the_in_order_bits(shape, G, dtype_key, silu, held):
     N, C, HxW = shape
-    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 7)
-    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    data_dtype, stat_dtype, arrays, exact, beta = launch_inputs(shape, G, dtype_key, 7, silu)
     # 10 cores: whole groups load them evenly enough for the group split (8 would take the channel split)
     tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=10, silu=silu)
     assert twin.MODE_NAMES[tiling["mode"]] == "channel_two_pass" and not tiling["splitByChannel"]
@@ -653,9 +653,7 @@ def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
                           ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "3x200", "100x160"])
 def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dtype_key, per_group_elems, silu):
     N, C, HxW = shape
-    data_dtype, stat_dtype, _, _ = DTYPES[dtype_key]
-    arrays, exact = make_inputs(shape, G, data_dtype, stat_dtype, 5)
-    beta = storage(np.linspace(-1.5, 1.5, C), stat_dtype) if silu else None
+    data_dtype, stat_dtype, arrays, exact, beta = launch_inputs(shape, G, dtype_key, 5, silu)
     tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, core_num=cores, silu=silu,
                                       swish_scale=-0.5)
     assert twin.MODE_NAMES[tiling["mode"]] == "hw_one" and tiling["chunkElems"] > per_group_elems
