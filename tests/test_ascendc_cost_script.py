@@ -51,7 +51,8 @@ def test_each_table_ends_with_its_closing_line(flag):
 
 
 def cost_module():
-    sys.path.insert(0, str(SCRIPT.parent))
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
     import ascendc_cost
     return ascendc_cost
 
