@@ -99,7 +99,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::GroupRowsWaitAffine() 
 // (-0.0f + 0.0f is 0.0f), so the result is the instruction's bit for bit.
 __aicore__ inline float LaneTreeSum(float *v, int64_t count) {
   int64_t n = count;
-  for (int64_t width = 32; width >= 1; width /= 2) {
+  for (int64_t level = 0; level < 6; ++level) {  // 64 lanes: six levels of pairs, past count too
     const int64_t next = (n + 1) / 2;
     for (int64_t i = 0; i < next; ++i) v[i] = v[2 * i] + (2 * i + 1 < n ? v[2 * i + 1] : 0.0f);
     n = next;

@@ -16,7 +16,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::IssueGroupLoad(int64_t task)
   }
 }
 
-// The oldest group load, once it has landed, and its buffer back to its queue.
+// The oldest group load, once it has landed, and its buffer back to its queue. Each DeQue declares
+// what its return reads, so the sync-mutation test's deletion of it does not build; a bare
+// `return ...DeQue<T>();` deleted would fall through to the other queue, or off the function's end.
 template <typename T, typename U>
 __aicore__ inline LocalTensor<T> KernelGroupNormSiluMs<T, U>::TakeGroup() {
   if (DeepResident()) {
