@@ -24,7 +24,12 @@ from test_ascendc_twin import DTYPES, as_float64, check_against_reference, make_
 # asc-devkit impl/basic_api/kernel_tquebind_impl.h).
 CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_resident", 0),
          "own_stats_reuses_its_staging": (1, 16, 3000, 2, 3, "channel_two_pass", 1),
-         "hw_one_huge_mean": TWIN_CASES["hw_one"]}
+         "hw_one_huge_mean": TWIN_CASES["hw_one"],
+         # mode 0's table of every group's gamma (+ beta) (tiling affineAhead 2), dequeued once and
+         # kept: groups of more than 8 channels (smaller ones take groupRows), and for the fused
+         # kernel many tasks a core (dx only, so not groupAcrossN)
+         "affine_table": (16, 32, 100, 2, 4, "group_resident", 0),
+         "affine_table_fused": (2, 576, 9, 64, 2, "group_resident", 0)}
 # Cases whose first group's x and mean are scaled by 2^110 (its rstd by 2^-110, exact): a mean of
 # at least 2^102 sends the batch holding it to mode 3's scalar path (CentringScale).
 HUGE_MEAN_CASES = {"hw_one_huge_mean"}
@@ -56,7 +61,7 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("hw_one_columns_small", "fp32", 4, ALL), ("hw_one_columns_small", "bf16", 4, ALL),
                ("hw_one_columns_d1_groups", "fp32", 4, ALL),
                ("own_stats_reuses_its_staging", "fp32", 3, ALL),
-               ("own_stats_reuses_its_staging", "bf16_fp32", 3, STATS_ONLY)]
+               ("own_stats_reuses_its_staging", "bf16_fp32", 3, STATS_ONLY), ("affine_table", "fp32", 4, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
 SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_workspace_n8", "bf16_fp32", 4, STATS_ONLY),
                     ("channel_two_pass", "fp32", 2, ALL), ("channel_rows", "fp32", 2, ALL),
@@ -70,7 +75,7 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
                     # mode 0's batches: every channel's gamma and beta read by the scalar unit also without dx
                     ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, STATS_ONLY),
                     ("group_rows_across_n", "fp32", 2, ALL), ("group_rows_d3_across_n", "fp32", 4, ALL),
-                    ("own_stats_reuses_its_staging", "fp32", 3, ALL)]
+                    ("own_stats_reuses_its_staging", "fp32", 3, ALL), ("affine_table_fused", "fp32", 2, DX_ONLY)]
 # GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
 # the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split
 # groups also with several slices per block (their UB entry is reused: MTE3 -> S).

@@ -308,25 +308,30 @@ def with_library(library, fn):
 
 @pytest.mark.slow
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("path,sync,shape,cores,mask", [
+@pytest.mark.parametrize("path,sync,shape,cores,mask,on_path", [
     ("op_kernel/group_norm_grad_ms_stream.h",
      "  Sync<HardEvent::V_S>();  // AffineT and ChannelDx read gamma/beta with GetValue\n", (1, 8, 9), 8,
-     (True, False, False)),
+     (True, False, False), {"splitByChannel": 1, "groupAcrossN": 0}),
     ("op_kernel/group_norm_grad_ms_channels.h",
-     "        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads\n", (2, 8, 81), 2,
-     (True, True, True))],
+     "        Sync<HardEvent::V_S>();  // TakeAffine's casts, before AffineT's GetValue reads\n", (2, 32, 81), 2,
+     (True, True, True), {"affineAhead": 1, "groupRows": 0})],
     ids=["LoadAffine", "TakeAffine"])
-def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path, path, sync, shape, cores, mask):
+def test_a_missing_sync_of_the_fused_path_is_refused(tmp_path, path, sync, shape, cores, mask, on_path):
     """LoadAffine (the channel split: 2 groups on 8 cores, dx only, so not groupAcrossN) or
     TakeAffine's casts (modes 0-2 with affineAhead; mode 0 with rows longer than 64 floats, since
     shorter ones read gamma/beta on the vector unit only, tiling bcastElems) without their V -> S
     synchronisation: the scalar unit would read gamma/beta before the vector unit has written them.
-    Only the fused kernel has this path."""
+    Only the fused kernel has this path. (2, 32, 81): D = 16 is past groupRows (D <= 8), which
+    reads gamma/beta once for all groups; on_path, checked on the good build, keeps each shape on
+    its path when the tiling changes."""
     library = build_mutant(tmp_path, path, sync, "")
     arrays, _ = silu_inputs(shape, 2, "fp32")
 
     def fused():
         return run_silu(arrays, 2, "fp32", 1.0, core_num=cores, mask=mask)
+
+    tiling = fused()[3]
+    assert {key: tiling[key] for key in on_path} == on_path, tiling
 
     def plain():
         return twin.twin_backward(arrays["dy"], arrays["x"], arrays["mean"], arrays["rstd"], arrays["gamma"],
