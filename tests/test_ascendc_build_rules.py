@@ -8,6 +8,7 @@ probe kernels that break it (compiled here with g++ against kernels/ascendc/twin
 * the Ascend registration name equals the ``func`` given to ops.Custom (test);
 * build.sh builds every SoC the OpDef lists that the CANN supports (test: build.sh against a fake CANN);
 * no deprecated op-definition call (test on the OpDef source);
+* no value-returning function falls off its end (twin: compile error, whatever the flags);
 * the twin libraries build with -Wall -Wextra and no warning.
 
 Sources are cited in kernels/ascendc/README.md ("CANN build rules").
@@ -147,6 +148,33 @@ def test_twin_refuses_a_partial_brace_init_of_the_dma_parameter_classes(case, tm
 def test_twin_accepts_the_dma_parameter_classes_with_no_or_all_fields(case, tmp_path):
     result = compile_only(PARAMS_PROBE.format(statement=PARAMS_ACCEPTED[case]), tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- a value-returning function's end
+# Flowing off the end of a non-void function is undefined (C++17 [stmt.return] p2); the twin's
+# kernel_operator.h makes -Wreturn-type an error for every file that includes it, whatever its
+# flags (the sync-mutation builds use none), so a deleted `return que.DeQue<T>();` does not build.
+RETURN_PROBE = """
+#include "kernel_operator.h"
+using namespace AscendC;
+__aicore__ inline LocalTensor<float> Take(TQue<QuePosition::VECIN, 1> &que, bool ready) {{
+  if (ready) return que.template DeQue<float>();
+  {tail}
+}}
+extern "C" __global__ __aicore__ void probe(TQue<QuePosition::VECIN, 1> &que) {{ Take(que, true); }}
+"""
+
+
+@pytest.mark.parametrize("tail,builds", [("", False), ("return que.template DeQue<float>();", True)],
+                         ids=["falls_off_the_end", "returns"])
+def test_twin_refuses_a_function_that_falls_off_its_end(tail, builds, tmp_path):
+    source = tmp_path / "probe.cpp"
+    source.write_text(RETURN_PROBE.format(tail=tail))
+    # an object, not -fsyntax-only: g++ finds the missing return in the flow analysis of emitted code
+    result = subprocess.run(CXX + ["-c", str(source), "-o", str(tmp_path / "probe.o")], capture_output=True, text=True)
+    assert (result.returncode == 0) == builds, result.stderr[-2000:]
+    if not builds:
+        assert "-Werror=return-type" in result.stderr, result.stderr[-2000:]
 
 
 # ---------------------------------------------------------------- kernel type vs SyncAll

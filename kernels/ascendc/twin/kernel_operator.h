@@ -38,6 +38,13 @@
 #include "build_rules.h"  // TILING_KEY_IS, KERNEL_TASK_TYPE_DEFAULT: CANN build rules
 #include "twin_runtime.h"
 
+// Flowing off the end of a value-returning function is undefined behaviour (C++17 [stmt.return]
+// p2): on the device it hands back whatever a register holds, and in the twin's process it can
+// crash the launcher (SIGSEGV) instead of failing the launch. So every translation unit that
+// includes the twin refuses it at build, whatever flags it is built with (a mutant that deletes a
+// `return ...DeQue<T>();` line is then "does not build", never a crash or a lucky pass).
+#pragma GCC diagnostic error "-Wreturn-type"
+
 #define __aicore__
 #define __global__
 #define __gm__
