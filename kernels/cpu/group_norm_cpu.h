@@ -66,7 +66,7 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : in_{dy, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask),
         need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()),
-        schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
+        schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C + 2 * sizes.G : 0),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
         sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
         room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<double>(sizes.C)),
@@ -81,7 +81,8 @@ class BackwardKernel {
   // its G groups, with one point-loop call for the C sums and one for the C dx values. Each
   // point gets the bits its one-element row gets in Reduce and InputGrad (point_rows_impl.h);
   // a sample with a group for the double loops takes those steps group by group instead.
-  // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients).
+  // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients), then
+  // 2 * G for the sample's means and rstds as floats where U is a 16-bit type.
   // The sums take each group's form as Reduce does (CentredSums), so a large-mean dy gives
   // dgamma no bias here either.
   void Sample(int64_t n, float *room) {
@@ -103,11 +104,26 @@ class BackwardKernel {
     }
   }
 
+  // The sample's G statistics from `stats` as floats: float ones where they are, 16-bit ones
+  // converted into `room` in one vector pass (a scalar fp16 conversion per use cost about a
+  // quarter of the HxW = 1 backward of 8000 x 64, G = 32). Exact either way: the same values.
+  const float *FloatStats(const U *stats, float *room) const {
+    if constexpr (std::is_same_v<U, float>) {
+      return stats;
+    } else {
+      static_assert(std::is_same_v<U, T>, "16-bit statistics come with data of their type");
+      rows_.widen(stats, s_.G, room);
+      return room;
+    }
+  }
+
   // Sample with kD channels per group (0: s_.D(), known at run time only).
   template <int kD>
   void SampleOf(int64_t n, float *room) {
     const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), nc = n * C, ng0 = n * G;
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
+    const float *means = FloatStats(in_.mean + ng0, room + kPointArrays * C);
+    const float *rstds = FloatStats(in_.rstd + ng0, room + kPointArrays * C + G);
     // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
     // dx coefficients go there) holds mu for the points of centred groups and 0 elsewhere,
     // filled only once a sample has such a group. Each group's centre (mu or +0) is formed
@@ -117,7 +133,7 @@ class BackwardKernel {
     bool any_wide = false, any_centred = false;
     float *centre = a, *group_centre = b;
     for (int64_t g = 0; g < G; ++g) {
-      const float m = ToFloat(in_.mean[ng0 + g]), r = ToFloat(in_.rstd[ng0 + g]);
+      const float m = means[g], r = rstds[g];
       any_wide |= wide::RstdOutsideFloatRange(r);
       for (int64_t d = 0; d < D; ++d) mu[g * D + d] = m;
       const bool centred = need_ds_ && CentredSums(m, r);
@@ -140,7 +156,7 @@ class BackwardKernel {
     // checks gathered in `plain`: a group whose sums overflowed, or whose rstd or
     // coefficients leave the float32 range, sends the sample to the general loop below,
     // which forms the same numbers with those groups' double paths.
-    if (!any_wide && mask_.dx && SampleCoefficients<kD>(n, a, b, c0)) {
+    if (!any_wide && mask_.dx && SampleCoefficients<kD>(n, rstds, a, b, c0)) {
       rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
       return;
     }
@@ -172,14 +188,15 @@ class BackwardKernel {
   // takes the general loop, which redoes every group. Only for a sample whose every rstd is
   // inside the float32 path's range (the caller's any_wide).
   template <int kD>
-  [[gnu::always_inline]] inline bool SampleCoefficients(int64_t n, float *a, float *b, float *c0) {
+  [[gnu::always_inline]] inline bool SampleCoefficients(int64_t n, const float *rstds, float *a, float *b,
+                                                        float *c0) {
     const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), ng0 = n * G;
     const double *db = &sums_.db[n * C], *ds = &sums_.ds[n * C];
     bool plain = true;
     for (int64_t g = 0; g < G; ++g) {
       double s1, t2;
       ChannelChainSums(need_ds_, gamma_ + g * D, db + g * D, ds + g * D, D, &s1, &t2);  // as GroupSums
-      const double r = ToFloat(in_.rstd[ng0 + g]);
+      const double r = rstds[g];
       const double b_group = -r * r * r * t2 * inv_m_, c0_group = -r * s1 * inv_m_;
       sums_.b[ng0 + g] = b_group;
       sums_.c0[ng0 + g] = c0_group;

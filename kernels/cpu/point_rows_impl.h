@@ -129,6 +129,19 @@ void PointAffineGrad(const T *dy, const T *x, T *dx, int64_t count, const float 
   }
 }
 
+// out[i] = src[i] as a float (exact for every type): the backward's by-sample step reads a
+// sample's 16-bit means and rstds through this once, not with a scalar conversion per use.
+template <typename T>
+void Widen(const T *src, int64_t count, float *out) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= count; i += V::kWidth) V::StoreLanes(out + i, V::Load(src + i));
+  if constexpr (V::template kPartial<T>) {
+    if (i < count) V::StoreFirst(out + i, V::LoadFirst(src + i, static_cast<int>(count - i)), static_cast<int>(count - i));
+    return;
+  }
+  for (; i < count; ++i) out[i] = ToFloat(src[i]);
+}
+
 // y[i] = MulAdd(x[i] - mu[i], scale[i], shift[i]), Normalize's formula.
 template <typename T>
 void PointNormalize(const T *x, T *y, int64_t count, const float *mu, const float *scale, const float *shift) {

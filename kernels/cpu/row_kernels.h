@@ -127,6 +127,8 @@ struct RowKernels {
   // centered_sum about mu and centered_squares about c of the same rows in one pass (each
   // with its own bits)
   void (*centered_moments)(const T *x, float mu, float c, int64_t hxw, int64_t rows, double *sums, double *squares);
+  // out[i] = src[i] as a float, exactly (16-bit statistics read once per sample)
+  void (*widen)(const T *src, int64_t count, float *out);
 };
 
 // The form of the backward's sum of dy * (x - mu) over a row (both operators' reduce_grad),
