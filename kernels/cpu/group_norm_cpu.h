@@ -66,9 +66,10 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : in_{dy, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask),
         need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()),
-        schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C + 2 * sizes.G : 0),
+        schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
-        sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
+        stats_(mean, rstd, sizes, StatisticsWiden<U>(rows_), scratch_),
+        sums_(sizes, mask, stats_.rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
         room_(scratch_.Take<float>(schedule_.threads() * room_floats_)), gamma_(scratch_.Take<double>(sizes.C)),
         inv_m_(1.0 / static_cast<double>(sizes.D() * sizes.HxW)) {
     // the same values call after call (call_scratch.h, StoreIfChanged)
@@ -81,8 +82,7 @@ class BackwardKernel {
   // its G groups, with one point-loop call for the C sums and one for the C dx values. Each
   // point gets the bits its one-element row gets in Reduce and InputGrad (point_rows_impl.h);
   // a sample with a group for the double loops takes those steps group by group instead.
-  // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients), then
-  // 2 * G for the sample's means and rstds as floats where U is a 16-bit type.
+  // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients).
   // The sums take each group's form as Reduce does (CentredSums), so a large-mean dy gives
   // dgamma no bias here either.
   void Sample(int64_t n, float *room) {
@@ -104,26 +104,12 @@ class BackwardKernel {
     }
   }
 
-  // The sample's G statistics from `stats` as floats: float ones where they are, 16-bit ones
-  // converted into `room` in one vector pass (a scalar fp16 conversion per use cost about a
-  // quarter of the HxW = 1 backward of 8000 x 64, G = 32). Exact either way: the same values.
-  const float *FloatStats(const U *stats, float *room) const {
-    if constexpr (std::is_same_v<U, float>) {
-      return stats;
-    } else {
-      static_assert(std::is_same_v<U, T>, "16-bit statistics come with data of their type");
-      rows_.widen(stats, s_.G, room);
-      return room;
-    }
-  }
-
   // Sample with kD channels per group (0: s_.D(), known at run time only).
   template <int kD>
   void SampleOf(int64_t n, float *room) {
     const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), nc = n * C, ng0 = n * G;
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
-    const float *means = FloatStats(in_.mean + ng0, room + kPointArrays * C);
-    const float *rstds = FloatStats(in_.rstd + ng0, room + kPointArrays * C + G);
+    const float *means = stats_.mean + ng0, *rstds = stats_.rstd + ng0;
     // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
     // dx coefficients go there) holds mu for the points of centred groups and 0 elsewhere,
     // filled only once a sample has such a group. Each group's centre (mu or +0) is formed
@@ -164,7 +150,7 @@ class BackwardKernel {
       const int64_t ng = ng0 + g;
       GroupCoefficients(ng);
       if (!mask_.dx) continue;
-      const double r = ToFloat(in_.rstd[ng]), b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
+      const double r = stats_.rstd[ng], b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
       any_wide |= wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b_wide) || wide::LostInFloat(c0_wide);
       const float b_group = static_cast<float>(b_wide), c0_group = static_cast<float>(c0_wide);
       for (const int64_t end = c + D; c < end; ++c) {
@@ -219,11 +205,11 @@ class BackwardKernel {
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
     const int64_t nc = n * s_.C + c_first;
     const int64_t ng = n * s_.G + c_first / s_.D();
-    const float mu = ToFloat(in_.mean[ng]);
-    if (wide::RstdOutsideFloatRange(ToFloat(in_.rstd[ng]))) {
+    const float mu = stats_.mean[ng], r = stats_.rstd[ng];
+    if (wide::RstdOutsideFloatRange(r)) {
       for (int64_t k = 0; k < rows; ++k) WideReduce(n, c_first + k, mu);
     } else if (need_ds_) {
-      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, ToFloat(in_.rstd[ng]), s_.HxW, rows, &sums_.db[nc],
+      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, r, s_.HxW, rows, &sums_.db[nc],
                         &sums_.ds[nc]);
     } else {  // dbeta alone never needs x
       rows_.sum(in_.dy + offset, s_.HxW, rows, &sums_.db[nc]);
@@ -245,12 +231,12 @@ class BackwardKernel {
       for (int64_t c = c_first; c < c_first + D; ++c) {
         const int64_t nc = n * s_.C + c;
         if (!std::isfinite(sums_.db[nc]) || (need_ds_ && !std::isfinite(sums_.ds[nc]))) {
-          WideReduce(n, c, ToFloat(in_.mean[ng]));
+          WideReduce(n, c, stats_.mean[ng]);
         }
       }
       GroupSums(ng, &s1, &t2);
     }
-    const double r = ToFloat(in_.rstd[ng]);
+    const double r = stats_.rstd[ng];
     sums_.b[ng] = -r * r * r * t2 * inv_m_;
     sums_.c0[ng] = -r * s1 * inv_m_;
   }
@@ -264,9 +250,9 @@ class BackwardKernel {
   // empty) the thread's own room.
   void GroupInputGrad(int64_t n, int64_t c_first, int64_t rows, float *a) {
     const int64_t ng = n * s_.G + c_first / s_.D();
-    const double r = ToFloat(in_.rstd[ng]), b = sums_.b[ng], c0 = sums_.c0[ng];
+    const double r = stats_.rstd[ng], b = sums_.b[ng], c0 = sums_.c0[ng];
     const int64_t offset = (n * s_.C + c_first) * s_.HxW;
-    const float mu = ToFloat(in_.mean[ng]);
+    const float mu = stats_.mean[ng];
     if (wide::RstdOutsideFloatRange(r) || wide::LostInFloat(b) || wide::LostInFloat(c0)) {
       // b or c0 would be a float32 subnormal or infinity (rstd or dy near the range's ends):
       // dx in double, from the unrounded coefficients.
@@ -290,7 +276,8 @@ class BackwardKernel {
     return schedule.by_sample() ? 0 : s.N * s.C;  // Sample keeps a sample's a in its room
   }
   static size_t ScratchBytes(const GroupNormSizes &s, const BackwardSchedule &schedule, int64_t room_floats) {
-    return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(ACount(s, schedule)) +
+    return FloatStatistics<U>::ScratchBytes(s) + BackwardSums<U>::ScratchBytes(s) +
+           CallScratch::Bytes<float>(ACount(s, schedule)) +
            CallScratch::Bytes<float>(schedule.threads() * room_floats) + CallScratch::Bytes<double>(s.C);
   }
 
@@ -317,6 +304,7 @@ class BackwardKernel {
   BackwardSchedule schedule_;
   int64_t room_floats_;  // per thread, for Sample (0 in the other schedules)
   CallScratch scratch_;  // everything below lives in it: O(N*C), nothing full-size
+  FloatStatistics<U> stats_;  // the saved mean and rstd as floats
   BackwardSums<U> sums_;
   float *a_;     // (N, C) dx coefficients rstd * gamma (none by sample)
   float *room_;  // (threads, room_floats_)

@@ -51,13 +51,13 @@ class SiluBackwardKernel {
       : in_{dz, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask), k_(swish_k),
         silu_(ActiveSiluRowKernels().For<T>()), schedule_(sizes), kept_floats_(KeptFloats(sizes, mask, schedule_)),
         scratch_(ScratchBytes(sizes, schedule_.threads(), kept_floats_)),
-        sums_(sizes, mask, rstd, dgamma, dbeta, scratch_), rstd32_(scratch_.Take<float>(sizes.N * sizes.G)),
+        stats_(mean, rstd, sizes, StatisticsWiden<U>(ActiveRowKernels().For<T>()), scratch_),
+        sums_(sizes, mask, stats_.rstd, dgamma, dbeta, scratch_),
         scale_(scratch_.Take<float>(sizes.N * sizes.C)), shift_(scratch_.Take<float>(sizes.C)),
         kept_(scratch_.Take<float>(schedule_.threads() * kept_floats_)) {
-    for (int64_t i = 0; i < s_.N * s_.G; ++i) rstd32_[i] = ToFloat(rstd[i]);
     // (N, C) rstd * gamma and (C,) beta in float, computed as the forward computes them.
     for (int64_t n = 0; n < s_.N; ++n) {
-      for (int64_t c = 0; c < s_.C; ++c) scale_[n * s_.C + c] = rstd32_[n * s_.G + c / s_.D()] * GammaAt(gamma, c);
+      for (int64_t c = 0; c < s_.C; ++c) scale_[n * s_.C + c] = stats_.rstd[n * s_.G + c / s_.D()] * GammaAt(gamma, c);
     }
     for (int64_t c = 0; c < s_.C; ++c) StoreIfChanged(&shift_[c], BetaAt(beta, c));  // call_scratch.h says why
   }
@@ -72,10 +72,10 @@ class SiluBackwardKernel {
     const int64_t nc = n * s_.C + c_first;
     const int64_t offset = nc * s_.HxW;
     const int64_t g = c_first / s_.D();
-    const bool wide = wide::RstdOutsideFloatRange(rstd32_[n * s_.G + g]);
+    const bool wide = wide::RstdOutsideFloatRange(stats_.rstd[n * s_.G + g]);
     double *db = sums_.db, *ds = sums_.ds;
     if (!wide) {
-      silu_.reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, Mean(n, c_first), rstd32_[n * s_.G + g],
+      silu_.reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, Mean(n, c_first), stats_.rstd[n * s_.G + g],
                         &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
       if (wide::AllFinite(&db[nc], rows) && wide::AllFinite(&ds[nc], rows)) return;
     }
@@ -98,7 +98,7 @@ class SiluBackwardKernel {
       s1 += gamma * sums_.db[n * s_.C + c];
       t2 += gamma * sums_.ds[n * s_.C + c];
     }
-    const double r = rstd32_[ng];
+    const double r = stats_.rstd[ng];
     const double inv_m = 1.0 / static_cast<double>(D * s_.HxW);
     sums_.b[ng] = -r * r * r * t2 * inv_m;
     sums_.c0[ng] = -r * s1 * inv_m;
@@ -108,7 +108,7 @@ class SiluBackwardKernel {
   // stored for these rows, or nullptr to recompute g.
   void InputGrad(int64_t n, int64_t c_first, int64_t rows, const float *kept) {
     const int64_t ng = n * s_.G + c_first / s_.D();
-    const double r = rstd32_[ng], b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
+    const double r = stats_.rstd[ng], b_wide = sums_.b[ng], c0_wide = sums_.c0[ng];
     const float b = static_cast<float>(b_wide), c0 = static_cast<float>(c0_wide);
     const int64_t nc = n * s_.C + c_first;
     const int64_t offset = nc * s_.HxW;
@@ -144,16 +144,16 @@ class SiluBackwardKernel {
     return keep ? group : 0;
   }
   static size_t ScratchBytes(const GroupNormSizes &s, int threads, int64_t kept_floats) {
-    return BackwardSums<U>::ScratchBytes(s) + CallScratch::Bytes<float>(s.N * s.G) +
+    return FloatStatistics<U>::ScratchBytes(s) + BackwardSums<U>::ScratchBytes(s) +
            CallScratch::Bytes<float>(s.N * s.C) + CallScratch::Bytes<float>(s.C) +
            CallScratch::Bytes<float>(threads * kept_floats);
   }
 
-  float Mean(int64_t n, int64_t c) const { return ToFloat(in_.mean[n * s_.G + c / s_.D()]); }
+  float Mean(int64_t n, int64_t c) const { return stats_.mean[n * s_.G + c / s_.D()]; }
 
   // rstd * gamma_c in double (scale_ holds it rounded to float).
   double WideScale(int64_t n, int64_t c) const {
-    return static_cast<double>(rstd32_[n * s_.G + c / s_.D()]) * GammaAt(in_.gamma, c);
+    return static_cast<double>(stats_.rstd[n * s_.G + c / s_.D()]) * GammaAt(in_.gamma, c);
   }
 
   BackwardData<T, U> in_;  // in_.dy is dz
@@ -164,8 +164,8 @@ class SiluBackwardKernel {
   BackwardSchedule schedule_;
   int64_t kept_floats_;  // floats of g each thread keeps (0: g is recomputed)
   CallScratch scratch_;  // everything below lives in it: O(N*C) plus a group per thread
+  FloatStatistics<U> stats_;  // the saved mean and rstd as floats
   BackwardSums<U> sums_;
-  float *rstd32_;  // (N, G)
   float *scale_;   // (N, C) rstd * gamma
   float *shift_;   // (C,) beta
   float *kept_;    // (threads, kept_floats_)

@@ -131,6 +131,18 @@ struct RowKernels {
   void (*widen)(const T *src, int64_t count, float *out);
 };
 
+// The widen kernel for saved statistics of type U (FloatStatistics, backward_sums.h): T's, since
+// 16-bit statistics come with data of their type; none for float statistics, used as they are.
+template <typename U, typename T>
+auto StatisticsWiden(const RowKernels<T> &rows) -> void (*)(const U *, int64_t, float *) {
+  if constexpr (std::is_same_v<U, float>) {
+    return nullptr;
+  } else {
+    static_assert(std::is_same_v<U, T>, "16-bit statistics come with data of their type");
+    return rows.widen;
+  }
+}
+
 // The form of the backward's sum of dy * (x - mu) over a row (both operators' reduce_grad),
 // chosen per group from its mean and rstd, so every schedule and build chooses alike.
 //  * |mu| * rstd <= kCentreRatio: sum dy * x in the float32 lanes, minus mu * sum dy in double

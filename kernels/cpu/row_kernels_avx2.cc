@@ -175,8 +175,12 @@ struct V {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(LoadFirstBits(p, n)), 16));
   }
   // Stores go lane by lane from the register's copy (the point rows' tails,
-  // point_rows_impl.h); MapRow stores its tails lane by lane from the start
-  // (kPartialStoreMin): with vmaskmovps stores it was no faster on Zen 3.
+  // point_rows_impl.h). MapRow's float tails go lane by lane from the start
+  // (kPartialStoreMin): with vmaskmovps stores it was no faster on Zen 3. Its fp16 tails of
+  // two or more take this partial step: one F16C conversion each way for the tail instead of
+  // a software conversion per element and input (64x4x2 G4 fp16 backward, rows of 2: 36.8M ->
+  // 33.7M instructions for 200 calls). bf16's scalar conversions are shifts, and the partial
+  // step cost it more (35.4M -> 37.2M), so its tails stay scalar.
   template <typename T>
   static void StoreFirst(T *p, reg v, int n) {
     alignas(32) T lanes[kWidth];
@@ -184,7 +188,7 @@ struct V {
     for (int k = 0; k < n; ++k) p[k] = lanes[k];
   }
   template <typename T>
-  static constexpr int64_t kPartialStoreMin = kWidth;
+  static constexpr int64_t kPartialStoreMin = std::is_same_v<T, Half> ? 2 : kWidth;
   // Lanes below n from `updated`, the others from `kept`.
   static reg Select(int n, reg updated, reg kept) {
     return _mm256_blendv_ps(kept, updated, _mm256_castsi256_ps(FirstLanes(n)));
