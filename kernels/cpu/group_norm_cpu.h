@@ -142,7 +142,7 @@ class BackwardKernel {
     // checks gathered in `plain`: a group whose sums overflowed, or whose rstd or
     // coefficients leave the float32 range, sends the sample to the general loop below,
     // which forms the same numbers with those groups' double paths.
-    if (!any_wide && mask_.dx && SampleCoefficients<kD>(n, rstds, a, b, c0)) {
+    if (!any_wide && mask_.dx && SampleCoefficients<kD>(n, a, b, c0)) {
       rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
       return;
     }
@@ -174,15 +174,14 @@ class BackwardKernel {
   // takes the general loop, which redoes every group. Only for a sample whose every rstd is
   // inside the float32 path's range (the caller's any_wide).
   template <int kD>
-  [[gnu::always_inline]] inline bool SampleCoefficients(int64_t n, const float *rstds, float *a, float *b,
-                                                        float *c0) {
+  [[gnu::always_inline]] inline bool SampleCoefficients(int64_t n, float *a, float *b, float *c0) {
     const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), ng0 = n * G;
     const double *db = &sums_.db[n * C], *ds = &sums_.ds[n * C];
     bool plain = true;
     for (int64_t g = 0; g < G; ++g) {
       double s1, t2;
       ChannelChainSums(need_ds_, gamma_ + g * D, db + g * D, ds + g * D, D, &s1, &t2);  // as GroupSums
-      const double r = rstds[g];
+      const double r = stats_.rstd[ng0 + g];
       const double b_group = -r * r * r * t2 * inv_m_, c0_group = -r * s1 * inv_m_;
       sums_.b[ng0 + g] = b_group;
       sums_.c0[ng0 + g] = c0_group;
@@ -209,8 +208,7 @@ class BackwardKernel {
     if (wide::RstdOutsideFloatRange(r)) {
       for (int64_t k = 0; k < rows; ++k) WideReduce(n, c_first + k, mu);
     } else if (need_ds_) {
-      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, r, s_.HxW, rows, &sums_.db[nc],
-                        &sums_.ds[nc]);
+      rows_.reduce_grad(in_.dy + offset, in_.x + offset, mu, r, s_.HxW, rows, &sums_.db[nc], &sums_.ds[nc]);
     } else {  // dbeta alone never needs x
       rows_.sum(in_.dy + offset, s_.HxW, rows, &sums_.db[nc]);
     }
