@@ -176,17 +176,24 @@ def backward_outcome(case, dtype_key, cores, mask, silu):
     return "ok" if same_bits(results) else f"results depend on the schedule ({which}{case}, {dtype_key})"
 
 
-def forward_outcome(case, dtype_key, activation, blocks):
+def forward_tiling_of(case, dtype_key, activation, blocks):
+    """The tiling a FORWARD_CHECKS launch runs: the host's, spread over `blocks` blocks if given."""
     shape, G, cores, ub, mode = forward_cases.CASES[case]
-    data_dtype, param_dtype, tolerance = forward_cases.DTYPES[dtype_key]
-    arrays, exact = forward_cases.case_inputs(case, data_dtype, param_dtype, 3)
+    data_dtype, param_dtype, _ = forward_cases.DTYPES[dtype_key]
     activate, scale = forward_cases.ACTIVATIONS[activation]
     N, C = shape[:2]
     tiling = twin.forward_tiling(N, C, int(np.prod(shape[2:], dtype=np.int64)), G, data_dtype, param_dtype,
                                 activate_silu=activate, swish_scale=scale, ub_bytes=ub, core_num=cores)
     assert twin.FORWARD_MODE_NAMES[tiling["mode"]] == mode
-    if blocks is not None:
-        tiling = spread_over_blocks(tiling, blocks)
+    return tiling if blocks is None else spread_over_blocks(tiling, blocks)
+
+
+def forward_outcome(case, dtype_key, activation, blocks):
+    shape, G, cores, ub, _ = forward_cases.CASES[case]
+    data_dtype, param_dtype, tolerance = forward_cases.DTYPES[dtype_key]
+    arrays, exact = forward_cases.case_inputs(case, data_dtype, param_dtype, 3)
+    N = shape[0]
+    tiling = forward_tiling_of(case, dtype_key, activation, blocks)
     want = forward_cases.expected(exact, G, activation)
     results = []
     for policy, seed, execution in SCHEDULES:

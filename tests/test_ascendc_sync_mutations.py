@@ -198,27 +198,43 @@ def test_the_own_stats_launches_take_a_staging_buffer_three_times_on_a_core():
         assert tiling["ownStats"] == 1 and -(-most // tiling["channelsPerItem"]) >= 3, (case, dtype_key, silu)
 
 
-# The backward's paths whose synchronisation or queue lines no other path runs: each kernel's
+# The paths whose synchronisation or queue lines no other path of the kernel runs: each kernel's
 # launches must take every one of them, whatever the tiling comes to choose (a launch the tiling
 # moves to another path leaves that path's lines unjudged: groupRows took the affine table's).
+# Fields in COUNT_FIELDS count as taken (1) where nonzero.
 BACKWARD_PATHS = {"mode": {0, 1, 2, 3}, "splitByChannel": {0, 1}, "groupAcrossN": {0, 1}, "needWorkspace": {0, 1},
                   "affineAhead": {0, 1, 2}, "ownStats": {0, 1}, "hwOneGather": {0, 1}, "stage2WholeRows": {0, 1},
                   "loadBuffers": {2, 3}, "copyAligned": {0, 1}, "groupRows": {0, 1}, "bcastElems": {0, 1},
                   "hwOneSamples": {0, 1}}
-COUNT_FIELDS = {"groupRows", "bcastElems", "hwOneSamples"}  # taken: 1 where nonzero
+FORWARD_PATHS = {"mode": {0, 1}, "vectorCoef": {0, 1}, "activateSilu": {0, 1}, "staged": {0, 1},
+                 "coefPerBlock": {0, 1}, "ringParts": {0, 1}, "ringResident": {0, 1}, "partItems": {0, 1},
+                 "groupRows": {0, 1}, "groupRowsGather": {0, 1}, "bcastElems": {0, 1}, "chunksPerRow": {1, 5}}
+COUNT_FIELDS = {"groupRows", "bcastElems", "hwOneSamples", "ringParts", "ringResident", "partItems",
+                "groupRowsGather"}
 
 
-@pytest.mark.parametrize("silu", [False, True], ids=["grad", "silu_grad"])
-def test_the_backward_launches_take_every_path(silu):
-    taken = {field: set() for field in BACKWARD_PATHS}
+def launch_tilings(kernel):
+    """The tiling of each of `kernel`'s sweep launches."""
+    if kernel == "forward":
+        return [launches.forward_tiling_of(*check) for check in launches.FORWARD_CHECKS]
+    silu = kernel == "silu_grad"
+    tilings = []
     for case, dtype_key, cores, mask in launches.SILU_GRAD_CHECKS if silu else launches.GRAD_CHECKS:
         N, C, HxW, G, *_ = launches.CASES[case]
         data_dtype, stat_dtype, _, _ = launches.DTYPES[dtype_key]
-        tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, core_num=cores, silu=silu)
+        tilings.append(twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, core_num=cores, silu=silu))
+    return tilings
+
+
+@pytest.mark.parametrize("kernel", ["grad", "silu_grad", "forward"])
+def test_the_launches_take_every_path(kernel):
+    paths = FORWARD_PATHS if kernel == "forward" else BACKWARD_PATHS
+    taken = {field: set() for field in paths}
+    for tiling in launch_tilings(kernel):
         for field, values in taken.items():
             values.add(int(tiling[field] != 0) if field in COUNT_FIELDS else tiling[field])
-    missing = {field: BACKWARD_PATHS[field] - taken[field] for field in BACKWARD_PATHS}
-    assert not any(missing.values()), f"no launch takes: {missing}"
+    missing = {field: paths[field] - taken[field] for field in paths if paths[field] - taken[field]}
+    assert not missing, f"no {kernel} launch takes: {missing}"
 
 
 # Exhaustive: a subset of test_deleting_any_sync_line_is_caught, and on a fresh machine ~49 s of CPU
