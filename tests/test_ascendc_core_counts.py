@@ -45,6 +45,11 @@ CASES = {
     "hw_one_columns_d5": (200, 40, 1, 8, (True, True, True)),
     "hw_one_columns_d1": (300, 16, 1, 16, (True, True, True)),
     "hw_one_columns_g72": (150, 144, 1, 72, (True, True, True)),
+    # a task of more samples than a batch in columns: the full batch's sums as a tree (D = 2, G = 64:
+    # batches of 6 samples, one level and three rows left; D = 1, G = 32: 16 samples, four levels), the
+    # task's last batch sample by sample
+    "hw_one_columns_tree_d2": (432, 128, 1, 64, (True, True, True)),
+    "hw_one_columns_tree_d1": (960, 32, 1, 32, (True, True, True)),
     # mode 0 with one channel a group: batches of groupRows groups a core's tasks allow (dx only: no
     # groups across N), and with dgamma/dbeta the same or groups across N
     "group_rows_dx_only": (6, 64, 12, 64, (True, False, False)),
@@ -63,7 +68,7 @@ CASES = {
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
 SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "group_rows_across_n_stats_only", "hw_one_columns_d5",
                 "group_rows_d3",
-                "hw_one_columns_d1", "hw_one_columns_g72"}
+                "hw_one_columns_d1", "hw_one_columns_g72", "hw_one_columns_tree_d2", "hw_one_columns_tree_d1"}
 OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
 

@@ -84,6 +84,10 @@ CASES = {
     "hw_one_columns_small": (8, 40, 1, 8, 48, "hw_one", 0),
     # one-channel groups in columns: tasks of groups of one sample, the column stored as workspace rows
     "hw_one_columns_d1_groups": (12, 40, 1, 40, 4, "hw_one", 0),
+    # tasks of 9 samples in batches of 6 (groups of 2, G = 64): a full batch's sums as a tree (one level,
+    # three rows left), the last three samples one by one; tasks of 20 in batches of 16 (D = 1): four levels
+    "hw_one_columns_tree": (432, 128, 1, 64, 48, "hw_one", 0),
+    "hw_one_columns_tree_levels": (960, 32, 1, 32, 48, "hw_one", 0),
 }
 
 
