@@ -59,7 +59,8 @@ GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_aligned_hw"
                ("group_rows_across_n", "fp32", 2, ALL), ("group_rows_d3_across_n", "bf16_fp32", 4, ALL),
                ("hw_one_columns", "fp32", 4, ALL), ("hw_one_columns", "fp32", 4, STATS_ONLY),
                ("hw_one_columns_small", "fp32", 4, ALL), ("hw_one_columns_small", "bf16", 4, ALL),
-               ("hw_one_columns_d1_groups", "fp32", 4, ALL),
+               ("hw_one_columns_d1_groups", "fp32", 4, ALL), ("hw_one_columns_tree", "fp32", 4, ALL),
+               ("hw_one_one_core_columns", "fp32", 4, ALL), ("hw_one_one_core_rows", "bf16", 4, ALL),
                ("own_stats_reuses_its_staging", "fp32", 3, ALL),
                ("own_stats_reuses_its_staging", "bf16_fp32", 3, STATS_ONLY), ("affine_table", "fp32", 4, ALL)]
 # GroupNormSiluGradMs (the same class with SILU = true): its own lines load gamma/beta every task.
@@ -71,7 +72,8 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
                     ("hw_one", "fp32", 4, ALL), ("hw_one_c_per_g_1", "bf16", 2, ALL),
                     ("hw_one_groups_workspace", "fp32", 4, ALL), ("hw_one_samples", "fp32", 4, ALL),
                     ("hw_one_huge_mean", "fp32", 4, ALL), ("hw_one_columns", "fp32", 4, ALL),
-                    ("hw_one_columns_small", "bf16", 4, ALL),
+                    ("hw_one_columns_small", "bf16", 4, ALL), ("hw_one_columns_tree", "bf16", 4, ALL),
+                    ("hw_one_one_core_columns", "fp32", 4, ALL),
                     # mode 0's batches: every channel's gamma and beta read by the scalar unit also without dx
                     ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, STATS_ONLY),
                     ("group_rows_across_n", "fp32", 2, ALL), ("group_rows_d3_across_n", "fp32", 4, ALL),

@@ -33,18 +33,25 @@ CASES = {
     # rows of 97 (no broadcast blocks: over 64 floats), the dx pass on runs: group tasks (1-2 cores),
     # the channel split, and its held items (47-48 cores), whose dx pass reads the held runs
     "short_rows_dx_runs_held": (2, 320, 97, 1, (True, True, True)),
-    # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count (160 groups: more
+    # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count (5,760 groups: more
     # than a small launch's one core takes)
-    "hw_one_group_runs": (4, 40, 1, 40, (True, True, True)),
+    "hw_one_group_runs": (4, 1440, 1, 1440, (True, True, True)),
     # mode 3 with many samples: tasks of whole samples whose sums are one workspace row each
-    "hw_one_sample_runs": (101, 24, 1, 3, (True, True, True)),
+    "hw_one_sample_runs": (201, 24, 1, 3, (True, True, True)),
     # the same with D = 2: a batch loads one sample's gamma (beta) rows and copies them in UB
     "hw_one_sample_runs_d2": (400, 64, 1, 32, (True, True, True)),
     # its columns (groups of D <= 8 unpadded): D = 5 (a sums tree with an odd level), D = 1 (a column
     # is the run), and G = 72 (a task's sums added a column at a time)
     "hw_one_columns_d5": (200, 40, 1, 8, (True, True, True)),
-    "hw_one_columns_d1": (300, 16, 1, 16, (True, True, True)),
+    "hw_one_columns_d1": (400, 16, 1, 16, (True, True, True)),
     "hw_one_columns_g72": (150, 144, 1, 72, (True, True, True)),
+    # a task of more samples than a batch in columns: the full batch's sums as a tree (D = 2, G = 64:
+    # batches of 6 samples, one level and three rows left; D = 1, G = 32: 16 samples, four levels), the
+    # task's last batch sample by sample
+    "hw_one_columns_tree_d2": (432, 128, 1, 64, (True, True, True)),
+    "hw_one_columns_tree_d1": (960, 32, 1, 32, (True, True, True)),
+    # a small launch of 2,048 one-channel groups: one task on one core, four batches in columns
+    "hw_one_one_core_columns": (32, 64, 1, 64, (True, True, True)),
     # mode 0 with one channel a group: batches of groupRows groups a core's tasks allow (dx only: no
     # groups across N), and with dgamma/dbeta the same or groups across N
     "group_rows_dx_only": (6, 64, 12, 64, (True, False, False)),
@@ -63,7 +70,8 @@ CASES = {
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
 SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "group_rows_across_n_stats_only", "hw_one_columns_d5",
                 "group_rows_d3",
-                "hw_one_columns_d1", "hw_one_columns_g72"}
+                "hw_one_columns_d1", "hw_one_columns_g72", "hw_one_columns_tree_d2", "hw_one_columns_tree_d1",
+                "hw_one_one_core_columns"}
 OPERATORS = ("GroupNormGradMs", "GroupNormSiluGradMs", "GroupNormSiluMs")
 
 

@@ -125,7 +125,7 @@ def test_hw_split_slices_larger_than_the_ub_go_in_chunks():
 
 
 def test_hw_one_groups_per_task_occupy_the_cores():
-    t = tiling(3, 256, 1, 64, 196608, cores=48)
+    t = tiling(3, 256, 1, 64, 196608, cores=48, mask=(True, False, False))  # (with dgamma/dbeta: one core)
     assert t["groupsPerTask"] == 4 and t["numTasks"] == 48
     t = tiling(1, 8, 1, 8, 196608, cores=48, mask=(True, False, False))  # dx only: nothing to sum
     assert t["groupsPerTask"] == 1 and t["numTasks"] == 8
@@ -133,7 +133,11 @@ def test_hw_one_groups_per_task_occupy_the_cores():
 
 @pytest.mark.parametrize("shape, one_core", [
     ((1, 8, 1, 8), True), ((3, 12, 1, 3), True), ((32, 12, 1, 4), True),  # 128 groups, 4.5 KiB
-    ((3, 200, 1, 50), False),      # 150 groups: a burst each, too many for one core
+    # more than 128 groups where they move as one run (Gather) and their vector work is at most 5,120
+    # elements: 150 groups of 4 (rows of 16), 300 of 2 (20x30 G15), 2,048 of 1 in columns (32x64 G64)
+    ((3, 200, 1, 50), True), ((20, 30, 1, 15), True), ((32, 64, 1, 64), True),
+    ((49, 11, 1, 11), False),      # 539 groups of 1 in rows of 16: 8,624 elements
+    ((3, 768, 1, 48), False),      # 144 groups of 16, 27 KiB: a burst each (no Gather), too many
     ((1, 3000, 1, 1), False),      # 36 KiB of dy, x and dx
 ])
 def test_hw_one_small_launch_runs_on_one_core(shape, one_core):

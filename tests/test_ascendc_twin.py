@@ -63,13 +63,14 @@ CASES = {
     "hw_slices_n1_small": (1, 2, 5000, 1, 48, "channel_two_pass", 1),
     # a small launch: one task of every sample on one core, which stores dgamma/dbeta (no workspace)
     "hw_one": (3, 12, 1, 3, 48, "hw_one", 0),
-    # 150 groups: too many rows for one core; tasks of groups of one sample, sums in the workspace
-    "hw_one_groups_workspace": (3, 200, 1, 50, 48, "hw_one", 0),
+    # 603 groups of 4: more vector work than one core takes; tasks of groups of one sample, sums in the
+    # workspace
+    "hw_one_groups_workspace": (3, 804, 1, 201, 48, "hw_one", 0),
     # rows of D = 100 (not a multiple of 16, >= 64): a DMA burst a group, no Gather
     "hw_one_long_rows": (4, 100, 1, 1, 48, "hw_one", 0),
     # a small K with the workspace and stage 2 (132 groups, tasks of 3): stage 2 lays UB out over the
     # phase-1 buffers the last stores still read (the PIPE_ALL before it)
-    "hw_one_workspace_small_k": (44, 12, 1, 3, 48, "hw_one", 0),
+    "hw_one_workspace_small_k": (44, 48, 1, 3, 48, "hw_one", 0),
     "hw_one_c_per_g_1": (2, 6, 1, 6, 4, "hw_one", 0),
     "hw_one_minimal": (1, 1, 1, 1, 48, "hw_one", 0),
     # many samples: tasks of whole samples (ceil(201 / 48) = 5, the last task one sample), several a core,
@@ -78,12 +79,20 @@ CASES = {
     # 10 samples a task in batches of 4 (a 1024-channel sample is 4096 elements of UB per array)
     "hw_one_sample_batches": (480, 1024, 1, 1, 48, "hw_one", 0),
     # groups of D <= 8 channels in columns (unpadded): tasks of 5 samples of 8 groups of 2, several a core,
-    # each task's sums packed back into channel order for its workspace row
+    # each task's sums packed back into channel order for its workspace row (in 16-bit a small launch)
     "hw_one_columns": (201, 16, 1, 8, 4, "hw_one", 0),
     # the same in one small task (D = 5), which stores dgamma/dbeta itself
     "hw_one_columns_small": (8, 40, 1, 8, 48, "hw_one", 0),
     # one-channel groups in columns: tasks of groups of one sample, the column stored as workspace rows
-    "hw_one_columns_d1_groups": (12, 40, 1, 40, 4, "hw_one", 0),
+    "hw_one_columns_d1_groups": (12, 480, 1, 480, 4, "hw_one", 0),
+    # tasks of 9 samples in batches of 6 (groups of 2, G = 64): a full batch's sums as a tree (one level,
+    # three rows left), the last three samples one by one; tasks of 20 in batches of 16 (D = 1): four levels
+    "hw_one_columns_tree": (432, 128, 1, 64, 48, "hw_one", 0),
+    "hw_one_columns_tree_levels": (960, 32, 1, 32, 48, "hw_one", 0),
+    # small launches of more than 128 groups moved as one run: 2,048 one-channel groups in columns (four
+    # batches, each a tree) and 300 groups of 2 in rows of 16, each one task on one core
+    "hw_one_one_core_columns": (32, 64, 1, 64, 48, "hw_one", 0),
+    "hw_one_one_core_rows": (20, 30, 1, 15, 48, "hw_one", 0),
 }
 
 
@@ -645,12 +654,12 @@ def test_a_kernel_that_adds_into_the_workspace_gets_nan(tmp_path):
 # applied to every group at once, its sums by WholeReduceSum (HwOneBatch's vector coefficients). The
 # same launch with chunkElems cut to the task's rows (or one sample), where the coefficient arrays do not
 # fit, takes the per-group path: the same bits, and both match the reference. 201x24 G3 (D = 8) takes
-# tasks of whole samples; 3x200 G50 (D = 4) runs of groups, its K raised to hold the coefficients;
+# tasks of whole samples; 3x804 G201 (D = 4) runs of groups, its K raised to hold the coefficients;
 # 100x160 G10 (D = 16) tasks of two samples.
 @BOTH_OPERATORS
 @pytest.mark.parametrize("shape,G,cores,dtype_key,per_group_elems",
-                         [((201, 24, 1), 3, 4, "fp32", 48), ((3, 200, 1), 50, 48, "bf16", 48),
-                          ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "3x200", "100x160"])
+                         [((201, 24, 1), 3, 4, "fp32", 48), ((3, 804, 1), 201, 48, "bf16", 48),
+                          ((100, 160, 1), 10, 48, "fp16_fp32", 160)], ids=["201x24", "3x804", "100x160"])
 def test_hw_one_vector_coefficients_keep_the_per_group_bits(shape, G, cores, dtype_key, per_group_elems, silu):
     N, C, HxW = shape
     data_dtype, stat_dtype, arrays, exact, beta = launch_inputs(shape, G, dtype_key, 5, silu)

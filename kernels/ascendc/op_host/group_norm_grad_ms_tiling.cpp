@@ -50,6 +50,12 @@ constexpr int64_t kHwOneTasks = 48;  // mode 3 with many samples: about this man
 // est./bound and 32x12 G4, 128 groups, 3.54 -> 2.63; 31x8 G8, 248 groups, 3.41 -> 3.82).
 constexpr int64_t kHwOneOneCoreBytes = 32768;
 constexpr int64_t kHwOneOneCoreRows = 128;
+// ... or, where the groups move as one run a batch (hwGather: no burst a group), in at most this many
+// elements of vector work: N G rows of D padded to 16 (in columns: D). The one core's vector work then
+// costs less than the workspace route's chain (cost model est./bound, fp16: 20x30 G15 (4,800 elements)
+// 3.51 -> 2.27, 64x4 G4 (4,096) 2.76 -> 2.23, 32x64 G64 in columns (2,048) 3.42 -> 1.73; past it they
+// would not: 96x4 G4 (6,144) 2.95 -> 2.98, 49x11 G11 (8,624) 2.75 -> 3.34).
+constexpr int64_t kHwOneOneCoreGatherElems = 5120;
 // Mode 3's fp32 elements of FloatBuf(3) that HwOneBatch's vector coefficients take for `rows`
 // groups (op_kernel/group_norm_grad_ms_common.h HwOneCoefElems: 2 sums and 3 scalars a group,
 // rounded up to 8 groups, and 8 for each of up to 248 groups' blocks)
@@ -262,17 +268,20 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // per-channel sums one workspace row: stage 2 adds numTasks rows, not N (a 2-D input's stage 2
       // was a burst per sample and array on every block), and no batch stops at a sample's end.
       const int64_t sampleElems = in.G * rowElems;
-      // A small launch: one task of all N samples (its sums, added in sample order, are stage 2's
-      // over n), on one core, which stores dgamma/dbeta: no workspace.
-      const bool oneCore = wantsStats && 3 * in.N * in.C * dataBytes <= kHwOneOneCoreBytes &&
-                           in.N * in.G <= kHwOneOneCoreRows;
+      // A small launch: one task of all N samples (its sums added as a workspace task adds them), on
+      // one core, which stores dgamma/dbeta: no workspace.
+      // in columns (the kernel's HwColumnsPlan for whole samples)
+      const bool columns = hwOne.hwGather && D <= kHwColumnsMaxD && in.G % 8 == 0;
+      const bool fewRows = in.N * in.G <= kHwOneOneCoreRows ||
+                           (hwOne.hwGather && in.N * in.G * (columns ? D : rowElems) <= kHwOneOneCoreGatherElems);
+      const bool oneCore = wantsStats && 3 * in.N * in.C * dataBytes <= kHwOneOneCoreBytes && fewRows;
       const int64_t samples = oneCore ? in.N : CeilDiv(in.N, kHwOneTasks);  // at most kHwOneTasks tasks
       if (wantsStats && (samples > 1 || oneCore) && in.G <= kMaxDmaRows) {
         Layout acc = layout;
         acc.hwAccElems = 2 * sampleElems;
         // a batch is whole samples and its mean/rstd fill one stat slot: a slot holds a sample at least
         acc.statWindow = std::max(acc.statWindow, AlignUp(in.G, kElemAlign));
-        if (acc.hwGather && D <= kHwColumnsMaxD && in.G % 8 == 0) {
+        if (columns) {
           acc.statWindow = std::max(acc.statWindow, AlignUp(std::min(in.N * in.G, kHwColumnsStatWindow), kElemAlign));
         }
         const int64_t perBatch = std::min<int64_t>(samples, kMaxDmaRows / in.G);

@@ -554,6 +554,10 @@ class KernelGroupNormGradMs {
   __aicore__ inline void HwColumnsSum(const LocalTensor<float> &dst, const LocalTensor<float> &src, int64_t rows);
   __aicore__ inline void HwColumnsAccumulate(const LocalTensor<float> &acc, const LocalTensor<float> &dyF,
                                              int64_t s);
+  __aicore__ inline void HwColumnsAccumulateBatch(const LocalTensor<float> &acc, const LocalTensor<float> &dyF,
+                                                  int64_t rows);
+  __aicore__ inline void HwColumnsPairRows(const LocalTensor<float> &dst, const LocalTensor<float> &src,
+                                           int64_t pairs, int64_t dstStep, int64_t srcStep, int64_t apart);
   __aicore__ inline void HwColumnsPackSums(const LocalTensor<float> &dst);
   template <typename Que>
   __aicore__ inline void HwColumnsIssueAffine(Que &que, const GlobalTensor<U> &src, int64_t q0, int64_t rows);

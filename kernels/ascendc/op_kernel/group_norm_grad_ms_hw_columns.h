@@ -157,6 +157,64 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwColumnsAccumulate(co
   for (int64_t k = 0; k < columns; ++k) Add(acc[k * G], acc[k * G], dyF[k * S + s], static_cast<int32_t>(G));
 }
 
+// A batch's per-channel values (its samples' rows of the 2 D columns, S apart from dyF) added to the task's
+// sums acc. A full batch of B = 2^a b samples (b odd) is first summed as a tree: level 1 adds samples
+// 2i and 2i + 1 of every column into row i of FloatBuf(2) (gdy's, free until gamma * dy), each later
+// level adds rows 2^j apart in place, each level one Add over every column (B / 2^j is even, so no pair
+// crosses a column); acc then adds the b rows left a column. One instruction and one compiler barrier a
+// level, not one a sample (8000x64 G32: 167 dependent Adds a core). The order is fixed by the batch,
+// which the tiling sets from the shape, not the core count; a partial batch (a task's last), G > 64 or
+// strides past 255 blocks add sample by sample.
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwColumnsAccumulateBatch(const LocalTensor<float> &acc,
+                                                                                   const LocalTensor<float> &dyF,
+                                                                                   int64_t rows) {
+  const int64_t G = t_->G;
+  const int64_t S = HwColumnStride();
+  const int64_t columns = 2 * t_->D;
+  const int64_t B = rows / G;  // samples a column
+  int64_t levels = 0;          // tree levels: while the rows a column halve evenly and the strides fit
+  if (rows == S && G <= 64 && rows / 2 / FLOATS_PER_BLOCK <= MAX_REPEAT) {  // (the last Adds' column stride)
+    while ((B >> levels) % 2 == 0 && (G << (levels + 1)) / FLOATS_PER_BLOCK <= MAX_REPEAT) ++levels;
+  }
+  if (levels == 0) {
+    for (int64_t s = 0; s < rows; s += G) HwColumnsAccumulate(acc, dyF, s);
+    return;
+  }
+  const LocalTensor<float> tree = FloatBuf(2);
+  HwColumnsPairRows(tree, dyF, columns * B / 2, 1, 2, 1);
+  for (int64_t j = 1; j < levels; ++j) {
+    const int64_t step = int64_t{1} << j;  // level j + 1: rows 2^(j-1) apart, pairs 2^j apart
+    HwColumnsPairRows(tree, tree, columns * B / (2 * step), step, step, step / 2);
+  }
+  const int64_t left = B >> levels;             // rows a column still to add
+  const int64_t spacing = int64_t{1} << (levels - 1);  // their rows' spacing in tree
+  const uint8_t accRep = BlockStride(G / FLOATS_PER_BLOCK);
+  const uint8_t colRep = BlockStride(left * spacing * G / FLOATS_PER_BLOCK);
+  const BinaryRepeatParams params(1, 1, 1, accRep, accRep, colRep);
+  for (int64_t t = 0; t < left; ++t) {
+    Add(acc, acc, tree[t * spacing * G], static_cast<uint64_t>(G), RepeatTimes(columns), params);
+  }
+}
+
+// dst row (dstStep i) = src row (srcStep i) + src row (srcStep i + apart), rows of G floats, for
+// `pairs` pairs: repeat-form Adds of up to 255 pairs (independent of each other: no barrier between).
+template <typename T, typename U, bool SILU>
+__aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwColumnsPairRows(const LocalTensor<float> &dst,
+                                                                            const LocalTensor<float> &src,
+                                                                            int64_t pairs, int64_t dstStep,
+                                                                            int64_t srcStep, int64_t apart) {
+  const int64_t G = t_->G;
+  const int64_t blocks = G / FLOATS_PER_BLOCK;
+  const BinaryRepeatParams params(1, 1, 1, BlockStride(dstStep * blocks), BlockStride(srcStep * blocks),
+                                  BlockStride(srcStep * blocks));
+  for (int64_t p0 = 0; p0 < pairs; p0 += MAX_REPEAT) {
+    const int64_t n = (pairs - p0 < MAX_REPEAT) ? pairs - p0 : MAX_REPEAT;
+    Add(dst[p0 * dstStep * G], src[p0 * srcStep * G], src[(p0 * srcStep + apart) * G], static_cast<uint64_t>(G),
+        RepeatTimes(n), params);
+  }
+}
+
 // The task's per-channel sums (hwAccBuf_: db columns, then dg columns, C apart) as channel rows into dst
 // (db at 0, dg at C), for the workspace or dgamma/dbeta stores.
 template <typename T, typename U, bool SILU>

@@ -330,10 +330,10 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::HwOneBatch(int64_t q0,
     SwishGradFromNegT(dyF, gdy, sums, Ones(), span);
   }
   Mul(dgF, dyF, xF, span);  // per-channel dg (db is dy itself)
-  if (t_->hwOneSamples > 0) {  // each sample's rows added to the task's sums at once, in sample order
+  if (t_->hwOneSamples > 0) {  // each sample's rows added to the task's sums at once (in columns: a batch's tree)
     const int64_t width = HwOneAccWidth();
     LocalTensor<float> acc = hwAccBuf_.Get<float>();
-    for (int64_t s = 0; columns && s < rows; s += t_->G) HwColumnsAccumulate(acc, dyF, s);
+    if (columns) HwColumnsAccumulateBatch(acc, dyF, rows);
     for (int64_t s = 0; !columns && s < rows; s += t_->G) {
       Add(acc, acc, dyF[s * P], static_cast<int32_t>(width));
       Add(acc[width], acc[width], dgF[s * P], static_cast<int32_t>(width));
