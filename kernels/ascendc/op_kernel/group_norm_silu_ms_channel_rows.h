@@ -164,6 +164,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ChannelRowsBatch(int64_t q0,
   RowsApply(xF, twoPasses ? xF : src, RowsVector(ROWS_RSTD), rows, false, t_->rowLen);
   xAheadQue_.FreeTensor(staging);  // x is read: its buffer may take the load after the next
   RowsApply(xF, xF, RowsVector(ROWS_NEG), rows, true, t_->rowLen);
+  if (q0 + rows == blockEnd_) FlushStats();  // the block's last mean/rstd ahead of its y (ResidentTask's why)
   StoreRows(q0 * groupElems_, rows, t_->rowLen, span, xF);
 }
 

@@ -306,6 +306,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ChunkedTask(int64_t task) {
   SliceStats(task, shift, &stats);
   const ChunkStats total = stats.Total();
   const float rstd = GroupRstd(TaskGroup(task), shift, total, true);
+  if (task + 1 == blockEnd_) FlushStats();  // the block's last mean/rstd ahead of its y (ResidentTask's why)
   SliceOutput(task, shift, total, rstd);
 }
 

@@ -125,6 +125,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
              static_cast<int32_t>(t_->rowPitch));
       }
     }
+    if (task + 1 == end) FlushStats();  // the block's last statistics ahead of its last y (see below)
     StoreRows(task * groupElems_, rows, len, span, xF);
     return;
   }
@@ -168,6 +169,9 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::ResidentTask(int64_t task, i
       Adds(xF[r * t_->rowPitch], xF[r * t_->rowPitch], BetaF().GetValue(c0 + r), pitch);
     }
   }
+  // The block's last mean/rstd leave before its last y, not after: they are known by now, and the
+  // block ends a latency after its last store, so y going last keeps their transfers off the end.
+  if (task + 1 == end) FlushStats();
   StoreRows(task * groupElems_, rows, len, span, xF);
 }
 

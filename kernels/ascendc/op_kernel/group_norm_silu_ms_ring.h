@@ -125,6 +125,7 @@ __aicore__ inline void KernelGroupNormSiluMs<T, U>::RingTask(int64_t task) {
   const float rstd = GroupRstd(task, shift, total, true);
   const ItemCoefs k{total.scaled ? shift * SCALE_DOWN : shift, total.mean, rstd, total.scaled};
   coefChannel_ = -1;
+  if (task + 1 == blockEnd_) FlushStats();  // the block's last mean/rstd ahead of its y (ResidentTask's why)
   if (RingRows()) RowsCoefTable(task, k);
   for (int64_t part = 0; part < t_->ringParts; ++part) {
     const int64_t slot = part < t_->ringResident ? ringResident_[part] : RingTake();
