@@ -11,6 +11,19 @@
 namespace GroupNormGradMsKernel {
 using namespace AscendC;
 
+// DataCopyPad's parameters for `rows` rows of `len` elements of V that are gmPitch elements apart
+// in GM and ubPitch bytes apart in UB (each row padded to 32 bytes there): the GM gap in bytes and
+// the UB gap in 32-byte blocks, as the source and destination strides of a load, or (toGm) of a store.
+template <typename V>
+__aicore__ inline DataCopyExtParams PitchedRows(int64_t rows, int64_t len, int64_t gmPitch, int64_t ubPitch,
+                                                bool toGm) {
+  const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
+  const uint32_t gmGap = static_cast<uint32_t>((gmPitch - len) * static_cast<int64_t>(sizeof(V)));
+  const uint32_t ubGap = static_cast<uint32_t>((ubPitch - rowUb) / 32);
+  return DataCopyExtParams{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)), toGm ? ubGap : gmGap,
+                           toGm ? gmGap : ubGap, 0};
+}
+
 // Issues the load of `rows` rows of `len` elements of `src` from `offset`, gmPitch elements apart in
 // GM (0: contiguous, len), into a buffer of `que` with the rows `stride` elements apart (MTE2): one
 // DMA. `aligned`: every row is a 32-byte multiple; when the rows are also unpadded in UB and
@@ -23,13 +36,10 @@ __aicore__ inline void IssueStridedLoad(Que &que, const GlobalTensor<V> &src, in
   if (aligned && (rows == 1 || (len == stride && pitchGm == len))) {
     DataCopy(staging, src[offset], static_cast<uint32_t>(rows * len));
   } else {
-    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
-    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
-                           static_cast<uint32_t>((pitchGm - len) * static_cast<int64_t>(sizeof(V))),
-                           static_cast<uint32_t>((pitch - rowUb) / 32), 0};
+    const int64_t pitch = rows == 1 ? AlignUp(len * static_cast<int64_t>(sizeof(V)), 32)
+                                    : stride * static_cast<int64_t>(sizeof(V));
     DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
-    DataCopyPad(staging, src[offset], copy, pad);
+    DataCopyPad(staging, src[offset], PitchedRows<V>(rows, len, pitchGm, pitch, false), pad);
   }
   que.EnQue(staging);
 }
@@ -112,12 +122,9 @@ __aicore__ inline void StoreStaged(Que &que, LocalTensor<V> &staging, const Glob
   if (aligned && (rows == 1 || len == stride) && pitchGm == len) {
     DataCopy(dst[offset], staging, static_cast<uint32_t>(rows * len));
   } else {
-    const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
-    const int64_t pitch = rows == 1 ? rowUb : stride * static_cast<int64_t>(sizeof(V));
-    DataCopyExtParams copy{static_cast<uint16_t>(rows), static_cast<uint32_t>(len * sizeof(V)),
-                           static_cast<uint32_t>((pitch - rowUb) / 32),
-                           static_cast<uint32_t>((pitchGm - len) * static_cast<int64_t>(sizeof(V))), 0};
-    DataCopyPad(dst[offset], staging, copy);
+    const int64_t pitch = rows == 1 ? AlignUp(len * static_cast<int64_t>(sizeof(V)), 32)
+                                    : stride * static_cast<int64_t>(sizeof(V));
+    DataCopyPad(dst[offset], staging, PitchedRows<V>(rows, len, pitchGm, pitch, true));
   }
   que.FreeTensor(staging);
 }
@@ -163,12 +170,9 @@ __aicore__ inline void IssueBlockRowsLoad(Que &que, const GlobalTensor<V> &src, 
     IssueStridedLoad(que, src, offset, len, aligned, b.Rows(), b.stride, b.GmPitch(len));
     return;
   }
-  const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
   const int64_t pitchUb = b.blockRows * b.stride * static_cast<int64_t>(sizeof(V));
   LocalTensor<V> staging = que.template AllocTensor<V>();
-  DataCopyExtParams copy{static_cast<uint16_t>(b.blocks), static_cast<uint32_t>(len * sizeof(V)),
-                         static_cast<uint32_t>((b.blockPitch - len) * static_cast<int64_t>(sizeof(V))),
-                         static_cast<uint32_t>((pitchUb - rowUb) / 32), 0};
+  const DataCopyExtParams copy = PitchedRows<V>(b.blocks, len, b.blockPitch, pitchUb, false);
   DataCopyPadExtParams<V> pad{false, 0, 0, V{}};
   for (int64_t d = 0; d < b.blockRows; ++d) DataCopyPad(staging[d * b.stride], src[offset + d * len], copy, pad);
   que.EnQue(staging);
@@ -200,11 +204,8 @@ __aicore__ inline void StoreBlockRowsFromFloat(Que &que, const GlobalTensor<V> &
   }
   que.EnQue(staging);
   staging = que.template DeQue<V>();
-  const int64_t rowUb = AlignUp(len * static_cast<int64_t>(sizeof(V)), 32);
   const int64_t pitchUb = blockStep * static_cast<int64_t>(sizeof(V));
-  DataCopyExtParams copy{static_cast<uint16_t>(b.blocks), static_cast<uint32_t>(len * sizeof(V)),
-                         static_cast<uint32_t>((pitchUb - rowUb) / 32),
-                         static_cast<uint32_t>((b.blockPitch - len) * static_cast<int64_t>(sizeof(V))), 0};
+  const DataCopyExtParams copy = PitchedRows<V>(b.blocks, len, b.blockPitch, pitchUb, true);
   for (int64_t d = 0; d < b.blockRows; ++d) DataCopyPad(dst[offset + d * len], staging[d * b.stride], copy);
   que.FreeTensor(staging);
 }
