@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "call_scratch.h"
 #include "kernel_schedule.h"
@@ -203,15 +204,23 @@ class GroupStatistics {
     }
     rows_.centered_sum_each(Group(first), shift_ + first, group_size_, groups, sums);  // two passes (not one_pass_)
     for (int64_t ng = first; ng < last; ++ng) {
-      wide_[ng] = !GroupMean(ng, sums[ng - first]);
+      wide_[ng] = !GroupMean(ng, sums[ng - first], !kNarrowAtOnce);
       if (wide_[ng]) group_mean_[ng] = 0.0f;  // summed below but not used
     }
     rows_.centered_squares_each(Group(first), group_mean_ + first, group_size_, groups, sums);
     for (int64_t ng = first; ng < last; ++ng) {
-      if (!wide_[ng]) wide_[ng] = !GroupRstd(ng, sums[ng - first]);
+      if (!wide_[ng]) wide_[ng] = !GroupRstd(ng, sums[ng - first], !kNarrowAtOnce);
       if (wide_[ng]) WideGroup(ng);
     }
+    if constexpr (kNarrowAtOnce) {  // every group's U values are its float32 ones rounded (GroupMean)
+      rows_.narrow(group_mean_ + first, groups, mean_ + first);
+      rows_.narrow(group_rstd_ + first, groups, rstd_ + first);
+    }
   }
+  // 16-bit statistics (of data of their type, whose row kernels round to it): SmallGroups
+  // rounds its groups' mean and rstd at once (rows_.narrow); a scalar fp16 rounding per group
+  // and output, with its branches, was a tenth of the fp16 forward of 8000 x 64, G = 32.
+  static constexpr bool kNarrowAtOnce = !std::is_same_v<U, float> && std::is_same_v<U, T>;
 
   // Every group's statistics with the blocks as the unit of work (fewer groups than threads);
   // work-sharing loops of the caller's region. Each group gets the numbers ForGroup gives it.
@@ -330,12 +339,13 @@ class GroupStatistics {
   // non-finite sum (a float32 lane overflowed, or x holds inf/NaN, whose statistics the double
   // loops give as well), or a variance so small (< 2^-100) that its float32 squares were
   // subnormal while eps is too small (|eps| < 2^-70) to hide that. Ordinary data never gets here.
-  bool GroupMean(int64_t ng, double centered_sum) {
+  // store: whether to store the U output too (SmallGroups may round its batch at once).
+  bool GroupMean(int64_t ng, double centered_sum, bool store = true) {
     if (!std::isfinite(centered_sum)) return false;
     const double m = static_cast<double>(group_size_);
     const double mu_d = m > 0 ? static_cast<double>(shift_[ng]) + centered_sum / m : 0.0;
     const float mu = static_cast<float>(mu_d);
-    mean_[ng] = FromFloat<U>(mu);
+    if (store) mean_[ng] = FromFloat<U>(mu);
     group_mean_[ng] = mu;
     mean_d_[ng] = mu_d;
     return true;
@@ -346,9 +356,9 @@ class GroupStatistics {
   // The squares exceed the variance by (mean - mu32)^2, which with |mean| >> std (1e7 std:
   // the float32 rounding is half a std) is no longer small; mean_d_ is the mean to well
   // within the spread.
-  bool GroupRstd(int64_t ng, double squares) {
+  bool GroupRstd(int64_t ng, double squares, bool store = true) {
     const double offset = group_size_ > 0 ? mean_d_[ng] - static_cast<double>(group_mean_[ng]) : 0.0;
-    return RstdFrom(ng, squares, offset);
+    return RstdFrom(ng, squares, offset, store);
   }
 
   // rstd from the first pass's sum = sum (x - x0) and squares = sum (x - c)^2, c =
@@ -369,7 +379,7 @@ class GroupStatistics {
 
   // rstd from sum (x - c)^2 over the group and offset = mean - c. False, storing nothing,
   // as GroupMean explains.
-  bool RstdFrom(int64_t ng, double squares, double offset) {
+  bool RstdFrom(int64_t ng, double squares, double offset, bool store = true) {
     const double m = static_cast<double>(group_size_);
     if (!std::isfinite(squares) || (m > 0 && squares / m < kSmallestFloatVariance &&
                                     std::fabs(static_cast<double>(eps_)) < kSmallestEpsHidingIt)) {
@@ -381,7 +391,7 @@ class GroupStatistics {
     const double r = m > 0 ? 1.0 / std::sqrt(var + static_cast<double>(eps_)) : std::numeric_limits<double>::quiet_NaN();
     const float r32 = static_cast<float>(r);
     rstd_d_[ng] = r;
-    rstd_[ng] = FromFloat<U>(r32);
+    if (store) rstd_[ng] = FromFloat<U>(r32);
     group_rstd_[ng] = r32;  // float32, not the rounded output (see GroupMean)
     return true;
   }

@@ -80,6 +80,18 @@ inline Half ToHalf(float f) {
 
 inline float ToFloat(float v) { return v; }
 
+// Classification from the bits alone (an all-ones exponent is inf or NaN; a nonzero mantissa
+// with it, NaN), for loops over 16-bit data that would otherwise convert every element.
+inline bool IsFinite(Half v) { return (v.bits & 0x7c00u) != 0x7c00u; }
+inline bool IsFinite(BFloat16 v) { return (v.bits & 0x7f80u) != 0x7f80u; }
+inline bool IsNaN(Half v) { return (v.bits & 0x7fffu) > 0x7c00u; }
+inline bool IsNaN(BFloat16 v) { return (v.bits & 0x7fffu) > 0x7f80u; }
+// a == b as values: the same bits, unless NaN, or two zeros of any signs.
+template <typename H>
+inline bool EqualValues(H a, H b) {
+  return ((a.bits | b.bits) & 0x7fffu) == 0 || (a.bits == b.bits && !IsNaN(a));
+}
+
 // Store a float into storage type T.
 template <typename T>
 inline T FromFloat(float f);

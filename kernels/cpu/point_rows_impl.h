@@ -142,6 +142,20 @@ void Widen(const T *src, int64_t count, float *out) {
   for (; i < count; ++i) out[i] = ToFloat(src[i]);
 }
 
+// out[i] = src[i] rounded to T as FromFloat rounds (to nearest, ties to even; the vector
+// builds' conversions round alike): the forward's 16-bit mean and rstd of many small groups,
+// stored a batch at a time instead of through a scalar fp16 rounding per group.
+template <typename T>
+void Narrow(const float *src, int64_t count, T *out) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= count; i += V::kWidth) V::Store(out + i, V::Load(src + i));
+  if constexpr (V::template kPartial<T>) {
+    if (i < count) V::StoreFirst(out + i, V::LoadFirst(src + i, static_cast<int>(count - i)), static_cast<int>(count - i));
+    return;
+  }
+  for (; i < count; ++i) out[i] = FromFloat<T>(src[i]);
+}
+
 // y[i] = MulAdd(x[i] - mu[i], scale[i], shift[i]), Normalize's formula.
 template <typename T>
 void PointNormalize(const T *x, T *y, int64_t count, const float *mu, const float *scale, const float *shift) {

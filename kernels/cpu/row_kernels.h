@@ -129,6 +129,8 @@ struct RowKernels {
   void (*centered_moments)(const T *x, float mu, float c, int64_t hxw, int64_t rows, double *sums, double *squares);
   // out[i] = src[i] as a float, exactly (16-bit statistics read once per sample)
   void (*widen)(const T *src, int64_t count, float *out);
+  // out[i] = FromFloat<T>(src[i]) (16-bit statistics of many small groups stored at once)
+  void (*narrow)(const float *src, int64_t count, T *out);
 };
 
 // The widen kernel for saved statistics of type U (FloatStatistics, backward_sums.h): T's, since

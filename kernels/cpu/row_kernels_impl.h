@@ -325,5 +325,6 @@ RowKernels<T> MakeRowKernels() {
   return RowKernels<T>{&ReduceGrad<T>,       &Sum<T>,          &CenteredSquares<T>, &AffineGrad<T>,
                        &Normalize<T>,        &CenteredSum<T>,  &Coefficients,       &PointGradSums<T>,
                        &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>,
-                       &CoefficientsEach,    &CenteredMoments<T>, &Widen<T>};
+                       &CoefficientsEach,    &CenteredMoments<T>, &Widen<T>,
+                       &Narrow<T>};
 }
