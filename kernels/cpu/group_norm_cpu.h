@@ -66,7 +66,7 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : in_{dy, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask),
         need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()),
-        schedule_(sizes, /*has_sample_step=*/true), room_floats_(schedule_.by_sample() ? kPointArrays * sizes.C : 0),
+        schedule_(sizes, /*has_sample_step=*/true), room_floats_(RoomFloats(sizes, schedule_)),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
         stats_(mean, rstd, sizes, StatisticsWiden<U>(rows_), scratch_),
         sums_(sizes, mask, stats_.rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
@@ -78,11 +78,12 @@ class BackwardKernel {
 
   void Run() { schedule_.Run(*this, mask_, room_, room_floats_); }
 
-  // HxW = 1, sample n (the by-sample schedule): Reduce, GroupCoefficients and InputGrad of
-  // its G groups, with one point-loop call for the C sums and one for the C dx values. Each
-  // point gets the bits its one-element row gets in Reduce and InputGrad (point_rows_impl.h);
-  // a sample with a group for the double loops takes those steps group by group instead.
-  // room: the thread's kPointArrays * C floats (the per-point mean and dx coefficients).
+  // Sample n (the by-sample schedule: HxW = 1, or rows of up to kShortRowMax elements):
+  // Reduce, GroupCoefficients and InputGrad of its G groups, with one call for the C channels'
+  // sums (point_grad_sums, short_grad_sums) and one for the dx values. Each element gets the
+  // bits its row gets in Reduce and InputGrad (point_rows_impl.h); a sample with a group for
+  // the double loops takes those steps group by group instead.
+  // room: the thread's kPointArrays * C floats (the per-channel mean and dx coefficients).
   // The sums take each group's form as Reduce does (CentredSums), so a large-mean dy gives
   // dgamma no bias here either.
   void Sample(int64_t n, float *room) {
@@ -107,7 +108,7 @@ class BackwardKernel {
   // Sample with kD channels per group (0: s_.D(), known at run time only).
   template <int kD>
   void SampleOf(int64_t n, float *room) {
-    const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), nc = n * C, ng0 = n * G;
+    const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), ng0 = n * G;
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
     const float *means = stats_.mean + ng0, *rstds = stats_.rstd + ng0;
     // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
@@ -135,15 +136,14 @@ class BackwardKernel {
     if (any_wide) {
       for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);
     } else {
-      rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, any_centred ? centre : nullptr, C, &sums_.db[nc],
-                            need_ds_ ? &sums_.ds[nc] : nullptr);
+      SampleSums(n, mu, any_centred ? centre : nullptr);
     }
     // Every group's coefficients as GroupCoefficients and InputGrad form them, with their
     // checks gathered in `plain`: a group whose sums overflowed, or whose rstd or
     // coefficients leave the float32 range, sends the sample to the general loop below,
     // which forms the same numbers with those groups' double paths.
     if (!any_wide && mask_.dx && SampleCoefficients<kD>(n, a, b, c0)) {
-      rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
+      SampleInputGrad(n, a, b, mu, c0);
       return;
     }
     for (int64_t g = 0, c = 0; g < G; ++g) {
@@ -163,8 +163,28 @@ class BackwardKernel {
     if (any_wide) {  // a's room for the groups on the float32 path (a_ is empty by sample)
       for (int64_t g = 0; g < G; ++g) GroupInputGrad(n, g * D, D, a + g * D);
     } else {
-      rows_.point_affine_grad(in_.dy + nc, in_.x + nc, in_.dx + nc, C, a, b, mu, c0);
+      SampleInputGrad(n, a, b, mu, c0);
     }
+  }
+
+  // Sample n's channel sums, each channel with its mu[c] and centre[c] (mu where its group's
+  // sums are centred, else 0; nullptr where none is), as Reduce sums them.
+  void SampleSums(int64_t n, const float *mu, const float *centre) {
+    const int64_t C = s_.C, hxw = s_.HxW, nc = n * C, offset = nc * hxw;
+    if (hxw == 1) {
+      rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, centre, C, &sums_.db[nc], need_ds_ ? &sums_.ds[nc] : nullptr);
+    } else if (!need_ds_) {  // dbeta alone, as Reduce
+      rows_.sum(in_.dy + offset, hxw, C, &sums_.db[nc]);
+    } else {
+      rows_.short_grad_sums(in_.dy + offset, in_.x + offset, mu, centre, hxw, C, &sums_.db[nc], &sums_.ds[nc]);
+    }
+  }
+
+  // dx of sample n from its channels' coefficients, as InputGrad forms it.
+  void SampleInputGrad(int64_t n, const float *a, const float *b, const float *mu, const float *c0) {
+    const int64_t C = s_.C, hxw = s_.HxW, offset = n * C * hxw;
+    if (hxw == 1) return rows_.point_affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, C, a, b, mu, c0);
+    rows_.short_affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, hxw, C, a, b, mu, c0);
   }
 
   // Sample n's per-point dx coefficients a, b, c0 (and the groups' b and c0 in sums_), as
@@ -270,6 +290,9 @@ class BackwardKernel {
 
  private:
   static constexpr int64_t kPointArrays = 4;  // Sample's mu, a, b, c0
+  static int64_t RoomFloats(const GroupNormSizes &s, const BackwardSchedule &schedule) {
+    return schedule.by_sample() ? kPointArrays * s.C : 0;
+  }
   static int64_t ACount(const GroupNormSizes &s, const BackwardSchedule &schedule) {
     return schedule.by_sample() ? 0 : s.N * s.C;  // Sample keeps a sample's a in its room
   }

@@ -40,6 +40,12 @@ inline bool SplitByChannel(int64_t groups, int threads) { return groups < thread
 // channel per step cost a call, a block set-up and a fold per element.
 inline bool SplitBySample(const GroupNormSizes &s, int threads) { return s.HxW == 1 && s.N >= threads; }
 
+// The backward's sample step takes channel rows of up to kShortRowMax elements too (64 x 4 x 2,
+// G = 4: a group's calls, block set-ups and folds cost 5-10 times its elements).
+inline bool BackwardSplitBySample(const GroupNormSizes &s, int threads) {
+  return s.N >= threads && s.HxW <= kShortRowMax;
+}
+
 // Whether a backward operator has the per-sample step Sample(n, room) (GroupNorm's does).
 template <typename Steps, typename = void>
 struct HasSampleStep : std::false_type {};
@@ -86,13 +92,13 @@ inline void InOneRegion(int threads, Steps &&steps) {
 // keep a group's intermediate between its Reduce and its InputGrad, which run on the same
 // thread one after the other.
 // An operator with the step Sample(n, room) (all of the above for sample n, with `room` the
-// thread's kept floats) is run sample by sample where SplitBySample says so; the steps
+// thread's kept floats) is run sample by sample where BackwardSplitBySample says so; the steps
 // compute what they compute in the other schedules, so the bits do not change.
 class BackwardSchedule {
  public:
   explicit BackwardSchedule(const GroupNormSizes &s, bool has_sample_step = false)
       : s_(s), threads_(ThreadsFor(s.N * s.C * s.HxW)), by_channel_(SplitByChannel(s.N * s.G, threads_)),
-        by_sample_(has_sample_step && SplitBySample(s, threads_)) {}
+        by_sample_(has_sample_step && BackwardSplitBySample(s, threads_)) {}
 
   int threads() const { return threads_; }
   bool by_channel() const { return by_channel_ && !by_sample_; }

@@ -105,6 +105,74 @@ void PointGradSums(const T *dy, const T *x, const float *mu, const float *centre
   }
 }
 
+// Rows of n elements, 1 < n <= kShortRowMax (row_kernels.h: short_grad_sums and
+// short_affine_grad), with what varies per group given per row: the backward's by-sample step
+// for a few elements per channel, one call a sample instead of calls, block set-ups and folds
+// per group. In ReduceGrad such a row is one partial step (or the lane-by-lane tail) on lanes
+// that start at +0; here the same step on registers that start at +0, folded by the same
+// FoldRegsViaFloat, then the totals as ReduceGradRows forms them. So each row gets its bits.
+static_assert(!V::template kPartial<float> || kShortRowMax < V::kWidth, "a short row is one partial step");
+template <typename T>
+void ShortGradSums(const T *dy, const T *x, const float *mu, const float *centre, int64_t n, int64_t rows, double *db,
+                   double *ds) {
+  const int width = static_cast<int>(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *dy_row = dy + r * n, *x_row = x + r * n;
+    const bool centred = centre != nullptr && centre[r] != 0.0f;
+    double block_dy, block_dyxc;
+    if constexpr (V::template kPartial<T>) {
+      const typename V::reg zero = V::Zero(), vc = V::Set1(centred ? centre[r] : 0.0f);
+      const typename V::reg d = V::LoadFirst(dy_row, width), xv = V::LoadFirst(x_row, width);
+      const typename V::reg xc = V::Sub(xv, vc);  // x - 0 is x: the dy * x form
+      typename V::reg acc_dy[kRegs], acc_dyxc[kRegs], acc_err[kRegs];
+      for (int k = 0; k < kRegs; ++k) acc_dy[k] = acc_dyxc[k] = acc_err[k] = zero;
+      acc_dy[0] = V::Select(width, V::Add(zero, d), zero);
+      acc_dyxc[0] = V::Select(width, V::MulAdd(d, xc, zero), zero);
+      block_dy = V::FoldRegsViaFloat(acc_dy);
+      block_dyxc = V::FoldRegsViaFloat(acc_dyxc);
+      if (centred) {
+        acc_err[0] = V::Select(width, V::MulAdd(d, CenteredError(xv, vc, xc), zero), zero);
+        block_dyxc += V::FoldRegsViaFloat(acc_err);
+      }
+    } else {
+      float lanes_dy[kLanes] = {}, lanes_dyxc[kLanes] = {}, lanes_err[kLanes] = {};
+      const float c = centred ? centre[r] : 0.0f;
+      for (int i = 0; i < width; ++i) {
+        const float d = ToFloat(dy_row[i]), xv = ToFloat(x_row[i]), xc = xv - c;
+        lanes_dy[i] += d;
+        lanes_dyxc[i] = V::MulAdd(d, xc, lanes_dyxc[i]);
+        if (centred) lanes_err[i] = V::MulAdd(d, CenteredError(xv, c, xc), lanes_err[i]);
+      }
+      block_dy = FoldLanesViaFloat(lanes_dy);
+      block_dyxc = FoldLanesViaFloat(lanes_dyxc);
+      if (centred) block_dyxc += FoldLanesViaFloat(lanes_err);
+    }
+    const double total_dy = 0.0 + block_dy, total_dyxc = 0.0 + block_dyxc;
+    db[r] = total_dy;
+    ds[r] = centred ? total_dyxc : total_dyxc - static_cast<double>(mu[r]) * total_dy;
+  }
+}
+
+// dx of rows of n elements, 1 < n <= kShortRowMax, with per-row a, b, mu and c: AffineGrad's
+// formula, a partial step a row.
+template <typename T>
+void ShortAffineGrad(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, const float *a, const float *b,
+                     const float *mu, const float *c) {
+  const int width = static_cast<int>(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t first = r * n;
+    if constexpr (V::template kPartial<T>) {
+      const typename V::reg inner = V::MulAdd(V::Set1(a[r]), V::LoadFirst(dy + first, width), V::Set1(c[r]));
+      V::StoreFirst(dx + first, V::MulAdd(V::Set1(b[r]), V::Sub(V::LoadFirst(x + first, width), V::Set1(mu[r])), inner),
+                    width);
+    } else {
+      for (int64_t i = first; i < first + n; ++i) {
+        dx[i] = FromFloat<T>(V::MulAdd(b[r], ToFloat(x[i]) - mu[r], V::MulAdd(a[r], ToFloat(dy[i]), c[r])));
+      }
+    }
+  }
+}
+
 // dx[i] = MulAdd(b[i], x[i] - mu[i], MulAdd(a[i], dy[i], c[i])), AffineGrad's formula.
 template <typename T>
 void PointAffineGrad(const T *dy, const T *x, T *dx, int64_t count, const float *a, const float *b, const float *mu,

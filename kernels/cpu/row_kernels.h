@@ -38,6 +38,9 @@ constexpr int64_t kBlock = 2048; // elements per float-lane block (folded into d
 // Rows the forward statistics' short-row sums add side by side (ShortRowSums,
 // statistics_rows_impl.h); the schedule gives them whole batches (GroupStatistics::RunBySample).
 constexpr int kShortRowBatch = 16;
+// The longest channel rows the backward's by-sample step takes besides single points
+// (short_grad_sums): shorter than every build's vector, so a row is one partial step.
+constexpr int64_t kShortRowMax = 7;
 
 // Outputs of at least this many bytes are written with non-temporal stores: they
 // cannot stay in cache together with their inputs anyway, and streaming them saves
@@ -131,6 +134,13 @@ struct RowKernels {
   void (*widen)(const T *src, int64_t count, float *out);
   // out[i] = FromFloat<T>(src[i]) (16-bit statistics of many small groups stored at once)
   void (*narrow)(const float *src, int64_t count, T *out);
+  // point_grad_sums and point_affine_grad for `rows` rows of n elements, 1 < n <= kShortRowMax,
+  // with mu, centre (mu where the row's group is centred, else 0; nullptr: none is) and the dx
+  // coefficients per row: each row gets what reduce_grad and affine_grad give it.
+  void (*short_grad_sums)(const T *dy, const T *x, const float *mu, const float *centre, int64_t n, int64_t rows,
+                          double *db, double *ds);
+  void (*short_affine_grad)(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, const float *a, const float *b,
+                            const float *mu, const float *c);
 };
 
 // The widen kernel for saved statistics of type U (FloatStatistics, backward_sums.h): T's, since

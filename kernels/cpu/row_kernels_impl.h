@@ -326,5 +326,5 @@ RowKernels<T> MakeRowKernels() {
                        &Normalize<T>,        &CenteredSum<T>,  &Coefficients,       &PointGradSums<T>,
                        &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>,
                        &CoefficientsEach,    &CenteredMoments<T>, &Widen<T>,
-                       &Narrow<T>};
+                       &Narrow<T>,           &ShortGradSums<T>,   &ShortAffineGrad<T>};
 }
