@@ -66,7 +66,7 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : in_{dy, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask),
         need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()),
-        schedule_(sizes, /*has_sample_step=*/true), room_floats_(RoomFloats(sizes, schedule_)),
+        float_rows_(ActiveRowKernels().For<float>()), schedule_(sizes, /*has_sample_step=*/true), room_floats_(RoomFloats(sizes, schedule_)),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
         stats_(mean, rstd, sizes, StatisticsWiden<U>(rows_), scratch_),
         sums_(sizes, mask, stats_.rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),
@@ -110,6 +110,7 @@ class BackwardKernel {
   void SampleOf(int64_t n, float *room) {
     const int64_t C = s_.C, G = s_.G, D = kD > 0 ? kD : s_.D(), ng0 = n * G;
     float *mu = room, *a = room + C, *b = room + 2 * C, *c0 = room + 3 * C;
+    float *wide = WidensSamples(s_, schedule_) ? room + kPointArrays * C : nullptr;
     const float *means = stats_.mean + ng0, *rstds = stats_.rstd + ng0;
     // The sums' form per group as Reduce chooses it (CentredSums): centre (a's room until the
     // dx coefficients go there) holds mu for the points of centred groups and 0 elsewhere,
@@ -136,14 +137,14 @@ class BackwardKernel {
     if (any_wide) {
       for (int64_t g = 0; g < G; ++g) Reduce(n, g * D, D, nullptr);
     } else {
-      SampleSums(n, mu, any_centred ? centre : nullptr);
+      SampleSums(n, mu, any_centred ? centre : nullptr, wide);
     }
     // Every group's coefficients as GroupCoefficients and InputGrad form them, with their
     // checks gathered in `plain`: a group whose sums overflowed, or whose rstd or
     // coefficients leave the float32 range, sends the sample to the general loop below,
     // which forms the same numbers with those groups' double paths.
     if (!any_wide && mask_.dx && SampleCoefficients<kD>(n, a, b, c0)) {
-      SampleInputGrad(n, a, b, mu, c0);
+      SampleInputGrad(n, a, b, mu, c0, wide);
       return;
     }
     for (int64_t g = 0, c = 0; g < G; ++g) {
@@ -163,28 +164,41 @@ class BackwardKernel {
     if (any_wide) {  // a's room for the groups on the float32 path (a_ is empty by sample)
       for (int64_t g = 0; g < G; ++g) GroupInputGrad(n, g * D, D, a + g * D);
     } else {
-      SampleInputGrad(n, a, b, mu, c0);
+      SampleInputGrad(n, a, b, mu, c0, wide);
     }
   }
 
   // Sample n's channel sums, each channel with its mu[c] and centre[c] (mu where its group's
-  // sums are centred, else 0; nullptr where none is), as Reduce sums them.
-  void SampleSums(int64_t n, const float *mu, const float *centre) {
+  // sums are centred, else 0; nullptr where none is), as Reduce sums them. wide (16-bit data
+  // in short rows, WidensSamples): room for the sample's dy, x and dx as floats; dy and x are
+  // widened into it here, for these sums and for SampleInputGrad.
+  void SampleSums(int64_t n, const float *mu, const float *centre, float *wide) {
     const int64_t C = s_.C, hxw = s_.HxW, nc = n * C, offset = nc * hxw;
     if (hxw == 1) {
       rows_.point_grad_sums(in_.dy + nc, in_.x + nc, mu, centre, C, &sums_.db[nc], need_ds_ ? &sums_.ds[nc] : nullptr);
     } else if (!need_ds_) {  // dbeta alone, as Reduce
       rows_.sum(in_.dy + offset, hxw, C, &sums_.db[nc]);
+    } else if (wide != nullptr) {
+      const int64_t count = C * hxw;
+      rows_.widen(in_.dy + offset, count, wide);
+      rows_.widen(in_.x + offset, count, wide + count);
+      float_rows_.short_grad_sums(wide, wide + count, mu, centre, hxw, C, &sums_.db[nc], &sums_.ds[nc]);
     } else {
       rows_.short_grad_sums(in_.dy + offset, in_.x + offset, mu, centre, hxw, C, &sums_.db[nc], &sums_.ds[nc]);
     }
   }
 
-  // dx of sample n from its channels' coefficients, as InputGrad forms it.
-  void SampleInputGrad(int64_t n, const float *a, const float *b, const float *mu, const float *c0) {
-    const int64_t C = s_.C, hxw = s_.HxW, offset = n * C * hxw;
+  // dx of sample n from its channels' coefficients, as InputGrad forms it (with `wide`, from
+  // the floats SampleSums left there, rounded to T at once: Narrow rounds as the stores do).
+  void SampleInputGrad(int64_t n, const float *a, const float *b, const float *mu, const float *c0, float *wide) {
+    const int64_t C = s_.C, hxw = s_.HxW, offset = n * C * hxw, count = C * hxw;
     if (hxw == 1) return rows_.point_affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, C, a, b, mu, c0);
-    rows_.short_affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, hxw, C, a, b, mu, c0);
+    if (wide == nullptr) {
+      return rows_.short_affine_grad(in_.dy + offset, in_.x + offset, in_.dx + offset, hxw, C, a, b, mu, c0);
+    }
+    float *dx = wide + 2 * count;
+    float_rows_.short_affine_grad(wide, wide + count, dx, hxw, C, a, b, mu, c0);
+    rows_.narrow(dx, count, in_.dx + offset);
   }
 
   // Sample n's per-point dx coefficients a, b, c0 (and the groups' b and c0 in sums_), as
@@ -291,7 +305,20 @@ class BackwardKernel {
  private:
   static constexpr int64_t kPointArrays = 4;  // Sample's mu, a, b, c0
   static int64_t RoomFloats(const GroupNormSizes &s, const BackwardSchedule &schedule) {
-    return schedule.by_sample() ? kPointArrays * s.C : 0;
+    if (!schedule.by_sample()) return 0;
+    return kPointArrays * s.C + (WidensSamples(s, schedule) ? 3 * s.C * s.HxW : 0);
+  }
+  // 16-bit data in short rows run the float row kernels on the sample widened to floats (dy,
+  // x and dx in the thread's room): a 16-bit partial step a row (scalar loads and stores of
+  // the row's few elements) was 2-3x the float one (16 x 512 x 2, G = 16). Widening and
+  // rounding are exact and as the 16-bit loops do them, so the bits stay. From
+  // kWideSampleMin elements a sample (below, the three extra calls cost more than they save:
+  // 64 x 4 x 2, 8 a sample, was 10 % slower) up to kWideSampleMax (the room stays in L2).
+  static constexpr int64_t kWideSampleMin = 32, kWideSampleMax = 16384;
+  static bool WidensSamples(const GroupNormSizes &s, const BackwardSchedule &schedule) {
+    const int64_t elements = s.C * s.HxW;
+    return !std::is_same_v<T, float> && schedule.by_sample() && s.HxW > 1 && elements >= kWideSampleMin &&
+           elements <= kWideSampleMax;
   }
   static int64_t ACount(const GroupNormSizes &s, const BackwardSchedule &schedule) {
     return schedule.by_sample() ? 0 : s.N * s.C;  // Sample keeps a sample's a in its room
@@ -322,6 +349,7 @@ class BackwardKernel {
   bool need_ds_;
   bool stream_;
   const RowKernels<T> &rows_;
+  const RowKernels<float> &float_rows_;  // for samples widened to floats (WidensSamples)
   BackwardSchedule schedule_;
   int64_t room_floats_;  // per thread, for Sample (0 in the other schedules)
   CallScratch scratch_;  // everything below lives in it: O(N*C), nothing full-size
