@@ -108,10 +108,12 @@ void PointGradSums(const T *dy, const T *x, const float *mu, const float *centre
 // Rows of n elements, 1 < n <= kShortRowMax (row_kernels.h: short_grad_sums and
 // short_affine_grad), with what varies per group given per row: the backward's by-sample step
 // for a few elements per channel, one call a sample instead of calls, block set-ups and folds
-// per group. In ReduceGrad such a row is one partial step (or the lane-by-lane tail) on lanes
-// that start at +0; here the same step on registers that start at +0, folded by the same
-// FoldRegsViaFloat, then the totals as ReduceGradRows forms them. So each row gets its bits.
-static_assert(!V::template kPartial<float> || kShortRowMax < V::kWidth, "a short row is one partial step");
+// per group. In ReduceGrad such a row is at most one whole vector into register 0 and one
+// partial step into the next (or the lane-by-lane tail), on lanes that start at +0; here the
+// same steps on registers that start at +0, folded by the same FoldRegsViaFloat, then the
+// totals as ReduceGradRows forms them. So each row gets its bits.
+static_assert(!V::template kPartial<float> || (kShortRowMax < 2 * V::kWidth && kRegs >= 2),
+              "a short row is at most a vector and a partial step");
 template <typename T>
 void ShortGradSums(const T *dy, const T *x, const float *mu, const float *centre, int64_t n, int64_t rows, double *db,
                    double *ds) {
@@ -122,18 +124,30 @@ void ShortGradSums(const T *dy, const T *x, const float *mu, const float *centre
     double block_dy, block_dyxc;
     if constexpr (V::template kPartial<T>) {
       const typename V::reg zero = V::Zero(), vc = V::Set1(centred ? centre[r] : 0.0f);
-      const typename V::reg d = V::LoadFirst(dy_row, width), xv = V::LoadFirst(x_row, width);
-      const typename V::reg xc = V::Sub(xv, vc);  // x - 0 is x: the dy * x form
       typename V::reg acc_dy[kRegs], acc_dyxc[kRegs], acc_err[kRegs];
       for (int k = 0; k < kRegs; ++k) acc_dy[k] = acc_dyxc[k] = acc_err[k] = zero;
-      acc_dy[0] = V::Select(width, V::Add(zero, d), zero);
-      acc_dyxc[0] = V::Select(width, V::MulAdd(d, xc, zero), zero);
+      // register k from lanes that start at +0; `left` < kWidth: a partial step
+      auto step = [&](int k, typename V::reg d, typename V::reg xv, int left) __attribute__((always_inline)) {
+        const typename V::reg xc = V::Sub(xv, vc);  // x - 0 is x: the dy * x form
+        acc_dy[k] = V::Add(zero, d);
+        acc_dyxc[k] = V::MulAdd(d, xc, zero);
+        if (centred) acc_err[k] = V::MulAdd(d, CenteredError(xv, vc, xc), zero);
+        if (left < V::kWidth) {
+          acc_dy[k] = V::Select(left, acc_dy[k], zero);
+          acc_dyxc[k] = V::Select(left, acc_dyxc[k], zero);
+          if (centred) acc_err[k] = V::Select(left, acc_err[k], zero);
+        }
+      };
+      if (width < V::kWidth) {
+        step(0, V::LoadFirst(dy_row, width), V::LoadFirst(x_row, width), width);
+      } else {
+        step(0, V::Load(dy_row), V::Load(x_row), V::kWidth);
+        const int left = width - V::kWidth;
+        if (left > 0) step(1, V::LoadFirst(dy_row + V::kWidth, left), V::LoadFirst(x_row + V::kWidth, left), left);
+      }
       block_dy = V::FoldRegsViaFloat(acc_dy);
       block_dyxc = V::FoldRegsViaFloat(acc_dyxc);
-      if (centred) {
-        acc_err[0] = V::Select(width, V::MulAdd(d, CenteredError(xv, vc, xc), zero), zero);
-        block_dyxc += V::FoldRegsViaFloat(acc_err);
-      }
+      if (centred) block_dyxc += V::FoldRegsViaFloat(acc_err);
     } else {
       float lanes_dy[kLanes] = {}, lanes_dyxc[kLanes] = {}, lanes_err[kLanes] = {};
       const float c = centred ? centre[r] : 0.0f;
@@ -154,7 +168,7 @@ void ShortGradSums(const T *dy, const T *x, const float *mu, const float *centre
 }
 
 // dx of rows of n elements, 1 < n <= kShortRowMax, with per-row a, b, mu and c: AffineGrad's
-// formula, a partial step a row.
+// formula, at most a vector and a partial step a row.
 template <typename T>
 void ShortAffineGrad(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, const float *a, const float *b,
                      const float *mu, const float *c) {
@@ -162,9 +176,15 @@ void ShortAffineGrad(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, co
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t first = r * n;
     if constexpr (V::template kPartial<T>) {
-      const typename V::reg inner = V::MulAdd(V::Set1(a[r]), V::LoadFirst(dy + first, width), V::Set1(c[r]));
-      V::StoreFirst(dx + first, V::MulAdd(V::Set1(b[r]), V::Sub(V::LoadFirst(x + first, width), V::Set1(mu[r])), inner),
-                    width);
+      const typename V::reg va = V::Set1(a[r]), vb = V::Set1(b[r]), vmu = V::Set1(mu[r]), vc = V::Set1(c[r]);
+      auto op = [&](typename V::reg d, typename V::reg xv) { return V::MulAdd(vb, V::Sub(xv, vmu), V::MulAdd(va, d, vc)); };
+      int done = 0;
+      if (width >= V::kWidth) {
+        V::Store(dx + first, op(V::Load(dy + first), V::Load(x + first)));
+        done = V::kWidth;
+      }
+      const int left = width - done;
+      if (left > 0) V::StoreFirst(dx + first + done, op(V::LoadFirst(dy + first + done, left), V::LoadFirst(x + first + done, left)), left);
     } else {
       for (int64_t i = first; i < first + n; ++i) {
         dx[i] = FromFloat<T>(V::MulAdd(b[r], ToFloat(x[i]) - mu[r], V::MulAdd(a[r], ToFloat(dy[i]), c[r])));

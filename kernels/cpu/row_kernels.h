@@ -39,8 +39,8 @@ constexpr int64_t kBlock = 2048; // elements per float-lane block (folded into d
 // statistics_rows_impl.h); the schedule gives them whole batches (GroupStatistics::RunBySample).
 constexpr int kShortRowBatch = 16;
 // The longest channel rows the backward's by-sample step takes besides single points
-// (short_grad_sums): shorter than every build's vector, so a row is one partial step.
-constexpr int64_t kShortRowMax = 7;
+// (short_grad_sums): at most one vector and a partial step in every build (3 x 3 maps: 9).
+constexpr int64_t kShortRowMax = 15;
 
 // Outputs of at least this many bytes are written with non-temporal stores: they
 // cannot stay in cache together with their inputs anyway, and streaming them saves
