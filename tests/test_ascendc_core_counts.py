@@ -23,6 +23,9 @@ CASES = {
     # group-resident by (n, g), groups across N and split by channel, over the sweep
     "resident_across_n_channel": (4, 8, 3000, 2, (True, True, True)),
     "stats_only_across_n_to_channel": (2, 12, 3000, 2, (False, True, True)),
+    # 16-bit: groups across N (1-2 cores) to the channel split (3 cores on), which its one-channel items
+    # (a 20-channel group resident in fp32) would be short of
+    "across_n_short_items_to_channel": (2, 40, 1024, 2, (True, True, True)),
     # mode 1 with several short channels an item (few cores) to the channel split (many cores)
     "channel_rows_to_channel_split": (4, 512, 255, 2, (True, True, True)),
     # mode 1 over rows of 49 (one run an item, spread by Gather; broadcast gamma blocks): group tasks,

@@ -367,6 +367,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // groupAcrossN: a core takes group g of every sample and sums dgamma/dbeta itself, so the
       // launch has no workspace, SyncAll or stage 2 (a chain of about two DMA latencies and a
       // SyncAll); worth it while the coarser split adds at most kAcrossNMaxExtraBytes per core.
+      // Not over the channel split where the resident group leaves room for items (dy and x) of under
+      // kLatencyBytes / 4, several a group: a core's loads then run three items a DMA latency and its dx stores four
+      // (2x640x32x32 G32 fp16: 40 items of 2 KiB a core, est. 27.0 us across N, 19.9 split).
       Layout across = resident;
       across.acrossN = true;
       if (t.hwSlices == 1 && wantsStats && fits(across)) {
@@ -374,7 +377,13 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
             t.splitByChannel ? CeilDiv(in.N * in.C, in.coreNum) : CeilDiv(in.N * in.G, in.coreNum) * D;
         const int64_t acrossChannels = CeilDiv(in.G, in.coreNum) * in.N * D;
         const int64_t extraBytes = (acrossChannels - normalChannels) * L * 3 * dataBytes;
-        if (extraBytes <= kAcrossNMaxExtraBytes) {
+        const int64_t acrossCpi = LargestFitting(std::min<int64_t>(D, kMaxDmaRows), 1, [&](int64_t cpi) {
+          Layout l = across;
+          l.K = cpi * Lp;
+          return fits(l);
+        });
+        const bool starved = t.splitByChannel && acrossCpi < D && 2 * acrossCpi * Lp * dataBytes < kLatencyBytes / 4;
+        if (extraBytes <= kAcrossNMaxExtraBytes && !starved) {
           t.groupAcrossN = 1;
           t.splitByChannel = 0;
           resident = across;
