@@ -643,13 +643,18 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.stage2WholeRows = wholeRows ? 1 : 0;
     t.stage2SliceElems = wholeRows ? in.C : AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
+    // mode 3's tasks of whole samples (at most kHwOneTasks rows): every row in one load, pieces narrowed
+    // to fit, since stage 2 folds a load's rows as a tree (the kernel's FoldRows), whose order must
+    // follow the rows alone, not the core count (the slice width, and with it the rows that fit a load)
+    const bool foldRows = t.hwOneSamples > 0;
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
-      return Stage2Bytes(p, 1, statBytes, width) <= ubUsable;
+      return Stage2Bytes(p, foldRows ? t.reduceRows : 1, statBytes, width) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
     // as many samples per DMA as fit (a strided DMA has at most 4095 rows; whole rows are added
-    // by a repeat-form Add whose source repeat stride, the rows of a load, is at most 255 blocks)
-    const int64_t rowLimit = wholeRows ? 255 * 8 / in.C : 4095;
+    // by a repeat-form Add whose source repeat stride, the rows of a load, is at most 255 blocks,
+    // except where they are folded: then a row Add an array)
+    const int64_t rowLimit = foldRows ? t.reduceRows : (wholeRows ? 255 * 8 / in.C : 4095);
     const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, rowLimit));
     t.stage2RowsPerLoad = std::max<int64_t>(1, LargestFitting(maxRows, 1, [&](int64_t r) {
       return Stage2Bytes(t.stage2PieceElems, r, statBytes, width) <= ubUsable;
