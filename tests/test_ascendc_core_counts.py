@@ -23,6 +23,9 @@ CASES = {
     # group-resident by (n, g), groups across N and split by channel, over the sweep
     "resident_across_n_channel": (4, 8, 3000, 2, (True, True, True)),
     "stats_only_across_n_to_channel": (2, 12, 3000, 2, (False, True, True)),
+    # 16-bit: groups across N (1-2 cores) to the channel split (3 cores on), which its one-channel items
+    # (a 20-channel group resident in fp32) would be short of
+    "across_n_short_items_to_channel": (2, 40, 1024, 2, (True, True, True)),
     # mode 1 with several short channels an item (few cores) to the channel split (many cores)
     "channel_rows_to_channel_split": (4, 512, 255, 2, (True, True, True)),
     # mode 1 over rows of 49 (one run an item, spread by Gather; broadcast gamma blocks): group tasks,
@@ -40,6 +43,9 @@ CASES = {
     "hw_one_sample_runs": (201, 24, 1, 3, (True, True, True)),
     # the same with D = 2: a batch loads one sample's gamma (beta) rows and copies them in UB
     "hw_one_sample_runs_d2": (400, 64, 1, 32, (True, True, True)),
+    # stage 2 of those tasks' rows (48) folds them as a tree, all in one load on every core count (with
+    # 264 channels a stage-2 slice, on 1 core, held 45 rows a load before)
+    "hw_one_sample_rows_folded": (96, 264, 1, 2, (True, True, True)),
     # its columns (groups of D <= 8 unpadded): D = 5 (a sums tree with an odd level), D = 1 (a column
     # is the run), and G = 72 (a task's sums added a column at a time)
     "hw_one_columns_d5": (200, 40, 1, 8, (True, True, True)),
@@ -68,7 +74,7 @@ CASES = {
     "group_rows_d8_dx_only": (12, 64, 20, 8, (True, False, False)),
 }
 # Cases whose split is the shape's alone: the same on every core count (its sums' order follows it)
-SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "group_rows_across_n_stats_only", "hw_one_columns_d5",
+SHAPE_SPLITS = {"hw_one_sample_runs", "hw_one_sample_runs_d2", "hw_one_sample_rows_folded", "group_rows_across_n_stats_only", "hw_one_columns_d5",
                 "group_rows_d3",
                 "hw_one_columns_d1", "hw_one_columns_g72", "hw_one_columns_tree_d2", "hw_one_columns_tree_d1",
                 "hw_one_one_core_columns"}

@@ -178,6 +178,17 @@ def test_hw_one_with_many_samples_takes_tasks_of_whole_samples():
     assert tiling(48, 257, 1, 1, 196608)["hwOneSamples"] == 0  # one sample a task: the runs of groups
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_across_n_is_not_taken_where_its_items_would_be_short(dtype):
+    # 2x640x32x32 G32 16-bit: the fp32 resident group (20 channels of 1024) leaves items of one channel
+    # (2 KiB a load), so groups across N would run 40 such items a core; the channel split instead
+    t = tiling(2, 640, 1024, 32, 196608, dtype=dtype)
+    assert t["splitByChannel"] == 1 and t["groupAcrossN"] == 0
+    # items of 16 channels (8 KiB a load): groups across N as before
+    t = tiling(2, 1920, 256, 32, 196608, dtype=dtype)
+    assert t["groupAcrossN"] == 1 and t["channelsPerItem"] == 16
+
+
 def test_mask_skips_the_workspace_and_stage2():
     # HxW = 1000: the group-across-N split would add 24 channels x 1000 x 12 B per core
     t = tiling(8, 32, 1000, 8, 196608, mask=(True, False, False))

@@ -367,6 +367,9 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
       // groupAcrossN: a core takes group g of every sample and sums dgamma/dbeta itself, so the
       // launch has no workspace, SyncAll or stage 2 (a chain of about two DMA latencies and a
       // SyncAll); worth it while the coarser split adds at most kAcrossNMaxExtraBytes per core.
+      // Not over the channel split where the resident group leaves room for items (dy and x) of under
+      // kLatencyBytes / 4, several a group: a core's loads then run three items a DMA latency and its dx stores four
+      // (2x640x32x32 G32 fp16: 40 items of 2 KiB a core, est. 27.0 us across N, 19.9 split).
       Layout across = resident;
       across.acrossN = true;
       if (t.hwSlices == 1 && wantsStats && fits(across)) {
@@ -374,7 +377,13 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
             t.splitByChannel ? CeilDiv(in.N * in.C, in.coreNum) : CeilDiv(in.N * in.G, in.coreNum) * D;
         const int64_t acrossChannels = CeilDiv(in.G, in.coreNum) * in.N * D;
         const int64_t extraBytes = (acrossChannels - normalChannels) * L * 3 * dataBytes;
-        if (extraBytes <= kAcrossNMaxExtraBytes) {
+        const int64_t acrossCpi = LargestFitting(std::min<int64_t>(D, kMaxDmaRows), 1, [&](int64_t cpi) {
+          Layout l = across;
+          l.K = cpi * Lp;
+          return fits(l);
+        });
+        const bool starved = t.splitByChannel && acrossCpi < D && 2 * acrossCpi * Lp * dataBytes < kLatencyBytes / 4;
+        if (extraBytes <= kAcrossNMaxExtraBytes && !starved) {
           t.groupAcrossN = 1;
           t.splitByChannel = 0;
           resident = across;
@@ -634,13 +643,18 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
     t.stage2WholeRows = wholeRows ? 1 : 0;
     t.stage2SliceElems = wholeRows ? in.C : AlignUp(CeilDiv(in.C, in.coreNum), 8);
     t.stage2Cores = CeilDiv(in.C, t.stage2SliceElems);
+    // mode 3's tasks of whole samples (at most kHwOneTasks rows): every row in one load, pieces narrowed
+    // to fit, since stage 2 folds a load's rows as a tree (the kernel's FoldRows), whose order must
+    // follow the rows alone, not the core count (the slice width, and with it the rows that fit a load)
+    const bool foldRows = t.hwOneSamples > 0;
     t.stage2PieceElems = LargestFitting(t.stage2SliceElems, 8, [&](int64_t p) {
-      return Stage2Bytes(p, 1, statBytes, width) <= ubUsable;
+      return Stage2Bytes(p, foldRows ? t.reduceRows : 1, statBytes, width) <= ubUsable;
     });
     if (t.stage2PieceElems == 0) return kTilingNoFit;
     // as many samples per DMA as fit (a strided DMA has at most 4095 rows; whole rows are added
-    // by a repeat-form Add whose source repeat stride, the rows of a load, is at most 255 blocks)
-    const int64_t rowLimit = wholeRows ? 255 * 8 / in.C : 4095;
+    // by a repeat-form Add whose source repeat stride, the rows of a load, is at most 255 blocks,
+    // except where they are folded: then a row Add an array)
+    const int64_t rowLimit = foldRows ? t.reduceRows : (wholeRows ? 255 * 8 / in.C : 4095);
     const int64_t maxRows = std::max<int64_t>(1, std::min<int64_t>(t.reduceRows, rowLimit));
     t.stage2RowsPerLoad = std::max<int64_t>(1, LargestFitting(maxRows, 1, [&](int64_t r) {
       return Stage2Bytes(t.stage2PieceElems, r, statBytes, width) <= ubUsable;

@@ -59,8 +59,14 @@ class GroupNormGradMsStage2 {
     // each array one burst, and one Add of two repeats adds a sample to both accumulators.
     const int64_t W = (t_->dbetaRequired != 0 ? 1 : 0) + (t_->dgammaRequired != 0 ? 1 : 0);
     const bool whole = t_->stage2WholeRows != 0;
+    // mode 3's tasks of whole samples (hwOneSamples, a split the shape alone decides: no other route
+    // sums these rows), every row in one load (the tiling's stage2RowsPerLoad): the rows folded as a
+    // tree (FoldRows), then added once
+    const bool fold = t_->hwOneSamples > 0;
     BinaryRepeatParams bothRows;  // whole rows only, where C <= 64 keeps the strides within 8 bits
-    if (whole) bothRows = BinaryRepeatParams(1, 1, 1, BlockStride(P / 8), BlockStride(P / 8), BlockStride(R * P / 8));
+    if (whole && !fold) {
+      bothRows = BinaryRepeatParams(1, 1, 1, BlockStride(P / 8), BlockStride(P / 8), BlockStride(R * P / 8));
+    }
     LocalTensor<float> accDb = accBuf_.Get<float>();
     LocalTensor<float> accDg = accBuf_.Get<float>()[P];
     LocalTensor<float> acc = t_->dbetaRequired != 0 ? accDb : accDg;  // the first array of a row
@@ -68,23 +74,34 @@ class GroupNormGradMsStage2 {
     const int64_t sliceEnd =
         (sliceStart + t_->stage2SliceElems < t_->C) ? sliceStart + t_->stage2SliceElems : t_->C;
     const int64_t batches = (t_->reduceRows + R - 1) / R;
+    // R workspace rows (samples) per load, the loads of every piece one stream: load k + 1 is
+    // issued before load k is added; a piece's rows are added in order n = 0..N-1 (or folded)
+    const int64_t loads = (sliceEnd - sliceStart + P - 1) / P * batches;
+    if (loads > 0 && !firstIssued) IssueLoad(0, sliceStart, sliceEnd, batches, W);
     for (int64_t c0 = sliceStart; c0 < sliceEnd; c0 += P) {
       const int64_t len = (sliceEnd - c0 < P) ? sliceEnd - c0 : P;
       const int32_t lanes = static_cast<int32_t>((W - 1) * P + len);
       Duplicate(acc, 0.0f, lanes);
-      // R workspace rows (samples) per load, streamed: load i + 1 is issued before load i is
-      // added; the rows are added in order n = 0..N-1
-      if (batches > 0 && !(firstIssued && c0 == sliceStart)) IssueWorkspaceRows(c0, len, 0, W);
       for (int64_t batch = 0; batch < batches; ++batch) {
-        if (batch + 1 < batches) IssueWorkspaceRows(c0, len, batch + 1, W);
+        const int64_t k = (c0 - sliceStart) / P * batches + batch;
+        if (k + 1 < loads) IssueLoad(k + 1, sliceStart, sliceEnd, batches, W);
         const int64_t first = batch * R;
         const int64_t rows = (t_->reduceRows - first < R) ? t_->reduceRows - first : R;
         LocalTensor<float> loaded = wsQue_.DeQue<float>();
-        for (int64_t r = 0; r < rows; ++r) {
-          if (whole) {
-            Add(acc, acc, loaded[r * P], static_cast<uint64_t>(P), RepeatTimes(W), bothRows);
+        if (fold) {
+          FoldRows(loaded, rows, W, P, R * P);
+          if (whole) {  // row 0 of each array, R x P apart (a repeat stride past 255 blocks)
+            for (int64_t a = 0; a < W; ++a) Add(acc[a * P], acc[a * P], loaded[a * R * P], static_cast<int32_t>(P));
           } else {
-            Add(acc, acc, loaded[r * W * P], lanes);
+            Add(acc, acc, loaded, lanes);
+          }
+        } else {
+          for (int64_t r = 0; r < rows; ++r) {
+            if (whole) {
+              Add(acc, acc, loaded[r * P], static_cast<uint64_t>(P), RepeatTimes(W), bothRows);
+            } else {
+              Add(acc, acc, loaded[r * W * P], lanes);
+            }
           }
         }
         wsQue_.FreeTensor(loaded);
@@ -95,6 +112,30 @@ class GroupNormGradMsStage2 {
   }
 
  private:
+  // The n rows of a load added into row 0 as a tree, one Add a level for each array: rows [0, h) +=
+  // rows [n - h, n), h = n / 2, until one is left (1023x257 G1: 47 dependent row Adds, each with its
+  // V barrier, became 6). Its order is fixed by the rows alone, so the bits are the same on any core
+  // count. Non-whole rows are W x P floats apart (both arrays in one run, padding lanes added as the
+  // row Adds add them); whole rows, each array's rows are P apart, the dg rows from dgAt.
+  __aicore__ inline void FoldRows(const LocalTensor<float> &loaded, int64_t n, int64_t W, int64_t P, int64_t dgAt) {
+    const bool whole = t_->stage2WholeRows != 0;
+    const int64_t row = whole ? P : W * P;
+    while (n > 1) {
+      const int64_t h = n / 2;
+      const int32_t lanes = static_cast<int32_t>(h * row);
+      Add(loaded, loaded, loaded[(n - h) * row], lanes);
+      if (whole && W == 2) Add(loaded[dgAt], loaded[dgAt], loaded[dgAt + (n - h) * row], lanes);
+      n -= h;
+    }
+  }
+
+  // Load k of Sum's stream: batch k % batches of piece k / batches of the slice [sliceStart, sliceEnd).
+  __aicore__ inline void IssueLoad(int64_t k, int64_t sliceStart, int64_t sliceEnd, int64_t batches, int64_t W) {
+    const int64_t P = t_->stage2PieceElems;
+    const int64_t c0 = sliceStart + k / batches * P;
+    IssueWorkspaceRows(c0, (sliceEnd - c0 < P) ? sliceEnd - c0 : P, k % batches, W);
+  }
+
   // Up to R rows n of the db and (or) dg workspace, channels [c0, c0 + len) of each, into one
   // buffer: a DMA per array, rows C floats apart in GM (srcStride in bytes), W x P floats apart
   // in UB (dstStride in 32-byte blocks); with whole rows, each array's rows as one burst, the
