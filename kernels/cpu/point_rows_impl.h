@@ -217,31 +217,27 @@ void PointAffineGrad(const T *dy, const T *x, T *dx, int64_t count, const float 
   }
 }
 
-// out[i] = src[i] as a float (exact for every type): the backward's by-sample step reads a
-// sample's 16-bit means and rstds through this once, not with a scalar conversion per use.
-template <typename T>
-void Widen(const T *src, int64_t count, float *out) {
-  int64_t i = 0;
-  for (; i + V::kWidth <= count; i += V::kWidth) V::StoreLanes(out + i, V::Load(src + i));
-  if constexpr (V::template kPartial<T>) {
-    if (i < count) V::StoreFirst(out + i, V::LoadFirst(src + i, static_cast<int>(count - i)), static_cast<int>(count - i));
-    return;
-  }
-  for (; i < count; ++i) out[i] = ToFloat(src[i]);
-}
-
-// out[i] = src[i] rounded to T as FromFloat rounds (to nearest, ties to even; the vector
-// builds' conversions round alike): the forward's 16-bit mean and rstd of many small groups,
-// stored a batch at a time instead of through a scalar fp16 rounding per group.
-template <typename T>
-void Narrow(const float *src, int64_t count, T *out) {
+// out[i] = src[i] converted a vector at a time, as the row loops load and store: a float
+// exactly (Widen), or rounded to T as FromFloat rounds, to nearest, ties to even (Narrow). For
+// 16-bit data in bulk where a scalar conversion per use, with its branches, cost more: the
+// saved statistics, short-row sums, and 16-bit samples of short rows (group_norm_cpu.h).
+template <typename From, typename To>
+void Convert(const From *src, int64_t count, To *out) {
   int64_t i = 0;
   for (; i + V::kWidth <= count; i += V::kWidth) V::Store(out + i, V::Load(src + i));
-  if constexpr (V::template kPartial<T>) {
+  if constexpr (V::template kPartial<From> && V::template kPartial<To>) {
     if (i < count) V::StoreFirst(out + i, V::LoadFirst(src + i, static_cast<int>(count - i)), static_cast<int>(count - i));
     return;
   }
-  for (; i < count; ++i) out[i] = FromFloat<T>(src[i]);
+  for (; i < count; ++i) out[i] = FromFloat<To>(ToFloat(src[i]));
+}
+template <typename T>
+void Widen(const T *src, int64_t count, float *out) {
+  Convert(src, count, out);
+}
+template <typename T>
+void Narrow(const float *src, int64_t count, T *out) {
+  Convert(src, count, out);
 }
 
 // y[i] = MulAdd(x[i] - mu[i], scale[i], shift[i]), Normalize's formula.
