@@ -66,7 +66,8 @@ class BackwardKernel {
                  GroupNormSizes sizes, OutputMask mask)
       : in_{dy, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask),
         need_ds_(mask.dx || mask.dgamma), stream_(StreamOutput<T>(sizes)), rows_(ActiveRowKernels().For<T>()),
-        float_rows_(ActiveRowKernels().For<float>()), schedule_(sizes, /*has_sample_step=*/true), room_floats_(RoomFloats(sizes, schedule_)),
+        float_rows_(ActiveRowKernels().For<float>()), schedule_(sizes, /*has_sample_step=*/true),
+        room_floats_(RoomFloats(sizes, schedule_)),
         scratch_(ScratchBytes(sizes, schedule_, room_floats_)),
         stats_(mean, rstd, sizes, StatisticsWiden<U>(rows_), scratch_),
         sums_(sizes, mask, stats_.rstd, dgamma, dbeta, scratch_), a_(scratch_.Take<float>(ACount(sizes, schedule_))),

@@ -41,9 +41,11 @@ inline bool SplitByChannel(int64_t groups, int threads) { return groups < thread
 inline bool SplitBySample(const GroupNormSizes &s, int threads) { return s.HxW == 1 && s.N >= threads; }
 
 // The backward's sample step takes channel rows of up to kShortRowMax elements too (64 x 4 x 2,
-// G = 4: a group's calls, block set-ups and folds cost 5-10 times its elements).
+// G = 4: a group's calls, block set-ups and folds cost 5-10 times its elements), in samples of
+// up to kShortRowSampleMax elements, whose dx pass still finds dy and x in L2.
+constexpr int64_t kShortRowSampleMax = 65536;
 inline bool BackwardSplitBySample(const GroupNormSizes &s, int threads) {
-  return s.N >= threads && s.HxW <= kShortRowMax;
+  return SplitBySample(s, threads) || (s.N >= threads && s.HxW <= kShortRowMax && s.C * s.HxW <= kShortRowSampleMax);
 }
 
 // Whether a backward operator has the per-sample step Sample(n, room) (GroupNorm's does).

@@ -177,14 +177,16 @@ void ShortAffineGrad(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, co
     const int64_t first = r * n;
     if constexpr (V::template kPartial<T>) {
       const typename V::reg va = V::Set1(a[r]), vb = V::Set1(b[r]), vmu = V::Set1(mu[r]), vc = V::Set1(c[r]);
-      auto op = [&](typename V::reg d, typename V::reg xv) { return V::MulAdd(vb, V::Sub(xv, vmu), V::MulAdd(va, d, vc)); };
-      int done = 0;
+      auto op = [&](typename V::reg d, typename V::reg xv) {
+        return V::MulAdd(vb, V::Sub(xv, vmu), V::MulAdd(va, d, vc));
+      };
+      int64_t at = first;
       if (width >= V::kWidth) {
-        V::Store(dx + first, op(V::Load(dy + first), V::Load(x + first)));
-        done = V::kWidth;
+        V::Store(dx + at, op(V::Load(dy + at), V::Load(x + at)));
+        at += V::kWidth;
       }
-      const int left = width - done;
-      if (left > 0) V::StoreFirst(dx + first + done, op(V::LoadFirst(dy + first + done, left), V::LoadFirst(x + first + done, left)), left);
+      const int left = static_cast<int>(first + n - at);
+      if (left > 0) V::StoreFirst(dx + at, op(V::LoadFirst(dy + at, left), V::LoadFirst(x + at, left)), left);
     } else {
       for (int64_t i = first; i < first + n; ++i) {
         dx[i] = FromFloat<T>(V::MulAdd(b[r], ToFloat(x[i]) - mu[r], V::MulAdd(a[r], ToFloat(dy[i]), c[r])));
@@ -226,7 +228,8 @@ void Convert(const From *src, int64_t count, To *out) {
   int64_t i = 0;
   for (; i + V::kWidth <= count; i += V::kWidth) V::Store(out + i, V::Load(src + i));
   if constexpr (V::template kPartial<From> && V::template kPartial<To>) {
-    if (i < count) V::StoreFirst(out + i, V::LoadFirst(src + i, static_cast<int>(count - i)), static_cast<int>(count - i));
+    const int left = static_cast<int>(count - i);
+    if (left > 0) V::StoreFirst(out + i, V::LoadFirst(src + i, left), left);
     return;
   }
   for (; i < count; ++i) out[i] = FromFloat<To>(ToFloat(src[i]));

@@ -130,9 +130,9 @@ struct RowKernels {
   // centered_sum about mu and centered_squares about c of the same rows in one pass (each
   // with its own bits)
   void (*centered_moments)(const T *x, float mu, float c, int64_t hxw, int64_t rows, double *sums, double *squares);
-  // out[i] = src[i] as a float, exactly (16-bit statistics read once per sample)
+  // out[i] = src[i] as a float, exactly, and out[i] = FromFloat<T>(src[i]): 16-bit data converted
+  // in bulk (the saved statistics, short-row sums, samples of short rows in the backward)
   void (*widen)(const T *src, int64_t count, float *out);
-  // out[i] = FromFloat<T>(src[i]) (16-bit statistics of many small groups stored at once)
   void (*narrow)(const float *src, int64_t count, T *out);
   // point_grad_sums and point_affine_grad for `rows` rows of n elements, 1 < n <= kShortRowMax,
   // with mu, centre (mu where the row's group is centred, else 0; nullptr: none is) and the dx
