@@ -111,7 +111,9 @@ void PointGradSums(const T *dy, const T *x, const float *mu, const float *centre
 // per group. In ReduceGrad such a row is at most one whole vector into register 0 and one
 // partial step into the next (or the lane-by-lane tail), on lanes that start at +0; here the
 // same steps on registers that start at +0, folded by the same FoldRegsViaFloat, then the
-// totals as ReduceGradRows forms them. So each row gets its bits.
+// totals as ReduceGradRows forms them. So each row gets its bits. (ReduceGradBlock itself,
+// inlined once a row, gives the same bits but was 5-20 % slower: 64x256x9 G16 fp32 0.19 ->
+// 0.23 ms; its tail loop over the registers and its general block are not needed here.)
 static_assert(!V::template kPartial<float> || (kShortRowMax < 2 * V::kWidth && kRegs >= 2),
               "a short row is at most a vector and a partial step");
 template <typename T>
