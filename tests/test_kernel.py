@@ -143,10 +143,13 @@ DETERMINISM_SCRIPT = textwrap.dedent("""
         # (1,3,...,1) and (1,4,512,512): one group, so 2 threads split by channel while
         # 1 thread goes group-wise. One sample with rows of 2-15 elements: 1 thread runs the
         # backward's sample step (its short-row kernels; 16-bit samples widened to floats),
-        # more threads the group-wise schedule; offset 30 takes the centred sums.
+        # more threads the group-wise schedule; offset 30 takes the centred sums. 130 x 5 and
+        # 200 x 9: the sums across rows in several chunks of rows, the last one partial; 24 x 37:
+        # rows of 16-64 elements in small groups, which the sample step takes too.
         for shape, G, offset in [((1, 3, 224, 224), 1, 1), ((3, 60, 17, 19), 6, 1), ((8, 32, 40, 40), 4, 1),
                                ((2, 6, 5000), 3, 1), ((1, 4, 512, 512), 1, 1), ((1, 8, 2), 4, 1),
-                               ((1, 512, 2), 16, 1), ((1, 64, 3, 3), 8, 30), ((1, 48, 14), 16, 1)]:
+                               ((1, 512, 2), 16, 1), ((1, 64, 3, 3), 8, 30), ((1, 48, 14), 16, 1),
+                               ((1, 130, 5), 10, 1), ((1, 200, 9), 8, 1), ((1, 24, 37), 8, 1)]:
             for dt in (np.float32, np.float16):
                 x = (rng.standard_normal(shape) * 2 + offset).astype(dt)
                 dy = rng.standard_normal(shape).astype(dt)

@@ -79,7 +79,7 @@ class BackwardKernel {
 
   void Run() { schedule_.Run(*this, mask_, room_, room_floats_); }
 
-  // Sample n (the by-sample schedule: HxW = 1, or rows of up to kShortRowMax elements):
+  // Sample n (the by-sample schedule: HxW = 1, or short rows, BackwardSplitBySample):
   // Reduce, GroupCoefficients and InputGrad of its G groups, with one call for the C channels'
   // sums (point_grad_sums, short_grad_sums) and one for the dx values. Each element gets the
   // bits its row gets in Reduce and InputGrad (point_rows_impl.h); a sample with a group for
@@ -309,17 +309,19 @@ class BackwardKernel {
     if (!schedule.by_sample()) return 0;
     return kPointArrays * s.C + (WidensSamples(s, schedule) ? 3 * s.C * s.HxW : 0);
   }
-  // 16-bit data in short rows run the float row kernels on the sample widened to floats (dy,
-  // x and dx in the thread's room): a 16-bit partial step a row (scalar loads and stores of
-  // the row's few elements) was 2-3x the float one (16 x 512 x 2, G = 16). Widening and
+  // 16-bit data in rows of up to kShortRowMax elements run the float row kernels on the
+  // sample widened to floats (dy, x and dx in the thread's room): a 16-bit partial step a row
+  // (scalar loads and stores of the row's few elements) was 2-3x the float one (16 x 512 x 2,
+  // G = 16). Longer rows are mostly whole vectors, and widening cost them more than it saved
+  // (16 x 128 x 49, G = 8, fp16: 15 % slower). Widening and
   // rounding are exact and as the 16-bit loops do them, so the bits stay. From
   // kWideSampleMin elements a sample (below, the three extra calls cost more than they save:
   // 64 x 4 x 2, 8 a sample, was 10 % slower) up to kWideSampleMax (the room stays in L2).
   static constexpr int64_t kWideSampleMin = 32, kWideSampleMax = 16384;
   static bool WidensSamples(const GroupNormSizes &s, const BackwardSchedule &schedule) {
     const int64_t elements = s.C * s.HxW;
-    return !std::is_same_v<T, float> && schedule.by_sample() && s.HxW > 1 && elements >= kWideSampleMin &&
-           elements <= kWideSampleMax;
+    return !std::is_same_v<T, float> && schedule.by_sample() && s.HxW > 1 && s.HxW <= kShortRowMax &&
+           elements >= kWideSampleMin && elements <= kWideSampleMax;
   }
   static int64_t ACount(const GroupNormSizes &s, const BackwardSchedule &schedule) {
     return schedule.by_sample() ? 0 : s.N * s.C;  // Sample keeps a sample's a in its room

@@ -114,12 +114,114 @@ void PointGradSums(const T *dy, const T *x, const float *mu, const float *centre
 // totals as ReduceGradRows forms them. So each row gets its bits. (ReduceGradBlock itself,
 // inlined once a row, gives the same bits but was 5-20 % slower: 64x256x9 G16 fp32 0.19 ->
 // 0.23 ms; its tail loop over the registers and its general block are not needed here.)
+// Whether the `count` elements from out share memory with those from in.
+template <typename T>
+inline bool Overlap(const T *out, const T *in, int64_t count) {
+  const uintptr_t o = reinterpret_cast<uintptr_t>(out), i = reinterpret_cast<uintptr_t>(in);
+  const uintptr_t bytes = static_cast<uintptr_t>(count) * sizeof(T);
+  return o < i + bytes && i < o + bytes;
+}
+
 static_assert(!V::template kPartial<float> || (kShortRowMax < 2 * V::kWidth && kRegs >= 2),
               "a short row is at most a vector and a partial step");
+// FoldLanesViaFloat of a row of kN elements in lanes 0..kN-1, the other lanes +0, without
+// adding those zeros: a lane never holds -0 (each starts at +0), so an added +0 changes
+// nothing, and leaving it out keeps the bits.
+template <int kN>
+[[gnu::always_inline]] inline double FoldShortRow(const float *lanes) {
+  static_assert(kN > 1 && kN < 2 * kFoldWidth, "a short row fills at most two rows of lanes");
+  double part[kFoldWidth];
+  bool live[kFoldWidth];  // part[k] may be nonzero (known while compiling once unrolled)
+#pragma GCC unroll 8
+  for (int k = 0; k < kFoldWidth; ++k) {
+    live[k] = k < kN;
+    part[k] = k + kFoldWidth < kN ? static_cast<double>(lanes[k] + lanes[kFoldWidth + k])
+                                  : static_cast<double>(k < kN ? lanes[k] : 0.0f);
+  }
+#pragma GCC unroll 4
+  for (int width = kFoldWidth / 2; width > 0; width /= 2) {
+#pragma GCC unroll 4
+    for (int k = 0; k < width; ++k) {
+      if (!live[k + width]) continue;
+      part[k] = live[k] ? part[k] + part[k + width] : part[k + width];
+      live[k] = true;
+    }
+  }
+  return part[0];
+}
+
+// ShortGradSums for rows of kN elements, none centred: the lanes every row's steps would
+// hold (0 + dy and MulAdd(dy, x, 0)) formed a vector at a time across rows, a chunk of rows
+// at a time, then each row's fold from them. The per-row steps spent most of a row of 2-8
+// elements on a vector's set-up and a fold of 32 lanes (16 x 512 x 2, G = 16: 61
+// instructions a row for these sums).
+template <typename T, int kN>
+void ShortGradSumsAcross(const T *dy, const T *x, const float *mu, int64_t rows, double *db, double *ds) {
+  constexpr int64_t kChunkRows = 64;
+  alignas(64) float lanes_dy[kChunkRows * kN + V::kWidth], lanes_p[kChunkRows * kN + V::kWidth];
+  const typename V::reg zero = V::Zero();
+  for (int64_t first = 0; first < rows; first += kChunkRows) {
+    const int64_t chunk = rows - first < kChunkRows ? rows - first : kChunkRows, count = chunk * kN;
+    const T *dy_chunk = dy + first * kN, *x_chunk = x + first * kN;
+    auto step = [&](int64_t i, typename V::reg d, typename V::reg xv) __attribute__((always_inline)) {
+      V::Store(lanes_dy + i, V::Add(zero, d));
+      V::Store(lanes_p + i, V::MulAdd(d, xv, zero));
+    };
+    int64_t i = 0;
+    for (; i + V::kWidth <= count; i += V::kWidth) step(i, V::Load(dy_chunk + i), V::Load(x_chunk + i));
+    if (i < count) {
+      const int left = static_cast<int>(count - i);
+      step(i, V::LoadFirst(dy_chunk + i, left), V::LoadFirst(x_chunk + i, left));
+    }
+    for (int64_t r = 0; r < chunk; ++r) {
+      const double total_dy = FoldShortRow<kN>(lanes_dy + r * kN), total_p = FoldShortRow<kN>(lanes_p + r * kN);
+      db[first + r] = total_dy;
+      ds[first + r] = total_p - static_cast<double>(mu[first + r]) * total_dy;
+    }
+  }
+}
+
+template <typename T, int... kN>
+[[gnu::always_inline]] inline bool ShortGradSumsAcrossOf(int64_t n, const T *dy, const T *x, const float *mu,
+                                                         int64_t rows, double *db, double *ds) {
+  return ((n == kN ? (ShortGradSumsAcross<T, kN>(dy, x, mu, rows, db, ds), true) : false) || ...);
+}
+
+// ShortGradSums for rows longer than a vector and a partial step (kShortRowMax < n <=
+// kBlock): ReduceGradRows's one block a row, in the row's own form and with its own mean,
+// so the same bits; the partial step loads whole vectors inside the rows given.
+template <typename T>
+void LongerRowGradSums(const T *dy, const T *x, const float *mu, const float *centre, int64_t n, int64_t rows,
+                       double *db, double *ds) {
+  const int64_t total = rows * n;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *dy_row = dy + r * n, *x_row = x + r * n;
+    const bool centred = centre != nullptr && centre[r] != 0.0f;
+    double block_dy, block_dyxc;
+    if (centred) {
+      ReduceGradBlock<true>(dy_row, x_row, V::Set1(centre[r]), centre[r], 0, n, total - r * n, block_dy, block_dyxc);
+    } else {  // the dy * x form never reads its mean
+      ReduceGradBlock<false>(dy_row, x_row, V::Zero(), 0.0f, 0, n, total - r * n, block_dy, block_dyxc);
+    }
+    const double total_dy = 0.0 + block_dy, total_dyxc = 0.0 + block_dyxc;
+    db[r] = total_dy;
+    ds[r] = centred ? total_dyxc : total_dyxc - static_cast<double>(mu[r]) * total_dy;
+  }
+}
+
 template <typename T>
 void ShortGradSums(const T *dy, const T *x, const float *mu, const float *centre, int64_t n, int64_t rows, double *db,
                    double *ds) {
+  if (n > kShortRowMax) return LongerRowGradSums(dy, x, mu, centre, n, rows, db, ds);
+  if constexpr (V::template kPartial<T>) {
+    if (centre == nullptr &&
+        ShortGradSumsAcrossOf<T, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15>(n, dy, x, mu, rows, db, ds)) {
+      return;
+    }
+  }
+  static_assert(kShortRowMax == 15, "ShortGradSumsAcrossOf lists every short row length");
   const int width = static_cast<int>(n);
+  const int64_t total = rows * n;
   for (int64_t r = 0; r < rows; ++r) {
     const T *dy_row = dy + r * n, *x_row = x + r * n;
     const bool centred = centre != nullptr && centre[r] != 0.0f;
@@ -140,12 +242,16 @@ void ShortGradSums(const T *dy, const T *x, const float *mu, const float *centre
           if (centred) acc_err[k] = V::Select(left, acc_err[k], zero);
         }
       };
+      // A row's partial step loads a whole vector where that stays inside the rows given
+      // (Select drops the next row's lanes): a masked load a row cost more than the row.
+      const bool whole = r * n + (width < V::kWidth ? 1 : 2) * V::kWidth <= total;
+      auto load = [&](const T *p, int k) { return whole ? V::Load(p) : V::LoadFirst(p, k); };
       if (width < V::kWidth) {
-        step(0, V::LoadFirst(dy_row, width), V::LoadFirst(x_row, width), width);
+        step(0, load(dy_row, width), load(x_row, width), width);
       } else {
         step(0, V::Load(dy_row), V::Load(x_row), V::kWidth);
         const int left = width - V::kWidth;
-        if (left > 0) step(1, V::LoadFirst(dy_row + V::kWidth, left), V::LoadFirst(x_row + V::kWidth, left), left);
+        if (left > 0) step(1, load(dy_row + V::kWidth, left), load(x_row + V::kWidth, left), left);
       }
       block_dy = V::FoldRegsViaFloat(acc_dy);
       block_dyxc = V::FoldRegsViaFloat(acc_dyxc);
@@ -169,12 +275,17 @@ void ShortGradSums(const T *dy, const T *x, const float *mu, const float *centre
   }
 }
 
-// dx of rows of n elements, 1 < n <= kShortRowMax, with per-row a, b, mu and c: AffineGrad's
-// formula, at most a vector and a partial step a row.
+// dx of rows of n > 1 elements, with per-row a, b, mu and c: AffineGrad's formula, whole
+// vectors and a partial step a row.
 template <typename T>
 void ShortAffineGrad(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, const float *a, const float *b,
                      const float *mu, const float *c) {
-  const int width = static_cast<int>(n);
+  const int64_t total = rows * n;
+  // A row's partial step stores a whole vector where that stays inside the rows given: its
+  // lanes past the row land on the next rows, which store their own values after it. A
+  // masked store a row (vmaskmovps, or a store of the lanes one by one) cost more than the
+  // row. Not where dx overlaps dy or x: the next row's inputs would be overwritten first.
+  const bool may_spill = !Overlap(dx, dy, total) && !Overlap(dx, x, total);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t first = r * n;
     if constexpr (V::template kPartial<T>) {
@@ -183,12 +294,13 @@ void ShortAffineGrad(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, co
         return V::MulAdd(vb, V::Sub(xv, vmu), V::MulAdd(va, d, vc));
       };
       int64_t at = first;
-      if (width >= V::kWidth) {
-        V::Store(dx + at, op(V::Load(dy + at), V::Load(x + at)));
-        at += V::kWidth;
-      }
+      for (; at + V::kWidth <= first + n; at += V::kWidth) V::Store(dx + at, op(V::Load(dy + at), V::Load(x + at)));
       const int left = static_cast<int>(first + n - at);
-      if (left > 0) V::StoreFirst(dx + at, op(V::LoadFirst(dy + at, left), V::LoadFirst(x + at, left)), left);
+      if (left > 0 && may_spill && at + V::kWidth <= total) {
+        V::Store(dx + at, op(V::Load(dy + at), V::Load(x + at)));
+      } else if (left > 0) {
+        V::StoreFirst(dx + at, op(V::LoadFirst(dy + at, left), V::LoadFirst(x + at, left)), left);
+      }
     } else {
       for (int64_t i = first; i < first + n; ++i) {
         dx[i] = FromFloat<T>(V::MulAdd(b[r], ToFloat(x[i]) - mu[r], V::MulAdd(a[r], ToFloat(dy[i]), c[r])));

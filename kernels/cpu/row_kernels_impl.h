@@ -44,16 +44,18 @@ static_assert(kBlock % kLanes == 0, "blocks hold whole lane rows");
   return (x - x_virtual) + (mu_virtual - mu);
 }
 
-#include "point_rows_impl.h"  // after CenteredError, which its sums use
 
 // The two sums of elements [start, end) of one block (end - start <= kBlock), each
 // folded into a double. kCentred (CentredSums): the second is sum dy * fl(x - mu) in its
 // lanes plus sum dy * e (CenteredError) in lanes of its own, folded apart; otherwise it is
 // sum dy * x, which ReduceGrad turns into sum dy * (x - mu) in double. Always inlined: for
 // short rows (8x8 = 64 elements) a call per row and per block cost as much as the data.
+// `readable`: how many elements from dy and x the caller's rows hold; a partial step
+// whose whole vector stays inside them loads it plainly (Select drops the lanes past end).
 template <bool kCentred, typename T>
 [[gnu::always_inline]] inline void ReduceGradBlock(const T *dy, const T *x, const typename V::reg vmu, float mu,
-                                                   int64_t start, int64_t end, double &block_dy, double &block_dyxc) {
+                                                   int64_t start, int64_t end, int64_t readable, double &block_dy,
+                                                   double &block_dyxc) {
   typename V::reg acc_dy[kRegs], acc_dyxc[kRegs], acc_err[kRegs];
   for (int r = 0; r < kRegs; ++r) acc_dy[r] = acc_dyxc[r] = acc_err[r] = V::Zero();
   auto add = [&](int r, typename V::reg d, typename V::reg xv) {
@@ -96,7 +98,9 @@ template <bool kCentred, typename T>
   if constexpr (V::template kPartial<T>) {  // the last elements in one masked step of register tail_regs
     if (i < end) {
       const int left = static_cast<int>(end - i);
-      const typename V::reg d = V::LoadFirst(dy + i, left), xv = V::LoadFirst(x + i, left);
+      const bool whole = i + V::kWidth <= readable;
+      const typename V::reg d = whole ? V::Load(dy + i) : V::LoadFirst(dy + i, left);
+      const typename V::reg xv = whole ? V::Load(x + i) : V::LoadFirst(x + i, left);
 #pragma GCC unroll 16
       for (int r = 0; r < kRegs; ++r) {
         if (r != tail_regs) continue;
@@ -146,7 +150,7 @@ void ReduceGradRows(const T *dy, const T *x, float mu, int64_t hxw, int64_t rows
     for (int64_t start = 0; start < hxw; start += kBlock) {
       const int64_t end = hxw - start < kBlock ? hxw : start + kBlock;
       double block_dy, block_dyxc;
-      ReduceGradBlock<kCentred>(dy_row, x_row, vmu, mu, start, end, block_dy, block_dyxc);
+      ReduceGradBlock<kCentred>(dy_row, x_row, vmu, mu, start, end, (rows - r) * hxw, block_dy, block_dyxc);
       total_dy += block_dy;
       total_dyxc += block_dyxc;
     }
@@ -166,6 +170,8 @@ void ReduceGrad(const T *dy, const T *x, float mu, float rstd, int64_t hxw, int6
     ReduceGradRows<false>(dy, x, mu, hxw, rows, sum_dy, sum_dyxc);
   }
 }
+
+#include "point_rows_impl.h"  // after CenteredError and ReduceGradBlock, which its sums use
 
 #include "statistics_rows_impl.h"  // the forward statistics' sums
 
@@ -211,9 +217,13 @@ template <int kInputs, typename T, typename PairOp, typename StorePair>
 // scalar tail. pair_op(i, a, b) computes the pair of vectors from i in LoadPair's layout.
 // partial_op(i, k) is vector_op(i) on the k < kWidth elements from i (V::kPartial builds).
 // lookahead: the pairs as PairsLookingAhead orders them (an input lies just below out).
+// spill: how many elements past the row the caller lets the tail read and write (rows that
+// store their own values afterwards); a tail that fits in the row and them is one whole
+// vector, where a masked store (vmaskmovps, or lane by lane) cost more than a short row's
+// other steps (32 x 96 x 7 x 7: rows of 49).
 template <int kInputs, typename T, typename PairOp, typename VectorOp, typename PartialOp, typename ScalarOp>
-inline void MapRow(T *out, int64_t n, bool stream, bool lookahead, PairOp pair_op, VectorOp vector_op,
-                   PartialOp partial_op, ScalarOp scalar_op) {
+inline void MapRow(T *out, int64_t n, bool stream, bool lookahead, int64_t spill, PairOp pair_op,
+                   VectorOp vector_op, PartialOp partial_op, ScalarOp scalar_op) {
   const int64_t head = UnalignedHead(out, n, stream);
   int64_t i = 0;
   for (; i < head; ++i) out[i] = FromFloat<T>(scalar_op(i));
@@ -240,6 +250,10 @@ inline void MapRow(T *out, int64_t n, bool stream, bool lookahead, PairOp pair_o
     for (; i + V::kWidth <= n; i += V::kWidth) V::Store(out + i, vector_op(i));
   }
   if constexpr (V::template kPartial<T>) {  // a tail long enough for the build's partial store
+    if (i < n && i + V::kWidth <= n + spill) {  // a whole vector: see MapRow's `spill`
+      V::Store(out + i, vector_op(i));
+      return;
+    }
     if (n - i >= V::template kPartialStoreMin<T>) {
       V::StoreFirst(out + i, partial_op(i, static_cast<int>(n - i)), static_cast<int>(n - i));
       return;
@@ -253,6 +267,9 @@ void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const
                 bool stream) {
   const typename V::reg vb = V::Set1(b), vmu = V::Set1(mu), vc = V::Set1(c);
   const bool lookahead = StoresAliasLoads(dx, dy) || StoresAliasLoads(dx, x);
+  // A row's tail may spill into the rows after it in this call, which store theirs later;
+  // not where dx overlaps the inputs, nor with streaming stores.
+  const bool may_spill = !stream && !Overlap(dx, dy, rows * hxw) && !Overlap(dx, x, rows * hxw);
   for (int64_t r = 0; r < rows; ++r) {
     const T *dy_row = dy + r * hxw;
     const T *x_row = x + r * hxw;
@@ -275,7 +292,8 @@ void AffineGrad(const T *dy, const T *x, T *dx, int64_t hxw, int64_t rows, const
     auto scalar_op = [=](int64_t i) {
       return V::MulAdd(b, ToFloat(x_row[i]) - mu, V::MulAdd(ar, ToFloat(dy_row[i]), c));
     };
-    MapRow<2>(dx + r * hxw, hxw, stream, lookahead, pair_op, vector_op, partial_op, scalar_op);
+    MapRow<2>(dx + r * hxw, hxw, stream, lookahead, may_spill ? (rows - 1 - r) * hxw : 0, pair_op, vector_op,
+              partial_op, scalar_op);
   }
   if (stream) V::Fence();
 }
@@ -285,6 +303,7 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
                bool stream) {
   const typename V::reg vmu = V::Set1(mu);
   const bool lookahead = StoresAliasLoads(y, x);
+  const bool may_spill = !stream && !Overlap(y, x, rows * hxw);  // as in AffineGrad
   for (int64_t r = 0; r < rows; ++r) {
     const T *x_row = x + r * hxw;
     const float s = scale[r], t = shift[r];
@@ -299,7 +318,8 @@ void Normalize(const T *x, T *y, int64_t hxw, int64_t rows, float mu, const floa
     auto vector_op = [=](int64_t i) { return op(V::Load(x_row + i)); };
     auto partial_op = [=](int64_t i, int k) { return op(V::LoadFirst(x_row + i, k)); };
     auto scalar_op = [=](int64_t i) { return V::MulAdd(ToFloat(x_row[i]) - mu, s, t); };
-    MapRow<1>(y + r * hxw, hxw, stream, lookahead, pair_op, vector_op, partial_op, scalar_op);
+    MapRow<1>(y + r * hxw, hxw, stream, lookahead, may_spill ? (rows - 1 - r) * hxw : 0, pair_op, vector_op,
+              partial_op, scalar_op);
   }
   if (stream) V::Fence();
 }
