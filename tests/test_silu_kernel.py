@@ -159,8 +159,10 @@ def test_bad_arguments_get_a_status_not_a_crash():
 
 # (N, C, HxW, G) as in test_kernel_simd.SIZES: vector and block tails, HxW below a
 # vector, the channel-wise schedule (N*G < threads; it recomputes g where the group-wise
-# one keeps a group's g in scratch), many tiny channels.
-SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32), (2, 8, 56, 4)]
+# one keeps a group's g in scratch), many tiny channels, HxW = 1 (by sample where N >= threads,
+# group-wise below).
+SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32), (2, 8, 56, 4),
+         (2, 64, 1, 4), (1, 48, 1, 3)]
 
 
 def _run_all(sizes, dtype, stat_dtype, swish_scale, seed=7):
@@ -221,7 +223,7 @@ def test_omp_num_threads_1_and_2_give_the_same_bits(tmp_path):
               "from ms_groupnorm.backends import cpu_kernels\n"
               "cpu_kernels.cdll().MsGroupNormSetMinElementsPerThread(1)\n"
               "h = hashlib.sha256()\n"
-              "for s in [(2, 6, 37, 3), (1, 3, 1000, 1), (4, 32, 256, 8)]:\n"
+              "for s in [(2, 6, 37, 3), (1, 3, 1000, 1), (4, 32, 256, 8), (1, 48, 1, 3)]:\n"
               "    for d in ('float32', 'bfloat16'):\n"
               "        for b in _run_all(s, d, 'float32', 1.0): h.update(b)\n"
               "print(h.hexdigest())\n") % (root, os.path.join(root, "tests"))

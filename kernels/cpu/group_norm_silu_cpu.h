@@ -49,7 +49,7 @@ class SiluBackwardKernel {
   SiluBackwardKernel(const T *dz, const T *x, const U *mean, const U *rstd, const U *gamma, const U *beta, T *dx,
                      U *dgamma, U *dbeta, GroupNormSizes sizes, OutputMask mask, float swish_k)
       : in_{dz, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask), k_(swish_k),
-        silu_(ActiveSiluRowKernels().For<T>()), schedule_(sizes), kept_floats_(KeptFloats(sizes, mask, schedule_)),
+        silu_(ActiveSiluRowKernels().For<T>()), schedule_(sizes, /*has_sample_step=*/sizes.HxW == 1), kept_floats_(KeptFloats(sizes, mask, schedule_)),
         scratch_(ScratchBytes(sizes, schedule_.threads(), kept_floats_)),
         stats_(mean, rstd, sizes, StatisticsWiden<U>(ActiveRowKernels().For<T>()), scratch_),
         sums_(sizes, mask, stats_.rstd, dgamma, dbeta, scratch_),
@@ -63,6 +63,53 @@ class SiluBackwardKernel {
   }
 
   void Run() { schedule_.Run(*this, mask_, kept_, kept_floats_); }
+
+  // Sample n of a 2-D input (HxW = 1, the by-sample schedule): its C points' sums in one call,
+  // then the groups' coefficients, then dx in one call from the g the sums kept, each point
+  // with the bits Reduce, GroupCoefficients and InputGrad give it. A sample where a group
+  // needs a double path (rstd or coefficients outside float32's range, sums that are not
+  // finite) takes those three steps group by group instead. room: kPointArrays * C floats.
+  void Sample(int64_t n, float *room) {
+    const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C;
+    float *mu = room, *centre = room + C, *g = room + 2 * C, *b = room + 3 * C, *c0 = room + 4 * C;
+    bool plain = true, any_centred = false;
+    for (int64_t grp = 0; grp < G; ++grp) {
+      const float m = stats_.mean[n * G + grp], r = stats_.rstd[n * G + grp];
+      const bool centred = CentredSums(m, r);
+      plain &= !wide::RstdOutsideFloatRange(r);
+      any_centred |= centred;
+      for (int64_t d = grp * D; d < (grp + 1) * D; ++d) {
+        mu[d] = m;
+        centre[d] = centred ? m : 0.0f;
+      }
+    }
+    double *db = &sums_.db[nc], *ds = &sums_.ds[nc];
+    if (plain) {
+      silu_.point_reduce_grad(in_.dy + nc, in_.x + nc, C, mu, any_centred ? centre : nullptr, &scale_[nc], shift_, k_,
+                              db, ds, mask_.dx ? g : nullptr);
+      plain = wide::AllFinite(db, C) && wide::AllFinite(ds, C);
+    }
+    if (!plain) {
+      for (int64_t grp = 0; grp < G; ++grp) Reduce(n, grp * D, D, nullptr);
+    }
+    for (int64_t ng = n * G; ng < (n + 1) * G; ++ng) {
+      GroupCoefficients(ng);
+      plain &= !wide::LostInFloat(sums_.b[ng]) && !wide::LostInFloat(sums_.c0[ng]);
+    }
+    if (!mask_.dx) return;
+    if (!plain) {
+      for (int64_t grp = 0; grp < G; ++grp) InputGrad(n, grp * D, D, nullptr);
+      return;
+    }
+    for (int64_t grp = 0; grp < G; ++grp) {
+      const float b_group = static_cast<float>(sums_.b[n * G + grp]), c0_group = static_cast<float>(sums_.c0[n * G + grp]);
+      for (int64_t d = grp * D; d < (grp + 1) * D; ++d) {
+        b[d] = b_group;
+        c0[d] = c0_group;
+      }
+    }
+    silu_.point_input_grad_stored(g, in_.x + nc, in_.dx + nc, C, mu, &scale_[nc], b, c0);
+  }
 
   // Even dbeta alone needs x here: g depends on y. So ds is always computed (cheap).
   // kept (rows * HxW floats) receives g when not nullptr. As in BackwardKernel::Reduce, a
@@ -137,7 +184,9 @@ class SiluBackwardKernel {
   // stays in L2), so the dx pass does not recompute sigmoid; a larger group recomputes it.
   // The same floats either way, so the same bits.
   static constexpr int64_t kMaxGroupScratchBytes = int64_t{1} << 20;
+  static constexpr int64_t kPointArrays = 5;  // Sample's mu, centre, g, b, c0
   static int64_t KeptFloats(const GroupNormSizes &s, OutputMask mask, const BackwardSchedule &schedule) {
+    if (schedule.by_sample()) return kPointArrays * s.C;
     const int64_t group = s.D() * s.HxW;
     const bool fits = group * static_cast<int64_t>(sizeof(float)) <= kMaxGroupScratchBytes;
     const bool keep = mask.dx && !schedule.by_channel() && fits;

@@ -48,6 +48,14 @@ struct SiluRowKernels {
   // the same from the g that reduce_grad stored (the same floats, so the same bits)
   void (*input_grad_stored)(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, float mu,
                             const float *scale, float b, float c);
+  // HxW = 1: reduce_grad and input_grad_stored for the `count` points of a sample, with mu,
+  // centre (mu where the point's group sums centred, else 0; nullptr: none), scale, shift, b
+  // and c per point; each point gets the bits of its one-element row
+  void (*point_reduce_grad)(const T *dz, const T *x, int64_t count, const float *mu, const float *centre,
+                            const float *scale, const float *shift, float swish_k, double *sum_g, double *sum_gxc,
+                            float *g_out);
+  void (*point_input_grad_stored)(const float *g, const T *x, T *dx, int64_t count, const float *mu,
+                                  const float *scale, const float *b, const float *c);
 };
 
 using SiluRowKernelSet = KernelSet<SiluRowKernels>;

@@ -313,7 +313,69 @@ void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t
   }
 }
 
+// HxW = 1 (a 2-D input): the C points of a sample in one call, a vector across channels,
+// with the per-channel mu, scale and shift (centre[i] = mu[i] where the point's group sums
+// centred, else 0; nullptr: none does). A point gets the bits of its one-element row in
+// ReduceSiluGrad: g in lane 0, the sums its lanes fold to (0 + g, MulAdd(g, x, 0) or
+// MulAdd(g, x - mu, 0) plus MulAdd(g, e, 0), each through the fold's 0 + v), the same
+// double steps after. A row per point spent ~900 instructions a group of two points.
+template <typename T>
+void PointReduceSiluGrad(const T *dz, const T *x, int64_t count, const float *mu, const float *centre,
+                         const float *scale, const float *shift, float swish_k, double *sum_g, double *sum_gxc,
+                         float *g_out) {
+  WithScale(swish_k, [&](auto vk) {
+    for (int64_t i = 0; i < count; i += kW) {
+      const int64_t width = count - i < kW ? count - i : kW;
+      auto load = [&](const auto *p) { return width == kW ? Load(p + i) : LoadPartial(p + i, width); };
+      // per-point values as Splat makes them: 0 + v (a -0 turns +0)
+      auto splat = [&](const float *p) { return VF{} + load(p); };
+      const VF xv = load(x), vmu = splat(mu);
+      const VF xc = xv - vmu;
+      const VF g = SwishGrad(load(dz), MulAdd(xc, splat(scale), splat(shift)), vk);
+      if (g_out != nullptr && width == kW) {
+        Store(g_out + i, g);
+      } else if (g_out != nullptr) {
+        StorePartial(g_out + i, g, width);
+      }
+      const VF lane_g = VF{} + g, lane_p = VF{} + MulAdd(g, xv, VF{});
+      VF lane_pc{}, lane_q{};
+      if (centre != nullptr) {
+        lane_pc = VF{} + MulAdd(g, xc, VF{});
+        lane_q = VF{} + MulAdd(g, CenteredError(xv, vmu, xc), VF{});
+      }
+      for (int64_t l = 0; l < width; ++l) {
+        const double total_g = 0.0 + static_cast<double>(lane_g[l]);
+        sum_g[i + l] = total_g;
+        if (centre != nullptr && centre[i + l] != 0.0f) {
+          sum_gxc[i + l] = (0.0 + static_cast<double>(lane_pc[l])) + static_cast<double>(lane_q[l]);
+        } else {
+          sum_gxc[i + l] = (0.0 + static_cast<double>(lane_p[l])) - static_cast<double>(vmu[l]) * total_g;
+        }
+      }
+    }
+  });
+}
+
+// dx of HxW = 1 points from the g PointReduceSiluGrad stored, with per-point mu, scale, b and
+// c: SiluInputGradStored's formula, each value taken as Splat takes it.
+template <typename T>
+void PointSiluInputGradStored(const float *g, const T *x, T *dx, int64_t count, const float *mu, const float *scale,
+                              const float *b, const float *c) {
+  for (int64_t i = 0; i < count; i += kW) {
+    const int64_t width = count - i < kW ? count - i : kW;
+    auto load = [&](const auto *p) { return width == kW ? Load(p + i) : LoadPartial(p + i, width); };
+    auto splat = [&](const float *p) { return VF{} + load(p); };  // as Splat
+    const VF out = MulAdd(splat(b), load(x) - splat(mu), MulAdd(splat(scale), load(g), splat(c)));
+    if (width == kW) {
+      Store(dx + i, out);
+    } else {
+      StorePartial(dx + i, out, width);
+    }
+  }
+}
+
 template <typename T>
 SiluRowKernels<T> MakeSiluRowKernels() {
-  return SiluRowKernels<T>{&NormalizeSilu<T>, &ReduceSiluGrad<T>, &SiluInputGrad<T>, &SiluInputGradStored<T>};
+  return SiluRowKernels<T>{&NormalizeSilu<T>,        &ReduceSiluGrad<T>,           &SiluInputGrad<T>,
+                           &SiluInputGradStored<T>, &PointReduceSiluGrad<T>, &PointSiluInputGradStored<T>};
 }
