@@ -29,11 +29,7 @@ CASES = {**TWIN_CASES, "stage2_reuses_its_buffers": (4000, 2, 4, 1, 4, "group_re
          # kept: groups of more than 8 channels (smaller ones take groupRows), and for the fused
          # kernel many tasks a core (dx only, so not groupAcrossN)
          "affine_table": (16, 32, 100, 2, 4, "group_resident", 0),
-         "affine_table_fused": (2, 576, 9, 64, 2, "group_resident", 0),
-         # the fused kernel's -k gamma/beta blocks over rows of 100 (more than a repeat: AffineT a column
-         # at a time; 16-bit data only): group tasks on 3 cores, the channel split on 2
-         "long_rows_blocks": (3, 320, 100, 1, 3, "channel_two_pass", 0),
-         "long_rows_blocks_split": (3, 320, 100, 1, 2, "channel_two_pass", 1)}
+         "affine_table_fused": (2, 576, 9, 64, 2, "group_resident", 0)}
 # Cases whose first group's x and mean are scaled by 2^110 (its rstd by 2^-110, exact): a mean of
 # at least 2^102 sends the batch holding it to mode 3's scalar path (CentringScale).
 HUGE_MEAN_CASES = {"hw_one_huge_mean"}
@@ -81,8 +77,7 @@ SILU_GRAD_CHECKS = [("resident_unaligned_hw", "fp32", 2, ALL), ("resident_worksp
                     # mode 0's batches: every channel's gamma and beta read by the scalar unit also without dx
                     ("group_rows", "fp32", 2, ALL), ("group_rows", "bf16_fp32", 2, STATS_ONLY),
                     ("group_rows_across_n", "fp32", 2, ALL), ("group_rows_d3_across_n", "fp32", 4, ALL),
-                    ("own_stats_reuses_its_staging", "fp32", 3, ALL), ("affine_table_fused", "fp32", 2, DX_ONLY),
-                    ("long_rows_blocks", "fp16", 3, ALL), ("long_rows_blocks_split", "bf16_fp32", 2, ALL)]
+                    ("own_stats_reuses_its_staging", "fp32", 3, ALL), ("affine_table_fused", "fp32", 2, DX_ONLY)]
 # GroupNormSiluMs: (case of test_ascendc_forward_twin.CASES, dtype key, activation, blocks to spread
 # the host's tasks over, None: the host's plan). Several tasks per block in every mode; the split
 # groups also with several slices per block (their UB entry is reused: MTE3 -> S).

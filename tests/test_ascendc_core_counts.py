@@ -36,9 +36,6 @@ CASES = {
     # rows of 97 (no broadcast blocks: over 64 floats), the dx pass on runs: group tasks (1-2 cores),
     # the channel split, and its held items (47-48 cores), whose dx pass reads the held runs
     "short_rows_dx_runs_held": (2, 320, 97, 1, (True, True, True)),
-    # rows of 100 with the fused backward, 16-bit: its -k gamma/beta blocks, AffineT a column of the rows
-    # at a time (group tasks on 1 and 3 cores, the channel split on 2), then per-row AffineT (5 cores on)
-    "long_rows_blocks_to_rows": (3, 320, 100, 1, (True, True, True)),
     # mode 3 (HxW == 1): the groups a task takes in one batch follow the core count (5,760 groups: more
     # than a small launch's one core takes)
     "hw_one_group_runs": (4, 1440, 1, 1440, (True, True, True)),

@@ -206,8 +206,6 @@ BACKWARD_PATHS = {"mode": {0, 1, 2, 3}, "splitByChannel": {0, 1}, "groupAcrossN"
                   "affineAhead": {0, 1, 2}, "ownStats": {0, 1}, "hwOneGather": {0, 1}, "stage2WholeRows": {0, 1},
                   "loadBuffers": {2, 3}, "copyAligned": {0, 1}, "groupRows": {0, 1}, "bcastElems": {0, 1},
                   "hwOneSamples": {0, 1}}
-# the fused kernel's row blocks over rows longer than a repeat (RowBlockOp's columns), derived from the tiling
-SILU_GRAD_PATHS = {**BACKWARD_PATHS, "longRowBlocks": {0, 1}}
 FORWARD_PATHS = {"mode": {0, 1}, "vectorCoef": {0, 1}, "activateSilu": {0, 1}, "staged": {0, 1},
                  "coefPerBlock": {0, 1}, "ringParts": {0, 1}, "ringResident": {0, 1}, "partItems": {0, 1},
                  "groupRows": {0, 1}, "groupRowsGather": {0, 1}, "bcastElems": {0, 1}, "chunksPerRow": {1, 5}}
@@ -224,15 +222,13 @@ def launch_tilings(kernel):
     for case, dtype_key, cores, mask in launches.SILU_GRAD_CHECKS if silu else launches.GRAD_CHECKS:
         N, C, HxW, G, *_ = launches.CASES[case]
         data_dtype, stat_dtype, _, _ = launches.DTYPES[dtype_key]
-        tiling = twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, core_num=cores, silu=silu)
-        tiling["longRowBlocks"] = int(tiling["bcastElems"] != 0 and tiling["residentStride"] > 64)
-        tilings.append(tiling)
+        tilings.append(twin.twin_tiling(N, C, HxW, G, data_dtype, stat_dtype, mask=mask, core_num=cores, silu=silu))
     return tilings
 
 
 @pytest.mark.parametrize("kernel", ["grad", "silu_grad", "forward"])
 def test_the_launches_take_every_path(kernel):
-    paths = {"forward": FORWARD_PATHS, "silu_grad": SILU_GRAD_PATHS}.get(kernel, BACKWARD_PATHS)
+    paths = FORWARD_PATHS if kernel == "forward" else BACKWARD_PATHS
     taken = {field: set() for field in paths}
     for tiling in launch_tilings(kernel):
         for field, values in taken.items():

@@ -70,12 +70,6 @@ constexpr int64_t kShortItemElems = 4096;     // ... up to about this many eleme
 // of it (5 elements a cycle) in each of the sums pass's loads; 64x320x14x14 G1 fp16 (rows of 196)
 // est./bound 3.32 with the run against 2.75 without
 constexpr int64_t kGatherRowsBelow = 128;
-// Mode 1's row blocks for rows over 64 floats (silu): rows at most 255 blocks apart (the repeat
-// stride's 8 bits), at least this many items a core, and about this many instructions an item makes
-// in a pass besides the rows' AffineT (casts, xhat, the swish gradient, the products and sums)
-constexpr int64_t kMaxBcastStride = 255 * 8;
-constexpr int64_t kBlockMinItems = 8;
-constexpr int64_t kItemInstructions = 20;
 constexpr int64_t kUnevenMinBytes = 65536;  // a SyncAll (2 us) at a core's 33 GB/s (cost model)
 constexpr int64_t kStage2AheadMaxBytes = 16384;  // stage2Ahead's reservation in phase 1's UB at most
 constexpr int64_t kLatencyBytes = 32768;  // ~GM bytes per core in a DMA latency (33 GB/s x 1 us: the cost model's)
@@ -478,25 +472,6 @@ int ComputeTiling(const TilingInput &in, GroupNormGradMsTilingData *out) {
             Layout b = rows;
             b.bcastElems = ((in.silu ? 2 : 0) + (in.dxRequired ? 1 : 0)) * 8 * AlignUp(D, 8);
             if (largestCpi(b, std::min<int64_t>(cap, 255)) > 1) rows = b;
-          } else if (in.silu && dataBytes == 2 && Lp <= kMaxBcastStride) {
-            // Longer rows with silu: the -k gamma, -k beta blocks alone (dx keeps its per-row Muls), AffineT
-            // one instruction per 64-float column of an item's rows in each pass (kernel RowBlockOp), not
-            // one per row. The blocks take UB from the items; worth it with 16-bit data (fp32's bytes pace
-            // it: 64x320x14x14 G1 fp32 2.23 -> 2.26 if taken) where a core has many items (its vector pipe,
-            // not its chain of loads, paces it) and the columns are fewer instructions than the rows they
-            // replace, counted with an item's other instructions (290x332x242 G1 fp16: 19 channels an item,
-            // not 22, est./bound 3.62 -> 3.04; 8x512x255 G2, 4 items a core, 3.63 -> 3.72 if taken)
-            Layout b = rows;
-            b.bcastElems = 2 * 8 * AlignUp(D, 8);
-            const int64_t plain = largestCpi(rows, cap);
-            const int64_t blocks = largestCpi(b, std::min<int64_t>(cap, 255));
-            const int64_t items = t.splitByChannel ? CeilDiv(CeilDiv(in.N * in.C, in.coreNum), plain)
-                                                   : CeilDiv(in.N * in.G, in.coreNum) * CeilDiv(D, plain);
-            const int64_t columns = CeilDiv(Lp, 64);
-            if (blocks > 1 && items >= kBlockMinItems &&
-                (kItemInstructions + 2 * columns) * plain < (kItemInstructions + 2 * plain) * blocks) {
-              rows = b;
-            }
           }
           const int64_t cpi = largestCpi(rows, rows.bcastElems > 0 ? std::min<int64_t>(cap, 255) : cap);
           if (cpi > 1) {

@@ -432,18 +432,11 @@ class KernelGroupNormGradMs {
   // Mode 0 with bcastElems (rows of <= 64 floats, the group in one item): one 32-byte block per row
   // of -k gamma_c (area 0) and -k beta_c (1) with SILU, and of rstd gamma_c (SILU 2, else 0), for
   // the repeat forms of Mul/Add that replace a Muls (Adds) per row (group_norm_grad_ms_channels.h).
-  // Mode 1 with bcastElems (channelsPerItem <= 255; rows of <= 64 floats, or with SILU of any length
-  // up to 255 blocks apart, a repeat-form instruction per 64-float column: RowBlockOp): the same
-  // blocks of the whole group, an item's rows from its first channel's block. dx: form the rstd
-  // gamma_c blocks too.
+  // Mode 1 with bcastElems (rows of <= 64 floats, channelsPerItem <= 255): the same blocks of the whole
+  // group, an item's rows from its first channel's block. dx: form the rstd gamma_c blocks too.
   __aicore__ inline void BroadcastRows(float rstd, int64_t group, bool dx);
   __aicore__ inline void AffineTRows(const LocalTensor<float> &t, const LocalTensor<float> &xhat, int64_t row,
                                      int64_t rows, float shift);
-  // whether bcastBuf_ holds the rstd gamma_c area for dx (without it, with SILU's -k areas only, dx
-  // scales its rows by per-row Muls: rows over 64 floats, where the tiling keeps the UB for items)
-  __aicore__ inline bool DxBlocks() const {
-    return t_->bcastElems > (SILU ? 2 : 0) * FLOATS_PER_BLOCK * AlignUp(t_->D, FLOATS_PER_BLOCK);
-  }
   __aicore__ inline LocalTensor<float> RowBlocks(int64_t area) {
     return bcastBuf_.Get<float>()[area * FLOATS_PER_BLOCK * AlignUp(t_->D, FLOATS_PER_BLOCK)];
   }

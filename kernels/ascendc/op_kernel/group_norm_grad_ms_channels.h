@@ -8,33 +8,14 @@
 
 namespace GroupNormGradMsKernel {
 
-// The repeat parameters of a Mul/Add over rows `stride` floats apart (one repeat a row, a column of
-// at most 64 floats of each: RowBlockOp) whose second source is a 32-byte block per row
-// (BroadcastRows): that source's block stride 0 reads its row's block in each of the repeat's 8
-// DataBlocks, its repeat stride of one block moves to the next row's (asc-devkit docs/zh/api/
-// SIMD-API/基础API/Memory矢量计算/SIMD计算说明/高维切分.md: a source blkStride of 0 reuses the first
-// DataBlock; the destination's is 1).
+// The repeat parameters of a Mul/Add over rows `stride` floats apart (<= 64: one repeat a row)
+// whose second source is a 32-byte block per row (BroadcastRows): that source's block stride 0
+// reads its row's block in each of the repeat's 8 DataBlocks, its repeat stride of one block
+// moves to the next row's (asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/SIMD计算说明/
+// 高维切分.md: a source blkStride of 0 reuses the first DataBlock; the destination's is 1).
 __aicore__ inline BinaryRepeatParams RowBlockParams(int64_t stride) {
   const uint8_t pitch = BlockStride(stride / FLOATS_PER_BLOCK);
   return BinaryRepeatParams(1, 1, 0, pitch, pitch, 1);
-}
-
-// dst = op(src, the row's block) over the first `width` floats of `rows` rows `stride` apart: one
-// repeat-form instruction per 64-float column of the rows (a row of up to 64 floats: one in all),
-// not one per row; each element gets the product or sum with its row's value that a per-row Muls
-// or Adds would give. The columns start 256 bytes apart, so each stays 32-byte aligned.
-template <bool ADD>
-__aicore__ inline void RowBlockOp(const LocalTensor<float> &dst, const LocalTensor<float> &src,
-                                  const LocalTensor<float> &blocks, int64_t rows, int64_t stride, int64_t width) {
-  const BinaryRepeatParams params = RowBlockParams(stride);
-  for (int64_t col = 0; col < width; col += FLOATS_PER_REPEAT) {
-    const uint64_t mask = static_cast<uint64_t>(width - col < FLOATS_PER_REPEAT ? width - col : FLOATS_PER_REPEAT);
-    if constexpr (ADD) {
-      Add(dst[col], src[col], blocks, mask, RepeatTimes(rows), params);
-    } else {
-      Mul(dst[col], src[col], blocks, mask, RepeatTimes(rows), params);
-    }
-  }
 }
 
 // Brcb of `repeats` repeats, each 8 scalars of src into 8 consecutive blocks of dst, in
@@ -172,7 +153,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelSums(
   // mode 0: the group is one item (channels == cpi); mode 1: rows of the group's blocks from the item's
   const bool bcast = t_->bcastElems > 0;
   if (bcast && (resident || SILU)) {  // needs only gamma (beta): V works on it while the item loads
-    BroadcastRows(rstd, c0 / t_->D, resident && DxBlocks());
+    BroadcastRows(rstd, c0 / t_->D, resident && t_->dxRequired != 0);
   }
   const Centring cen = CentringOf(mean, rstd);  // x - centre, then the sums less shift * db
   CascadeSum dbSum;
@@ -263,8 +244,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
       const int64_t rows = (channels - local < cpi) ? channels - local : cpi;
       const int32_t span = static_cast<int32_t>((rows - 1) * stride + L);
       LocalTensor<float> dyRes = ResidentDy(local);
-      if (DxBlocks()) {  // the per-row Muls of the else branch at once (BroadcastRows)
-        RowBlockOp<false>(dyRes, dyRes, RowBlocks(SILU ? 2 : 0), rows, stride, L);
+      if (t_->bcastElems > 0) {  // the per-row Muls of the else branch at once (BroadcastRows)
+        Mul(dyRes, dyRes, RowBlocks(SILU ? 2 : 0), static_cast<uint64_t>(L), RepeatTimes(rows),
+            RowBlockParams(stride));
       } else {
         for (int64_t r = 0; r < rows; ++r) {
           Muls(dyRes[r * stride], dyRes[r * stride], rstd * gamma.GetValue(gammaIndex + local + r), L);
@@ -281,7 +263,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
   const int64_t cpi = t_->channelsPerItem;  // > 1 only with whole channels (chunks == 1), as in ChannelSums
   const int64_t items = (channels + cpi - 1) / cpi * chunks;
   // mode 1's blocks of rstd gamma_c (SILU: and the group's -k gamma_c, -k beta_c) for DxFront
-  if (DxBlocks() && !frontTaken && !DxOnRuns()) BroadcastRows(rstd, c0 / t_->D, true);
+  if (t_->bcastElems > 0 && !frontTaken && !DxOnRuns()) BroadcastRows(rstd, c0 / t_->D, true);
   LocalTensor<float> dyF = FloatBuf(0);
   LocalTensor<float> xF = FloatBuf(1);
   // A task that holds its first items (not the channel split, whose held items span its tasks)
@@ -317,23 +299,23 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::ChannelDx(
   }
 }
 
-// AffineT's -t over `rows` rows (residentStride apart) from the broadcast blocks (BroadcastRows)
+// AffineT's -t over `rows` rows (residentStride <= 64 apart) from the broadcast blocks (BroadcastRows)
 // of the group's rows from `row`: each row's whole stride, as AffineT's rows but the last (whose
-// padding it leaves: here computed too, in bounds, unused); the same products and sums. Every
-// column's Mul, then every column's Add: one V barrier before the Adds, as AffineT's order.
+// padding it leaves: here computed too, in bounds, unused); the same products and sums.
 template <typename T, typename U, bool SILU>
 __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::AffineTRows(const LocalTensor<float> &t,
                                                                    const LocalTensor<float> &xhat, int64_t row,
                                                                    int64_t rows, float shift) {
   const int64_t stride = t_->residentStride;
+  const uint8_t repeats = RepeatTimes(rows);
   const int64_t first = row * FLOATS_PER_BLOCK;
   if (shift != 0.0f) {  // xhat - shift first, as AffineT does
     Adds(t, xhat, -shift, static_cast<int32_t>(rows * stride));
-    RowBlockOp<false>(t, t, RowBlocks(0)[first], rows, stride, stride);
+    Mul(t, t, RowBlocks(0)[first], static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
   } else {
-    RowBlockOp<false>(t, xhat, RowBlocks(0)[first], rows, stride, stride);
+    Mul(t, xhat, RowBlocks(0)[first], static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
   }
-  RowBlockOp<true>(t, t, RowBlocks(1)[first], rows, stride, stride);
+  Add(t, t, RowBlocks(1)[first], static_cast<uint64_t>(stride), repeats, RowBlockParams(stride));
 }
 
 // Mode 0 with bcastElems: gamma_c (and beta_c) of the group's rows, from the fp32 arrays (the group
@@ -392,7 +374,7 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
     Mul(dyF, dyF, coef, run);
     return;
   }
-  const bool bcast = t_->bcastElems > 0;  // mode 1 (ChannelDx's BroadcastRows)
+  const bool bcast = t_->bcastElems > 0;  // mode 1, rows of <= 64 floats: ChannelDx's BroadcastRows
   if constexpr (SILU) {
     Muls(xF, xF, XhatFactor(cen.centre, rstd), span);  // xhat + shift
     if (bcast) {
@@ -402,8 +384,9 @@ __aicore__ inline void KernelGroupNormGradMs<T, U, SILU>::DxFront(int32_t len, f
     }
     SwishGradFromNegT(dyF, FloatBuf(2), FloatBuf(3), Ones(), span);
   }
-  if (DxBlocks()) {  // every row's Muls below at once
-    RowBlockOp<false>(dyF, dyF, RowBlocks(SILU ? 2 : 0)[gammaIndex * FLOATS_PER_BLOCK], rows, stride, len);
+  if (bcast) {  // every row's Muls below at once
+    Mul(dyF, dyF, RowBlocks(SILU ? 2 : 0)[gammaIndex * FLOATS_PER_BLOCK], static_cast<uint64_t>(len),
+        RepeatTimes(rows), RowBlockParams(stride));
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {

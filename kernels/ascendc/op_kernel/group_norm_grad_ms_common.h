@@ -20,7 +20,6 @@ constexpr int32_t RESIDENT_SUMS_BUFFERS = 3;
 constexpr int64_t AFFINE_TABLE = 2;  // tiling affineAhead: every group's gamma (+ beta) in UB at once
 constexpr int64_t RUNS_BOTH_PASSES = 2;  // tiling rowsGather: the dx pass's loads are runs too (1: the sums pass's)
 constexpr int64_t FLOATS_PER_BLOCK = 8;
-constexpr int64_t FLOATS_PER_REPEAT = 64;  // a vector repeat: 256 bytes
 constexpr int64_t MAX_GROUP_ROWS = 64;  // tiling groupRows (host kMaxGroupRows): a batch's scalars live on the stack
 // groupRows with D > 1: at most this many channels a group and rows a batch (host kMaxGroupRowChannels,
 // kMaxGroupRowLines), for the same reason
