@@ -114,14 +114,6 @@ void PointGradSums(const T *dy, const T *x, const float *mu, const float *centre
 // totals as ReduceGradRows forms them. So each row gets its bits. (ReduceGradBlock itself,
 // inlined once a row, gives the same bits but was 5-20 % slower: 64x256x9 G16 fp32 0.19 ->
 // 0.23 ms; its tail loop over the registers and its general block are not needed here.)
-// Whether the `count` elements from out share memory with those from in.
-template <typename T>
-inline bool Overlap(const T *out, const T *in, int64_t count) {
-  const uintptr_t o = reinterpret_cast<uintptr_t>(out), i = reinterpret_cast<uintptr_t>(in);
-  const uintptr_t bytes = static_cast<uintptr_t>(count) * sizeof(T);
-  return o < i + bytes && i < o + bytes;
-}
-
 static_assert(!V::template kPartial<float> || (kShortRowMax < 2 * V::kWidth && kRegs >= 2),
               "a short row is at most a vector and a partial step");
 // FoldLanesViaFloat of a row of kN elements in lanes 0..kN-1, the other lanes +0, without

@@ -75,6 +75,15 @@ inline bool StoresAliasLoads(const void *out, const void *in) {
   return delta != 0 && delta <= kAliasWindowBytes;
 }
 
+// Whether the `count` elements from out share memory with those from in (a row loop whose
+// tail spills a whole vector into the next rows must not overwrite inputs it has yet to read).
+template <typename T>
+inline bool Overlap(const T *out, const T *in, int64_t count) {
+  const uintptr_t o = reinterpret_cast<uintptr_t>(out), i = reinterpret_cast<uintptr_t>(in);
+  const uintptr_t bytes = static_cast<uintptr_t>(count) * sizeof(T);
+  return o < i + bytes && i < o + bytes;
+}
+
 // Each function handles `rows` consecutive channel rows of `hxw` elements (one row
 // when the schedule splits by channel, a group's D rows otherwise), writing one
 // result per row. Doing a group per call keeps the per-channel overhead (a call, an
@@ -134,7 +143,8 @@ struct RowKernels {
   // in bulk (the saved statistics, short-row sums, samples of short rows in the backward)
   void (*widen)(const T *src, int64_t count, float *out);
   void (*narrow)(const float *src, int64_t count, T *out);
-  // point_grad_sums and point_affine_grad for `rows` rows of n elements, 1 < n <= kShortRowMax,
+  // point_grad_sums and point_affine_grad for `rows` rows of n elements, 1 < n <= kBlock (the
+  // backward's sample step passes rows of up to kSampleRowMax, kernel_schedule.h),
   // with mu, centre (mu where the row's group is centred, else 0; nullptr: none is) and the dx
   // coefficients per row: each row gets what reduce_grad and affine_grad give it.
   void (*short_grad_sums)(const T *dy, const T *x, const float *mu, const float *centre, int64_t n, int64_t rows,

@@ -44,7 +44,6 @@ static_assert(kBlock % kLanes == 0, "blocks hold whole lane rows");
   return (x - x_virtual) + (mu_virtual - mu);
 }
 
-
 // The two sums of elements [start, end) of one block (end - start <= kBlock), each
 // folded into a double. kCentred (CentredSums): the second is sum dy * fl(x - mu) in its
 // lanes plus sum dy * e (CenteredError) in lanes of its own, folded apart; otherwise it is
