@@ -13,7 +13,8 @@
 // (then it is still in L2), else computed again, in the same operations.
 // Determinism: the schedule of kernel_schedule.h, shared with GroupNorm, and the sums of
 // group_norm_cpu.h (threads choose only which
-// group or channel they handle; the row sums follow row_kernels.h's lane/block order;
+// group or channel they handle; the row sums follow row_kernels.h's lane/block order, or
+// for rows of 2..kShortSiluRowMax the order of short_reduce_grad in every schedule;
 // dgamma/dbeta are a serial loop over n), so results are bit-identical for any thread
 // count within an ISA build (the FMA builds differ from an x86-64 portable one by rounding).
 #pragma once
@@ -121,7 +122,11 @@ class SiluBackwardKernel {
     const int64_t g = c_first / s_.D();
     const bool wide = wide::RstdOutsideFloatRange(stats_.rstd[n * s_.G + g]);
     double *db = sums_.db, *ds = sums_.ds;
-    if (!wide) {
+    if (!wide && ShortRows()) {
+      silu_.short_reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, s_.D(), &stats_.mean[n * s_.G + g],
+                              &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
+      if (wide::AllFinite(&db[nc], rows) && wide::AllFinite(&ds[nc], rows)) return;
+    } else if (!wide) {
       silu_.reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, Mean(n, c_first), stats_.rstd[n * s_.G + g],
                         &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
       if (wide::AllFinite(&db[nc], rows) && wide::AllFinite(&ds[nc], rows)) return;
@@ -199,6 +204,9 @@ class SiluBackwardKernel {
   }
 
   float Mean(int64_t n, int64_t c) const { return stats_.mean[n * s_.G + c / s_.D()]; }
+  // Rows that short_reduce_grad sums (silu_rows.h), in every schedule, so the bits do not
+  // depend on the schedule; HxW = 1 has the point loops of its own.
+  bool ShortRows() const { return s_.HxW >= 2 && s_.HxW <= kShortSiluRowMax; }
 
   // rstd * gamma_c in double (scale_ holds it rounded to float).
   double WideScale(int64_t n, int64_t c) const {

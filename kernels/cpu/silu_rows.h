@@ -13,7 +13,9 @@
 // whose result could differ between platforms), fp-contract is off (a * b + c is fused
 // only by MulAdd, in the FMA builds, so the builds differ by that rounding), and the sums follow
 // row_kernels.h's discipline exactly: kLanes float lanes per kBlock block (tail to lanes
-// 0, 1, ...), folded into double by FoldLanesViaFloat's tree, blocks added in order.
+// 0, 1, ...), folded into double by FoldLanesViaFloat's tree, blocks added in order. Rows
+// of 2..kShortSiluRowMax elements are summed in double in an order of their own
+// (silu_short_rows_impl.h), in every schedule.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +58,15 @@ struct SiluRowKernels {
                             float *g_out);
   void (*point_input_grad_stored)(const float *g, const T *x, T *dx, int64_t count, const float *mu,
                                   const float *scale, const float *b, const float *c);
+  // Rows of 2..kShortSiluRowMax elements, in every schedule: reduce_grad's g, and its sums in
+  // an order of their own (double, silu_short_rows_impl.h), row r with mu[r / group_rows]
+  void (*short_reduce_grad)(const T *dz, const T *x, int64_t hxw, int64_t rows, int64_t group_rows, const float *mu,
+                            const float *scale, const float *shift, float swish_k, double *sum_g, double *sum_gxc,
+                            float *g_out);
 };
+
+// The longest row short_reduce_grad takes (at most silu_short_rows_impl.h's kShortChunk).
+constexpr int64_t kShortSiluRowMax = 64;
 
 using SiluRowKernelSet = KernelSet<SiluRowKernels>;
 

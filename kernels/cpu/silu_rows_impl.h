@@ -275,6 +275,8 @@ void ReduceSiluGrad(const T *dz, const T *x, int64_t hxw, int64_t rows, float mu
   });
 }
 
+#include "silu_short_rows_impl.h"  // short_reduce_grad, and the dx of short rows
+
 template <typename T, typename K>
 void SiluInputGradRows(const T *dz, const T *x, T *dx, int64_t hxw, int64_t rows, float mu, const float *scale,
                        const float *shift, K vk, float b, float c) {
@@ -304,6 +306,7 @@ void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t
                          float b, float c) {
   const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
   const bool lookahead = StoresAliasLoads(dx, g) || StoresAliasLoads(dx, x);
+  if (hxw <= kShortSiluRowMax && rows > 1 && !lookahead) return ShortSiluInputGradStored(g, x, dx, hxw, rows, vmu, scale, vb, vc);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]);
@@ -377,5 +380,6 @@ void PointSiluInputGradStored(const float *g, const T *x, T *dx, int64_t count, 
 template <typename T>
 SiluRowKernels<T> MakeSiluRowKernels() {
   return SiluRowKernels<T>{&NormalizeSilu<T>,        &ReduceSiluGrad<T>,           &SiluInputGrad<T>,
-                           &SiluInputGradStored<T>, &PointReduceSiluGrad<T>, &PointSiluInputGradStored<T>};
+                           &SiluInputGradStored<T>, &PointReduceSiluGrad<T>, &PointSiluInputGradStored<T>,
+                           &ShortReduceSiluGrad<T>};
 }
