@@ -50,7 +50,8 @@ class SiluBackwardKernel {
   SiluBackwardKernel(const T *dz, const T *x, const U *mean, const U *rstd, const U *gamma, const U *beta, T *dx,
                      U *dgamma, U *dbeta, GroupNormSizes sizes, OutputMask mask, float swish_k)
       : in_{dz, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask), k_(swish_k),
-        silu_(ActiveSiluRowKernels().For<T>()), schedule_(sizes, /*has_sample_step=*/sizes.HxW == 1), kept_floats_(KeptFloats(sizes, mask, schedule_)),
+        silu_(ActiveSiluRowKernels().For<T>()), schedule_(sizes, /*has_sample_step=*/sizes.HxW == 1),
+        kept_floats_(KeptFloats(sizes, mask, schedule_)),
         scratch_(ScratchBytes(sizes, schedule_.threads(), kept_floats_)),
         stats_(mean, rstd, sizes, StatisticsWiden<U>(ActiveRowKernels().For<T>()), scratch_),
         sums_(sizes, mask, stats_.rstd, dgamma, dbeta, scratch_),
@@ -103,7 +104,8 @@ class SiluBackwardKernel {
       return;
     }
     for (int64_t grp = 0; grp < G; ++grp) {
-      const float b_group = static_cast<float>(sums_.b[n * G + grp]), c0_group = static_cast<float>(sums_.c0[n * G + grp]);
+      const float b_group = static_cast<float>(sums_.b[n * G + grp]);
+      const float c0_group = static_cast<float>(sums_.c0[n * G + grp]);
       for (int64_t d = grp * D; d < (grp + 1) * D; ++d) {
         b[d] = b_group;
         c0[d] = c0_group;

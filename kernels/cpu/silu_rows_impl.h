@@ -306,7 +306,10 @@ void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t
                          float b, float c) {
   const VF vmu = Splat(mu), vb = Splat(b), vc = Splat(c);
   const bool lookahead = StoresAliasLoads(dx, g) || StoresAliasLoads(dx, x);
-  if (hxw <= kShortSiluRowMax && rows > 1 && !lookahead) return ShortSiluInputGradStored(g, x, dx, hxw, rows, vmu, scale, vb, vc);
+  // short rows as one run (silu_short_rows_impl.h; the same bits as the row loop below)
+  if (hxw <= kShortSiluRowMax && rows > 1 && !lookahead) {
+    return ShortSiluInputGradStored(g, x, dx, hxw, rows, vmu, scale, vb, vc);
+  }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t offset = r * hxw;
     const VF vs = Splat(scale[r]);
