@@ -124,13 +124,14 @@ class SiluBackwardKernel {
     const int64_t g = c_first / s_.D();
     const bool wide = wide::RstdOutsideFloatRange(stats_.rstd[n * s_.G + g]);
     double *db = sums_.db, *ds = sums_.ds;
-    if (!wide && ShortRows()) {
-      silu_.short_reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, s_.D(), &stats_.mean[n * s_.G + g],
-                              &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
-      if (wide::AllFinite(&db[nc], rows) && wide::AllFinite(&ds[nc], rows)) return;
-    } else if (!wide) {
-      silu_.reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, Mean(n, c_first), stats_.rstd[n * s_.G + g],
-                        &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
+    if (!wide) {
+      if (ShortRows()) {
+        silu_.short_reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, s_.D(), &stats_.mean[n * s_.G + g],
+                                &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
+      } else {
+        silu_.reduce_grad(in_.dy + offset, in_.x + offset, s_.HxW, rows, Mean(n, c_first),
+                          stats_.rstd[n * s_.G + g], &scale_[nc], &shift_[c_first], k_, &db[nc], &ds[nc], kept);
+      }
       if (wide::AllFinite(&db[nc], rows) && wide::AllFinite(&ds[nc], rows)) return;
     }
     for (int64_t k = 0; k < rows; ++k) {
