@@ -262,12 +262,14 @@ def _centred_mix(rng, N, C, G):
                                                    (ms.bfloat16, ms.bfloat16)], ids=["fp32", "fp16-fp32", "bf16"])
 @pytest.mark.parametrize("data", ["ordinary", "mixed", "large-mean"])
 @pytest.mark.parametrize("C,G", [(76, 19), (64, 32)], ids=["4-channel-groups", "2-channel-groups"])
-def test_by_sample_gives_the_bits_of_the_row_path(lib, data, data_dtype, stat_dtype, C, G):
+@pytest.mark.parametrize("op", ["group_norm", "group_norm_silu"])
+def test_by_sample_gives_the_bits_of_the_row_path(lib, op, data, data_dtype, stat_dtype, C, G):
     """The whole batch by sample (1 thread: N >= threads) and by the row loops (8 threads for
     6 samples: N < threads, the group-wise or channel-wise schedule) give the same bits for
-    every output, dgamma and dbeta included, in every build: the point loops take each
-    group's form of the sums and of the forward's c and shift exactly as the row loops do
-    (the forms chosen per point without a branch: with 2-channel groups they mix at random)."""
+    every output, dgamma and dbeta included, in every build, for GroupNorm and the fused
+    GroupNorm + SiLU: the point loops take each group's form of the sums and of the forward's
+    c and shift exactly as the row loops do (the forms chosen per point without a branch: with
+    2-channel groups they mix at random)."""
     rng = np.random.default_rng(5)
     N = 6
     if data == "ordinary":
@@ -285,9 +287,14 @@ def test_by_sample_gives_the_bits_of_the_row_path(lib, data, data_dtype, stat_dt
         results = []
         for threads in (1, 8):
             lib.MsGroupNormSetNumThreads(threads)
-            y, mean, rstd = cpu_kernels.forward(xs, gamma, beta, G, 1e-5, data_dtype=d, stat_dtype=s)
-            grads = cpu_kernels.backward(dys, xs, mean, rstd, gamma, G, (True, True, True), data_dtype=d,
-                                         stat_dtype=s)
+            if op == "group_norm":
+                y, mean, rstd = cpu_kernels.forward(xs, gamma, beta, G, 1e-5, data_dtype=d, stat_dtype=s)
+                grads = cpu_kernels.backward(dys, xs, mean, rstd, gamma, G, (True, True, True), data_dtype=d,
+                                             stat_dtype=s)
+            else:
+                y, mean, rstd = cpu_kernels.silu_forward(xs, gamma, beta, G, 1e-5, data_dtype=d, stat_dtype=s)
+                grads = cpu_kernels.silu_backward(dys, xs, mean, rstd, gamma, beta, G, (True, True, True),
+                                                  data_dtype=d, stat_dtype=s)
             results.append([a.tobytes() for a in (y, mean, rstd) + tuple(grads)])
         names = ("y", "mean", "rstd", "dx", "dgamma", "dbeta")
         differ = [name for name, one, two in zip(names, *results) if one != two]

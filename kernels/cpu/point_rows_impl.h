@@ -14,6 +14,20 @@
 //    MulAdd(dy, x, 0) or MulAdd(dy, x - mu, 0) and MulAdd(dy, e, 0), by the group's form;
 //  * dx and y are the element-wise formulas of AffineGrad and Normalize.
 
+// Half a vector's lanes as GCC vector types, for PointGradSumsIn's double step: written as
+// vector arithmetic it is vector code in every build (plain loops over the lanes were not),
+// and half a vector of doubles is one register of the build (a whole one was spilled).
+constexpr int kPointHalf = V::kWidth / 2;
+typedef float PointFloats __attribute__((vector_size(sizeof(float) * kPointHalf)));
+typedef double PointDoubles __attribute__((vector_size(sizeof(double) * kPointHalf)));
+typedef int64_t PointMask __attribute__((vector_size(sizeof(int64_t) * kPointHalf)));
+// (by reference: a vector returned by value would pass differently between builds, -Wpsabi)
+[[gnu::always_inline]] inline void Widen(const float *lanes, PointDoubles &out) {
+  PointFloats f;
+  __builtin_memcpy(&f, lanes, sizeof f);
+  out = __builtin_convertvector(f, PointDoubles);
+}
+
 // db[i] = 0 + dy[i] and, unless ds is nullptr, ds[i] = the point's row sum of dy * (x - mu[i])
 // in ReduceGrad's form for its group (CentredSums, row_kernels.h), in double; i < count:
 //  * centre[i] = 0 (or centre == nullptr): p = MulAdd(dy, x, 0), ds = p - mu * db in double;
@@ -27,7 +41,9 @@ template <int kForm, typename T>
 [[gnu::always_inline]] inline void PointGradSumsIn(const T *dy, const T *x, const float *mu, const float *centre,
                                                    int64_t count, double *db, double *ds) {
   int64_t i = 0;
-  float lanes_db[V::kWidth], lanes_p[V::kWidth], lanes_q[V::kWidth];
+  alignas(64) float lanes_db[V::kWidth], lanes_p[V::kWidth], lanes_q[V::kWidth], lanes_mu[V::kWidth],
+      lanes_c[V::kWidth];
+  double lanes_db_wide[V::kWidth], lanes_ds_wide[V::kWidth];  // a partial step's outputs
   const typename V::reg zero = V::Zero();
   auto finish = [&](int64_t at, float b, float p, float q) {
     db[at] = b;
@@ -39,43 +55,66 @@ template <int kForm, typename T>
     }
     if constexpr (kForm != 0) ds[at] = static_cast<double>(p) - static_cast<double>(mu[at]) * static_cast<double>(b);
   };
-  // kWidth points from i, or (partial) the `width` < kWidth points left, in the same steps
-  auto vector_step = [&](int64_t i, typename V::reg d, typename V::reg xv, typename V::reg c, int width)
-      __attribute__((always_inline)) {
+  // kWidth points from i, or (partial) the `width` < kWidth points left, in the same steps.
+  // Every lane's double step is formed over the whole vector, both forms where they mix and
+  // a select between them, and only `width` stored. Scalar loops over the lanes, with a
+  // branch per point on its group's form, were a third of the backward at 8000 x 64, G = 32
+  // (two channels per group: about half the groups centred, so the branch was mispredicted
+  // about every other point).
+  // mu_at, centre_at: the step's kWidth means and centres (past the points: zeros)
+  auto vector_step = [&](int64_t i, typename V::reg d, typename V::reg xv, const float *mu_at, const float *centre_at,
+                         int width) __attribute__((always_inline)) {
     V::StoreLanes(lanes_db, V::Add(zero, d));
     if constexpr (kForm == 0) {
       for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
-    } else if constexpr (kForm == 2) {
-      const typename V::reg xc = V::Sub(xv, c);
-      V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xc, zero)));
-      V::StoreLanes(lanes_q, V::Add(zero, V::MulAdd(d, CenteredError(xv, c, xc), zero)));
-      // finish's two forms for every point, then a select: a branch per point on its
-      // group's form was mispredicted about every other point when the forms mix (2-D
-      // inputs with two channels per group: half their groups are centred)
-      for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
-      double centred[V::kWidth], plain[V::kWidth];
-      for (int l = 0; l < width; ++l) {
-        centred[l] = static_cast<double>(lanes_p[l]) + static_cast<double>(lanes_q[l]);
-        plain[l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu[i + l]) * static_cast<double>(lanes_db[l]);
-      }
-      for (int l = 0; l < width; ++l) ds[i + l] = centre[i + l] != 0.0f ? centred[l] : plain[l];
-    } else {  // every point's ds in the same form: plain loops the compiler vectorises
+      return;
+    }
+    if constexpr (kForm == 1) {  // every point in one form: plain loops the compiler vectorises
       V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xv, zero)));
       for (int l = 0; l < width; ++l) db[i + l] = lanes_db[l];
       for (int l = 0; l < width; ++l) {
-        ds[i + l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu[i + l]) * static_cast<double>(lanes_db[l]);
+        ds[i + l] = static_cast<double>(lanes_p[l]) - static_cast<double>(mu_at[l]) * static_cast<double>(lanes_db[l]);
       }
+      return;
+    }
+    const typename V::reg c = V::Load(centre_at), xc = V::Sub(xv, c);  // x - 0 is x: the dy * x form
+    V::StoreLanes(lanes_p, V::Add(zero, V::MulAdd(d, xc, zero)));
+    V::StoreLanes(lanes_q, V::Add(zero, V::MulAdd(d, CenteredError(xv, c, xc), zero)));
+    // both forms for every point, in doubles half a vector at a time, and a select
+    double *db_to = width == V::kWidth ? db + i : lanes_db_wide, *ds_to = width == V::kWidth ? ds + i : lanes_ds_wide;
+#pragma GCC unroll 2
+    for (int h = 0; h < V::kWidth; h += kPointHalf) {
+      PointDoubles p, q, b, m;
+      Widen(lanes_p + h, p);
+      Widen(lanes_q + h, q);
+      Widen(lanes_db + h, b);
+      Widen(mu_at + h, m);
+      PointFloats centres;
+      __builtin_memcpy(&centres, centre_at + h, sizeof centres);
+      const PointMask take = __builtin_convertvector(centres != 0.0f, PointMask);
+      const PointDoubles centred = p + q, plain = p - m * b;
+      // a select on the bits (a cast between vector types of one size keeps them); a vector
+      // ?: was lowered lane by lane, with branches
+      const PointDoubles out = (PointDoubles)(((PointMask)centred & take) | ((PointMask)plain & ~take));
+      __builtin_memcpy(db_to + h, &b, sizeof b);
+      __builtin_memcpy(ds_to + h, &out, sizeof out);
+    }
+    if (width < V::kWidth) {
+      for (int l = 0; l < width; ++l) db[i + l] = lanes_db_wide[l];
+      for (int l = 0; l < width; ++l) ds[i + l] = lanes_ds_wide[l];
     }
   };
   for (; i + V::kWidth <= count; i += V::kWidth) {
-    vector_step(i, V::Load(dy + i), kForm == 0 ? zero : V::Load(x + i), kForm == 2 ? V::Load(centre + i) : zero,
-                V::kWidth);
+    vector_step(i, V::Load(dy + i), kForm == 0 ? zero : V::Load(x + i), kForm == 0 ? nullptr : mu + i,
+                kForm == 2 ? centre + i : nullptr, V::kWidth);
   }
   if constexpr (V::template kPartial<T>) {
     if (i < count) {
       const int left = static_cast<int>(count - i);
-      vector_step(i, V::LoadFirst(dy + i, left), kForm == 0 ? zero : V::LoadFirst(x + i, left),
-                  kForm == 2 ? V::LoadFirst(centre + i, left) : zero, left);
+      if constexpr (kForm != 0) V::StoreLanes(lanes_mu, V::LoadFirst(mu + i, left));
+      if constexpr (kForm == 2) V::StoreLanes(lanes_c, V::LoadFirst(centre + i, left));
+      vector_step(i, V::LoadFirst(dy + i, left), kForm == 0 ? zero : V::LoadFirst(x + i, left), lanes_mu, lanes_c,
+                  left);
     }
     return;
   }

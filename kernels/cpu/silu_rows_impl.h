@@ -319,6 +319,24 @@ void SiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t
   }
 }
 
+// PointReduceSiluGrad's double steps, where some point is centred, for the low or high half
+// of a vector of points: both forms and a select on the bits between them. A branch per
+// point on its group's form was mispredicted about every other point where the forms mix
+// (two channels per group). The lanes of half a vector as doubles are one register.
+typedef int64_t VDMask __attribute__((vector_size(4 * kW)));
+template <bool kHigh>
+[[gnu::always_inline]] inline void PointSiluSumsHalf(VF lane_g, VF lane_p, VF lane_pc, VF lane_q, VF vmu, VF vcentre,
+                                                     double *sum_g, double *sum_gxc) {
+  constexpr int kOffset = kHigh ? kW / 2 : 0;
+  const VD total_g = 0.0 + HalfAsDoubles<kHigh>(lane_g);
+  const VD plain = (0.0 + HalfAsDoubles<kHigh>(lane_p)) - HalfAsDoubles<kHigh>(vmu) * total_g;
+  const VD centred = (0.0 + HalfAsDoubles<kHigh>(lane_pc)) + HalfAsDoubles<kHigh>(lane_q);
+  const VDMask take = HalfAsDoubles<kHigh>(vcentre) != 0.0;
+  const VD out = (VD)(((VDMask)centred & take) | ((VDMask)plain & ~take));  // a cast between vectors keeps the bits
+  __builtin_memcpy(sum_g + kOffset, &total_g, sizeof total_g);
+  __builtin_memcpy(sum_gxc + kOffset, &out, sizeof out);
+}
+
 // HxW = 1 (a 2-D input): the C points of a sample in one call, a vector across channels,
 // with the per-channel mu, scale and shift (centre[i] = mu[i] where the point's group sums
 // centred, else 0; nullptr: none does). A point gets the bits of its one-element row in
@@ -349,14 +367,22 @@ void PointReduceSiluGrad(const T *dz, const T *x, int64_t count, const float *mu
         lane_pc = VF{} + MulAdd(g, xc, VF{});
         lane_q = VF{} + MulAdd(g, CenteredError(xv, vmu, xc), VF{});
       }
+      if (centre != nullptr) {  // the forms may mix: PointSiluSumsHalf
+        double out_g[kW], out_gxc[kW];  // a partial step's sums
+        double *to_g = width == kW ? sum_g + i : out_g, *to_gxc = width == kW ? sum_gxc + i : out_gxc;
+        const VF vcentre = load(centre);
+        PointSiluSumsHalf<false>(lane_g, lane_p, lane_pc, lane_q, vmu, vcentre, to_g, to_gxc);
+        PointSiluSumsHalf<true>(lane_g, lane_p, lane_pc, lane_q, vmu, vcentre, to_g, to_gxc);
+        for (int64_t l = 0; l < width && width < kW; ++l) {
+          sum_g[i + l] = out_g[l];
+          sum_gxc[i + l] = out_gxc[l];
+        }
+        continue;
+      }
       for (int64_t l = 0; l < width; ++l) {
         const double total_g = 0.0 + static_cast<double>(lane_g[l]);
         sum_g[i + l] = total_g;
-        if (centre != nullptr && centre[i + l] != 0.0f) {
-          sum_gxc[i + l] = (0.0 + static_cast<double>(lane_pc[l])) + static_cast<double>(lane_q[l]);
-        } else {
-          sum_gxc[i + l] = (0.0 + static_cast<double>(lane_p[l])) - static_cast<double>(vmu[l]) * total_g;
-        }
+        sum_gxc[i + l] = (0.0 + static_cast<double>(lane_p[l])) - static_cast<double>(vmu[l]) * total_g;
       }
     }
   });
