@@ -65,9 +65,21 @@ template <typename Steps>
 struct HasSampleStep<Steps, std::void_t<decltype(std::declval<Steps &>().Sample(int64_t{}, (float *)nullptr))>>
     : std::true_type {};
 
+// Non-temporal stores for the output (row_kernels.h: StreamMinBytes); with the default
+// threshold only for rows of at least kStreamRowMinBytes. A streamed row starts with scalar
+// stores up to the stream alignment and ends with a scalar or partial tail, and short rows
+// leave partial lines to the write-combining buffers: 290 x 332 x 242, G = 1 (80 MB of
+// bf16 rows of 484 bytes) took 21.1 ms streamed against 7.9 ms cached (backward; forward
+// 21.1 against 5.9), 393 x 1062 x 384 fp32 (rows of 1,536 bytes) 92 against 84 ms, while
+// rows of 4 KiB and more were faster streamed (64 x 64 x 56 x 56 fp32: 5.4 against 6.1 ms;
+// 20 x 1000 x 2048 bf16: 11.0 against 13.3 ms; Zen 4, 1 thread). A threshold set through
+// SetStreamMinBytes streams every row length (the tests set 1 to stream every output).
+constexpr int64_t kStreamRowMinBytes = 4096;
 template <typename T>
 inline bool StreamOutput(const GroupNormSizes &s) {
-  return s.N * s.C * s.HxW * static_cast<int64_t>(sizeof(T)) >= StreamMinBytes();
+  const int64_t min_bytes = StreamMinBytes(), row_bytes = s.HxW * static_cast<int64_t>(sizeof(T));
+  if (s.N * s.C * row_bytes < min_bytes) return false;
+  return min_bytes != kDefaultStreamMinBytes || row_bytes >= kStreamRowMinBytes;
 }
 
 template <typename U>

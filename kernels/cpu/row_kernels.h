@@ -50,7 +50,8 @@ constexpr int64_t kShortRowMax = 15;
 // 12 MiB one (16x128x56x56) were as fast or up to 2x faster with cached stores,
 // while 24.5 and 40 MiB fp32 outputs were as fast or faster streamed. Only the store
 // instruction depends on it, never the bits. SetStreamMinBytes(n > 0) changes it
-// (tests use 1 to stream every output); 0 restores the default.
+// (tests use 1 to stream every output); 0 restores the default, under which rows must also be
+// long enough to stream (kernel_schedule.h: StreamOutput).
 constexpr int64_t kDefaultStreamMinBytes = int64_t{24} << 20;
 void SetStreamMinBytes(int64_t bytes);
 int64_t StreamMinBytes();
