@@ -362,12 +362,8 @@ void PointReduceSiluGrad(const T *dz, const T *x, int64_t count, const float *mu
         StorePartial(g_out + i, g, width);
       }
       const VF lane_g = VF{} + g, lane_p = VF{} + MulAdd(g, xv, VF{});
-      VF lane_pc{}, lane_q{};
-      if (centre != nullptr) {
-        lane_pc = VF{} + MulAdd(g, xc, VF{});
-        lane_q = VF{} + MulAdd(g, CenteredError(xv, vmu, xc), VF{});
-      }
       if (centre != nullptr) {  // the forms may mix: PointSiluSumsHalf
+        const VF lane_pc = VF{} + MulAdd(g, xc, VF{}), lane_q = VF{} + MulAdd(g, CenteredError(xv, vmu, xc), VF{});
         double out_g[kW], out_gxc[kW];  // a partial step's sums
         double *to_g = width == kW ? sum_g + i : out_g, *to_gxc = width == kW ? sum_gxc + i : out_gxc;
         const VF vcentre = load(centre);
