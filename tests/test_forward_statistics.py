@@ -57,3 +57,44 @@ def test_rstd_within_two_ulps_and_unbiased(kernel_lib, kind):
             assert np.abs(rel).max() <= 1.2e-7, where
             assert np.sqrt(np.mean(rel ** 2)) <= 4e-8, where
             assert abs(rel.mean()) <= 1.2e-8, where
+
+
+# Groups of at most 32 elements (kSmallGroupMax, row_kernels.h) take their mean and rstd in double,
+# by the formula of the double loops (wide_range_rows.h): sums in index order, then
+# rstd = 1 / sqrt(squares / m + eps). Stored as float32, they are those doubles rounded once.
+SMALL_GROUPS = [((64, 32, 1), 32), ((33, 12, 1), 4), ((8, 6, 5), 2), ((5, 16, 2), 1), ((40, 32, 1), 1)]
+SMALL_KINDS = ["mean near 0", "1e4 + 1e-2 N", "float16"]
+
+
+def _index_order_statistics(x, G, eps):
+    groups = x.reshape(x.shape[0] * G, -1).astype(np.float64)
+    total = np.zeros(len(groups))
+    for i in range(groups.shape[1]):
+        total = total + groups[:, i]
+    mean = total / groups.shape[1]
+    squares = np.zeros(len(groups))
+    for i in range(groups.shape[1]):
+        squares = squares + (groups[:, i] - mean) * (groups[:, i] - mean)
+    return mean.astype(np.float32), (1.0 / np.sqrt(squares / groups.shape[1] + eps)).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", SMALL_KINDS)
+@pytest.mark.parametrize("shape, G", SMALL_GROUPS)
+def test_small_groups_store_the_double_statistics_rounded_once(kernel_lib, kind, shape, G):
+    rng = np.random.default_rng(11)
+    n = rng.standard_normal(shape)
+    x = {"mean near 0": (1e-3 + 5 * n).astype(np.float32), "1e4 + 1e-2 N": (1e4 + 1e-2 * n).astype(np.float32),
+         "float16": (3 * n).astype(np.float16)}[kind]
+    want_mean, want_rstd = _index_order_statistics(x, G, float(np.float32(1e-5)))  # eps reaches the kernel as float32
+    kernel_lib.MsGroupNormSetMinElementsPerThread(1)  # two threads split even these calls
+    try:
+        for isa in kernel_lib.isas:
+            kernel_lib.MsGroupNormSelectIsa(isa.encode())
+            for threads in (1, 2, 3):
+                kernel_lib.MsGroupNormSetNumThreads(threads)
+                _, mean, rstd = cpu_kernels.forward(x, None, None, G, 1e-5, stat_dtype="float32")
+                where = f"{kind}, {shape} G{G}, {isa}, {threads} threads"
+                np.testing.assert_array_equal(mean.reshape(-1).view(np.uint32), want_mean.view(np.uint32), where)
+                np.testing.assert_array_equal(rstd.reshape(-1).view(np.uint32), want_rstd.view(np.uint32), where)
+    finally:
+        kernel_lib.MsGroupNormSetMinElementsPerThread(0)

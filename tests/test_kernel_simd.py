@@ -93,7 +93,8 @@ def _data(rng, shape, dtype):
 # the C points of a sample in one vector loop with a tail (C = 76, 21); with N = 2 < 3
 # threads group-wise, and with N * G = 2 < 3 channel-wise.
 SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32),
-         (2, 8, 56, 4), (2, 8, 64, 2), (5, 76, 1, 19), (3, 21, 1, 1), (2, 40, 1, 8), (2, 6, 1, 1)]
+         (2, 8, 56, 4), (2, 8, 64, 2), (5, 76, 1, 19), (3, 21, 1, 1), (2, 40, 1, 8), (2, 6, 1, 1),
+         (2, 4, 8, 1), (2, 66, 1, 2)]  # groups of 32 and 33 elements: either side of kSmallGroupMax
 # Outputs of >= 24 MiB are written with non-temporal stores by default; the streaming
 # test forces them on every size here and on this larger one too.
 STREAMED = (1, 4, 1 << 19, 2)

@@ -22,6 +22,12 @@
 // to double costs more than the sum itself. On an AVX-512 Xeon, interleaved against this build
 // at one thread, a double sum of x - x0 made the forward 2-40 % slower (anchor shapes, fp32 and
 // bf16) and double squares as well 10-150 %; the AVX2 build lost as much.
+// Groups of at most kSmallGroupMax (32) elements are the exception, in every schedule
+// (SmallGroupBatch): there the per-group work (shift, folds, divisions, square root) outweighs
+// the elements, and their statistics in double, many groups side by side, took the forward of
+// 2-D inputs with a few channels per group 1.3-1.9x less time than the float lanes did (Zen 4,
+// AVX-512: 8000 x 64, G = 32, 7.3 -> 4.2 ms). Their mean and rstd are then the float32
+// roundings of the double formula of wide_range_rows.h.
 #pragma once
 
 #include <algorithm>
@@ -71,7 +77,7 @@ class GroupStatistics {
   template <typename Output>
   void Run(Output &&output) {
     const int64_t N = s_.N, C = s_.C, G = s_.G, D = s_.D();
-    const int threads = ThreadsFor(N * C * s_.HxW);
+    const int threads = ThreadsFor(ForwardWork(s_));
     const bool by_blocks = SplitByChannel(N * G, threads);
     InOneRegion(threads, [&] {
       if (by_blocks) {
@@ -100,25 +106,30 @@ class GroupStatistics {
 
   // HxW = 1 with enough samples (SplitBySample): sample by sample, the statistics of its G
   // groups (as the group-wise schedule computes them), then output(n) for its C points.
-  bool BySample() const { return SplitBySample(s_, ThreadsFor(s_.N * s_.C * s_.HxW)); }
+  bool BySample() const { return SplitBySample(s_, ThreadsFor(ForwardWork(s_))); }
   // Groups of at most kShiftElements elements, any HxW, with enough samples: whole samples at
   // a time too, so that SmallGroups sums all of their groups in one call per sum (short rows
   // such as 64 x 4 x 2, G = 4, spent most of their time in per-group calls and folds).
   bool SmallGroupsBySample() const {
-    return group_size_ <= kShiftElements && s_.N >= ThreadsFor(s_.N * s_.C * s_.HxW);
+    return group_size_ <= kShiftElements && s_.N >= ThreadsFor(ForwardWork(s_));
   }
-  // Small groups go a short-row batch (kShortRowBatch groups, whole samples) to a SmallGroups
-  // call where the samples suffice for every thread: with a few groups per sample the sums'
-  // calls and batches were per sample (64 x 4 x 2, G = 4: a 16-row batch for 4 rows). A
-  // group's sums do not depend on its batch, so the bits are those of any chunking.
+  // Small groups go at least kSmallGroupChunk at a time (whole samples) to a SmallGroups call
+  // where the samples suffice for every thread: with a few groups per sample the calls and
+  // batches were per sample (64 x 4 x 2, G = 4: a 16-group batch for 4 groups; 18 x 17 x 37,
+  // G = 17: a second batch for one group). A group's statistics do not depend on its batch, so
+  // the bits are those of any chunking. Each thread's share is cut into equal chunks (18 x 17
+  // x 37 on two threads: chunks of 8 samples gave one thread 16 of the 18).
+  static constexpr int64_t kSmallGroupChunk = 8 * kShortRowBatch;
   template <typename Output>
   void RunBySample(Output &&output) {
     const int64_t G = s_.G;
-    const int threads = ThreadsFor(s_.N * s_.C * s_.HxW);
+    const int threads = ThreadsFor(ForwardWork(s_));
     const int64_t per_thread = (s_.N + threads - 1) / threads;
-    const int64_t chunk = group_size_ <= kShiftElements && G > 0
-                              ? std::max<int64_t>(1, std::min((kShortRowBatch + G - 1) / G, per_thread))
-                              : 1;
+    int64_t chunk = 1;
+    if (group_size_ <= kShiftElements && G > 0) {
+      const int64_t wanted = (kSmallGroupChunk + G - 1) / G, pieces = (per_thread + wanted - 1) / wanted;
+      chunk = (per_thread + pieces - 1) / pieces;
+    }
     const int64_t chunks = (s_.N + chunk - 1) / chunk;
     InOneRegion(threads, [&] {
 #pragma omp for schedule(static)
@@ -172,6 +183,7 @@ class GroupStatistics {
   static_assert(kBatchedGroupElements <= kBlock, "a batched group is one block");
   // Its groups take the two passes (not one_pass_).
   void ForGroups(int64_t first, int64_t last) {
+    if (group_size_ <= kSmallGroupMax) return SmallGroupBatch(first, last);
     double *sums = block_sums_;
     for (int64_t ng = first; ng < last; ++ng) {
       wide_[ng] = 0;
@@ -190,18 +202,17 @@ class GroupStatistics {
   }
 
   // ForGroup for the groups of samples [first_n, last_n) when a group holds at most
-  // kShiftElements elements (then x0 is the mean of the whole group): each of the three sums
-  // in one call for all the groups (a call, a block set-up and a fold per group and sum cost
-  // 3-4x torch's time for 2-D inputs with a few channels per group). Each group gets
-  // ForGroup's numbers; the samples' slots of block_sums_ (one block per group here) hold the
-  // sums.
+  // kShiftElements elements. Up to kSmallGroupMax: SmallGroupBatch. Beyond (then x0 is the
+  // mean of the whole group), each of the three float-lane sums in one call for all the groups
+  // (a call, a block set-up and a fold per group and sum cost 3-4x torch's time for 2-D inputs
+  // with a few channels per group), each group with ForGroup's numbers; the samples' slots of
+  // block_sums_ (one block per group here) hold the sums.
   void SmallGroups(int64_t first_n, int64_t last_n) {
     const int64_t first = first_n * s_.G, groups = (last_n - first_n) * s_.G, last = first + groups;
+    if (group_size_ <= kSmallGroupMax) return SmallGroupBatch(first, last);
     double *sums = block_sums_ + first;
-    if (group_size_ > 0) rows_.sum(Group(first), group_size_, groups, sums);
-    for (int64_t ng = first; ng < last; ++ng) {  // as ComputeShift
-      SetShifts(ng, group_size_ > 0 ? sums[ng - first] / static_cast<double>(group_size_) : 0.0);
-    }
+    rows_.sum(Group(first), group_size_, groups, sums);
+    for (int64_t ng = first; ng < last; ++ng) SetShifts(ng, sums[ng - first] / static_cast<double>(group_size_));
     rows_.centered_sum_each(Group(first), shift_ + first, group_size_, groups, sums);  // two passes (not one_pass_)
     for (int64_t ng = first; ng < last; ++ng) {
       wide_[ng] = !GroupMean(ng, sums[ng - first], !kNarrowAtOnce);
@@ -217,7 +228,51 @@ class GroupStatistics {
       rows_.narrow(group_rstd_ + first, groups, rstd_ + first);
     }
   }
-  // 16-bit statistics (of data of their type, whose row kernels round to it): SmallGroups
+
+  // Groups [first, last) of at most kSmallGroupMax elements, in every schedule: their statistics
+  // in double (rows_.small_group_moments, wide::Statistics' formula), each group on its own, so
+  // the batch does not change its bits. Where the float32 path of its output could not carry
+  // them (Trusted), the group is wide: WideGroup recomputes the same numbers in its loops and
+  // the output runs in double. The groups' slots of block_sums_ (one block per group here)
+  // hold their squares.
+  void SmallGroupBatch(int64_t first, int64_t last) {
+    const int64_t groups = last - first;
+    if (group_size_ == 0) {  // empty groups: mean 0, rstd NaN (wide::Statistics)
+      for (int64_t ng = first; ng < last; ++ng) WideGroup(ng);
+      return;
+    }
+    double *squares = block_sums_ + first;
+    rows_.small_group_moments(Group(first), group_size_, groups, static_cast<double>(eps_), mean_d_ + first,
+                              rstd_d_ + first, squares);
+    for (int64_t ng = first; ng < last; ++ng) {
+      if (!Trusted(squares[ng - first])) {
+        WideGroup(ng);
+        continue;
+      }
+      wide_[ng] = 0;
+      group_mean_[ng] = static_cast<float>(mean_d_[ng]);
+      group_rstd_[ng] = static_cast<float>(rstd_d_[ng]);
+      if constexpr (!kNarrowAtOnce) {
+        mean_[ng] = FromFloat<U>(group_mean_[ng]);
+        rstd_[ng] = FromFloat<U>(group_rstd_[ng]);
+      }
+    }
+    if constexpr (kNarrowAtOnce) {  // every group's U values are its float32 ones rounded (as WideGroup's)
+      rows_.narrow(group_mean_ + first, groups, mean_ + first);
+      rows_.narrow(group_rstd_ + first, groups, rstd_ + first);
+    }
+  }
+  // Whether the float32 output path may use a small group's double statistics: its squares
+  // (sum (x - mean)^2, double) are finite (no inf or NaN in x) and within what the float32
+  // sums of the larger groups take (the same bounds as GroupMean and GroupRstd).
+  bool Trusted(double squares) const {
+    const double m = static_cast<double>(group_size_);
+    return squares < kLargestFloatSquares &&
+           !(squares / m < kSmallestFloatVariance && std::fabs(static_cast<double>(eps_)) < kSmallestEpsHidingIt);
+  }
+  static constexpr double kLargestFloatSquares = 0x1p127;
+
+  // 16-bit statistics (of data of their type, whose row kernels round to it): SmallGroupBatch
   // rounds its groups' mean and rstd at once (rows_.narrow); a scalar fp16 rounding per group
   // and output, with its branches, was a tenth of the fp16 forward of 8000 x 64, G = 32.
   static constexpr bool kNarrowAtOnce = !std::is_same_v<U, float> && std::is_same_v<U, T>;
@@ -226,6 +281,11 @@ class GroupStatistics {
   // work-sharing loops of the caller's region. Each group gets the numbers ForGroup gives it.
   void ByBlocks() {
     const int64_t groups = s_.N * s_.G, blocks = blocks_, items = groups * blocks;
+    if (group_size_ <= kSmallGroupMax) {  // one block per group: the groups are the unit of work
+#pragma omp for schedule(static)
+      for (int64_t ng = 0; ng < groups; ++ng) SmallGroupBatch(ng, ng + 1);
+      return;
+    }
     // the second pass's sums: over the first pass's where the squares are not in it
     double *squares = one_pass_ ? block_squares_ : block_sums_;
     auto settled = [this](int64_t ng) { return one_pass_ ? settled_[ng] != 0 : wide_[ng] != 0; };

@@ -41,6 +41,9 @@ constexpr int kShortRowBatch = 16;
 // The longest channel rows the backward's by-sample step takes besides single points
 // (short_grad_sums): at most one vector and a partial step in every build (3 x 3 maps: 9).
 constexpr int64_t kShortRowMax = 15;
+// The largest group (D * HxW elements) whose forward statistics are computed in double by
+// small_group_moments rather than in the float lanes (group_statistics.h).
+constexpr int64_t kSmallGroupMax = 32;
 
 // Outputs of at least this many bytes are written with non-temporal stores: they
 // cannot stay in cache together with their inputs anyway, and streaming them saves
@@ -152,6 +155,12 @@ struct RowKernels {
                           double *db, double *ds);
   void (*short_affine_grad)(const T *dy, const T *x, T *dx, int64_t n, int64_t rows, const float *a, const float *b,
                             const float *mu, const float *c);
+  // The statistics of `groups` groups of m contiguous elements each, 0 < m <= kSmallGroupMax,
+  // in double as wide::Statistics computes them (wide_range_rows.h: sums in index order,
+  // mean = sum / m, rstd = 1 / sqrt(squares / m + eps)); squares[k] = sum (x - mean[k])^2.
+  // Every operation is an IEEE double one, so every build gives the same bits.
+  void (*small_group_moments)(const T *x, int64_t m, int64_t groups, double eps, double *mean, double *rstd,
+                              double *squares);
 };
 
 // The widen kernel for saved statistics of type U (FloatStatistics, backward_sums.h): T's, since

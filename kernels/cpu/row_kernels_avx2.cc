@@ -138,6 +138,10 @@ struct V {
     return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
   }
   static void Fence() { _mm_sfence(); }
+  // v[i] = sqrt(v[i]) (correctly rounded, as std::sqrt) for n a multiple of 4
+  static void SqrtDoubles(double *v, int n) {
+    for (int i = 0; i < n; i += 4) _mm256_storeu_pd(v + i, _mm256_sqrt_pd(_mm256_loadu_pd(v + i)));
+  }
 
   // Partial vectors: the first n < kWidth elements of a row in one step, where the
   // lane-by-lane tail stored the sums' registers to memory, added the tail there and folded

@@ -143,6 +143,10 @@ struct V {
     return _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));                           // k += k + 1
   }
   static void Fence() { _mm_sfence(); }
+  // v[i] = sqrt(v[i]) (correctly rounded, as std::sqrt) for n a multiple of 8
+  static void SqrtDoubles(double *v, int n) {
+    for (int i = 0; i < n; i += 8) _mm512_storeu_pd(v + i, _mm512_sqrt_pd(_mm512_loadu_pd(v + i)));
+  }
 
   // Partial vectors: the first n < kWidth elements of a row in one masked step, where the
   // other builds go lane by lane (row_kernels_impl.h). Lanes n and up load as 0 (masked

@@ -9,8 +9,8 @@
 // for float, Half and BFloat16, StoreLanes (floats to memory), FoldRegs and
 // FoldRegsViaFloat (FoldLanes and FoldLanesViaFloat below on the kLanes/kWidth
 // registers, without the trip through memory), Fence
-// (after streaming stores), and StreamAlign<T>() in bytes (enough for Stream and
-// StreamPair).
+// (after streaming stores), StreamAlign<T>() in bytes (enough for Stream and
+// StreamPair), and SqrtDoubles(v, n) (square roots of n doubles in place, n a multiple of 8).
 //
 // Pairs: LoadPair(p, a, b) loads 2 * kWidth elements into two registers in a layout of
 // the build's choosing, StorePair/StreamPair(p, a, b) store such a pair back in memory
@@ -345,5 +345,6 @@ RowKernels<T> MakeRowKernels() {
                        &Normalize<T>,        &CenteredSum<T>,  &Coefficients,       &PointGradSums<T>,
                        &PointAffineGrad<T>,  &PointNormalize<T>, &CenteredSumEach<T>, &CenteredSquaresEach<T>,
                        &CoefficientsEach,    &CenteredMoments<T>, &Widen<T>,
-                       &Narrow<T>,           &ShortGradSums<T>,   &ShortAffineGrad<T>};
+                       &Narrow<T>,           &ShortGradSums<T>,   &ShortAffineGrad<T>,
+                       &SmallGroupMoments<T>};
 }

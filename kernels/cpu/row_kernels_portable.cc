@@ -72,6 +72,10 @@ struct V {
   static double FoldRegs(const reg *acc);  // after row_kernels_impl.h, which defines FoldLanes
   static double FoldRegsViaFloat(const reg *acc);
   static void Fence() {}
+  // v[i] = sqrt(v[i]), correctly rounded
+  static void SqrtDoubles(double *v, int n) {
+    for (int i = 0; i < n; ++i) v[i] = __builtin_sqrt(v[i]);
+  }
 
   // No partial vectors: a row's last elements go lane by lane (row_kernels_impl.h). Declared
   // only, for the code that the AVX-512 build's kPartial selects; never called here.
