@@ -38,7 +38,7 @@ struct RowOutput {
   // HxW = 1: `count` points with per-point c (in rows' mu argument), scale and shift, each
   // point as `rows` would write its one-element row; nullptr where the operator has none
   // (then the group-wise schedule runs).
-  void (*points)(const T *x, T *out, int64_t count, const float *c, const float *scale, const float *shift);
+  void (*points)(const T *x, T *out, int64_t count, const float *c, const float *scale, const float *shift, Arg arg);
 };
 
 template <typename T, typename U, typename Arg>
@@ -101,7 +101,7 @@ class ForwardKernel {
         for (int64_t d = 0; d < D; ++d) c_room[g * D + d] = c;
       }
       coefficients_each_(stats_.RstdDoubles(n * G), rest, G, D, gamma_d_, beta_d_, scale_room, shift_room);
-      op_.points(x_ + n * C, out_ + n * C, C, c_room, scale_room, shift_room);
+      op_.points(x_ + n * C, out_ + n * C, C, c_room, scale_room, shift_room, op_.arg);
       return;
     }
     int64_t start = 0, filled = 0;
@@ -116,7 +116,7 @@ class ForwardKernel {
         filled += take;
         d += take;
         if (filled == kPointChunk || first + take == C) {
-          op_.points(x_ + n * C + start, out_ + n * C + start, filled, c_room, scale_room, shift_room);
+          op_.points(x_ + n * C + start, out_ + n * C + start, filled, c_room, scale_room, shift_room, op_.arg);
           start += filled;
           filled = 0;
         }

@@ -371,6 +371,13 @@ void WideNormalizeRow(const T *x, T *y, int64_t hxw, double mu, double scale, do
   wide::NormalizeRow(x, y, hxw, mu, scale, shift);
 }
 
+// The active build's point loop as RowOutput calls it (a sample's points are never streamed).
+template <typename T>
+void NormalizePoints(const T *x, T *y, int64_t count, const float *c, const float *scale, const float *shift,
+                     bool /*stream*/) {
+  ActiveRowKernels().For<T>().point_normalize(x, y, count, c, scale, shift);
+}
+
 }  // namespace detail
 
 // gamma == nullptr means ones; outputs whose mask bit is off may be nullptr and are not touched.
@@ -396,9 +403,8 @@ void GroupNormForward(const T *x, const U *gamma, const U *beta, T *y, U *mean, 
     static_assert(std::is_same_v<U, double>, "float64 data takes float64 statistics");
     detail::ForwardFloat64(x, gamma, beta, y, mean, rstd, sizes, static_cast<double>(eps));
   } else {
-    const RowKernels<T> &rows = ActiveRowKernels().For<T>();
-    const detail::RowOutput<T, bool> output{rows.normalize, &detail::WideNormalizeRow<T>,
-                                            detail::StreamOutput<T>(sizes), rows.point_normalize};
+    const detail::RowOutput<T, bool> output{ActiveRowKernels().For<T>().normalize, &detail::WideNormalizeRow<T>,
+                                            detail::StreamOutput<T>(sizes), &detail::NormalizePoints<T>};
     detail::ForwardKernel<T, U, bool>(x, gamma, beta, y, mean, rstd, sizes, eps, output).Run();
   }
 }

@@ -238,8 +238,9 @@ template <typename T, typename U>
 void GroupNormSiluForward(const T *x, const U *gamma, const U *beta, T *z, U *mean, U *rstd, GroupNormSizes sizes,
                           float eps, float swish_k) {
   if (sizes.N * sizes.C == 0) return;
-  const detail::RowOutput<T, float> output{ActiveSiluRowKernels().For<T>().normalize_silu,
-                                           &detail::WideNormalizeSiluRow<T>, swish_k, nullptr};
+  const SiluRowKernels<T> &rows = ActiveSiluRowKernels().For<T>();
+  const detail::RowOutput<T, float> output{rows.normalize_silu, &detail::WideNormalizeSiluRow<T>, swish_k,
+                                           rows.normalize_silu_points};
   detail::ForwardKernel<T, U, float>(x, gamma, beta, z, mean, rstd, sizes, eps, output).Run();
 }
 

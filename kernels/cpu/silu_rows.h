@@ -39,6 +39,10 @@ struct SiluRowKernels {
   // z[r][i] = y * sigmoid(k * y), y = (x[r][i] - mu) * scale[r] + shift[r]
   void (*normalize_silu)(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale,
                          const float *shift, float swish_k);
+  // HxW = 1: normalize_silu for `count` points with c (its mu), scale and shift per point, each
+  // point with the bits of its one-element row
+  void (*normalize_silu_points)(const T *x, T *z, int64_t count, const float *c, const float *scale,
+                                const float *shift, float swish_k);
   // g = dz * dz/dy (recomputed); sum_g[r] = sum_i g, sum_gxc[r] = sum_i g * (x - mu) in the
   // form CentredSums(mu, rstd) chooses (row_kernels.h);
   // g itself is stored into g_out[r * hxw + i] unless g_out is nullptr
