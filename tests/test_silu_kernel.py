@@ -163,8 +163,10 @@ def test_bad_arguments_get_a_status_not_a_crash():
 # group-wise below).
 # Rows of 2-64 take the short-row sums in every schedule: (2, 128, 37, 2) spans several of
 # their chunks a call, (1, 8, 2, 1) splits by channel (one row a call) from 2 threads on.
+# The forward runs a group's short rows as one flat run (NormalizeSiluFlat) but one row a call
+# row by row: (1, 12, 9, 1) and (1, 6, 49, 2) take both as the thread count changes.
 SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32), (2, 8, 56, 4),
-         (2, 64, 1, 4), (1, 48, 1, 3), (2, 128, 37, 2), (1, 8, 2, 1), (3, 16, 64, 8)]
+         (2, 64, 1, 4), (1, 48, 1, 3), (2, 128, 37, 2), (1, 8, 2, 1), (3, 16, 64, 8), (1, 12, 9, 1), (1, 6, 49, 2)]
 
 
 def _run_all(sizes, dtype, stat_dtype, swish_scale, seed=7):
