@@ -164,9 +164,12 @@ def test_bad_arguments_get_a_status_not_a_crash():
 # Rows of 2-64 take the short-row sums in every schedule: (2, 128, 37, 2) spans several of
 # their chunks a call, (1, 8, 2, 1) splits by channel (one row a call) from 2 threads on.
 # The forward runs a group's short rows as one flat run (NormalizeSiluFlat) but one row a call
-# row by row: (1, 12, 9, 1) and (1, 6, 49, 2) take both as the thread count changes.
+# row by row: (1, 12, 9, 1) and (1, 6, 49, 2) take both as the thread count changes. Groups of
+# up to 4 short rows run a sample per call (1-2 threads) or a group per call (3 threads, N < 3):
+# (2, 8, 5, 4) and (2, 12, 9, 3).
 SIZES = [(2, 6, 37, 3), (1, 4, 4096 + 2048 + 19, 2), (3, 8, 5, 4), (1, 3, 1000, 1), (2, 64, 16, 32), (2, 8, 56, 4),
-         (2, 64, 1, 4), (1, 48, 1, 3), (2, 128, 37, 2), (1, 8, 2, 1), (3, 16, 64, 8), (1, 12, 9, 1), (1, 6, 49, 2)]
+         (2, 64, 1, 4), (1, 48, 1, 3), (2, 128, 37, 2), (1, 8, 2, 1), (3, 16, 64, 8), (1, 12, 9, 1), (1, 6, 49, 2),
+         (2, 8, 5, 4), (2, 12, 9, 3)]
 
 
 def _run_all(sizes, dtype, stat_dtype, swish_scale, seed=7):
@@ -266,3 +269,26 @@ def test_fp16_and_bf16_stores_round_to_nearest_even(isa_control, isa):  # noqa: 
         as_float = bits[nan].view(np.float16) if dtype == "float16" else (bits[nan].astype(np.uint32) << 16).view(
             np.float32)
         assert np.isnan(as_float).all(), dtype
+
+
+@pytest.mark.parametrize("sizes", [(2, 8, 5, 4), (2, 12, 9, 3), (2, 6, 3, 6)])
+def test_sample_rows_give_the_bits_of_group_by_group(isa_control, sizes):  # noqa: F811
+    """Groups of up to 4 short rows: a sample's rows in one call (1 thread, N >= threads) and a
+    group's rows per call (3 threads, N < threads) give the same z, with each group's own c:
+    groups of a large mean with a small spread (c = the mean) beside ordinary ones (c = 0)."""
+    N, C, hxw, G = sizes
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((N, C, hxw)) * 2 + 1).astype(np.float32)
+    D = C // G
+    for g in range(0, G, 2):
+        x[:, g * D:(g + 1) * D] = 1e4 + 1e-2 * rng.standard_normal((N, D, hxw))
+    gamma = rng.uniform(0.5, 1.5, C).astype(np.float32)
+    beta = rng.uniform(-1, 1, C).astype(np.float32)
+    for isa in _available_isas():
+        isa_control.MsGroupNormSelectIsa(isa.encode())
+        outputs = []
+        for threads in (1, 3):
+            isa_control.MsGroupNormSetNumThreads(threads)
+            z, mean, rstd = cpu_kernels.silu_forward(x, gamma, beta, G, 1e-5, 0.7)
+            outputs.append((z.tobytes(), mean.tobytes(), rstd.tobytes()))
+        assert outputs[0] == outputs[1], f"{isa}: a sample per call and a group per call differ, {sizes}"

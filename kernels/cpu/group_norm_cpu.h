@@ -404,7 +404,7 @@ void GroupNormForward(const T *x, const U *gamma, const U *beta, T *y, U *mean, 
     detail::ForwardFloat64(x, gamma, beta, y, mean, rstd, sizes, static_cast<double>(eps));
   } else {
     const detail::RowOutput<T, bool> output{ActiveRowKernels().For<T>().normalize, &detail::WideNormalizeRow<T>,
-                                            detail::StreamOutput<T>(sizes), &detail::NormalizePoints<T>};
+                                            detail::StreamOutput<T>(sizes), &detail::NormalizePoints<T>, nullptr};
     detail::ForwardKernel<T, U, bool>(x, gamma, beta, y, mean, rstd, sizes, eps, output).Run();
   }
 }

@@ -240,7 +240,7 @@ void GroupNormSiluForward(const T *x, const U *gamma, const U *beta, T *z, U *me
   if (sizes.N * sizes.C == 0) return;
   const SiluRowKernels<T> &rows = ActiveSiluRowKernels().For<T>();
   const detail::RowOutput<T, float> output{rows.normalize_silu, &detail::WideNormalizeSiluRow<T>, swish_k,
-                                           rows.normalize_silu_points};
+                                           rows.normalize_silu_points, rows.normalize_silu_sample};
   detail::ForwardKernel<T, U, float>(x, gamma, beta, z, mean, rstd, sizes, eps, output).Run();
 }
 

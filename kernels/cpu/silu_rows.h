@@ -43,6 +43,10 @@ struct SiluRowKernels {
   // point with the bits of its one-element row
   void (*normalize_silu_points)(const T *x, T *z, int64_t count, const float *c, const float *scale,
                                 const float *shift, float swish_k);
+  // normalize_silu for `rows` rows (a sample's groups of a few short rows) with c, scale and shift
+  // per row, each row with the bits normalize_silu gives it
+  void (*normalize_silu_sample)(const T *x, T *z, int64_t hxw, int64_t rows, const float *c, const float *scale,
+                                const float *shift, float swish_k);
   // g = dz * dz/dy (recomputed); sum_g[r] = sum_i g, sum_gxc[r] = sum_i g * (x - mu) in the
   // form CentredSums(mu, rstd) chooses (row_kernels.h);
   // g itself is stored into g_out[r * hxw + i] unless g_out is nullptr

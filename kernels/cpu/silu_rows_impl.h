@@ -167,25 +167,33 @@ inline VF SwishGrad(VF dz, VF y, K k) {
 // G = 16: 0.18x torch's group_norm and silu). Element by element the same operations, so the
 // same bits.
 constexpr int64_t kFlatSiluRowMax = 4 * kW, kFlatSiluChunk = 1024;
-template <typename T, typename K>
-void NormalizeSiluFlat(const T *x, T *z, int64_t hxw, int64_t rows, VF vmu, const float *scale, const float *shift,
-                       K vk) {
-  float scales[kFlatSiluChunk + kW], shifts[kFlatSiluChunk + kW];  // a row's last store may spill kW - 1
+// kRowCentres: row r's centre is c[r] (a sample's rows), else c[0] for every row (one group's).
+template <bool kRowCentres, typename T, typename K>
+void NormalizeSiluFlat(const T *x, T *z, int64_t hxw, int64_t rows, const float *c, const float *scale,
+                       const float *shift, K vk) {
+  float centres[kRowCentres ? kFlatSiluChunk + kW : 1], scales[kFlatSiluChunk + kW], shifts[kFlatSiluChunk + kW];
+  const VF vmu = Splat(c[0]);
   const int64_t per_chunk = kFlatSiluChunk / hxw;
   for (int64_t r0 = 0; r0 < rows; r0 += per_chunk) {
     const int64_t take = rows - r0 < per_chunk ? rows - r0 : per_chunk;
-    for (int64_t r = 0; r < take; ++r) {  // in order: a row's spill is overwritten by the next row
+    for (int64_t r = 0; r < take; ++r) {  // in order: a row's spill (up to kW - 1) is overwritten by the next row
       const VF vs = Splat(scale[r0 + r]), vt = Splat(shift[r0 + r]);
       for (int64_t k = r * hxw; k < (r + 1) * hxw; k += kW) {
+        if constexpr (kRowCentres) Store(centres + k, Splat(c[r0 + r]));
         Store(scales + k, vs);
         Store(shifts + k, vt);
       }
     }
     const T *x_chunk = x + r0 * hxw;
     T *z_chunk = z + r0 * hxw;
-    MapVectors<sizeof(T) + 2 * sizeof(float)>(z_chunk, take * hxw, StoresAliasLoads(z_chunk, x_chunk), [&](auto load) {
-      return Swish(Affine(load(x_chunk), vmu, load(scales), load(shifts)), vk);
-    });
+    MapVectors<sizeof(T) + (kRowCentres ? 3 : 2) * sizeof(float)>(
+        z_chunk, take * hxw, StoresAliasLoads(z_chunk, x_chunk), [&](auto load) {
+          if constexpr (kRowCentres) {
+            return Swish(Affine(load(x_chunk), load(centres), load(scales), load(shifts)), vk);
+          } else {
+            return Swish(Affine(load(x_chunk), vmu, load(scales), load(shifts)), vk);
+          }
+        });
   }
 }
 
@@ -194,7 +202,7 @@ void NormalizeSiluRows(const T *x, T *z, int64_t hxw, int64_t rows, float mu, co
                        K vk) {
   const VF vmu = Splat(mu);
   if (rows > 1 && hxw < kFlatSiluRowMax && hxw % kW != 0) {
-    return NormalizeSiluFlat(x, z, hxw, rows, vmu, scale, shift, vk);
+    return NormalizeSiluFlat<false>(x, z, hxw, rows, &mu, scale, shift, vk);
   }
   const bool lookahead = StoresAliasLoads(z, x);
   for (int64_t r = 0; r < rows; ++r) {
@@ -232,6 +240,17 @@ template <typename T>
 void NormalizeSilu(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
                    float swish_k) {
   WithScale(swish_k, [&](auto vk) { NormalizeSiluRows(x, z, hxw, rows, mu, scale, shift, vk); });
+}
+
+template <typename T>
+void NormalizeSiluSample(const T *x, T *z, int64_t hxw, int64_t rows, const float *c, const float *scale,
+                         const float *shift, float swish_k) {
+  WithScale(swish_k, [&](auto vk) {
+    if (hxw <= kFlatSiluChunk) return NormalizeSiluFlat<true>(x, z, hxw, rows, c, scale, shift, vk);
+    for (int64_t r = 0; r < rows; ++r) {
+      NormalizeSiluRows(x + r * hxw, z + r * hxw, hxw, 1, c[r], scale + r, shift + r, vk);
+    }
+  });
 }
 
 // TwoSum's error of d = fl(x - mu): (x - mu) - d exactly (row_kernels_impl.h's CenteredError).
@@ -453,7 +472,7 @@ void PointSiluInputGradStored(const float *g, const T *x, T *dx, int64_t count, 
 
 template <typename T>
 SiluRowKernels<T> MakeSiluRowKernels() {
-  return SiluRowKernels<T>{&NormalizeSilu<T>,          &NormalizeSiluPoints<T>,     &ReduceSiluGrad<T>,
-                           &SiluInputGrad<T>,          &SiluInputGradStored<T>,     &PointReduceSiluGrad<T>,
-                           &PointSiluInputGradStored<T>, &ShortReduceSiluGrad<T>};
+  return SiluRowKernels<T>{&NormalizeSilu<T>,         &NormalizeSiluPoints<T>,       &NormalizeSiluSample<T>,
+                           &ReduceSiluGrad<T>,        &SiluInputGrad<T>,             &SiluInputGradStored<T>,
+                           &PointReduceSiluGrad<T>,   &PointSiluInputGradStored<T>,  &ShortReduceSiluGrad<T>};
 }
