@@ -232,8 +232,8 @@ class GroupStatistics {
   // Groups [first, last) of at most kSmallGroupMax elements, in every schedule: their statistics
   // in double (rows_.small_group_moments, wide::Statistics' formula), each group on its own, so
   // the batch does not change its bits. Where the float32 path of its output could not carry
-  // them (Trusted), the group is wide: WideGroup recomputes the same numbers in its loops and
-  // the output runs in double. The groups' slots of block_sums_ (one block per group here)
+  // them (Trusted), the group is wide: WideGroup recomputes them by the same formula in its
+  // loops and the output runs in double. The groups' slots of block_sums_ (one block per group here)
   // hold their squares.
   void SmallGroupBatch(int64_t first, int64_t last) {
     const int64_t groups = last - first;
