@@ -200,10 +200,10 @@ void NormalizeSiluFlat(const T *x, T *z, int64_t hxw, int64_t rows, const float 
 template <typename T, typename K>
 void NormalizeSiluRows(const T *x, T *z, int64_t hxw, int64_t rows, float mu, const float *scale, const float *shift,
                        K vk) {
-  const VF vmu = Splat(mu);
   if (rows > 1 && hxw < kFlatSiluRowMax && hxw % kW != 0) {
     return NormalizeSiluFlat<false>(x, z, hxw, rows, &mu, scale, shift, vk);
   }
+  const VF vmu = Splat(mu);
   const bool lookahead = StoresAliasLoads(z, x);
   for (int64_t r = 0; r < rows; ++r) {
     const T *x_row = x + r * hxw;
