@@ -55,6 +55,11 @@ struct BFloat16IO {
   }
 };
 
+// Half a vector's lanes as doubles (exact), for the double sums of short rows.
+typedef double VD __attribute__((vector_size(4 * kW)));
+inline VD LowAsDoubles(VF v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+inline VD HighAsDoubles(VF v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+
 #include "silu_rows_impl.h"
 
 }  // namespace isa_silu_avx2

@@ -58,6 +58,13 @@ struct BFloat16IO {
   }
 };
 
+// Half a vector's lanes as doubles (exact), for the double sums of short rows.
+typedef double VD __attribute__((vector_size(4 * kW)));
+inline VD LowAsDoubles(VF v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+inline VD HighAsDoubles(VF v) {
+  return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
 #include "silu_rows_impl.h"
 
 }  // namespace isa_silu_avx512

@@ -8,7 +8,9 @@
 //   Min, Max      lane-wise (a NaN first operand yields the second),
 //   HalfIO        static VF Load(const Half *), static void Store(Half *, VF) (kW elements,
 //                 rounding to nearest even like ToHalf / F16C),
-//   BFloat16IO    the same for BFloat16 (silu_rows.h's BFloat16Rounded: ToBFloat16's bits).
+//   BFloat16IO    the same for BFloat16 (silu_rows.h's BFloat16Rounded: ToBFloat16's bits),
+//   VD            a vector of kW / 2 doubles, and LowAsDoubles / HighAsDoubles (VF -> VD, exact)
+//                 for the double sums of short rows and points.
 // Nothing here may include a header (see row_kernels_impl.h for why).
 //
 // Every lane computes the same IEEE operations in the same order (vector extension
@@ -120,7 +122,7 @@ inline VF SigmoidDenominator(VF t) {  // 1 + exp(-t)
   return MulAdd(p, two_k, Splat(1.0f));
 }
 
-inline VF Sigmoid(VF t) { return Splat(1.0f) / SigmoidDenominator(t); }
+[[gnu::always_inline]] inline VF Sigmoid(VF t) { return Splat(1.0f) / SigmoidDenominator(t); }
 
 // The swish scale k as the loops apply it: t = k * y. SiLU (k = 1) skips the product,
 // which is exact (1 * y == y), so both give the same bits; the loops are instantiated
@@ -153,7 +155,7 @@ inline VF Swish(VF y, K k) { return y / SigmoidDenominator(k(y)); }
 
 // dz * d(y * sigmoid(k y))/dy = dz * s * (1 + t * (1 - s)), t = k y, s = sigmoid(t).
 template <typename K>
-inline VF SwishGrad(VF dz, VF y, K k) {
+[[gnu::always_inline]] inline VF SwishGrad(VF dz, VF y, K k) {
   const VF t = k(y);
   const VF s = Sigmoid(t);
   return dz * (s * MulAdd(t, Splat(1.0f) - s, Splat(1.0f)));
@@ -230,7 +232,9 @@ void NormalizeSiluPoints(const T *x, T *z, int64_t count, const float *c, const 
 }
 
 // FoldLanesViaFloat (lane_folds_impl.h, the row kernels' backward fold) of kSiluRegs vectors.
-inline double FoldViaFloat(const VF *acc) {
+// Always inlined: GCC's own choice moved with the size of this file, and as a call it cost
+// 7-12 % of the long rows' fused backward (64 x 320 x 14 x 14, G = 1).
+[[gnu::always_inline]] inline double FoldViaFloat(const VF *acc) {
   float lanes[kLanes];
   for (int r = 0; r < kSiluRegs; ++r) __builtin_memcpy(lanes + r * kW, &acc[r], sizeof(VF));
   return FoldLanesViaFloat(lanes);

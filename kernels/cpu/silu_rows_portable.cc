@@ -51,6 +51,11 @@ struct BFloat16IO {  // exact: a bf16 is the top half of a float
   }
 };
 
+// Half a vector's lanes as doubles (exact), for the double sums of short rows.
+typedef double VD __attribute__((vector_size(4 * kW)));
+inline VD LowAsDoubles(VF v) { return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), VD); }
+inline VD HighAsDoubles(VF v) { return __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), VD); }
+
 #include "silu_rows_impl.h"
 
 }  // namespace isa_silu_portable

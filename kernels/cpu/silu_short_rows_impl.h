@@ -16,24 +16,11 @@
 // The rooms have a vector of slack past the chunk, zeroed, so that a row's last vector may
 // be loaded whole and masked.
 constexpr int64_t kShortChunk = 1024;
-typedef double VD __attribute__((vector_size(4 * kW)));  // kW / 2 doubles
-
-// The low or high kW / 2 lanes of v as doubles. V (VF) is a template parameter so that only
-// the branch of this build's width is compiled.
-template <bool kHigh, typename V>
-inline VD HalfAsDoubles(V v) {
-  constexpr int kWidth = sizeof(V) / sizeof(float);
-  static_assert(kWidth == 4 || kWidth == 8 || kWidth == 16, "a vector of 4, 8 or 16 floats");
-  if constexpr (kWidth == 4) {
-    return kHigh ? __builtin_convertvector(__builtin_shufflevector(v, v, 2, 3), VD)
-                 : __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), VD);
-  } else if constexpr (kWidth == 8) {
-    return kHigh ? __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), VD)
-                 : __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), VD);
-  } else {
-    return kHigh ? __builtin_convertvector(__builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15), VD)
-                 : __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7), VD);
-  }
+// The low or high kW / 2 lanes of v as doubles: LowAsDoubles / HighAsDoubles of the ISA's file
+// (one conversion each with intrinsics; the generic shuffle-and-convert became four).
+template <bool kHigh>
+inline VD HalfAsDoubles(VF v) {
+  return kHigh ? HighAsDoubles(v) : LowAsDoubles(v);
 }
 inline double LanesInOrder(VD v) {
   double total = v[0];
