@@ -55,6 +55,18 @@ struct BFloat16IO {
   }
 };
 
+// The first n < kW floats with vmaskmovps (the masked lanes read as zero and are never written;
+// no fault past n); 16-bit data, which AVX2 cannot mask, goes through a buffer.
+struct PartialIO {
+  template <typename T>
+  static constexpr bool kMasked = sizeof(T) == sizeof(float);
+  static __m256i First(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static VF Load(const float *p, int64_t n) { return _mm256_maskload_ps(p, First(n)); }
+  static void Store(float *p, VF v, int64_t n) { _mm256_maskstore_ps(p, First(n), v); }
+};
+
 // Half a vector's lanes as doubles (exact), for the double sums of short rows.
 typedef double VD __attribute__((vector_size(4 * kW)));
 inline VD LowAsDoubles(VF v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }

@@ -20,7 +20,7 @@
 #include <immintrin.h>
 
 #pragma GCC push_options
-#pragma GCC target("avx512f")
+#pragma GCC target("avx512f,avx512bw,avx512vl")
 #include "fp_contract_off.h"
 
 namespace ms_groupnorm {
@@ -55,6 +55,28 @@ struct BFloat16IO {
     const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
     const __m512i top = _mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16);
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(top));
+  }
+};
+
+// The first n < kW elements with AVX-512's masked moves (AVX512BW/VL for the 16-bit ones): the
+// masked lanes read as zero and are never written, and a masked move does not fault past n.
+struct PartialIO {
+  template <typename T>
+  static constexpr bool kMasked = true;
+  static __mmask16 First(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+  static __m256i LoadBits(const void *p, int64_t n) { return _mm256_maskz_loadu_epi16(First(n), p); }
+  static VF Load(const float *p, int64_t n) { return _mm512_maskz_loadu_ps(First(n), p); }
+  static VF Load(const Half *p, int64_t n) { return _mm512_cvtph_ps(LoadBits(p, n)); }
+  static VF Load(const BFloat16 *p, int64_t n) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(LoadBits(p, n)), 16));
+  }
+  static void Store(float *p, VF v, int64_t n) { _mm512_mask_storeu_ps(p, First(n), v); }
+  static void Store(Half *p, VF v, int64_t n) {
+    _mm256_mask_storeu_epi16(p, First(n), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  static void Store(BFloat16 *p, VF v, int64_t n) {  // BFloat16IO::Store's bits
+    const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
+    _mm256_mask_storeu_epi16(p, First(n), _mm512_cvtepi32_epi16(_mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16)));
   }
 };
 

@@ -10,7 +10,9 @@
 //                 rounding to nearest even like ToHalf / F16C),
 //   BFloat16IO    the same for BFloat16 (silu_rows.h's BFloat16Rounded: ToBFloat16's bits),
 //   VD            a vector of kW / 2 doubles, and LowAsDoubles / HighAsDoubles (VF -> VD, exact)
-//                 for the double sums of short rows and points.
+//                 for the double sums of short rows and points,
+//   PartialIO     kMasked<T>: whether Load(const T *, n) / Store(T *, VF, n) move the first n < kW
+//                 elements with masked moves (zero in the other lanes; nothing stored past n).
 // Nothing here may include a header (see row_kernels_impl.h for why).
 //
 // Every lane computes the same IEEE operations in the same order (vector extension
@@ -46,18 +48,28 @@ inline void Store(float *p, VF v) { __builtin_memcpy(p, &v, sizeof v); }
 inline void Store(BFloat16 *p, VF v) { BFloat16IO::Store(p, v); }
 inline void Store(Half *p, VF v) { HalfIO::Store(p, v); }
 
-// The first `count` (< kW) elements, the other lanes zero.
+// The first `count` (< kW) elements, the other lanes zero: the ISA's masked moves where it has
+// them for T (PartialIO), else through a zeroed buffer. Row tails take these: through the
+// buffer, each cost a scalar copy loop and a call of memcpy (14 x 14 rows: a vector in 13).
 template <typename T>
 inline VF LoadPartial(const T *p, int64_t count) {
-  T buffer[kW] = {};
-  for (int64_t k = 0; k < count; ++k) buffer[k] = p[k];
-  return Load(buffer);
+  if constexpr (PartialIO::template kMasked<T>) {
+    return PartialIO::Load(p, count);
+  } else {
+    T buffer[kW] = {};
+    for (int64_t k = 0; k < count; ++k) buffer[k] = p[k];
+    return Load(buffer);
+  }
 }
 template <typename T>
 inline void StorePartial(T *p, VF v, int64_t count) {
-  T buffer[kW];
-  Store(buffer, v);
-  for (int64_t k = 0; k < count; ++k) p[k] = buffer[k];
+  if constexpr (PartialIO::template kMasked<T>) {
+    PartialIO::Store(p, v, count);
+  } else {
+    T buffer[kW];
+    Store(buffer, v);
+    for (int64_t k = 0; k < count; ++k) p[k] = buffer[k];
+  }
 }
 
 // out[i..] = op(load) over one row of n elements, kW at a time: op computes the vector from

@@ -51,6 +51,16 @@ struct BFloat16IO {  // exact: a bf16 is the top half of a float
   }
 };
 
+// No masked moves: partial vectors go through a buffer (silu_rows_impl.h's LoadPartial).
+struct PartialIO {
+  template <typename T>
+  static constexpr bool kMasked = false;
+  template <typename T>
+  static VF Load(const T *p, int64_t n);  // declared for the discarded branch; never used
+  template <typename T>
+  static void Store(T *p, VF v, int64_t n);
+};
+
 // Half a vector's lanes as doubles (exact), for the double sums of short rows.
 typedef double VD __attribute__((vector_size(4 * kW)));
 inline VD LowAsDoubles(VF v) { return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1), VD); }
