@@ -271,17 +271,24 @@ def test_fp16_and_bf16_stores_round_to_nearest_even(isa_control, isa):  # noqa: 
         assert np.isnan(as_float).all(), dtype
 
 
-@pytest.mark.parametrize("sizes", [(2, 8, 5, 4), (2, 12, 9, 3), (2, 6, 3, 6)])
-def test_sample_rows_give_the_bits_of_group_by_group(isa_control, sizes):  # noqa: F811
-    """Groups of up to 4 short rows: a sample's rows in one call (1 thread, N >= threads) and a
-    group's rows per call (3 threads, N < threads) give the same z, with each group's own c:
-    groups of a large mean with a small spread (c = the mean) beside ordinary ones (c = 0)."""
+@pytest.mark.parametrize("sizes", [(2, 8, 5, 4), (2, 12, 9, 3), (2, 6, 3, 6), (2, 96, 49, 32), (2, 17, 37, 17)])
+@pytest.mark.parametrize("dz_kind", ["ordinary", "inf"])
+def test_sample_rows_give_the_bits_of_group_by_group(isa_control, sizes, dz_kind):  # noqa: F811
+    """Short rows in small groups: a sample's rows in one call (1 thread, N >= threads) and a
+    group's rows per call (3 threads, N < threads) give the same bits, forward (groups of up
+    to 4 rows; each group's own c: groups of a large mean with a small spread, c = the mean,
+    beside ordinary ones, c = 0) and backward (every row length of 2-64 in small groups: dz of
+    a large mean, as CANN's test data; "inf": one group's sums are not finite, so its sample
+    goes group by group, and the other samples must not change)."""
     N, C, hxw, G = sizes
     rng = np.random.default_rng(2)
     x = (rng.standard_normal((N, C, hxw)) * 2 + 1).astype(np.float32)
     D = C // G
     for g in range(0, G, 2):
         x[:, g * D:(g + 1) * D] = 1e4 + 1e-2 * rng.standard_normal((N, D, hxw))
+    dz = rng.normal(60.0, 10.0, (N, C, hxw)).astype(np.float32)
+    if dz_kind == "inf":
+        dz[0, C - 1, 0] = np.inf
     gamma = rng.uniform(0.5, 1.5, C).astype(np.float32)
     beta = rng.uniform(-1, 1, C).astype(np.float32)
     for isa in _available_isas():
@@ -290,5 +297,8 @@ def test_sample_rows_give_the_bits_of_group_by_group(isa_control, sizes):  # noq
         for threads in (1, 3):
             isa_control.MsGroupNormSetNumThreads(threads)
             z, mean, rstd = cpu_kernels.silu_forward(x, gamma, beta, G, 1e-5, 0.7)
-            outputs.append((z.tobytes(), mean.tobytes(), rstd.tobytes()))
-        assert outputs[0] == outputs[1], f"{isa}: a sample per call and a group per call differ, {sizes}"
+            grads = cpu_kernels.silu_backward(dz, x, mean, rstd, gamma, beta, G, swish_scale=0.7)
+            outputs.append([a.tobytes() for a in (z, mean, rstd, *grads)])
+        names = ("z", "mean", "rstd", "dx", "dgamma", "dbeta")
+        differ = [name for name, one, two in zip(names, *outputs) if one != two]
+        assert not differ, f"{isa}: a sample per call and a group per call differ in {differ}, {sizes}"

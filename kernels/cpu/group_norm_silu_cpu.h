@@ -50,7 +50,7 @@ class SiluBackwardKernel {
   SiluBackwardKernel(const T *dz, const T *x, const U *mean, const U *rstd, const U *gamma, const U *beta, T *dx,
                      U *dgamma, U *dbeta, GroupNormSizes sizes, OutputMask mask, float swish_k)
       : in_{dz, x, mean, rstd, gamma, dx}, s_(sizes), mask_(mask), k_(swish_k),
-        silu_(ActiveSiluRowKernels().For<T>()), schedule_(sizes, /*has_sample_step=*/sizes.HxW == 1),
+        silu_(ActiveSiluRowKernels().For<T>()), schedule_(sizes, /*has_sample_step=*/sizes.HxW <= kShortSiluRowMax),
         kept_floats_(KeptFloats(sizes, mask, schedule_)),
         scratch_(ScratchBytes(sizes, schedule_.threads(), kept_floats_)),
         stats_(mean, rstd, sizes, StatisticsWiden<U>(ActiveRowKernels().For<T>()), scratch_),
@@ -71,7 +71,9 @@ class SiluBackwardKernel {
   // with the bits Reduce, GroupCoefficients and InputGrad give it. A sample where a group
   // needs a double path (rstd or coefficients outside float32's range, sums that are not
   // finite) takes those three steps group by group instead. room: kPointArrays * C floats.
+  // Short rows (SampleRows) are taken likewise.
   void Sample(int64_t n, float *room) {
+    if (s_.HxW > 1) return SampleRows(n, room);
     const int64_t C = s_.C, G = s_.G, D = s_.D(), nc = n * C;
     float *mu = room, *centre = room + C, *g = room + 2 * C, *b = room + 3 * C, *c0 = room + 4 * C;
     bool plain = true, any_centred = false;
@@ -112,6 +114,44 @@ class SiluBackwardKernel {
       }
     }
     silu_.point_input_grad_stored(g, in_.x + nc, in_.dx + nc, C, mu, &scale_[nc], b, c0);
+  }
+
+  // Sample n of short rows (2..kShortSiluRowMax elements, the by-sample schedule): the sample's
+  // rows through short_reduce_grad in one call, the groups' coefficients, then dx from the kept g
+  // in one call, each row with the bits Reduce, GroupCoefficients and InputGrad give it (those
+  // steps take short_reduce_grad and the same dx formula for these rows in every schedule).
+  // As Sample, a sample where a group needs a double path goes group by group. A step a group
+  // had cost more than the group's data in small groups (32 x 96 x 7 x 7, G = 32: 147 elements).
+  // room: SampleRowFloats.
+  void SampleRows(int64_t n, float *room) {
+    const int64_t C = s_.C, G = s_.G, D = s_.D(), HxW = s_.HxW, nc = n * C, offset = nc * HxW;
+    float *g = room, *b = room + C * HxW, *c0 = b + G;
+    bool plain = true;
+    for (int64_t ng = n * G; ng < (n + 1) * G; ++ng) plain &= !wide::RstdOutsideFloatRange(stats_.rstd[ng]);
+    double *db = &sums_.db[nc], *ds = &sums_.ds[nc];
+    if (plain) {
+      silu_.short_reduce_grad(in_.dy + offset, in_.x + offset, HxW, C, D, &stats_.mean[n * G], &scale_[nc], shift_, k_,
+                              db, ds, mask_.dx ? g : nullptr);
+      plain = wide::AllFinite(db, C) && wide::AllFinite(ds, C);
+    }
+    if (!plain) {
+      for (int64_t grp = 0; grp < G; ++grp) Reduce(n, grp * D, D, nullptr);
+    }
+    for (int64_t ng = n * G; ng < (n + 1) * G; ++ng) {
+      GroupCoefficients(ng);
+      plain &= !wide::LostInFloat(sums_.b[ng]) && !wide::LostInFloat(sums_.c0[ng]);
+    }
+    if (!mask_.dx) return;
+    if (!plain) {
+      for (int64_t grp = 0; grp < G; ++grp) InputGrad(n, grp * D, D, nullptr);
+      return;
+    }
+    for (int64_t grp = 0; grp < G; ++grp) {
+      b[grp] = static_cast<float>(sums_.b[n * G + grp]);
+      c0[grp] = static_cast<float>(sums_.c0[n * G + grp]);
+    }
+    silu_.sample_input_grad_stored(g, in_.x + offset, in_.dx + offset, HxW, C, D, &stats_.mean[n * G], &scale_[nc], b,
+                                   c0);
   }
 
   // Even dbeta alone needs x here: g depends on y. So ds is always computed (cheap).
@@ -193,8 +233,10 @@ class SiluBackwardKernel {
   // The same floats either way, so the same bits.
   static constexpr int64_t kMaxGroupScratchBytes = int64_t{1} << 20;
   static constexpr int64_t kPointArrays = 5;  // Sample's mu, centre, g, b, c0
+  // SampleRows' g (the sample's elements), b and c0 (a float per group each)
+  static int64_t SampleRowFloats(const GroupNormSizes &s) { return s.C * s.HxW + 2 * s.G; }
   static int64_t KeptFloats(const GroupNormSizes &s, OutputMask mask, const BackwardSchedule &schedule) {
-    if (schedule.by_sample()) return kPointArrays * s.C;
+    if (schedule.by_sample()) return s.HxW == 1 ? kPointArrays * s.C : SampleRowFloats(s);
     const int64_t group = s.D() * s.HxW;
     const bool fits = group * static_cast<int64_t>(sizeof(float)) <= kMaxGroupScratchBytes;
     const bool keep = mask.dx && !schedule.by_channel() && fits;

@@ -71,6 +71,10 @@ struct SiluRowKernels {
   void (*short_reduce_grad)(const T *dz, const T *x, int64_t hxw, int64_t rows, int64_t group_rows, const float *mu,
                             const float *scale, const float *shift, float swish_k, double *sum_g, double *sum_gxc,
                             float *g_out);
+  // input_grad_stored for a sample's `rows` rows of 2..kShortSiluRowMax elements, row r with mu, b
+  // and c of its group r / group_rows, each row with the bits input_grad_stored gives it
+  void (*sample_input_grad_stored)(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, int64_t group_rows,
+                                   const float *mu, const float *scale, const float *b, const float *c);
 };
 
 // The longest row short_reduce_grad takes (at most silu_short_rows_impl.h's kShortChunk).

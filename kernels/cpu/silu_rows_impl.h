@@ -490,5 +490,6 @@ template <typename T>
 SiluRowKernels<T> MakeSiluRowKernels() {
   return SiluRowKernels<T>{&NormalizeSilu<T>,         &NormalizeSiluPoints<T>,       &NormalizeSiluSample<T>,
                            &ReduceSiluGrad<T>,        &SiluInputGrad<T>,             &SiluInputGradStored<T>,
-                           &PointReduceSiluGrad<T>,   &PointSiluInputGradStored<T>,  &ShortReduceSiluGrad<T>};
+                           &PointReduceSiluGrad<T>,   &PointSiluInputGradStored<T>,  &ShortReduceSiluGrad<T>,
+                           &SampleSiluInputGradStored<T>};
 }

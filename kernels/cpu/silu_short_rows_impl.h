@@ -168,3 +168,14 @@ void ShortSiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, in
   }
 }
 
+// sample_input_grad_stored (silu_rows.h): a sample's groups one after the other through
+// ShortSiluInputGradStored, whose element-wise formula is input_grad_stored's for any row count.
+template <typename T>
+void SampleSiluInputGradStored(const float *g, const T *x, T *dx, int64_t hxw, int64_t rows, int64_t group_rows,
+                               const float *mu, const float *scale, const float *b, const float *c) {
+  for (int64_t r0 = 0, group = 0; r0 < rows; r0 += group_rows, ++group) {
+    const int64_t at = r0 * hxw;
+    ShortSiluInputGradStored(g + at, x + at, dx + at, hxw, group_rows, Splat(mu[group]), scale + r0, Splat(b[group]),
+                             Splat(c[group]));
+  }
+}
