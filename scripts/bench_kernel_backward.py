@@ -1,7 +1,10 @@
 #!/usr/bin/env python
 """Kernel-only GroupNorm backward (or, with --op forward, forward): our CPU kernel
 (ctypes, preallocated outputs) against torch.ops.aten.native_group_norm_backward
-(native_group_norm), interleaved in one process.
+(native_group_norm), interleaved in one process. --op silu_backward / silu_forward time the
+fused GroupNorm + SiLU kernels against what torch runs for silu(group_norm(x)): aten's
+silu_backward then native_group_norm_backward (the backward, y = group_norm's output saved
+as autograd saves it), or native_group_norm then silu (the forward).
 
 For each round, shape, dtype and thread count the implementations are timed in
 alternation (the order changes every sample, so that each one follows every other one equally
@@ -19,6 +22,7 @@ before/after ratios come from the same machine state.
     python scripts/bench_kernel_backward.py --op forward --isa avx2 --threads 1
     python scripts/bench_kernel_backward.py --table scripts/shapes/every_shape.txt --dtypes float32 --rounds 1
     python scripts/bench_kernel_backward.py --shapes 4096x512:32,64x512x7x7:1 --op forward
+    python scripts/bench_kernel_backward.py --op silu_backward --table scripts/shapes/every_shape.txt --rounds 1
 
 Shapes are NxCxHxW:G (any number of spatial dims, none for a 2-D input: 4096x512:32) or the
 older NxCxHxWxG. --table reads a shape table (scripts/shapes/every_shape.txt: one SHAPE:G and
@@ -68,45 +72,58 @@ class Case:
         self.t_g = torch.from_numpy((1 + 0.1 * rng.standard_normal(C)).astype(np.float32)).to(tdtype)
         t_b = torch.zeros(C, dtype=tdtype)
         self.t_b = t_b
-        _, self.t_mean, self.t_rstd = torch.ops.aten.native_group_norm(self.t_x, self.t_g, t_b, N, C, self.HxW, G,
-                                                                       1e-5)
+        self.t_y, self.t_mean, self.t_rstd = torch.ops.aten.native_group_norm(self.t_x, self.t_g, t_b, N, C,
+                                                                              self.HxW, G, 1e-5)
         view = np.uint16 if dtype == "bfloat16" else None
         as_np = lambda t: (t.view(torch.int16).numpy().view(np.uint16) if view else t.numpy()).copy()
         self.x, self.dy, self.gamma = as_np(self.t_x), as_np(self.t_dy), as_np(self.t_g)
         self.mean, self.rstd = as_np(self.t_mean.to(tdtype)), as_np(self.t_rstd.to(tdtype))
         self.calls = {}
         p = lambda a: a.ctypes.data
+        beta = np.zeros_like(self.gamma)
+        sizes, dtypes = (N, C, self.HxW, G), (dtype.encode(), dtype.encode())
         for name, lib in libs.items():
-            if op == "forward":
-                beta = np.zeros_like(self.gamma)
+            if op.endswith("forward"):
                 outs = (np.empty_like(self.x), np.empty_like(self.mean), np.empty_like(self.rstd))
-                args = (p(self.x), p(self.gamma), p(beta), *map(p, outs), N, C, self.HxW, G, 1e-5,
-                        dtype.encode(), dtype.encode())
-                fn, outs = lib.MsGroupNormForward, outs + (beta,)
+                args = (p(self.x), p(self.gamma), p(beta), *map(p, outs), *sizes, 1e-5)
+                fn, args = ((lib.MsGroupNormSiluForward, args + (1.0,) + dtypes) if op == "silu_forward" else
+                            (lib.MsGroupNormForward, args + dtypes))
             else:
                 outs = (np.empty_like(self.x), np.empty_like(self.gamma), np.empty_like(self.gamma))
-                args = (p(self.dy), p(self.x), p(self.mean), p(self.rstd), p(self.gamma), *map(p, outs),
-                        N, C, self.HxW, G, dtype.encode(), dtype.encode(), 1, 1, 1)
-                fn = lib.MsGroupNormBackward
+                inputs = (p(self.dy), p(self.x), p(self.mean), p(self.rstd), p(self.gamma))
+                fn, args = ((lib.MsGroupNormSiluBackward, inputs + (p(beta),) + tuple(map(p, outs)) + sizes +
+                             (1.0,) + dtypes + (1, 1, 1)) if op == "silu_backward" else
+                            (lib.MsGroupNormBackward, inputs + tuple(map(p, outs)) + sizes + dtypes + (1, 1, 1)))
+            outs += (beta,)
             call = lambda fn=fn, args=args: fn(*args)
             assert call() == 0
             self.calls[name] = (call, outs)
-        self.calls["torch"] = (self.torch_forward if op == "forward" else self.torch_backward, None)
+        self.calls["torch"] = ({"forward": self.torch_forward, "backward": self.torch_backward,
+                                "silu_forward": self.torch_silu_forward, "silu_backward": self.torch_silu_backward}[op],
+                               None)
         # the same bytes as the ideal kernel: forward reads x and writes y, backward reads dy, x and writes dx;
         # 16-bit data as uint16 (numpy's float16 arithmetic is a scalar loop, far from memory speed: as
         # float16 this pass took ~7 ns per element, 20-30x longer than the same bytes as integers)
         a, b = (array.view(np.uint16) if array.dtype == np.float16 else array for array in (self.x, self.dy))
         a, b, out = a.copy(), b.copy(), np.empty_like(a)
         self.elements = self.x.size
-        self.bytes = (2 if op == "forward" else 3) * self.x.nbytes
-        self.calls[LIMIT] = ((lambda: np.copyto(out, a)) if op == "forward" else (lambda: np.add(a, b, out=out)), None)
+        forward = op.endswith("forward")
+        self.bytes = (2 if forward else 3) * self.x.nbytes
+        self.calls[LIMIT] = ((lambda: np.copyto(out, a)) if forward else (lambda: np.add(a, b, out=out)), None)
 
     def torch_forward(self):
         return torch.ops.aten.native_group_norm(self.t_x, self.t_g, self.t_b, self.N, self.C, self.HxW, self.G, 1e-5)
 
-    def torch_backward(self):
-        return torch.ops.aten.native_group_norm_backward(self.t_dy, self.t_x, self.t_mean, self.t_rstd, self.t_g,
-                                                         self.N, self.C, self.HxW, self.G, [True, True, True])
+    def torch_backward(self, dy=None):
+        return torch.ops.aten.native_group_norm_backward(self.t_dy if dy is None else dy, self.t_x, self.t_mean,
+                                                         self.t_rstd, self.t_g, self.N, self.C, self.HxW, self.G,
+                                                         [True, True, True])
+
+    def torch_silu_forward(self):
+        return torch.ops.aten.silu(self.torch_forward()[0])
+
+    def torch_silu_backward(self):
+        return self.torch_backward(torch.ops.aten.silu_backward(self.t_dy, self.t_y))
 
 
 def parse_shape(text):
@@ -170,7 +187,7 @@ def main():
     parser.add_argument("--lib", default=str(DEFAULT_LIB), help="the library to measure (default: this checkout's)")
     parser.add_argument("--baseline", action="append", default=[], metavar="[NAME=]PATH",
                         help="another build of the library, timed in the same rounds (repeatable)")
-    parser.add_argument("--op", choices=["backward", "forward"], default="backward")
+    parser.add_argument("--op", choices=["backward", "forward", "silu_backward", "silu_forward"], default="backward")
     parser.add_argument("--isa", help="row-loop build to select in every library (portable/avx2/avx512)")
     parser.add_argument("--shapes", default=",".join(ANCHOR_SHAPES))
     parser.add_argument("--table", help="a shape table (e.g. scripts/shapes/every_shape.txt) instead of --shapes")
@@ -246,7 +263,7 @@ def main():
                     cells += [f"{statistics.median(ms[key + (n,)]):.4g}",
                               f"{statistics.median(ratios[key + (n,)]):.2f}x"]
                 print(f"| {labels[shape]} | {dtype} | {threads} | " + " | ".join(cells) + " |")
-    print(f"\nDistance to the limit ({LIMIT}: " + ("np.copyto, one read + one write" if args.op == "forward" else
+    print(f"\nDistance to the limit ({LIMIT}: " + ("np.copyto, one read + one write" if args.op.endswith("forward") else
           "np.add(dy, x, out=dx), two reads + one write") + f", same bytes, same rotation): GB/s for data of "
           f">= {CACHE_RESIDENT_BYTES >> 20} MiB, ns per element below")
     print("| shape | dtype | thr | MB moved | " + " | ".join(names) + f" | {LIMIT} | " +
