@@ -76,7 +76,8 @@ struct PartialIO {
   }
   static void Store(BFloat16 *p, VF v, int64_t n) {  // BFloat16IO::Store's bits
     const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
-    _mm256_mask_storeu_epi16(p, First(n), _mm512_cvtepi32_epi16(_mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16)));
+    const __m512i top = _mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16);
+    _mm256_mask_storeu_epi16(p, First(n), _mm512_cvtepi32_epi16(top));
   }
 };
 
