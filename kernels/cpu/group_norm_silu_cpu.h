@@ -99,18 +99,7 @@ class SiluBackwardKernel {
                               db, ds, mask_.dx ? g : nullptr);
       plain = wide::AllFinite(db, C) && wide::AllFinite(ds, C);
     }
-    if (!plain) {
-      for (int64_t grp = 0; grp < G; ++grp) Reduce(n, grp * D, D, nullptr);
-    }
-    for (int64_t ng = n * G; ng < (n + 1) * G; ++ng) {
-      GroupCoefficients(ng);
-      plain &= !wide::LostInFloat(sums_.b[ng]) && !wide::LostInFloat(sums_.c0[ng]);
-    }
-    if (!mask_.dx) return;
-    if (!plain) {
-      for (int64_t grp = 0; grp < G; ++grp) InputGrad(n, grp * D, D, nullptr);
-      return;
-    }
+    if (!SampleAfterSums(n, plain)) return;
     for (int64_t grp = 0; grp < G; ++grp) {
       const float b_group = static_cast<float>(sums_.b[n * G + grp]);
       const float c0_group = static_cast<float>(sums_.c0[n * G + grp]);
@@ -140,6 +129,21 @@ class SiluBackwardKernel {
                               db, ds, mask_.dx ? g : nullptr);
       plain = wide::AllFinite(db, C) && wide::AllFinite(ds, C);
     }
+    if (!SampleAfterSums(n, plain)) return;
+    for (int64_t grp = 0; grp < G; ++grp) {
+      b[grp] = static_cast<float>(sums_.b[n * G + grp]);
+      c0[grp] = static_cast<float>(sums_.c0[n * G + grp]);
+    }
+    silu_.sample_input_grad_stored(g, in_.x + offset, in_.dx + offset, HxW, C, D, &stats_.mean[n * G], &scale_[nc], b,
+                                   c0);
+  }
+
+  // Sample's and SampleRows' steps after their one-call sums: `plain` says whether those ran and
+  // came out finite; if not, the groups' sums are taken group by group here. Then the groups'
+  // coefficients, and dx group by group where a group needs a double path. Returns whether the
+  // caller's one-call dx is left to run.
+  bool SampleAfterSums(int64_t n, bool plain) {
+    const int64_t G = s_.G, D = s_.D();
     if (!plain) {
       for (int64_t grp = 0; grp < G; ++grp) Reduce(n, grp * D, D, nullptr);
     }
@@ -147,17 +151,12 @@ class SiluBackwardKernel {
       GroupCoefficients(ng);
       plain &= !wide::LostInFloat(sums_.b[ng]) && !wide::LostInFloat(sums_.c0[ng]);
     }
-    if (!mask_.dx) return;
+    if (!mask_.dx) return false;
     if (!plain) {
       for (int64_t grp = 0; grp < G; ++grp) InputGrad(n, grp * D, D, nullptr);
-      return;
+      return false;
     }
-    for (int64_t grp = 0; grp < G; ++grp) {
-      b[grp] = static_cast<float>(sums_.b[n * G + grp]);
-      c0[grp] = static_cast<float>(sums_.c0[n * G + grp]);
-    }
-    silu_.sample_input_grad_stored(g, in_.x + offset, in_.dx + offset, HxW, C, D, &stats_.mean[n * G], &scale_[nc], b,
-                                   c0);
+    return true;
   }
 
   // Even dbeta alone needs x here: g depends on y. So ds is always computed (cheap).
