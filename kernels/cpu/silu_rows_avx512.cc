@@ -38,24 +38,26 @@ inline VF MulAdd(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
 inline VF Min(VF a, VF b) { return _mm512_min_ps(a, b); }
 inline VF Max(VF a, VF b) { return _mm512_max_ps(a, b); }
 
+// 16 fp16 <-> float (F16C's rounding to nearest even). FromBits/Bits are the conversions of the
+// whole and the masked moves (PartialIO) alike.
 struct HalfIO {
-  static VF Load(const Half *p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
-  static void Store(Half *p, VF v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
+  static VF FromBits(__m256i h) { return _mm512_cvtph_ps(h); }
+  static __m256i Bits(VF v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static VF Load(const Half *p) { return FromBits(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
+  static void Store(Half *p, VF v) { _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), Bits(v)); }
 };
 
 // bf16 <-> float with AVX-512F's zero-extension and truncating 32 -> 16 bit move.
 struct BFloat16IO {
-  static VF Load(const BFloat16 *p) {  // exact: a bf16 is the top half of a float
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  static VF FromBits(__m256i h) {  // exact: a bf16 is the top half of a float
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
-  static void Store(BFloat16 *p, VF v) {
+  static __m256i Bits(VF v) {
     const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
-    const __m512i top = _mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16);
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(top));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16));
   }
+  static VF Load(const BFloat16 *p) { return FromBits(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))); }
+  static void Store(BFloat16 *p, VF v) { _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), Bits(v)); }
 };
 
 // The first n < kW elements with AVX-512's masked moves (AVX512BW/VL for the 16-bit ones): the
@@ -66,19 +68,11 @@ struct PartialIO {
   static __mmask16 First(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
   static __m256i LoadBits(const void *p, int64_t n) { return _mm256_maskz_loadu_epi16(First(n), p); }
   static VF Load(const float *p, int64_t n) { return _mm512_maskz_loadu_ps(First(n), p); }
-  static VF Load(const Half *p, int64_t n) { return _mm512_cvtph_ps(LoadBits(p, n)); }
-  static VF Load(const BFloat16 *p, int64_t n) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(LoadBits(p, n)), 16));
-  }
+  static VF Load(const Half *p, int64_t n) { return HalfIO::FromBits(LoadBits(p, n)); }
+  static VF Load(const BFloat16 *p, int64_t n) { return BFloat16IO::FromBits(LoadBits(p, n)); }
   static void Store(float *p, VF v, int64_t n) { _mm512_mask_storeu_ps(p, First(n), v); }
-  static void Store(Half *p, VF v, int64_t n) {
-    _mm256_mask_storeu_epi16(p, First(n), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
-  static void Store(BFloat16 *p, VF v, int64_t n) {  // BFloat16IO::Store's bits
-    const VU bits = BFloat16Rounded(reinterpret_cast<VU>(v), reinterpret_cast<VU>(v != v));
-    const __m512i top = _mm512_srli_epi32(reinterpret_cast<__m512i>(bits), 16);
-    _mm256_mask_storeu_epi16(p, First(n), _mm512_cvtepi32_epi16(top));
-  }
+  static void Store(Half *p, VF v, int64_t n) { _mm256_mask_storeu_epi16(p, First(n), HalfIO::Bits(v)); }
+  static void Store(BFloat16 *p, VF v, int64_t n) { _mm256_mask_storeu_epi16(p, First(n), BFloat16IO::Bits(v)); }
 };
 
 // Half a vector's lanes as doubles (exact), for the double sums of short rows.
